@@ -1,0 +1,183 @@
+//! The interpreter-lock emulation (`--gil`).
+//!
+//! One process-wide lock, like CPython's GIL or MRI's GVL: a task holds it while it computes,
+//! hands it over when it has held it for the switch interval and someone is waiting (checked
+//! cheaply by [`tick`] inside the CPU loops), and releases it around blocking I/O
+//! ([`released`]). Hand-over is FIFO and direct (the lock goes straight to the oldest waiter),
+//! so a thread that just let go cannot take it straight back, as in CPython 3.2+'s forced
+//! switching. Each process has its own lock: processes are not serialised.
+//!
+//! When the emulation is off every entry point is one relaxed atomic load.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::Thread;
+use std::time::Duration;
+
+use crate::measure::mono_ns;
+
+static ENABLED: AtomicBool = AtomicBool::new(false);
+static INTERVAL_NS: AtomicU64 = AtomicU64::new(5_000_000);
+static HELD_SINCE_NS: AtomicU64 = AtomicU64::new(0);
+static WAITERS: AtomicUsize = AtomicUsize::new(0);
+static SWITCHES: AtomicU64 = AtomicU64::new(0);
+static STATE: Mutex<LockState> = Mutex::new(LockState {
+    held: false,
+    queue: VecDeque::new(),
+});
+
+struct LockState {
+    held: bool,
+    queue: VecDeque<Arc<Waiter>>,
+}
+
+struct Waiter {
+    granted: AtomicBool,
+    thread: Thread,
+}
+
+/// CPython's default switch interval.
+pub const DEFAULT_SWITCH_INTERVAL: Duration = Duration::from_millis(5);
+
+/// Turns the emulation on or off for this process, with the given switch interval.
+pub fn configure(enabled: bool, switch_interval: Duration) {
+    INTERVAL_NS.store(switch_interval.as_nanos() as u64, Ordering::Relaxed);
+    ENABLED.store(enabled, Ordering::Release);
+}
+
+/// Whether the emulation is on in this process.
+pub fn enabled() -> bool {
+    ENABLED.load(Ordering::Relaxed)
+}
+
+/// How many times the lock changed hands because a holder used up its interval.
+pub fn forced_switches() -> u64 {
+    SWITCHES.load(Ordering::Relaxed)
+}
+
+fn state() -> MutexGuard<'static, LockState> {
+    // A panic while holding this short critical section cannot leave it inconsistent.
+    STATE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn acquire() {
+    let waiter = {
+        let mut st = state();
+        if !st.held {
+            st.held = true;
+            HELD_SINCE_NS.store(mono_ns(), Ordering::Relaxed);
+            return;
+        }
+        let w = Arc::new(Waiter {
+            granted: AtomicBool::new(false),
+            thread: std::thread::current(),
+        });
+        st.queue.push_back(w.clone());
+        WAITERS.fetch_add(1, Ordering::Relaxed);
+        w
+    };
+    while !waiter.granted.load(Ordering::Acquire) {
+        std::thread::park();
+    }
+    HELD_SINCE_NS.store(mono_ns(), Ordering::Relaxed);
+}
+
+fn release() {
+    let mut st = state();
+    match st.queue.pop_front() {
+        Some(next) => {
+            WAITERS.fetch_sub(1, Ordering::Relaxed);
+            next.granted.store(true, Ordering::Release);
+            next.thread.unpark();
+        }
+        None => st.held = false,
+    }
+}
+
+/// Proof that the current thread holds the lock; releases it on drop.
+#[must_use = "the lock is released when the guard is dropped"]
+pub struct Held {
+    active: bool,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if self.active {
+            release();
+        }
+    }
+}
+
+/// Takes the lock for the current task (a no-op when the emulation is off).
+pub fn hold() -> Held {
+    let active = enabled();
+    if active {
+        acquire();
+    }
+    Held { active }
+}
+
+/// Called often from CPU loops by the lock holder: hands the lock over when the holder has
+/// had it for a switch interval and another thread waits.
+#[inline]
+pub fn tick() {
+    if !ENABLED.load(Ordering::Relaxed) || WAITERS.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    let held = mono_ns().saturating_sub(HELD_SINCE_NS.load(Ordering::Relaxed));
+    if held >= INTERVAL_NS.load(Ordering::Relaxed) {
+        SWITCHES.fetch_add(1, Ordering::Relaxed);
+        release();
+        acquire();
+    }
+}
+
+/// Runs blocking work (I/O, sleep) with the lock released, as interpreters do around
+/// blocking system calls. Must be called by a thread that holds the lock via [`hold`].
+pub fn released<T>(f: impl FnOnce() -> T) -> T {
+    if !enabled() {
+        return f();
+    }
+    release();
+    let out = f();
+    acquire();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicI64;
+
+    // One test owns the process-wide lock so the tests cannot interfere with each other.
+    #[test]
+    fn lock_excludes_hands_over_and_releases_around_io() {
+        configure(true, Duration::from_millis(1));
+        let inside = Arc::new(AtomicI64::new(0));
+        let max_inside = Arc::new(AtomicI64::new(0));
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                let inside = inside.clone();
+                let max_inside = max_inside.clone();
+                std::thread::spawn(move || {
+                    let _g = hold();
+                    for _ in 0..2000 {
+                        let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                        max_inside.fetch_max(now, Ordering::SeqCst);
+                        std::hint::black_box((0..200u64).sum::<u64>());
+                        inside.fetch_sub(1, Ordering::SeqCst);
+                        tick();
+                    }
+                    released(|| std::thread::yield_now());
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        assert_eq!(max_inside.load(Ordering::SeqCst), 1, "two holders at once");
+        assert!(!state().held, "lock left held");
+        configure(false, DEFAULT_SWITCH_INTERVAL);
+    }
+}

@@ -1,0 +1,189 @@
+//! The `concur` command line: parse flags with clap, call the library, set the exit code.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use concur::report::Format;
+use concur::study::RunOptions;
+use concur::workload::MailSink;
+use concur::{units, Error, Outputs};
+
+#[derive(Parser)]
+#[command(
+    name = "concur",
+    version,
+    about = "Run one workload under many concurrency models and see what each costs",
+    long_about = "Run one workload under many concurrency models (sequential, OS threads, processes, \
+pools, work stealing, async event loops) and compare wall and CPU time, memory, latency and the \
+distance to the ideal the hardware allows. Every run happens in a fresh process.\n\n\
+Start with `concur run` (a quick tour of every study), then `concur run gil` or `concur run mailer`, \
+or your own matrix: `concur run --workload fib:30 --model seq --model pool:4 --tasks 100`.\n\
+`concur list` shows every workload, model and study."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a built-in study (default: the quick tour) or a free-form matrix of cells
+    Run(RunArgs),
+    /// Render a results file (.jsonl) again
+    Report(ReportArgs),
+    /// List the workloads, models and studies, with their spec grammar
+    List,
+    #[command(name = "__run", hide = true)]
+    InternalRun { request: String },
+    #[command(name = "__task", hide = true)]
+    InternalTask { env: String, index: usize },
+}
+
+#[derive(Args)]
+struct OutputArgs {
+    /// Also write a CSV of the cells to FILE ('-' for stdout)
+    #[arg(long, value_name = "FILE")]
+    csv: Option<PathBuf>,
+    /// Also write Markdown tables to FILE ('-' for stdout)
+    #[arg(long, value_name = "FILE")]
+    markdown: Option<PathBuf>,
+    /// What stdout shows: tables, the classic Ruby `user system total (real)` lines, markdown or csv
+    #[arg(long, value_enum, default_value = "table")]
+    format: Format,
+    /// No progress bar, notes or warnings on stderr
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// Built-in study: tour (default: every study, quick), gil, mailer
+    study: Option<String>,
+    /// Workload spec for a free-form study (repeatable): fib:N, spin:N, read[:PATH[:BYTESxCOUNT]], sleep:DURATION, mail[:FIB], crash:KIND
+    #[arg(long = "workload", short = 'w', value_name = "SPEC")]
+    workloads: Vec<String>,
+    /// Model spec for a free-form study (repeatable): seq, thread, spawn, fork, pool:W, rayon:W, async:W, async-local:W
+    #[arg(long = "model", short = 'm', value_name = "SPEC")]
+    models: Vec<String>,
+    /// Task counts for a free-form study (repeatable or comma-separated; default 10)
+    #[arg(long = "tasks", short = 'n', value_name = "N", value_delimiter = ',')]
+    tasks: Vec<usize>,
+    /// Counted runs per cell (default: 5 for gil and free-form, 3 for mailer and the tour)
+    #[arg(long, short = 'r', value_name = "R")]
+    repeat: Option<usize>,
+    /// Uncounted warm-up runs per cell before the counted ones
+    #[arg(long, value_name = "N")]
+    warmup: Option<usize>,
+    /// Scale the built-in study down to seconds
+    #[arg(long)]
+    quick: bool,
+    /// mailer: add a 30,000-thread cell, past this machine's thread limit
+    #[arg(long)]
+    stress: bool,
+    /// Emulate an interpreter lock (CPython's GIL, MRI's GVL) in every run
+    #[arg(long)]
+    gil: bool,
+    /// The emulated lock's switch interval
+    #[arg(long, value_name = "DURATION", default_value = "5ms", value_parser = parse_duration)]
+    switch_interval: std::time::Duration,
+    /// Kill a run that takes longer than this and record it as timed out
+    #[arg(long, value_name = "DURATION", default_value = "300s", value_parser = parse_duration)]
+    timeout: std::time::Duration,
+    /// Stack size of the threads that models create (thread, pool, rayon, async)
+    #[arg(long, value_name = "SIZE", default_value = "2M", value_parser = parse_size)]
+    stack_size: u64,
+    /// Where the mail workload writes its mails
+    #[arg(long, value_enum, default_value = "discard")]
+    mail_sink: MailSink,
+    /// The JSON Lines results file, written as runs finish ('-' for stdout; default concur-results/STUDY-TIME.jsonl)
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    #[command(flatten)]
+    out: OutputArgs,
+}
+
+#[derive(Args)]
+struct ReportArgs {
+    /// A results file written by `concur run`
+    file: PathBuf,
+    #[command(flatten)]
+    out: OutputArgs,
+}
+
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    units::parse_duration(s)
+}
+
+fn parse_size(s: &str) -> Result<u64, String> {
+    units::parse_size(s)
+}
+
+fn outputs(o: OutputArgs, json: Option<PathBuf>) -> Outputs {
+    Outputs {
+        json,
+        csv: o.csv,
+        markdown: o.markdown,
+        format: o.format,
+        quiet: o.quiet,
+    }
+}
+
+fn list() {
+    println!("Workloads (--workload SPEC):");
+    for e in concur::workload::REGISTRY {
+        println!("  {:28} {}", e.usage, e.help);
+    }
+    println!("\nModels (--model SPEC; W defaults to the core count):");
+    for e in concur::model::REGISTRY {
+        let usage = if e.takes_workers { format!("{}:W", e.name) } else { e.name.to_string() };
+        println!("  {usage:28} {}", e.help);
+    }
+    println!("\nStudies (concur run STUDY):");
+    for (name, help) in concur::study::presets::STUDIES {
+        println!("  {name:28} {help}");
+    }
+}
+
+fn dispatch(cli: Cli) -> Result<i32, Error> {
+    match cli.command {
+        Command::Run(a) => {
+            let opts = RunOptions {
+                study: a.study,
+                workloads: a.workloads,
+                models: a.models,
+                tasks: a.tasks,
+                gil: a.gil,
+                switch_interval: a.switch_interval,
+                repeat: a.repeat,
+                warmup: a.warmup,
+                quick: a.quick,
+                stress: a.stress,
+                timeout: a.timeout,
+                stack_size: usize::try_from(a.stack_size).unwrap_or(usize::MAX),
+                mail_sink: a.mail_sink,
+            };
+            concur::run(&opts, &outputs(a.out, a.json), std::env::args().collect())
+        }
+        Command::Report(a) => concur::report_file(&a.file, &outputs(a.out, None)).map(|_| 0),
+        Command::List => {
+            list();
+            Ok(0)
+        }
+        Command::InternalRun { request } => concur::study::child::run_main(&request).map(|_| 0),
+        Command::InternalTask { env, index } => {
+            concur::study::child::task_main(&env, index).map(|_| 0)
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match dispatch(cli) {
+        Ok(code) => ExitCode::from(code as u8),
+        Err(e) => {
+            eprintln!("concur: {e}");
+            ExitCode::from(e.exit_code() as u8)
+        }
+    }
+}

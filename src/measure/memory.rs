@@ -1,0 +1,127 @@
+//! Memory of a whole process tree, sampled: the sum of PSS (`/proc/PID/smaps_rollup`) over a
+//! process and all its descendants. PSS shares copy-on-write pages fairly between processes,
+//! so a tree of forks shows its real cost, where summed RSS would count shared pages N times.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// The parent pid of every process on the machine.
+fn parent_map() -> HashMap<i32, Vec<i32>> {
+    let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return children;
+    };
+    for entry in dir.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // The command name may hold spaces and parentheses: fields start after the last ')'.
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            continue;
+        };
+        if let Some(ppid) = rest.split_whitespace().nth(1).and_then(|s| s.parse().ok()) {
+            children.entry(ppid).or_default().push(pid);
+        }
+    }
+    children
+}
+
+/// `root` and all its descendants alive now.
+pub fn process_tree(root: i32) -> Vec<i32> {
+    let children = parent_map();
+    let mut out = vec![root];
+    let mut i = 0;
+    while i < out.len() {
+        if let Some(kids) = children.get(&out[i]) {
+            out.extend(kids);
+        }
+        i += 1;
+    }
+    out
+}
+
+/// PSS of one process in KiB, if it is still there.
+pub fn pss_kib(pid: i32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("Pss:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+}
+
+/// Total PSS of the tree rooted at `root`, KiB.
+pub fn tree_pss_kib(root: i32) -> u64 {
+    process_tree(root).into_iter().filter_map(pss_kib).sum()
+}
+
+/// Samples a process tree's total PSS on a thread of its own and keeps the peak.
+pub struct TreeSampler {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<(u64, u32)>>,
+}
+
+impl TreeSampler {
+    /// Starts sampling the tree of `root`. The interval adapts to keep the sampler's own CPU
+    /// cost near a tenth of one core: at least 10 ms, at least ten times one sample's cost.
+    pub fn start(root: i32) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("pss-sampler".into())
+            .spawn(move || {
+                let mut peak = 0u64;
+                let mut samples = 0u32;
+                while !flag.load(Ordering::Relaxed) {
+                    let t = Instant::now();
+                    let now = tree_pss_kib(root);
+                    if now > 0 {
+                        samples += 1;
+                        peak = peak.max(now);
+                    }
+                    let cost = t.elapsed();
+                    let pause = (cost * 10).max(Duration::from_millis(10));
+                    // Wake early when asked to stop, so short runs do not wait a full pause.
+                    let until = Instant::now() + pause;
+                    while !flag.load(Ordering::Relaxed) && Instant::now() < until {
+                        std::thread::park_timeout(Duration::from_millis(2));
+                    }
+                }
+                (peak, samples)
+            })
+            .ok();
+        TreeSampler { stop, handle }
+    }
+
+    /// Stops sampling and returns the peak (KiB) if at least one sample was taken.
+    pub fn finish(mut self) -> Option<u64> {
+        self.stop.store(true, Ordering::Relaxed);
+        let handle = self.handle.take()?;
+        handle.thread().unpark();
+        match handle.join() {
+            Ok((peak, samples)) if samples > 0 => Some(peak),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_pss_is_positive_and_tree_contains_children() {
+        let me = std::process::id() as i32;
+        assert!(pss_kib(me).unwrap() > 0);
+        let mut child = std::process::Command::new("sleep").arg("5").spawn().unwrap();
+        let tree = process_tree(me);
+        assert!(tree.contains(&(child.id() as i32)), "{tree:?}");
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+}

@@ -1,0 +1,107 @@
+//! What is measured: a monotonic clock shared by all processes, per-task records, latency
+//! histograms, per-child rusage and process-tree memory.
+
+pub mod latency;
+pub mod memory;
+pub mod rusage;
+
+use serde::{Deserialize, Serialize};
+
+/// Nanoseconds on `CLOCK_MONOTONIC`: comparable across the processes of one machine, so a
+/// forked or spawned task's start and end line up with its parent's timeline.
+pub fn mono_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Why one task failed: a short kind (`panic`, `io`, `spawn`, `crash`) and a message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskError {
+    /// A short machine-readable kind.
+    pub kind: String,
+    /// A one-line human-readable reason.
+    pub message: String,
+}
+
+impl TaskError {
+    /// Builds a task error, keeping the message to one short line.
+    pub fn new(kind: &str, message: impl Into<String>) -> Self {
+        let mut message: String = message.into().replace('\n', " ");
+        if message.len() > 300 {
+            let mut cut = 300;
+            while !message.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            message.truncate(cut);
+        }
+        TaskError {
+            kind: kind.into(),
+            message,
+        }
+    }
+}
+
+impl std::fmt::Display for TaskError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.kind, self.message)
+    }
+}
+
+/// One task as it ran: when (on [`mono_ns`]), what it produced, or why it failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskRecord {
+    /// Index of the task in its run, 0-based.
+    pub index: usize,
+    /// Start, nanoseconds on the monotonic clock.
+    pub start_ns: u64,
+    /// End, nanoseconds on the monotonic clock.
+    pub end_ns: u64,
+    /// Bytes produced (the checksum's share), 0 when failed.
+    pub bytes: u64,
+    /// The failure, if any.
+    pub error: Option<TaskError>,
+}
+
+impl TaskRecord {
+    /// A task that never ran (its thread or process could not be created).
+    pub fn not_started(index: usize, error: TaskError) -> Self {
+        let now = mono_ns();
+        TaskRecord {
+            index,
+            start_ns: now,
+            end_ns: now,
+            bytes: 0,
+            error: Some(error),
+        }
+    }
+}
+
+impl TaskRecord {
+    /// The record as one JSON line, short enough (< 4 KiB) for one atomic pipe write.
+    pub fn to_line(&self) -> String {
+        let mut line = serde_json::to_string(self).unwrap_or_else(|e| {
+            format!("{{\"index\":{},\"start_ns\":0,\"end_ns\":0,\"bytes\":0,\"error\":{{\"kind\":\"encode\",\"message\":\"{e}\"}}}}", self.index)
+        });
+        line.push('\n');
+        line
+    }
+
+    /// Parses a line written by [`TaskRecord::to_line`].
+    pub fn from_line(line: &str) -> Option<Self> {
+        serde_json::from_str(line.trim()).ok()
+    }
+}
+
+/// How a child process that was to report a task ended without reporting it.
+pub fn describe_exit(usage: &rusage::ChildUsage) -> String {
+    match (usage.exit_code, usage.signal) {
+        (_, Some(sig)) => format!("killed by {}", rusage::signal_name(sig)),
+        (Some(code), _) => format!("exited with code {code} without a report"),
+        _ => "ended without a report".into(),
+    }
+}

@@ -1,0 +1,100 @@
+//! `async:W`: tokio's multi-thread runtime (one worker thread per core, at most W), at most W
+//! tasks in flight through a semaphore.
+//!
+//! CPU work runs inline on the runtime's worker threads, as it does in a naive async program:
+//! it occupies a worker while it computes, so CPU speedup is bounded by the worker count.
+//! Blocking I/O goes to the runtime's blocking pool (tokio's own advice), and `sleep` uses the
+//! runtime's timer.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use tokio::sync::Semaphore;
+
+use super::{cores, execute_async, Entry, Model, ModelOutcome, RunCtx};
+use crate::measure::{TaskError, TaskRecord};
+
+pub(super) const ENTRY: Entry = Entry {
+    name: "async",
+    takes_workers: true,
+    help: "tokio multi-thread runtime, at most W tasks in flight (CPU work inline, blocking I/O on the blocking pool)",
+    build: |w| Box::new(AsyncMultiThread { limit: w.unwrap_or(1) }),
+};
+
+/// A tokio multi-thread runtime with a concurrency limit.
+pub struct AsyncMultiThread {
+    limit: usize,
+}
+
+/// Spawns every task on `rt`, at most `limit` in flight, and collects their records.
+pub(super) fn drive(rt: &tokio::runtime::Runtime, ctx: &RunCtx, limit: usize) -> Vec<TaskRecord> {
+    rt.block_on(async {
+        let sem = Arc::new(Semaphore::new(limit));
+        let mut handles = Vec::with_capacity(ctx.tasks);
+        for i in 0..ctx.tasks {
+            let Ok(permit) = sem.clone().acquire_owned().await else {
+                break;
+            };
+            let w = ctx.workload.clone();
+            handles.push(tokio::spawn(async move {
+                let rec = execute_async(w, i).await;
+                drop(permit);
+                rec
+            }));
+        }
+        let mut out = Vec::with_capacity(ctx.tasks);
+        for (i, h) in handles.into_iter().enumerate() {
+            out.push(h.await.unwrap_or_else(|e| {
+                TaskRecord::not_started(i, TaskError::new("panic", e.to_string()))
+            }));
+        }
+        out
+    })
+}
+
+/// Builds the runtime, runs every task on it and reports the threads it started (workers and
+/// blocking-pool threads).
+pub(super) fn run_on(builder: &mut tokio::runtime::Builder, ctx: &RunCtx, limit: usize) -> ModelOutcome {
+    let started = Arc::new(AtomicUsize::new(0));
+    let counter = started.clone();
+    builder
+        .thread_stack_size(ctx.stack_size)
+        .enable_time()
+        .on_thread_start(move || {
+            counter.fetch_add(1, Ordering::Relaxed);
+        });
+    let rt = match builder.build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            return ModelOutcome {
+                error: Some(format!("could not start the tokio runtime: {e}")),
+                ..Default::default()
+            }
+        }
+    };
+    let records = drive(&rt, ctx, limit);
+    drop(rt);
+    ModelOutcome {
+        records,
+        threads_created: started.load(Ordering::Relaxed),
+        processes_created: 0,
+        error: None,
+    }
+}
+
+impl Model for AsyncMultiThread {
+    fn spec(&self) -> String {
+        format!("async:{}", self.limit)
+    }
+    fn workers(&self) -> Option<usize> {
+        Some(self.limit)
+    }
+    fn parallelism(&self, tasks: usize) -> usize {
+        self.limit.min(tasks)
+    }
+    fn run(&self, ctx: &RunCtx) -> ModelOutcome {
+        let mut builder = tokio::runtime::Builder::new_multi_thread();
+        builder.worker_threads(self.limit.min(cores()));
+        run_on(&mut builder, ctx, self.limit)
+    }
+}

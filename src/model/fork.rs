@@ -1,0 +1,127 @@
+//! `fork`: one process per task with fork(2), from the single-threaded process of the run.
+//! Each child runs its task, writes its record to a shared pipe in one atomic write, and
+//! `_exit`s; the parent reads the records and reaps every child.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::AsRawFd;
+
+use nix::unistd::ForkResult;
+
+use super::{execute, Entry, Model, ModelOutcome, RunCtx};
+use crate::measure::{describe_exit, rusage, TaskError, TaskRecord};
+use crate::process;
+
+pub(super) const ENTRY: Entry = Entry {
+    name: "fork",
+    takes_workers: false,
+    help: "one process per task with fork(2) (copy-on-write memory; needs a single-threaded parent)",
+    build: |_| Box::new(Fork),
+};
+
+/// One forked process per task.
+pub struct Fork;
+
+fn write_all_fd(fd: i32, bytes: &[u8]) {
+    let mut done = 0;
+    while done < bytes.len() {
+        // SAFETY: writing from a live buffer to an open descriptor.
+        let n = unsafe { libc::write(fd, bytes[done..].as_ptr().cast(), bytes.len() - done) };
+        if n <= 0 {
+            return;
+        }
+        done += n as usize;
+    }
+}
+
+impl Model for Fork {
+    fn spec(&self) -> String {
+        "fork".into()
+    }
+    fn workers(&self) -> Option<usize> {
+        None
+    }
+    fn parallelism(&self, tasks: usize) -> usize {
+        tasks
+    }
+    fn needs_single_thread(&self) -> bool {
+        true
+    }
+    fn run(&self, ctx: &RunCtx) -> ModelOutcome {
+        match process::thread_count() {
+            Some(1) => {}
+            other => {
+                return ModelOutcome {
+                    error: Some(format!(
+                        "fork needs a single-threaded parent, this one has {} threads",
+                        other.map_or("an unknown number of".into(), |n| n.to_string())
+                    )),
+                    ..Default::default()
+                }
+            }
+        }
+        let (read_end, write_end) = match nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC) {
+            Ok(p) => p,
+            Err(e) => {
+                return ModelOutcome {
+                    error: Some(format!("could not create a pipe: {e}")),
+                    ..Default::default()
+                }
+            }
+        };
+        let mut children = Vec::with_capacity(ctx.tasks);
+        let mut error = None;
+        for i in 0..ctx.tasks {
+            // SAFETY: this process is single-threaded (checked above), so the child may run
+            // ordinary Rust code; it leaves with _exit and never returns into our caller.
+            match unsafe { nix::unistd::fork() } {
+                Ok(ForkResult::Child) => {
+                    let rec = execute(&*ctx.workload, i);
+                    let _ = std::io::stdout().flush();
+                    write_all_fd(write_end.as_raw_fd(), rec.to_line().as_bytes());
+                    // SAFETY: _exit skips the parent's destructors and atexit handlers.
+                    unsafe { libc::_exit(0) }
+                }
+                Ok(ForkResult::Parent { child }) => children.push((child.as_raw(), i)),
+                Err(e) => {
+                    error = Some(format!("could create {i} of {} processes: {e}", ctx.tasks));
+                    break;
+                }
+            }
+        }
+        drop(write_end);
+        let mut records: Vec<Option<TaskRecord>> = vec![None; ctx.tasks];
+        for line in BufReader::new(File::from(read_end)).lines() {
+            let Ok(line) = line else { break };
+            if let Some(rec) = TaskRecord::from_line(&line) {
+                if rec.index < ctx.tasks {
+                    let idx = rec.index;
+                    records[idx] = Some(rec);
+                }
+            }
+        }
+        let created = children.len();
+        for (pid, i) in children {
+            let ended = rusage::wait_child(pid);
+            if records[i].is_none() {
+                let why = match ended {
+                    Ok(u) => describe_exit(&u),
+                    Err(e) => format!("could not wait: {e}"),
+                };
+                records[i] = Some(TaskRecord::not_started(i, TaskError::new("crash", why)));
+            }
+        }
+        let reason = error.clone().unwrap_or_default();
+        let records = records
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| r.unwrap_or_else(|| TaskRecord::not_started(i, TaskError::new("spawn", reason.clone()))))
+            .collect();
+        ModelOutcome {
+            records,
+            threads_created: 0,
+            processes_created: created,
+            error,
+        }
+    }
+}

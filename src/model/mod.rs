@@ -1,0 +1,223 @@
+//! Models: how N tasks are run. Each model is one file here plus one line in [`REGISTRY`];
+//! the spec grammar is `NAME[:WORKERS]`.
+//!
+//! A model never knows which workload it runs: it calls [`execute`] (blocking) or
+//! [`execute_async`] for each task and returns the [`TaskRecord`]s.
+
+mod async_local;
+mod async_mt;
+mod fork;
+pub(crate) mod os_thread;
+mod pool;
+mod rayon_pool;
+mod seq;
+mod spawn;
+mod thread;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::measure::{mono_ns, TaskRecord};
+use crate::workload::{self, guarded_run, Workload, WorkloadOptions};
+use crate::{gil, Error};
+
+/// Everything a task needs to be re-created in another process (`spawn`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskEnv {
+    /// The workload spec.
+    pub workload: String,
+    /// Run-wide workload options.
+    pub options: WorkloadOptions,
+    /// Whether the interpreter-lock emulation is on.
+    pub gil: bool,
+    /// The emulated lock's switch interval, microseconds.
+    pub switch_interval_us: u64,
+}
+
+impl TaskEnv {
+    /// Applies the lock settings to this process and parses the workload.
+    pub fn install(&self) -> Result<Arc<dyn Workload>, Error> {
+        gil::configure(self.gil, Duration::from_micros(self.switch_interval_us));
+        workload::parse(&self.workload, &self.options)
+    }
+}
+
+/// What a model gets for one run.
+pub struct RunCtx {
+    /// The workload, already parsed.
+    pub workload: Arc<dyn Workload>,
+    /// How many tasks to run.
+    pub tasks: usize,
+    /// How to re-create the workload in another process.
+    pub env: TaskEnv,
+    /// Stack size for threads the model creates per task, bytes.
+    pub stack_size: usize,
+}
+
+/// What a model returns for one run.
+#[derive(Debug, Default)]
+pub struct ModelOutcome {
+    /// One record per task, in any order.
+    pub records: Vec<TaskRecord>,
+    /// OS threads the model created.
+    pub threads_created: usize,
+    /// Processes the model created.
+    pub processes_created: usize,
+    /// Why the run as a whole failed (e.g. "could create K of N threads: ..."), if it did.
+    pub error: Option<String>,
+}
+
+/// How N tasks are run.
+pub trait Model: Send + Sync {
+    /// The canonical spec, which parses back to the same model.
+    fn spec(&self) -> String;
+    /// The configured worker count, `None` for models without one.
+    fn workers(&self) -> Option<usize>;
+    /// How many of `tasks` tasks may run at once.
+    fn parallelism(&self, tasks: usize) -> usize;
+    /// Whether the model must start from a single-threaded process (fork).
+    fn needs_single_thread(&self) -> bool {
+        false
+    }
+    /// Runs `ctx.tasks` tasks and returns their records.
+    fn run(&self, ctx: &RunCtx) -> ModelOutcome;
+}
+
+/// Runs task `index` on the calling thread and records it.
+pub fn execute(w: &dyn Workload, index: usize) -> TaskRecord {
+    let start_ns = mono_ns();
+    let result = guarded_run(w, index);
+    record(index, start_ns, result)
+}
+
+/// Runs task `index` through the workload's async entry point and records it.
+pub async fn execute_async(w: Arc<dyn Workload>, index: usize) -> TaskRecord {
+    let start_ns = mono_ns();
+    let result = w.run_async(index).await;
+    record(index, start_ns, result)
+}
+
+fn record(index: usize, start_ns: u64, result: Result<u64, workload::TaskError>) -> TaskRecord {
+    let end_ns = mono_ns();
+    match result {
+        Ok(bytes) => TaskRecord {
+            index,
+            start_ns,
+            end_ns,
+            bytes,
+            error: None,
+        },
+        Err(e) => TaskRecord {
+            index,
+            start_ns,
+            end_ns,
+            bytes: 0,
+            error: Some(e),
+        },
+    }
+}
+
+/// One built-in model: its name, whether it takes a worker count, a line of help, a builder.
+pub struct Entry {
+    /// The name before the `:`.
+    pub name: &'static str,
+    /// Whether `:WORKERS` is accepted (required models default it to the core count).
+    pub takes_workers: bool,
+    /// What it does, in one line.
+    pub help: &'static str,
+    /// Builds the model from its worker count (always `Some` when `takes_workers`).
+    pub build: fn(Option<usize>) -> Box<dyn Model>,
+}
+
+/// Every built-in model. A new model is one file plus one line here.
+pub const REGISTRY: &[Entry] = &[
+    seq::ENTRY,
+    thread::ENTRY,
+    spawn::ENTRY,
+    fork::ENTRY,
+    pool::ENTRY,
+    rayon_pool::ENTRY,
+    async_mt::ENTRY,
+    async_local::ENTRY,
+];
+
+/// The largest worker count accepted.
+pub const MAX_WORKERS: usize = 100_000;
+
+/// The machine's core count (what the OS lets this process use).
+pub fn cores() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+fn allowed() -> String {
+    REGISTRY
+        .iter()
+        .map(|e| {
+            if e.takes_workers {
+                format!("{}:W", e.name)
+            } else {
+                e.name.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Parses a model spec such as `seq`, `thread` or `pool:10`.
+pub fn parse(spec: &str) -> Result<Box<dyn Model>, Error> {
+    let (name, workers) = match spec.split_once(':') {
+        Some((n, w)) => (n, Some(w)),
+        None => (spec, None),
+    };
+    let entry = REGISTRY.iter().find(|e| e.name == name).ok_or_else(|| {
+        Error::usage(format!(
+            "unknown model '{name}' in '{spec}' (allowed: {})",
+            allowed()
+        ))
+    })?;
+    let workers = match (entry.takes_workers, workers) {
+        (false, None) => None,
+        (false, Some(w)) => {
+            return Err(Error::usage(format!(
+                "bad model '{spec}': {name} takes no worker count (it uses one {} per task), got '{w}'",
+                if name == "seq" { "thread in all" } else { "thread or process" }
+            )))
+        }
+        (true, None) => Some(cores()),
+        (true, Some(w)) => match w.parse::<usize>() {
+            Ok(n) if (1..=MAX_WORKERS).contains(&n) => Some(n),
+            _ => {
+                return Err(Error::usage(format!(
+                    "bad model '{spec}': workers '{w}' must be a whole number from 1 to {MAX_WORKERS}"
+                )))
+            }
+        },
+    };
+    Ok((entry.build)(workers))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_round_trip_and_bad_ones_are_named() {
+        for s in ["seq", "thread", "spawn", "fork", "pool:10", "rayon:3", "async:100", "async-local:7"] {
+            assert_eq!(parse(s).unwrap().spec(), s);
+        }
+        assert_eq!(parse("pool").unwrap().workers(), Some(cores()));
+        for (s, needle) in [
+            ("pool:0", "'0'"),
+            ("pool:x", "'x'"),
+            ("nope", "unknown model 'nope'"),
+            ("seq:3", "takes no worker count"),
+        ] {
+            let e = parse(s).err().unwrap().to_string();
+            assert!(e.contains(needle), "{s}: {e}");
+        }
+    }
+}

@@ -1,0 +1,58 @@
+//! `rayon:W`: rayon's work-stealing pool of W threads over the task range.
+
+use rayon::prelude::*;
+
+use super::{execute, Entry, Model, ModelOutcome, RunCtx};
+
+pub(super) const ENTRY: Entry = Entry {
+    name: "rayon",
+    takes_workers: true,
+    help: "rayon's work-stealing pool of W threads (the reference work stealer)",
+    build: |w| Box::new(RayonPool { workers: w.unwrap_or(1) }),
+};
+
+/// A rayon pool.
+pub struct RayonPool {
+    workers: usize,
+}
+
+impl Model for RayonPool {
+    fn spec(&self) -> String {
+        format!("rayon:{}", self.workers)
+    }
+    fn workers(&self) -> Option<usize> {
+        Some(self.workers)
+    }
+    fn parallelism(&self, tasks: usize) -> usize {
+        self.workers.min(tasks)
+    }
+    fn run(&self, ctx: &RunCtx) -> ModelOutcome {
+        let pool = match rayon::ThreadPoolBuilder::new()
+            .num_threads(self.workers)
+            .stack_size(ctx.stack_size)
+            .build()
+        {
+            Ok(p) => p,
+            Err(e) => {
+                return ModelOutcome {
+                    error: Some(format!("could not build a rayon pool of {}: {e}", self.workers)),
+                    ..Default::default()
+                }
+            }
+        };
+        let w = &ctx.workload;
+        let records = pool.install(|| {
+            (0..ctx.tasks)
+                .into_par_iter()
+                .with_max_len(1)
+                .map(|i| execute(&**w, i))
+                .collect()
+        });
+        ModelOutcome {
+            records,
+            threads_created: self.workers,
+            processes_created: 0,
+            error: None,
+        }
+    }
+}

@@ -1,0 +1,32 @@
+//! `seq`: every task in turn on the calling thread, the baseline every speedup is measured
+//! against.
+
+use super::{execute, Entry, Model, ModelOutcome, RunCtx};
+
+pub(super) const ENTRY: Entry = Entry {
+    name: "seq",
+    takes_workers: false,
+    help: "one task after another on one thread: the baseline",
+    build: |_| Box::new(Seq),
+};
+
+/// Sequential execution.
+pub struct Seq;
+
+impl Model for Seq {
+    fn spec(&self) -> String {
+        "seq".into()
+    }
+    fn workers(&self) -> Option<usize> {
+        None
+    }
+    fn parallelism(&self, _tasks: usize) -> usize {
+        1
+    }
+    fn run(&self, ctx: &RunCtx) -> ModelOutcome {
+        ModelOutcome {
+            records: (0..ctx.tasks).map(|i| execute(&*ctx.workload, i)).collect(),
+            ..Default::default()
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! `spawn`: one process per task by re-executing our own binary (`concur __task`), the way a
+//! language without fork (or `multiprocessing`'s spawn start method) does it. Each child
+//! reports its task record on its own pipe.
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+
+use super::{Entry, Model, ModelOutcome, RunCtx};
+use crate::measure::{describe_exit, rusage, TaskError, TaskRecord};
+use crate::process;
+use crate::workload::MailSink;
+
+pub(super) const ENTRY: Entry = Entry {
+    name: "spawn",
+    takes_workers: false,
+    help: "one process per task by re-executing concur itself (a fresh process, no copy-on-write)",
+    build: |_| Box::new(Spawn),
+};
+
+/// One fresh process per task.
+pub struct Spawn;
+
+impl Model for Spawn {
+    fn spec(&self) -> String {
+        "spawn".into()
+    }
+    fn workers(&self) -> Option<usize> {
+        None
+    }
+    fn parallelism(&self, tasks: usize) -> usize {
+        tasks
+    }
+    fn run(&self, ctx: &RunCtx) -> ModelOutcome {
+        let fail = |e: String| ModelOutcome {
+            error: Some(e),
+            ..Default::default()
+        };
+        let exe = match std::env::current_exe() {
+            Ok(p) => p,
+            Err(e) => return fail(format!("cannot find our own binary: {e}")),
+        };
+        let env = match serde_json::to_string(&ctx.env) {
+            Ok(s) => s,
+            Err(e) => return fail(format!("cannot encode the task: {e}")),
+        };
+        process::raise_nofile_limit();
+        let mut children = Vec::with_capacity(ctx.tasks);
+        let mut error = None;
+        for i in 0..ctx.tasks {
+            let mut cmd = Command::new(&exe);
+            cmd.arg("__task").arg(&env).arg(i.to_string()).stdin(Stdio::null());
+            if ctx.env.options.mail_sink != MailSink::Stdout {
+                cmd.stdout(Stdio::null());
+            }
+            match process::spawn_with_report(&mut cmd) {
+                Ok(pair) => children.push((i, pair)),
+                Err(e) => {
+                    error = Some(format!("could create {i} of {} processes: {e}", ctx.tasks));
+                    break;
+                }
+            }
+        }
+        let created = children.len();
+        let mut records = Vec::with_capacity(ctx.tasks);
+        for (i, (child, mut pipe)) in children {
+            let mut text = String::new();
+            let read = pipe.read_to_string(&mut text);
+            let ended = rusage::wait_child(child.id() as i32);
+            let rec = match (read, TaskRecord::from_line(&text)) {
+                (Ok(_), Some(rec)) => rec,
+                _ => {
+                    let why = match ended {
+                        Ok(u) => describe_exit(&u),
+                        Err(e) => format!("could not wait: {e}"),
+                    };
+                    TaskRecord::not_started(i, TaskError::new("crash", why))
+                }
+            };
+            records.push(rec);
+        }
+        let reason = error.clone().unwrap_or_default();
+        records.extend((created..ctx.tasks).map(|i| TaskRecord::not_started(i, TaskError::new("spawn", reason.clone()))));
+        ModelOutcome {
+            records,
+            threads_created: 0,
+            processes_created: created,
+            error,
+        }
+    }
+}

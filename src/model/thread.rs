@@ -1,0 +1,96 @@
+//! `thread`: one OS thread per task. All threads are created first and wait at a gate, then
+//! start together and are joined: N threads really are alive at once, so the OS's limits show
+//! (the classic's 10,000-thread failure). When creation fails, the threads already created
+//! still run and are joined, and the run reports "could create K of N threads: <OS error>".
+
+use std::sync::{Arc, Condvar, Mutex};
+
+use super::os_thread;
+use super::{execute, Entry, Model, ModelOutcome, RunCtx};
+use crate::measure::{TaskError, TaskRecord};
+
+pub(super) const ENTRY: Entry = Entry {
+    name: "thread",
+    takes_workers: false,
+    help: "one OS thread per task, all created, then started together, then joined (--stack-size)",
+    build: |_| Box::new(ThreadPerTask),
+};
+
+/// One OS thread per task.
+pub struct ThreadPerTask;
+
+/// A one-shot gate that many threads wait on until it opens.
+#[derive(Default)]
+pub(crate) struct Gate {
+    open: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Gate {
+    /// Blocks until the gate opens.
+    pub(crate) fn wait(&self) {
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        while !*open {
+            open = self.cv.wait(open).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+    /// Opens the gate for every waiter, now and later.
+    pub(crate) fn open(&self) {
+        *self.open.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        self.cv.notify_all();
+    }
+}
+
+impl Model for ThreadPerTask {
+    fn spec(&self) -> String {
+        "thread".into()
+    }
+    fn workers(&self) -> Option<usize> {
+        None
+    }
+    fn parallelism(&self, tasks: usize) -> usize {
+        tasks
+    }
+    fn run(&self, ctx: &RunCtx) -> ModelOutcome {
+        let gate = Arc::new(Gate::default());
+        let mut threads = Vec::with_capacity(ctx.tasks);
+        let mut error = None;
+        for i in 0..ctx.tasks {
+            let (gate, w) = (gate.clone(), ctx.workload.clone());
+            match os_thread::spawn(ctx.stack_size, move || {
+                gate.wait();
+                execute(&*w, i)
+            }) {
+                Ok(t) => threads.push((i, t)),
+                Err(e) => {
+                    error = Some(format!(
+                        "could create {i} of {} threads: {e}",
+                        ctx.tasks
+                    ));
+                    break;
+                }
+            }
+        }
+        gate.open();
+        let created = threads.len();
+        let mut records: Vec<TaskRecord> = threads
+            .into_iter()
+            .map(|(i, t)| {
+                t.join().unwrap_or_else(|_| {
+                    TaskRecord::not_started(i, TaskError::new("panic", "thread panicked"))
+                })
+            })
+            .collect();
+        if let Some(reason) = &error {
+            records.extend(
+                (created..ctx.tasks).map(|i| TaskRecord::not_started(i, TaskError::new("spawn", reason.clone()))),
+            );
+        }
+        ModelOutcome {
+            records,
+            threads_created: created,
+            processes_created: 0,
+            error,
+        }
+    }
+}

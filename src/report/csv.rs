@@ -1,0 +1,63 @@
+//! CSV: one row per cell with raw numbers (seconds, KiB), for spreadsheets and scripts.
+
+use crate::study::analysis::Analysis;
+
+/// The CSV columns, in order.
+pub const COLUMNS: &[&str] = &[
+    "study", "workload", "model", "workers", "tasks", "gil", "runs", "runs_failed",
+    "wall_median_s", "wall_ci95_lo_s", "wall_ci95_hi_s", "wall_min_s", "wall_max_s",
+    "wall_mean_s", "wall_sd_s", "user_median_s", "sys_median_s", "max_rss_kib", "tree_pss_kib",
+    "speedup", "efficiency", "effective_cores", "ideal_s", "vs_ideal", "bytes", "error",
+];
+
+fn f(v: Option<f64>) -> String {
+    v.map(|x| format!("{x}")).unwrap_or_default()
+}
+
+fn u(v: Option<u64>) -> String {
+    v.map(|x| x.to_string()).unwrap_or_default()
+}
+
+/// Renders every cell as one CSV row, with a header row.
+pub fn render(a: &Analysis) -> String {
+    let mut w = ::csv::Writer::from_writer(Vec::new());
+    let mut rows: Vec<Vec<String>> = vec![COLUMNS.iter().map(|s| s.to_string()).collect()];
+    for c in &a.cells {
+        rows.push(vec![
+            c.key.study.clone(),
+            c.key.workload.clone(),
+            c.key.model.clone(),
+            c.workers.map(|w| w.to_string()).unwrap_or_default(),
+            c.key.tasks.to_string(),
+            c.key.gil.to_string(),
+            c.runs.to_string(),
+            c.runs_failed.to_string(),
+            f(c.wall_median_s),
+            f(c.wall_ci95_s.map(|c| c[0])),
+            f(c.wall_ci95_s.map(|c| c[1])),
+            f(c.wall_min_s),
+            f(c.wall_max_s),
+            f(c.wall_mean_s),
+            f(c.wall_sd_s),
+            f(c.user_median_s),
+            f(c.sys_median_s),
+            u(c.max_rss_kib),
+            u(c.tree_pss_kib),
+            f(c.speedup),
+            f(c.efficiency),
+            f(c.effective_cores),
+            f(c.ideal_s),
+            f(c.vs_ideal),
+            u(c.bytes),
+            c.error.clone().unwrap_or_default(),
+        ]);
+    }
+    for r in rows {
+        // Writing into a Vec cannot fail.
+        let _ = w.write_record(&r);
+    }
+    w.into_inner()
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .unwrap_or_default()
+}

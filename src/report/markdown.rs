@@ -1,0 +1,47 @@
+//! Markdown: one pipe table per (study, workload, lock), failures as a list below it.
+
+use super::{footnotes, groups, machine_line, row, HEADERS};
+use crate::report::results::Machine;
+use crate::study::analysis::Analysis;
+
+fn escape(s: &str) -> String {
+    s.replace('|', "\\|")
+}
+
+/// Renders every group as a Markdown table, with the warnings at the end.
+pub fn render(a: &Analysis, machine: Option<&Machine>) -> String {
+    let mut out = String::new();
+    if let Some(m) = machine {
+        out.push_str(&format!("Machine: {}\n", machine_line(m)));
+    }
+    for g in groups(a) {
+        out.push_str(&format!("\n### {}\n\n", g.title));
+        out.push_str(&format!("| {} |\n", HEADERS.join(" | ")));
+        out.push_str(&format!(
+            "|{}\n",
+            HEADERS
+                .iter()
+                .enumerate()
+                .map(|(i, _)| if i == 0 { "---|" } else { "---:|" })
+                .collect::<String>()
+        ));
+        for c in &g.cells {
+            let cells: Vec<String> = row(c).iter().map(|s| escape(s)).collect();
+            out.push_str(&format!("| {} |\n", cells.join(" | ")));
+        }
+        let notes = footnotes(&g);
+        if !notes.is_empty() {
+            out.push('\n');
+            for f in notes {
+                out.push_str(&format!("- {}\n", escape(&f)));
+            }
+        }
+    }
+    if !a.warnings.is_empty() {
+        out.push_str("\nWarnings:\n\n");
+        for w in &a.warnings {
+            out.push_str(&format!("- {}\n", escape(w)));
+        }
+    }
+    out
+}

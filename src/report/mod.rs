@@ -1,0 +1,126 @@
+//! Reports: the results file ([`results`]) and its renderings (terminal table, Markdown, CSV,
+//! Ruby's `Benchmark` lines). All renderings are built from the same [`Analysis`].
+
+pub mod csv;
+pub mod markdown;
+pub mod results;
+pub mod ruby;
+pub mod table;
+
+use crate::report::results::{CellResult, Machine};
+use crate::study::analysis::Analysis;
+use crate::units::{fmt_kib, fmt_secs};
+
+/// The cells of one table: same study, workload and lock setting.
+pub struct Group<'a> {
+    /// e.g. `gil · spin:60000000 · with --gil`.
+    pub title: String,
+    /// The cells, in run order.
+    pub cells: Vec<&'a CellResult>,
+}
+
+/// Splits cells into tables by (study, workload, lock), in order of first appearance.
+pub fn groups(a: &Analysis) -> Vec<Group<'_>> {
+    let mut out: Vec<Group> = Vec::new();
+    let mut keys: Vec<(String, String, bool)> = Vec::new();
+    for c in &a.cells {
+        let k = (c.key.study.clone(), c.key.workload.clone(), c.key.gil);
+        match keys.iter().position(|x| *x == k) {
+            Some(i) => out[i].cells.push(c),
+            None => {
+                out.push(Group {
+                    title: format!(
+                        "{} · {} · {}",
+                        k.0,
+                        k.1,
+                        if k.2 { "with --gil (emulated interpreter lock)" } else { "no interpreter lock" }
+                    ),
+                    cells: vec![c],
+                });
+                keys.push(k);
+            }
+        }
+    }
+    out
+}
+
+/// Column headers of the cell tables (terminal and Markdown).
+pub const HEADERS: &[&str] = &[
+    "model", "tasks", "wall", "±95%", "user", "sys", "peak RSS", "tree PSS", "speedup", "effic.",
+    "vs ideal", "failed",
+];
+
+fn opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
+    v.map(f).unwrap_or_else(|| "-".into())
+}
+
+/// One table row per cell, as text.
+pub fn row(c: &CellResult) -> Vec<String> {
+    let ci = match (c.wall_ci95_s, c.wall_median_s) {
+        (Some([lo, hi]), Some(m)) if m > 0.0 => {
+            format!("±{:.1}%", 100.0 * (hi - m).max(m - lo) / m)
+        }
+        _ => "-".into(),
+    };
+    vec![
+        c.key.model.clone(),
+        c.key.tasks.to_string(),
+        opt(c.wall_median_s, fmt_secs),
+        ci,
+        opt(c.user_median_s, fmt_secs),
+        opt(c.sys_median_s, fmt_secs),
+        c.max_rss_kib.map(fmt_kib).unwrap_or_else(|| "-".into()),
+        c.tree_pss_kib.map(fmt_kib).unwrap_or_else(|| "-".into()),
+        opt(c.speedup, |s| format!("{s:.2}×")),
+        opt(c.efficiency, |e| format!("{:.0}%", e * 100.0)),
+        opt(c.vs_ideal, |v| format!("{v:.2}")),
+        if c.runs_failed == 0 {
+            String::new()
+        } else {
+            format!("{}/{} runs", c.runs_failed, c.runs)
+        },
+    ]
+}
+
+/// Footnotes of a group: why its failed cells failed.
+pub fn footnotes(g: &Group) -> Vec<String> {
+    g.cells
+        .iter()
+        .filter_map(|c| c.error.as_ref().map(|e| format!("{}: {e}", c.key.label())))
+        .collect()
+}
+
+/// One line describing the machine.
+pub fn machine_line(m: &Machine) -> String {
+    format!(
+        "{}, {} cores, Linux {}, load {:.2}{}",
+        m.cpu,
+        m.cores,
+        m.kernel,
+        m.load1,
+        m.governor.as_ref().map(|g| format!(", governor {g}")).unwrap_or_default()
+    )
+}
+
+/// The output formats for stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Tables grouped by workload (the default).
+    Table,
+    /// The classic Ruby `Benchmark` lines: `user system total (real)`.
+    Ruby,
+    /// Markdown tables.
+    Markdown,
+    /// CSV, one row per cell.
+    Csv,
+}
+
+/// Renders the analysis in `format`.
+pub fn render(format: Format, a: &Analysis, machine: Option<&Machine>) -> String {
+    match format {
+        Format::Table => table::render(a, machine),
+        Format::Ruby => ruby::render(a),
+        Format::Markdown => markdown::render(a, machine),
+        Format::Csv => csv::render(a),
+    }
+}

@@ -1,0 +1,313 @@
+//! The results file: JSON Lines, one `meta` line, then one `run` line per finished run and one
+//! `cell` line per finished cell (documented in `docs/results-schema.md`). This is the contract
+//! between the runner, the reports and users' scripts.
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::measure::latency::LatencySummary;
+
+/// The schema version written in the meta line; bumped when a field is renamed or removed.
+pub const SCHEMA: u32 = 1;
+
+/// One line of the results file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum Line {
+    /// The first line: who wrote the file, when, on which machine.
+    Meta(Meta),
+    /// One finished run.
+    Run(RunResult),
+    /// One finished cell's statistics.
+    Cell(CellResult),
+}
+
+/// The machine a study ran on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Machine {
+    /// CPU model name.
+    pub cpu: String,
+    /// Cores this process may use.
+    pub cores: usize,
+    /// Kernel release.
+    pub kernel: String,
+    /// One-minute load average when the study started.
+    pub load1: f64,
+    /// CPU frequency governor, where the kernel exposes it.
+    pub governor: Option<String>,
+    /// Total memory, KiB.
+    pub mem_total_kib: Option<u64>,
+}
+
+/// The meta line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Meta {
+    /// Results format version ([`SCHEMA`]).
+    pub schema: u32,
+    /// The concur version that wrote the file.
+    pub concur: String,
+    /// When the study started, RFC 3339 UTC.
+    pub started: String,
+    /// The machine.
+    pub machine: Machine,
+    /// The command line.
+    #[serde(default)]
+    pub command: Vec<String>,
+    /// Notes about the plan (chosen task sizes, scaled cells).
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    /// Every task succeeded.
+    Ok,
+    /// The run finished and measured, but some tasks failed or the model reported an error.
+    Failed,
+    /// The run's process died (signal, panic, bad exit) before reporting.
+    Crashed,
+    /// The run was killed at `--timeout`.
+    Timeout,
+    /// The run's process could not be started.
+    Spawn,
+    /// The user interrupted the run.
+    Interrupted,
+}
+
+impl RunStatus {
+    /// Whether the run reported measurements that statistics may use.
+    pub fn measured(self) -> bool {
+        matches!(self, RunStatus::Ok | RunStatus::Failed)
+    }
+}
+
+/// Identifies a cell: (study, workload, model, tasks, gil).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct CellKey {
+    /// The study it belongs to.
+    pub study: String,
+    /// Canonical workload spec.
+    pub workload: String,
+    /// Canonical model spec.
+    pub model: String,
+    /// Task count N.
+    pub tasks: usize,
+    /// Whether the interpreter-lock emulation was on.
+    pub gil: bool,
+}
+
+impl CellKey {
+    /// `thread ×10` style label.
+    pub fn label(&self) -> String {
+        format!("{} ×{}", self.model, self.tasks)
+    }
+}
+
+/// One run line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    /// The cell.
+    #[serde(flatten)]
+    pub key: CellKey,
+    /// The model's worker count, null for models without one.
+    pub workers: Option<usize>,
+    /// How many tasks could run at once under this model.
+    pub parallelism: usize,
+    /// What bounds the workload: `cpu`, `io` or `delay`.
+    pub nature: String,
+    /// The workload's fixed delay in seconds, for delay-bound workloads.
+    pub delay_s: Option<f64>,
+    /// Repetition number, 0-based.
+    pub rep: usize,
+    /// How the run ended.
+    pub status: RunStatus,
+    /// Wall time of the tasks (measured by the run's process; by the parent when it crashed).
+    pub wall_s: f64,
+    /// User CPU of the run's process and its descendants.
+    pub user_s: f64,
+    /// System CPU of the run's process and its descendants.
+    pub sys_s: f64,
+    /// Peak RSS of the largest single process, KiB.
+    pub max_rss_kib: u64,
+    /// Peak total PSS of the whole process tree (sampled), KiB.
+    pub tree_pss_kib: Option<u64>,
+    /// Voluntary context switches.
+    pub ctx_voluntary: u64,
+    /// Involuntary context switches.
+    pub ctx_involuntary: u64,
+    /// OS threads the model created.
+    pub threads_created: usize,
+    /// Processes the model created.
+    pub processes_created: usize,
+    /// Tasks that succeeded.
+    pub tasks_ok: usize,
+    /// Tasks that failed.
+    pub tasks_failed: usize,
+    /// Failed tasks by error kind.
+    #[serde(default)]
+    pub failures: BTreeMap<String, usize>,
+    /// Bytes produced by all tasks: the run's checksum.
+    pub bytes: u64,
+    /// Times the emulated interpreter lock was handed over at its switch interval.
+    #[serde(default)]
+    pub gil_switches: u64,
+    /// Null, or why the run failed, in one line.
+    pub error: Option<String>,
+    /// Task latency percentiles, microseconds.
+    pub latency_us: Option<LatencySummary>,
+}
+
+/// One cell line: statistics over the cell's measured runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellResult {
+    /// The cell.
+    #[serde(flatten)]
+    pub key: CellKey,
+    /// The model's worker count.
+    pub workers: Option<usize>,
+    /// How many tasks could run at once.
+    pub parallelism: usize,
+    /// Runs recorded.
+    pub runs: usize,
+    /// Runs that did not end `ok`.
+    pub runs_failed: usize,
+    /// Median wall time.
+    pub wall_median_s: Option<f64>,
+    /// 95% bootstrap CI of the median wall time.
+    pub wall_ci95_s: Option<[f64; 2]>,
+    /// Fastest run.
+    pub wall_min_s: Option<f64>,
+    /// Slowest run.
+    pub wall_max_s: Option<f64>,
+    /// Mean wall time.
+    pub wall_mean_s: Option<f64>,
+    /// Standard deviation of wall time.
+    pub wall_sd_s: Option<f64>,
+    /// Median user CPU.
+    pub user_median_s: Option<f64>,
+    /// Median system CPU.
+    pub sys_median_s: Option<f64>,
+    /// Median peak RSS of the largest process, KiB.
+    pub max_rss_kib: Option<u64>,
+    /// Median peak PSS of the process tree, KiB.
+    pub tree_pss_kib: Option<u64>,
+    /// Median wall of `seq` (same workload, tasks, lock) over this cell's median.
+    pub speedup: Option<f64>,
+    /// Speedup over min(parallelism, cores).
+    pub efficiency: Option<f64>,
+    /// (user + sys) / wall, medians.
+    pub effective_cores: Option<f64>,
+    /// What the hardware allows (DESIGN.md): CPU-bound N·t/min(p, cores), delay-bound ceil(N/p)·delay.
+    pub ideal_s: Option<f64>,
+    /// Median wall over the ideal.
+    pub vs_ideal: Option<f64>,
+    /// The checksum (bytes) of the first measured run, and whether every run agreed.
+    pub bytes: Option<u64>,
+    /// Whether every measured run produced the same checksum.
+    pub bytes_consistent: bool,
+    /// Task latency of the median run, microseconds.
+    pub latency_us: Option<LatencySummary>,
+    /// The first run error, if any.
+    pub error: Option<String>,
+}
+
+/// Appends lines to a results file, flushing each so an interrupted study keeps every
+/// finished run.
+pub struct ResultsWriter {
+    out: Box<dyn Write>,
+    path: Option<PathBuf>,
+}
+
+impl ResultsWriter {
+    /// Creates (truncates) the file at `path`, creating its directory; `-` means stdout.
+    pub fn create(path: &Path) -> Result<Self> {
+        if path == Path::new("-") {
+            return Ok(ResultsWriter {
+                out: Box::new(std::io::stdout()),
+                path: None,
+            });
+        }
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| Error::usage(format!("cannot create directory '{}': {e}", dir.display())))?;
+        }
+        let file = OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .open(path)
+            .map_err(|e| Error::usage(format!("cannot write results file '{}': {e}", path.display())))?;
+        Ok(ResultsWriter {
+            out: Box::new(file),
+            path: Some(path.to_path_buf()),
+        })
+    }
+
+    /// Where the results go (`None` for stdout).
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// Writes one line and flushes it.
+    pub fn write(&mut self, line: &Line) -> Result<()> {
+        let text = serde_json::to_string(line).map_err(|e| Error::Internal(e.to_string()))?;
+        writeln!(self.out, "{text}")
+            .and_then(|_| self.out.flush())
+            .map_err(|e| Error::io("writing results", e))
+    }
+}
+
+/// Everything read back from a results file.
+#[derive(Debug, Clone, Default)]
+pub struct ResultsFile {
+    /// The meta line, if present.
+    pub meta: Option<Meta>,
+    /// Every run line, in file order.
+    pub runs: Vec<RunResult>,
+}
+
+/// Reads a results file; a malformed line is an error naming the file and line number.
+/// Cell lines are not read back: cells are always recomputed from the runs.
+pub fn read_results(path: &Path) -> Result<ResultsFile> {
+    let file = File::open(path)
+        .map_err(|e| Error::usage(format!("cannot read results file '{}': {e}", path.display())))?;
+    let mut out = ResultsFile::default();
+    for (i, line) in BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(|e| Error::usage(format!("cannot read '{}': {e}", path.display())))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let parsed: Line = serde_json::from_str(&line).map_err(|e| {
+            Error::usage(format!(
+                "'{}' line {}: not a concur results line ({e})",
+                path.display(),
+                i + 1
+            ))
+        })?;
+        match parsed {
+            Line::Meta(m) => {
+                if m.schema > SCHEMA {
+                    return Err(Error::usage(format!(
+                        "'{}' uses results schema {} but this concur reads schema {SCHEMA} or older",
+                        path.display(),
+                        m.schema
+                    )));
+                }
+                out.meta = Some(m)
+            }
+            Line::Run(r) => out.runs.push(r),
+            Line::Cell(_) => {}
+        }
+    }
+    if out.runs.is_empty() && out.meta.is_none() {
+        return Err(Error::usage(format!("'{}' holds no concur results", path.display())));
+    }
+    Ok(out)
+}

@@ -1,0 +1,38 @@
+//! The terminal table: one table per (study, workload, lock), failures as footnotes.
+
+use comfy_table::{presets, CellAlignment, ContentArrangement, Table, TableComponent};
+
+use super::{footnotes, groups, machine_line, row, HEADERS};
+use crate::report::results::Machine;
+use crate::study::analysis::Analysis;
+
+/// Renders every group as a terminal table.
+pub fn render(a: &Analysis, machine: Option<&Machine>) -> String {
+    let mut out = String::new();
+    if let Some(m) = machine {
+        out.push_str(&format!("machine: {}\n", machine_line(m)));
+    }
+    for g in groups(a) {
+        let mut t = Table::new();
+        t.load_preset(presets::UTF8_HORIZONTAL_ONLY)
+            .remove_style(TableComponent::HorizontalLines)
+            .remove_style(TableComponent::MiddleIntersections)
+            .remove_style(TableComponent::LeftBorderIntersections)
+            .remove_style(TableComponent::RightBorderIntersections)
+            .set_content_arrangement(ContentArrangement::Disabled)
+            .set_header(HEADERS.to_vec());
+        for c in &g.cells {
+            t.add_row(row(c));
+        }
+        for i in 1..HEADERS.len() {
+            if let Some(col) = t.column_mut(i) {
+                col.set_cell_alignment(CellAlignment::Right);
+            }
+        }
+        out.push_str(&format!("\n{}\n{t}\n", g.title));
+        for f in footnotes(&g) {
+            out.push_str(&format!("  ! {f}\n"));
+        }
+    }
+    out
+}

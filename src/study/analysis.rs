@@ -1,0 +1,188 @@
+//! From runs to cells: statistics per cell, speedup over `seq`, efficiency, effective cores,
+//! the ideal time and the distance to it, and the warnings a careful reader needs.
+
+use std::collections::BTreeMap;
+
+use crate::report::results::{CellKey, CellResult, RunResult, RunStatus};
+use crate::stats;
+
+/// Runs shorter than this are dominated by start-up noise.
+pub const TOO_SHORT_S: f64 = 0.005;
+/// Coefficient of variation above which a cell's runs disagree.
+pub const HIGH_VARIATION: f64 = 0.10;
+
+/// The cells of a set of runs, in order of first appearance, and warnings about them.
+#[derive(Debug, Clone, Default)]
+pub struct Analysis {
+    /// One result per cell.
+    pub cells: Vec<CellResult>,
+    /// Things the reader should know (printed on stderr, kept in reports).
+    pub warnings: Vec<String>,
+}
+
+fn median_u64(xs: impl Iterator<Item = u64>) -> Option<u64> {
+    let v: Vec<f64> = xs.map(|x| x as f64).collect();
+    stats::median(&v).map(|m| m.round() as u64)
+}
+
+fn summarize_cell(key: &CellKey, runs: &[&RunResult]) -> CellResult {
+    let measured: Vec<&RunResult> = runs.iter().copied().filter(|r| r.status.measured()).collect();
+    let walls: Vec<f64> = measured.iter().map(|r| r.wall_s).collect();
+    let s = stats::summarize(&walls);
+    let med = |f: fn(&RunResult) -> f64| stats::median(&measured.iter().map(|r| f(r)).collect::<Vec<_>>());
+    let eff_cores = stats::median(
+        &measured
+            .iter()
+            .filter(|r| r.wall_s > 0.0)
+            .map(|r| (r.user_s + r.sys_s) / r.wall_s)
+            .collect::<Vec<_>>(),
+    );
+    let first = runs.first();
+    let checksum = measured.first().map(|r| r.bytes);
+    let median_run = s.and_then(|s| {
+        measured
+            .iter()
+            .min_by(|a, b| (a.wall_s - s.median).abs().total_cmp(&(b.wall_s - s.median).abs()))
+    });
+    CellResult {
+        key: key.clone(),
+        workers: first.and_then(|r| r.workers),
+        parallelism: first.map_or(1, |r| r.parallelism),
+        runs: runs.len(),
+        runs_failed: runs.iter().filter(|r| r.status != RunStatus::Ok).count(),
+        wall_median_s: s.map(|s| s.median),
+        wall_ci95_s: s.map(|s| [s.ci95.0, s.ci95.1]),
+        wall_min_s: s.map(|s| s.min),
+        wall_max_s: s.map(|s| s.max),
+        wall_mean_s: s.map(|s| s.mean),
+        wall_sd_s: s.map(|s| s.sd),
+        user_median_s: med(|r| r.user_s),
+        sys_median_s: med(|r| r.sys_s),
+        max_rss_kib: median_u64(measured.iter().map(|r| r.max_rss_kib)),
+        tree_pss_kib: median_u64(measured.iter().filter_map(|r| r.tree_pss_kib)),
+        speedup: None,
+        efficiency: None,
+        effective_cores: eff_cores,
+        ideal_s: None,
+        vs_ideal: None,
+        bytes: checksum,
+        bytes_consistent: measured.iter().all(|r| Some(r.bytes) == checksum),
+        latency_us: median_run.and_then(|r| r.latency_us),
+        error: runs.iter().find_map(|r| r.error.clone()),
+    }
+}
+
+/// Computes every cell of `runs` on a machine with `cores` cores.
+pub fn analyze(runs: &[RunResult], cores: usize) -> Analysis {
+    let mut order: Vec<CellKey> = Vec::new();
+    let mut groups: BTreeMap<CellKey, Vec<&RunResult>> = BTreeMap::new();
+    for r in runs {
+        let g = groups.entry(r.key.clone()).or_default();
+        if g.is_empty() {
+            order.push(r.key.clone());
+        }
+        g.push(r);
+    }
+    let mut cells: Vec<CellResult> = order.iter().map(|k| summarize_cell(k, &groups[k])).collect();
+
+    // The seq baseline of each (study, workload, tasks, gil), and the per-task time of each
+    // workload from its lock-free seq cells (the hardware's ideal knows no interpreter lock).
+    let seq: BTreeMap<(String, String, usize, bool), f64> = cells
+        .iter()
+        .filter(|c| c.key.model == "seq")
+        .filter_map(|c| {
+            let k = &c.key;
+            Some(((k.study.clone(), k.workload.clone(), k.tasks, k.gil), c.wall_median_s?))
+        })
+        .collect();
+    let task_time = |workload: &str, gil: bool| -> Option<f64> {
+        let per_task = |want_gil: bool| {
+            let v: Vec<f64> = seq
+                .iter()
+                .filter(|((_, w, _, g), _)| w == workload && *g == want_gil)
+                .map(|((_, _, n, _), wall)| wall / *n as f64)
+                .collect();
+            stats::median(&v)
+        };
+        per_task(false).or_else(|| per_task(gil))
+    };
+    let first_run: BTreeMap<&CellKey, &RunResult> =
+        order.iter().map(|k| (k, groups[k][0])).collect();
+
+    for c in cells.iter_mut() {
+        let k = c.key.clone();
+        let Some(wall) = c.wall_median_s else { continue };
+        let base = seq
+            .get(&(k.study.clone(), k.workload.clone(), k.tasks, k.gil))
+            .copied();
+        if let Some(base) = base.filter(|_| wall > 0.0) {
+            let speedup = base / wall;
+            c.speedup = Some(speedup);
+            let p = c.parallelism.min(cores).min(k.tasks).max(1);
+            c.efficiency = Some(speedup / p as f64);
+        }
+        let run = first_run[&k];
+        let ideal = match run.delay_s {
+            Some(delay) => {
+                let p = c.parallelism.min(k.tasks).max(1);
+                Some(k.tasks.div_ceil(p) as f64 * delay)
+            }
+            None => task_time(&k.workload, k.gil).map(|t| {
+                let p = c.parallelism.min(cores).min(k.tasks).max(1);
+                k.tasks as f64 * t / p as f64
+            }),
+        };
+        c.ideal_s = ideal;
+        c.vs_ideal = ideal.filter(|i| *i > 0.0).map(|i| wall / i);
+    }
+
+    let warnings = warnings(&cells, cores);
+    Analysis { cells, warnings }
+}
+
+fn warnings(cells: &[CellResult], cores: usize) -> Vec<String> {
+    let mut w = Vec::new();
+    let name = |c: &CellResult| {
+        format!(
+            "{}{} {}",
+            c.key.workload,
+            if c.key.gil { " (gil)" } else { "" },
+            c.key.label()
+        )
+    };
+    for c in cells {
+        if let Some(m) = c.wall_median_s.filter(|m| *m < TOO_SHORT_S) {
+            w.push(format!(
+                "{}: runs take {} — too short to time reliably; use more tasks or a bigger task",
+                name(c),
+                crate::units::fmt_secs(m)
+            ));
+        }
+        if let (Some(sd), Some(mean)) = (c.wall_sd_s, c.wall_mean_s) {
+            if c.runs >= 3 && mean > 0.0 && sd / mean > HIGH_VARIATION {
+                w.push(format!(
+                    "{}: wall varies by {:.0}% (σ/mean) across runs; other programs may have interfered — close them or add --repeat",
+                    name(c),
+                    100.0 * sd / mean
+                ));
+            }
+        }
+        if !c.bytes_consistent {
+            w.push(format!("{}: runs produced different checksums", name(c)));
+        }
+    }
+    let over: Vec<String> = cells
+        .iter()
+        .filter(|c| c.parallelism.min(c.key.tasks) > cores)
+        .map(|c| c.key.label())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if !over.is_empty() {
+        w.push(format!(
+            "{} run more tasks at once than the {cores} cores: CPU work cannot go faster than {cores}×, and efficiency is taken over min(workers, cores)",
+            over.join(", ")
+        ));
+    }
+    w
+}

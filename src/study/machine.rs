@@ -1,0 +1,88 @@
+//! The machine a study runs on, as recorded in every results file, and the wall-clock time.
+
+use crate::model::cores;
+use crate::report::results::Machine;
+
+fn read(path: &str) -> Option<String> {
+    std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+}
+
+/// The machine now: CPU model, cores, kernel, load, governor, memory.
+pub fn machine() -> Machine {
+    let cpu = read("/proc/cpuinfo")
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".into());
+    let load1 = read("/proc/loadavg")
+        .and_then(|t| t.split_whitespace().next().and_then(|v| v.parse().ok()))
+        .unwrap_or(0.0);
+    let mem_total_kib = read("/proc/meminfo").and_then(|t| {
+        t.lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+    });
+    Machine {
+        cpu,
+        cores: cores(),
+        kernel: read("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into()),
+        load1,
+        governor: read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+        mem_total_kib,
+    }
+}
+
+/// Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+fn civil(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+/// Seconds since the epoch as `YYYY-MM-DDTHH:MM:SSZ`.
+pub fn rfc3339(epoch_s: u64) -> String {
+    let (y, m, d) = civil((epoch_s / 86_400) as i64);
+    let s = epoch_s % 86_400;
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", s / 3600, s / 60 % 60, s % 60)
+}
+
+/// Now, as RFC 3339 UTC.
+pub fn now_rfc3339() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    rfc3339(secs)
+}
+
+/// Whether the machine looks busy with other work: load above half the cores.
+pub fn loaded(m: &Machine) -> bool {
+    m.load1 > (m.cores as f64 * 0.5).max(1.0)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn known_dates() {
+        assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(super::rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(super::rfc3339(1_796_000_000), "2026-11-30T00:53:20Z");
+    }
+
+    #[test]
+    fn machine_has_cores_and_kernel() {
+        let m = super::machine();
+        assert!(m.cores >= 1);
+        assert_ne!(m.kernel, "unknown");
+    }
+}

@@ -1,0 +1,281 @@
+//! The plan: the validated matrix of cells a study runs, built once from the user's options.
+//! Every check of specs and flags lives here; nothing downstream re-validates.
+
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::gil::DEFAULT_SWITCH_INTERVAL;
+use crate::model::{self, os_thread::DEFAULT_STACK};
+use crate::report::results::CellKey;
+use crate::study::presets;
+use crate::workload::{self, MailSink, Nature, WorkloadOptions};
+
+/// The most tasks a cell may have.
+pub const MAX_TASKS: usize = 1_000_000;
+
+/// What the user asked for, before validation (the CLI fills this in).
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// A built-in study (`gil`, `mailer`, `tour`), or `None` for free-form / the tour.
+    pub study: Option<String>,
+    /// Free-form workload specs.
+    pub workloads: Vec<String>,
+    /// Free-form model specs.
+    pub models: Vec<String>,
+    /// Free-form task counts.
+    pub tasks: Vec<usize>,
+    /// Turn on the interpreter-lock emulation (free-form and `mailer`).
+    pub gil: bool,
+    /// The emulated lock's switch interval.
+    pub switch_interval: Duration,
+    /// Counted runs per cell (default depends on the study).
+    pub repeat: Option<usize>,
+    /// Uncounted warm-up runs per cell (default depends on the study).
+    pub warmup: Option<usize>,
+    /// Scale built-in studies down to seconds.
+    pub quick: bool,
+    /// Add the 30,000-thread cell to `mailer`.
+    pub stress: bool,
+    /// Kill a run after this long.
+    pub timeout: Duration,
+    /// Stack size of per-task and pool threads, bytes.
+    pub stack_size: usize,
+    /// Where `mail` writes.
+    pub mail_sink: MailSink,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            study: None,
+            workloads: vec![],
+            models: vec![],
+            tasks: vec![],
+            gil: false,
+            switch_interval: DEFAULT_SWITCH_INTERVAL,
+            repeat: None,
+            warmup: None,
+            quick: false,
+            stress: false,
+            timeout: Duration::from_secs(300),
+            stack_size: DEFAULT_STACK,
+            mail_sink: MailSink::Discard,
+        }
+    }
+}
+
+/// One cell of the plan, with what the runner and the statistics need to know of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellPlan {
+    /// The cell's identity (canonical specs).
+    pub key: CellKey,
+    /// The model's worker count.
+    pub workers: Option<usize>,
+    /// How many tasks may run at once.
+    pub parallelism: usize,
+    /// What bounds the workload.
+    pub nature: Nature,
+}
+
+/// A validated study: cells, repetitions and run settings.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The study's name (`gil`, `mailer`, `tour`, `custom`).
+    pub name: String,
+    /// Every cell, in run order.
+    pub cells: Vec<CellPlan>,
+    /// Counted runs per cell.
+    pub repeat: usize,
+    /// Warm-up runs per cell.
+    pub warmup: usize,
+    /// Per-run timeout.
+    pub timeout: Duration,
+    /// Thread stack size, bytes.
+    pub stack_size: usize,
+    /// The emulated lock's switch interval.
+    pub switch_interval: Duration,
+    /// Options the workloads read.
+    pub options: WorkloadOptions,
+    /// What the reader should know about the plan (chosen sizes, scaled cells).
+    pub notes: Vec<String>,
+}
+
+/// A cell as a preset or the user names it, before validation.
+#[derive(Debug, Clone)]
+pub struct CellRequest {
+    /// Study name.
+    pub study: String,
+    /// Workload spec.
+    pub workload: String,
+    /// Model spec.
+    pub model: String,
+    /// Task count.
+    pub tasks: usize,
+    /// Interpreter-lock emulation.
+    pub gil: bool,
+}
+
+/// Validates one cell and fills in what the runner needs.
+pub fn cell(req: &CellRequest, opts: &WorkloadOptions) -> Result<CellPlan> {
+    let w = workload::parse(&req.workload, opts)?;
+    let m = model::parse(&req.model)?;
+    if req.tasks == 0 || req.tasks > MAX_TASKS {
+        return Err(Error::usage(format!(
+            "tasks '{}' must be from 1 to {MAX_TASKS}",
+            req.tasks
+        )));
+    }
+    Ok(CellPlan {
+        key: CellKey {
+            study: req.study.clone(),
+            workload: w.spec(),
+            model: m.spec(),
+            tasks: req.tasks,
+            gil: req.gil,
+        },
+        workers: m.workers(),
+        parallelism: m.parallelism(req.tasks),
+        nature: w.nature(),
+    })
+}
+
+fn check_range(flag: &str, value: usize, lo: usize, hi: usize) -> Result<usize> {
+    if value < lo || value > hi {
+        return Err(Error::usage(format!(
+            "{flag} '{value}' must be from {lo} to {hi}"
+        )));
+    }
+    Ok(value)
+}
+
+/// Builds the plan from the user's options; every bad value is a usage error naming it.
+pub fn build(o: &RunOptions) -> Result<Plan> {
+    let freeform = !o.workloads.is_empty() || !o.models.is_empty() || !o.tasks.is_empty();
+    if let (Some(study), true) = (&o.study, freeform) {
+        return Err(Error::usage(format!(
+            "the '{study}' study has fixed cells; --workload/--model/--tasks build a free-form study instead: use one or the other"
+        )));
+    }
+    if o.switch_interval < Duration::from_micros(1) || o.switch_interval > Duration::from_secs(1) {
+        return Err(Error::usage(format!(
+            "--switch-interval '{}' must be from 1us to 1s",
+            crate::units::fmt_duration_spec(o.switch_interval)
+        )));
+    }
+    if o.timeout.is_zero() {
+        return Err(Error::usage("--timeout must be above 0"));
+    }
+    if o.stack_size < 16 << 10 || o.stack_size > 1 << 30 {
+        return Err(Error::usage(format!(
+            "--stack-size '{}' must be from 16k to 1G",
+            o.stack_size
+        )));
+    }
+    let options = WorkloadOptions {
+        mail_sink: o.mail_sink,
+    };
+    let preset = if freeform {
+        if o.quick || o.stress {
+            return Err(Error::usage(
+                "--quick and --stress scale the built-in studies; a free-form study runs exactly the --tasks given",
+            ));
+        }
+        if o.workloads.is_empty() || o.models.is_empty() {
+            return Err(Error::usage(
+                "a free-form study needs at least one --workload and one --model (e.g. --workload fib:30 --model seq --model pool:4)",
+            ));
+        }
+        let tasks = if o.tasks.is_empty() { vec![10] } else { o.tasks.clone() };
+        let mut cells = Vec::new();
+        for w in &o.workloads {
+            for m in &o.models {
+                for &n in &tasks {
+                    cells.push(CellRequest {
+                        study: "custom".into(),
+                        workload: w.clone(),
+                        model: m.clone(),
+                        tasks: n,
+                        gil: o.gil,
+                    });
+                }
+            }
+        }
+        presets::Preset {
+            name: "custom".into(),
+            cells,
+            repeat: 5,
+            warmup: 1,
+            notes: vec![],
+        }
+    } else {
+        presets::preset(o.study.as_deref().unwrap_or(presets::TOUR), o)?
+    };
+    let cells = preset
+        .cells
+        .iter()
+        .map(|c| cell(c, &options))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Plan {
+        name: preset.name,
+        cells,
+        repeat: check_range("--repeat", o.repeat.unwrap_or(preset.repeat), 1, 1000)?,
+        warmup: check_range("--warmup", o.warmup.unwrap_or(preset.warmup), 0, 100)?,
+        timeout: o.timeout,
+        stack_size: o.stack_size,
+        switch_interval: o.switch_interval,
+        options,
+        notes: preset.notes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts() -> RunOptions {
+        RunOptions::default()
+    }
+
+    #[test]
+    fn freeform_is_the_cross_product() {
+        let o = RunOptions {
+            workloads: vec!["fib:10".into(), "sleep:1ms".into()],
+            models: vec!["seq".into(), "pool:2".into()],
+            tasks: vec![1, 4],
+            ..opts()
+        };
+        let p = build(&o).unwrap();
+        assert_eq!(p.cells.len(), 8);
+        assert_eq!(p.cells[0].key.study, "custom");
+    }
+
+    #[test]
+    fn conflicts_and_bad_values_are_usage_errors() {
+        let cases = [
+            RunOptions { study: Some("gil".into()), workloads: vec!["fib:1".into()], ..opts() },
+            RunOptions { workloads: vec!["fib:1".into()], ..opts() },
+            RunOptions { workloads: vec!["fib:1".into()], models: vec!["seq".into()], quick: true, ..opts() },
+            RunOptions { workloads: vec!["fib:1".into()], models: vec!["seq".into()], tasks: vec![0], ..opts() },
+            RunOptions { study: Some("nope".into()), ..opts() },
+            RunOptions { study: Some("gil".into()), repeat: Some(0), ..opts() },
+            RunOptions { study: Some("gil".into()), gil: true, ..opts() },
+            RunOptions { study: Some("gil".into()), stress: true, ..opts() },
+        ];
+        for o in cases {
+            match build(&o) {
+                Err(Error::Usage(_)) => {}
+                other => panic!("{o:?} gave {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn studies_build() {
+        for s in ["gil", "mailer", "tour"] {
+            for quick in [false, true] {
+                let p = build(&RunOptions { study: Some(s.into()), quick, ..opts() }).unwrap();
+                assert!(!p.cells.is_empty(), "{s}");
+            }
+        }
+    }
+}

@@ -1,0 +1,145 @@
+//! The built-in studies: the three classic experiments' cells (`crawl` joins with the HTTP
+//! work), sized for this kind of machine, and the quick tour that `concur run` runs.
+
+use crate::error::{Error, Result};
+use crate::study::plan::{CellRequest, RunOptions};
+
+/// The default study: every built-in study, scaled down (`--quick`).
+pub const TOUR: &str = "tour";
+
+/// The built-in studies' names and one line each, for `--help` and errors.
+pub const STUDIES: &[(&str, &str)] = &[
+    ("tour", "every study below in quick form, in under a minute (the default)"),
+    ("gil", "CPU work (spin) and blocking reads under seq, thread, spawn, fork; 1, 2, 6, 10 tasks; with and without --gil"),
+    ("mailer", "100 mail deliveries (build + fib(30) + render) under seq, fork, spawn, thread, pool:10, rayon:10, async:10, plus 10,000 threads"),
+];
+
+/// `spin` iterations of the full `gil` study's CPU task: about 60 ms here (the classic's
+/// `math1` took about 50 ms in CPython 3.11 on this machine), so start-up costs cannot hide
+/// the effect.
+pub const GIL_SPIN_FULL: u64 = 60_000_000;
+/// `spin` iterations with `--quick`: about 20 ms.
+pub const GIL_SPIN_QUICK: u64 = 20_000_000;
+/// The full `gil` study's I/O task: 100 reads of 64 KiB from /dev/urandom, about 12 ms here
+/// (the classic's 100 × 1 KiB take 0.2 ms on today's kernels, too short to show anything).
+pub const GIL_READ_FULL: &str = "read:/dev/urandom:65536x100";
+/// The I/O task with `--quick`: 100 × 32 KiB, about 6 ms.
+pub const GIL_READ_QUICK: &str = "read:/dev/urandom:32768x100";
+/// Task counts of the `gil` study (the classic's K).
+pub const GIL_TASKS: &[usize] = &[1, 2, 6, 10];
+
+/// A study's cells and defaults, before validation.
+#[derive(Debug, Clone)]
+pub struct Preset {
+    /// Study name.
+    pub name: String,
+    /// Cells in run order.
+    pub cells: Vec<CellRequest>,
+    /// Default counted runs per cell.
+    pub repeat: usize,
+    /// Default warm-up runs per cell.
+    pub warmup: usize,
+    /// What the reader should know about the choices.
+    pub notes: Vec<String>,
+}
+
+fn cell(study: &str, workload: &str, model: &str, tasks: usize, gil: bool) -> CellRequest {
+    CellRequest {
+        study: study.into(),
+        workload: workload.into(),
+        model: model.into(),
+        tasks,
+        gil,
+    }
+}
+
+fn gil_study(quick: bool) -> Preset {
+    let spin = format!("spin:{}", if quick { GIL_SPIN_QUICK } else { GIL_SPIN_FULL });
+    let read = if quick { GIL_READ_QUICK } else { GIL_READ_FULL };
+    let mut cells = Vec::new();
+    for w in [spin.as_str(), read] {
+        for gil in [false, true] {
+            for m in ["seq", "thread", "spawn", "fork"] {
+                for &n in GIL_TASKS {
+                    cells.push(cell("gil", w, m, n, gil));
+                }
+            }
+        }
+    }
+    Preset {
+        name: "gil".into(),
+        cells,
+        repeat: if quick { 3 } else { 5 },
+        warmup: if quick { 0 } else { 1 },
+        notes: vec![format!(
+            "gil: CPU task {spin} (≈{} ms here), I/O task {read} (≈{} ms here); --gil switch interval as CPython's",
+            if quick { 20 } else { 60 },
+            if quick { 6 } else { 12 }
+        )],
+    }
+}
+
+fn mailer_study(quick: bool, stress: bool, gil: bool) -> Preset {
+    let mail = if quick { "mail:25" } else { "mail" };
+    let mut cells: Vec<CellRequest> = [
+        "seq", "fork", "spawn", "thread", "pool:10", "rayon:10", "async:10",
+    ]
+    .iter()
+    .map(|m| cell("mailer", mail, m, 100, gil))
+    .collect();
+    cells.push(cell("mailer", mail, "thread", 10_000, gil));
+    if stress {
+        cells.push(cell("mailer", mail, "thread", 30_000, gil));
+    }
+    let mut notes = vec![format!(
+        "mailer: task {mail} ({}); thread ×10,000 is the classic's thread-exhaustion cell{}",
+        if quick { "fib(25) instead of fib(30) for --quick" } else { "fib(30), ≈4 ms here" },
+        if stress { ", thread ×30,000 (--stress) goes past this machine's limit" } else { "" }
+    )];
+    if gil {
+        notes.push("mailer: --gil on, as MRI's GVL".into());
+    }
+    Preset {
+        name: "mailer".into(),
+        cells,
+        repeat: 3,
+        warmup: 0,
+        notes,
+    }
+}
+
+/// The named study's cells for these options.
+pub fn preset(name: &str, o: &RunOptions) -> Result<Preset> {
+    if o.stress && name == "gil" {
+        return Err(Error::usage("--stress adds the 30,000-thread cell to the mailer study; the gil study has none"));
+    }
+    match name {
+        "gil" => {
+            if o.gil {
+                return Err(Error::usage(
+                    "the gil study runs every cell with and without the lock already; drop --gil",
+                ));
+            }
+            Ok(gil_study(o.quick))
+        }
+        "mailer" => Ok(mailer_study(o.quick, o.stress, o.gil)),
+        TOUR => {
+            if o.gil {
+                return Err(Error::usage("the tour runs the gil study, which runs with and without the lock already; drop --gil"));
+            }
+            let g = gil_study(true);
+            let m = mailer_study(true, o.stress, false);
+            Ok(Preset {
+                name: TOUR.into(),
+                cells: g.cells.into_iter().chain(m.cells).collect(),
+                repeat: 3,
+                warmup: 0,
+                notes: g.notes.into_iter().chain(m.notes).collect(),
+            })
+        }
+        other => Err(Error::usage(format!(
+            "unknown study '{other}' (allowed: {})",
+            STUDIES.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+        ))),
+    }
+}

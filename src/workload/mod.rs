@@ -1,0 +1,177 @@
+//! Workloads: what one task does. Each built-in workload is one file here plus one line in
+//! [`REGISTRY`]; the spec grammar is `NAME[:ARG[:ARG...]]`.
+//!
+//! A workload never knows which model runs it: it offers a blocking entry point ([`Workload::run`])
+//! and an async one ([`Workload::run_async`]) whose default runs CPU work inline on the event
+//! loop (as a naive async program does) and blocking I/O on the runtime's blocking pool.
+
+mod crash;
+mod fib;
+mod mail;
+mod read;
+mod sleep;
+mod spin;
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+pub use crate::measure::TaskError;
+use crate::{gil, Error};
+
+/// A boxed future returned by [`Workload::run_async`].
+pub type TaskFuture = Pin<Box<dyn Future<Output = Result<u64, TaskError>> + Send>>;
+
+/// What bounds a workload's time: the CPU, blocking I/O, or a fixed delay.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Nature {
+    /// Computation: parallelism is bounded by cores.
+    Cpu,
+    /// Blocking system calls that do work in the kernel (reads): bounded by cores too.
+    BlockingIo,
+    /// Waiting for a fixed time: bounded only by concurrency.
+    Delay(Duration),
+}
+
+/// Where the `mail` workload writes the mails it renders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum MailSink {
+    /// Render into a counting sink that discards (the default: measures the work, not a tty).
+    #[default]
+    Discard,
+    /// Print every mail on standard output, like the classic experiment.
+    Stdout,
+}
+
+/// Run-wide options that some workloads read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadOptions {
+    /// Where `mail` writes.
+    pub mail_sink: MailSink,
+}
+
+/// What one task does.
+pub trait Workload: Send + Sync + 'static {
+    /// The canonical spec, which parses back to the same workload.
+    fn spec(&self) -> String;
+    /// What bounds its time.
+    fn nature(&self) -> Nature;
+    /// Runs task `index` to completion on the calling thread and returns the bytes produced.
+    fn run(&self, index: usize) -> Result<u64, TaskError>;
+    /// Runs task `index` on a tokio runtime. The default runs CPU work inline (it blocks the
+    /// event loop, which is the point) and blocking I/O on the runtime's blocking pool.
+    fn run_async(self: Arc<Self>, index: usize) -> TaskFuture {
+        match self.nature() {
+            Nature::Cpu => Box::pin(async move { guarded_run(&*self, index) }),
+            Nature::BlockingIo | Nature::Delay(_) => Box::pin(async move {
+                tokio::task::spawn_blocking(move || guarded_run(&*self, index))
+                    .await
+                    .map_err(|e| TaskError::new("panic", e.to_string()))?
+            }),
+        }
+    }
+}
+
+/// Runs one task under the interpreter-lock emulation, turning a panic into a task error.
+pub fn guarded_run<W: Workload + ?Sized>(w: &W, index: usize) -> Result<u64, TaskError> {
+    let out = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        let _held = gil::hold();
+        w.run(index)
+    }));
+    out.unwrap_or_else(|payload| {
+        let msg = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "panic with a non-text payload".into());
+        Err(TaskError::new("panic", msg))
+    })
+}
+
+/// One built-in workload: its name, grammar, a line of help, and its parser.
+pub struct Entry {
+    /// The name before the first `:`.
+    pub name: &'static str,
+    /// The grammar, e.g. `fib:N`.
+    pub usage: &'static str,
+    /// What it does, in one line.
+    pub help: &'static str,
+    /// Parses the arguments after `NAME:` (empty when there were none).
+    pub parse: fn(&str, &WorkloadOptions) -> Result<Arc<dyn Workload>, String>,
+}
+
+/// Every built-in workload. A new workload is one file plus one line here.
+pub const REGISTRY: &[Entry] = &[
+    fib::ENTRY,
+    spin::ENTRY,
+    read::ENTRY,
+    sleep::ENTRY,
+    mail::ENTRY,
+    crash::ENTRY,
+];
+
+/// Parses a workload spec such as `fib:30` or `read:/dev/urandom:1024x100`.
+pub fn parse(spec: &str, opts: &WorkloadOptions) -> Result<Arc<dyn Workload>, Error> {
+    let (name, args) = spec.split_once(':').unwrap_or((spec, ""));
+    let entry = REGISTRY.iter().find(|e| e.name == name).ok_or_else(|| {
+        Error::usage(format!(
+            "unknown workload '{name}' in '{spec}' (allowed: {})",
+            REGISTRY.iter().map(|e| e.usage).collect::<Vec<_>>().join(", ")
+        ))
+    })?;
+    (entry.parse)(args, opts)
+        .map_err(|why| Error::usage(format!("bad workload '{spec}': {why} (usage: {})", entry.usage)))
+}
+
+/// Parses a whole number argument, naming it in the error.
+pub(crate) fn parse_count(what: &str, text: &str, max: u64) -> Result<u64, String> {
+    let n: u64 = text
+        .parse()
+        .map_err(|_| format!("{what} '{text}' is not a whole number"))?;
+    if n > max {
+        return Err(format!("{what} {n} is above the maximum {max}"));
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_canonical_spec_parses_back() {
+        let o = WorkloadOptions::default();
+        for spec in ["fib:20", "spin:1000", "read", "sleep:5ms", "mail", "mail:20", "crash:panic"] {
+            let w = parse(spec, &o).unwrap();
+            let again = parse(&w.spec(), &o).unwrap();
+            assert_eq!(w.spec(), again.spec(), "{spec}");
+        }
+    }
+
+    #[test]
+    fn bad_specs_name_the_value() {
+        let o = WorkloadOptions::default();
+        for (spec, needle) in [
+            ("nope", "unknown workload 'nope'"),
+            ("fib:abc", "'abc'"),
+            ("sleep:-1", "'-1'"),
+            ("read:/nonexistent:1x1", "/nonexistent"),
+            ("spin", "spin:N"),
+        ] {
+            let e = parse(spec, &o).err().unwrap().to_string();
+            assert!(e.contains(needle), "{spec}: {e}");
+        }
+    }
+
+    #[test]
+    fn panics_become_task_errors() {
+        let w = parse("crash:panic", &WorkloadOptions::default()).unwrap();
+        let e = guarded_run(&*w, 0).unwrap_err();
+        assert_eq!(e.kind, "panic");
+    }
+}

@@ -1,0 +1,50 @@
+//! `sleep:DURATION`: wait a fixed time. Blocking models sleep their thread (with the GIL
+//! released, as an interpreter does); async models use the runtime's timer.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{Entry, Nature, TaskError, TaskFuture, Workload, WorkloadOptions};
+use crate::{gil, units};
+
+pub(super) const ENTRY: Entry = Entry {
+    name: "sleep",
+    usage: "sleep:DURATION",
+    help: "wait DURATION (100ms, 2s, 500us); delay-bound: scales with concurrency, not cores",
+    parse,
+};
+
+fn parse(args: &str, _: &WorkloadOptions) -> Result<Arc<dyn Workload>, String> {
+    if args.is_empty() {
+        return Err("missing DURATION".into());
+    }
+    let d = units::parse_duration(args)?;
+    if d > Duration::from_secs(3600) {
+        return Err(format!("DURATION '{args}' is above the maximum of 1 hour"));
+    }
+    Ok(Arc::new(Sleep { d }))
+}
+
+/// A fixed wait.
+pub struct Sleep {
+    d: Duration,
+}
+
+impl Workload for Sleep {
+    fn spec(&self) -> String {
+        format!("sleep:{}", units::fmt_duration_spec(self.d))
+    }
+    fn nature(&self) -> Nature {
+        Nature::Delay(self.d)
+    }
+    fn run(&self, _index: usize) -> Result<u64, TaskError> {
+        gil::released(|| std::thread::sleep(self.d));
+        Ok(0)
+    }
+    fn run_async(self: Arc<Self>, _index: usize) -> TaskFuture {
+        Box::pin(async move {
+            tokio::time::sleep(self.d).await;
+            Ok(0)
+        })
+    }
+}

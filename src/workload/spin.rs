@@ -1,0 +1,59 @@
+//! `spin:N`: the classic `math1` loop, `a, b = b, a * b`, N times.
+
+use std::sync::Arc;
+
+use super::{parse_count, Entry, Nature, TaskError, Workload, WorkloadOptions};
+use crate::gil;
+
+pub(super) const ENTRY: Entry = Entry {
+    name: "spin",
+    usage: "spin:N",
+    help: "N iterations of the multiply loop `a, b = b, a*b` (the classic gil study's math1)",
+    parse,
+};
+
+fn parse(args: &str, _: &WorkloadOptions) -> Result<Arc<dyn Workload>, String> {
+    if args.is_empty() {
+        return Err("missing N".into());
+    }
+    let n = parse_count("N", args, 1 << 40)?;
+    Ok(Arc::new(Spin { n }))
+}
+
+/// The multiply loop, with wrapping arithmetic and an opaque state so it is not folded away.
+pub struct Spin {
+    n: u64,
+}
+
+/// How many iterations between offers of the interpreter lock (about 10 µs of work).
+const TICK_EVERY: u64 = 1 << 12;
+
+/// Runs the loop and returns the final `b`.
+pub fn spin(n: u64) -> u64 {
+    let (mut a, mut b) = (std::hint::black_box(3u64), std::hint::black_box(5u64));
+    let mut i = 0;
+    while i < n {
+        let chunk = (n - i).min(TICK_EVERY);
+        for _ in 0..chunk {
+            let next = a.wrapping_mul(b) | 1;
+            a = b;
+            b = std::hint::black_box(next);
+        }
+        i += chunk;
+        gil::tick();
+    }
+    b
+}
+
+impl Workload for Spin {
+    fn spec(&self) -> String {
+        format!("spin:{}", self.n)
+    }
+    fn nature(&self) -> Nature {
+        Nature::Cpu
+    }
+    fn run(&self, _index: usize) -> Result<u64, TaskError> {
+        let v = spin(self.n);
+        Ok(std::mem::size_of_val(&std::hint::black_box(v)) as u64)
+    }
+}
