@@ -3,9 +3,11 @@
 //! One process-wide lock, like CPython's GIL or MRI's GVL: a task holds it while it computes,
 //! hands it over when it has held it for the switch interval and someone is waiting (checked
 //! cheaply by [`tick`] inside the CPU loops), and releases it around blocking I/O
-//! ([`released`]). Hand-over is FIFO and direct (the lock goes straight to the oldest waiter),
-//! so a thread that just let go cannot take it straight back, as in CPython 3.2+'s forced
-//! switching. Each process has its own lock: processes are not serialised.
+//! ([`released`]). The forced switch hands the lock straight to the oldest waiter, so a thread
+//! that used up its interval cannot take it straight back (CPython 3.2+'s forced switching);
+//! a lock released around I/O is free for whoever comes first, as in CPython, so threads
+//! returning from I/O do not queue behind sleeping ones. Each process has its own lock:
+//! processes are not serialised.
 //!
 //! When the emulation is off every entry point is one relaxed atomic load.
 
@@ -62,28 +64,56 @@ fn state() -> MutexGuard<'static, LockState> {
 }
 
 fn acquire() {
-    let waiter = {
-        let mut st = state();
+    let mut st = state();
+    if !st.held {
+        // Free: take it, even past queued waiters, as a thread returning from I/O does in
+        // CPython.
+        st.held = true;
+        drop(st);
+        HELD_SINCE_NS.store(mono_ns(), Ordering::Relaxed);
+        return;
+    }
+    let me = Arc::new(Waiter {
+        granted: AtomicBool::new(false),
+        thread: std::thread::current(),
+    });
+    st.queue.push_back(me.clone());
+    WAITERS.fetch_add(1, Ordering::Relaxed);
+    loop {
+        drop(st);
+        std::thread::park();
+        st = state();
+        if me.granted.load(Ordering::Acquire) {
+            // Handed over directly; the giver removed us from the queue.
+            break;
+        }
         if !st.held {
             st.held = true;
-            HELD_SINCE_NS.store(mono_ns(), Ordering::Relaxed);
-            return;
+            if let Some(pos) = st.queue.iter().position(|w| Arc::ptr_eq(w, &me)) {
+                st.queue.remove(pos);
+                WAITERS.fetch_sub(1, Ordering::Relaxed);
+            }
+            break;
         }
-        let w = Arc::new(Waiter {
-            granted: AtomicBool::new(false),
-            thread: std::thread::current(),
-        });
-        st.queue.push_back(w.clone());
-        WAITERS.fetch_add(1, Ordering::Relaxed);
-        w
-    };
-    while !waiter.granted.load(Ordering::Acquire) {
-        std::thread::park();
     }
+    drop(st);
     HELD_SINCE_NS.store(mono_ns(), Ordering::Relaxed);
 }
 
+/// Lets go of the lock and wakes the oldest waiter, which takes it unless another thread gets
+/// there first (used around blocking I/O and at the end of a task).
 fn release() {
+    let mut st = state();
+    st.held = false;
+    if let Some(front) = st.queue.front() {
+        front.thread.unpark();
+    }
+}
+
+/// Hands the lock straight to the oldest waiter (the forced switch at the end of an
+/// interval): the giver cannot take it back before someone else has run, as in CPython's
+/// FORCE_SWITCHING.
+fn hand_over() {
     let mut st = state();
     match st.queue.pop_front() {
         Some(next) => {
@@ -128,7 +158,7 @@ pub fn tick() {
     let held = mono_ns().saturating_sub(HELD_SINCE_NS.load(Ordering::Relaxed));
     if held >= INTERVAL_NS.load(Ordering::Relaxed) {
         SWITCHES.fetch_add(1, Ordering::Relaxed);
-        release();
+        hand_over();
         acquire();
     }
 }

@@ -112,9 +112,12 @@ pub fn analyze(runs: &[RunResult], cores: usize) -> Analysis {
     for c in cells.iter_mut() {
         let k = c.key.clone();
         let Some(wall) = c.wall_median_s else { continue };
+        // Without a seq cell of the same task count, seq's time is estimated as N times the
+        // workload's per-task time in its seq cells.
         let base = seq
             .get(&(k.study.clone(), k.workload.clone(), k.tasks, k.gil))
-            .copied();
+            .copied()
+            .or_else(|| task_time(&k.workload, k.gil).map(|t| t * k.tasks as f64));
         if let Some(base) = base.filter(|_| wall > 0.0) {
             let speedup = base / wall;
             c.speedup = Some(speedup);
