@@ -199,7 +199,7 @@ mod tests {
                         inside.fetch_sub(1, Ordering::SeqCst);
                         tick();
                     }
-                    released(|| std::thread::yield_now());
+                    released(std::thread::yield_now);
                 })
             })
             .collect();

@@ -48,8 +48,12 @@ pub struct Outputs {
 }
 
 fn create(path: &Path, what: &str) -> Result<File, Error> {
-    File::create(path)
-        .map_err(|e| Error::usage(format!("cannot write {what} file '{}': {e}", path.display())))
+    File::create(path).map_err(|e| {
+        Error::usage(format!(
+            "cannot write {what} file '{}': {e}",
+            path.display()
+        ))
+    })
 }
 
 fn is_stdout(p: &Option<PathBuf>) -> bool {
@@ -71,13 +75,19 @@ fn check_outputs(out: &Outputs) -> Result<(), Error> {
 }
 
 /// Writes the renderings an [`Outputs`] asks for: files first, then stdout.
-fn emit(a: &Analysis, machine: Option<&report::results::Machine>, out: &Outputs, files: OpenFiles) -> Result<(), Error> {
+fn emit(
+    a: &Analysis,
+    machine: Option<&report::results::Machine>,
+    out: &Outputs,
+    files: OpenFiles,
+) -> Result<(), Error> {
     let io = |e: std::io::Error| Error::io("writing a report", e);
     if let Some(mut f) = files.csv {
         f.write_all(report::csv::render(a).as_bytes()).map_err(io)?;
     }
     if let Some(mut f) = files.markdown {
-        f.write_all(report::markdown::render(a, machine).as_bytes()).map_err(io)?;
+        f.write_all(report::markdown::render(a, machine).as_bytes())
+            .map_err(io)?;
     }
     let stdout_format = if is_stdout(&out.csv) {
         Some(Format::Csv)
@@ -90,7 +100,8 @@ fn emit(a: &Analysis, machine: Option<&report::results::Machine>, out: &Outputs,
     };
     if let Some(fmt) = stdout_format {
         let mut so = std::io::stdout().lock();
-        so.write_all(report::render(fmt, a, machine).as_bytes()).map_err(io)?;
+        so.write_all(report::render(fmt, a, machine).as_bytes())
+            .map_err(io)?;
         so.flush().map_err(io)?;
     }
     if !out.quiet {
@@ -138,7 +149,11 @@ pub fn run(opts: &study::RunOptions, out: &Outputs, command: Vec<String>) -> Res
             plan.name,
             plan.cells.len(),
             plan.repeat,
-            if plan.warmup > 0 { format!(" (+{} warm-up)", plan.warmup) } else { String::new() },
+            if plan.warmup > 0 {
+                format!(" (+{} warm-up)", plan.warmup)
+            } else {
+                String::new()
+            },
             report::machine_line(&m)
         );
         for n in &plan.notes {
@@ -150,7 +165,11 @@ pub fn run(opts: &study::RunOptions, out: &Outputs, command: Vec<String>) -> Res
     emit(&outcome.analysis, Some(&outcome.meta.machine), out, files)?;
     if !out.quiet {
         if let Some(p) = writer.path() {
-            eprintln!("results: {} (render again with: concur report {})", p.display(), p.display());
+            eprintln!(
+                "results: {} (render again with: concur report {})",
+                p.display(),
+                p.display()
+            );
         }
     }
     if outcome.interrupted {
@@ -164,7 +183,9 @@ pub fn run(opts: &study::RunOptions, out: &Outputs, command: Vec<String>) -> Res
 pub fn report_file(path: &Path, out: &Outputs) -> Result<(), Error> {
     check_outputs(out)?;
     if out.json.is_some() {
-        return Err(Error::usage("report reads a results file; --json does not apply"));
+        return Err(Error::usage(
+            "report reads a results file; --json does not apply",
+        ));
     }
     let results = read_results(path)?;
     let files = open_files(out)?;
@@ -173,5 +194,10 @@ pub fn report_file(path: &Path, out: &Outputs) -> Result<(), Error> {
         .as_ref()
         .map_or_else(model::cores, |m| m.machine.cores);
     let analysis = study::analysis::analyze(&results.runs, cores);
-    emit(&analysis, results.meta.as_ref().map(|m| &m.machine), out, files)
+    emit(
+        &analysis,
+        results.meta.as_ref().map(|m| &m.machine),
+        out,
+        files,
+    )
 }

@@ -136,7 +136,11 @@ fn list() {
     }
     println!("\nModels (--model SPEC; W defaults to the core count):");
     for e in concur::model::REGISTRY {
-        let usage = if e.takes_workers { format!("{}:W", e.name) } else { e.name.to_string() };
+        let usage = if e.takes_workers {
+            format!("{}:W", e.name)
+        } else {
+            e.name.to_string()
+        };
         println!("  {usage:28} {}", e.help);
     }
     println!("\nStudies (concur run STUDY):");

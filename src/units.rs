@@ -43,7 +43,9 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     let value: u64 = num.parse().map_err(|_| {
-        format!("'{text}' is not a size (expected a whole number of bytes, optionally with k, M or G)")
+        format!(
+            "'{text}' is not a size (expected a whole number of bytes, optionally with k, M or G)"
+        )
     })?;
     let scale: u64 = match unit.to_ascii_lowercase().as_str() {
         "" | "b" => 1,
@@ -79,9 +81,9 @@ pub fn fmt_secs(secs: f64) -> String {
 /// Formats a duration in the spec grammar (`100ms`, `2s`), the inverse of [`parse_duration`].
 pub fn fmt_duration_spec(d: Duration) -> String {
     let us = d.as_micros();
-    if us % 1_000_000 == 0 {
+    if us.is_multiple_of(1_000_000) {
         format!("{}s", us / 1_000_000)
-    } else if us % 1000 == 0 {
+    } else if us.is_multiple_of(1000) {
         format!("{}ms", us / 1000)
     } else {
         format!("{us}us")

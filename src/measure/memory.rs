@@ -15,7 +15,11 @@ fn parent_map() -> HashMap<i32, Vec<i32>> {
         return children;
     };
     for entry in dir.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
             continue;
         };
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
@@ -118,7 +122,10 @@ mod tests {
     fn own_pss_is_positive_and_tree_contains_children() {
         let me = std::process::id() as i32;
         assert!(pss_kib(me).unwrap() > 0);
-        let mut child = std::process::Command::new("sleep").arg("5").spawn().unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
         let tree = process_tree(me);
         assert!(tree.contains(&(child.id() as i32)), "{tree:?}");
         child.kill().unwrap();

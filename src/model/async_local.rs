@@ -10,7 +10,11 @@ pub(super) const ENTRY: Entry = Entry {
     name: "async-local",
     takes_workers: true,
     help: "one single-threaded tokio event loop, at most W tasks in flight (CPU work blocks it)",
-    build: |w| Box::new(AsyncLocal { limit: w.unwrap_or(1) }),
+    build: |w| {
+        Box::new(AsyncLocal {
+            limit: w.unwrap_or(1),
+        })
+    },
 };
 
 /// A current-thread tokio runtime with a concurrency limit.
@@ -29,6 +33,10 @@ impl Model for AsyncLocal {
         self.limit.min(tasks)
     }
     fn run(&self, ctx: &RunCtx) -> ModelOutcome {
-        run_on(&mut tokio::runtime::Builder::new_current_thread(), ctx, self.limit)
+        run_on(
+            &mut tokio::runtime::Builder::new_current_thread(),
+            ctx,
+            self.limit,
+        )
     }
 }

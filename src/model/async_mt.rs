@@ -54,7 +54,11 @@ pub(super) fn drive(rt: &tokio::runtime::Runtime, ctx: &RunCtx, limit: usize) ->
 
 /// Builds the runtime, runs every task on it and reports the threads it started (workers and
 /// blocking-pool threads).
-pub(super) fn run_on(builder: &mut tokio::runtime::Builder, ctx: &RunCtx, limit: usize) -> ModelOutcome {
+pub(super) fn run_on(
+    builder: &mut tokio::runtime::Builder,
+    ctx: &RunCtx,
+    limit: usize,
+) -> ModelOutcome {
     let started = Arc::new(AtomicUsize::new(0));
     let counter = started.clone();
     builder

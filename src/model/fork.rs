@@ -15,7 +15,8 @@ use crate::process;
 pub(super) const ENTRY: Entry = Entry {
     name: "fork",
     takes_workers: false,
-    help: "one process per task with fork(2) (copy-on-write memory; needs a single-threaded parent)",
+    help:
+        "one process per task with fork(2) (copy-on-write memory; needs a single-threaded parent)",
     build: |_| Box::new(Fork),
 };
 
@@ -115,7 +116,11 @@ impl Model for Fork {
         let records = records
             .into_iter()
             .enumerate()
-            .map(|(i, r)| r.unwrap_or_else(|| TaskRecord::not_started(i, TaskError::new("spawn", reason.clone()))))
+            .map(|(i, r)| {
+                r.unwrap_or_else(|| {
+                    TaskRecord::not_started(i, TaskError::new("spawn", reason.clone()))
+                })
+            })
             .collect();
         ModelOutcome {
             records,

@@ -179,21 +179,25 @@ pub fn parse(spec: &str) -> Result<Box<dyn Model>, Error> {
             allowed()
         ))
     })?;
+    let per_task = if name == "seq" {
+        "thread in all"
+    } else {
+        "thread or process"
+    };
     let workers = match (entry.takes_workers, workers) {
         (false, None) => None,
         (false, Some(w)) => {
-            return Err(Error::usage(format!(
-                "bad model '{spec}': {name} takes no worker count (it uses one {} per task), got '{w}'",
-                if name == "seq" { "thread in all" } else { "thread or process" }
-            )))
+            let why = format!(
+                "{name} takes no worker count (it uses one {per_task} per task), got '{w}'"
+            );
+            return Err(Error::usage(format!("bad model '{spec}': {why}")));
         }
         (true, None) => Some(cores()),
         (true, Some(w)) => match w.parse::<usize>() {
             Ok(n) if (1..=MAX_WORKERS).contains(&n) => Some(n),
             _ => {
-                return Err(Error::usage(format!(
-                    "bad model '{spec}': workers '{w}' must be a whole number from 1 to {MAX_WORKERS}"
-                )))
+                let why = format!("workers '{w}' must be a whole number from 1 to {MAX_WORKERS}");
+                return Err(Error::usage(format!("bad model '{spec}': {why}")));
             }
         },
     };
@@ -206,7 +210,16 @@ mod tests {
 
     #[test]
     fn specs_round_trip_and_bad_ones_are_named() {
-        for s in ["seq", "thread", "spawn", "fork", "pool:10", "rayon:3", "async:100", "async-local:7"] {
+        for s in [
+            "seq",
+            "thread",
+            "spawn",
+            "fork",
+            "pool:10",
+            "rayon:3",
+            "async:100",
+            "async-local:7",
+        ] {
             assert_eq!(parse(s).unwrap().spec(), s);
         }
         assert_eq!(parse("pool").unwrap().workers(), Some(cores()));

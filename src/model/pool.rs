@@ -9,7 +9,11 @@ pub(super) const ENTRY: Entry = Entry {
     name: "pool",
     takes_workers: true,
     help: "W threads taking tasks from one channel (the classic Queue pattern)",
-    build: |w| Box::new(Pool { workers: w.unwrap_or(1) }),
+    build: |w| {
+        Box::new(Pool {
+            workers: w.unwrap_or(1),
+        })
+    },
 };
 
 /// A fixed pool of threads over a channel.
@@ -43,7 +47,10 @@ impl Model for Pool {
             }) {
                 Ok(t) => threads.push(t),
                 Err(e) => {
-                    error = Some(format!("could create {k} of {} pool threads: {e}", self.workers));
+                    error = Some(format!(
+                        "could create {k} of {} pool threads: {e}",
+                        self.workers
+                    ));
                     break;
                 }
             }
@@ -58,7 +65,10 @@ impl Model for Pool {
         }
         // With no worker at all, the queued tasks never ran.
         let reason = error.clone().unwrap_or_default();
-        records.extend(rx.try_iter().map(|i| TaskRecord::not_started(i, TaskError::new("spawn", reason.clone()))));
+        records.extend(
+            rx.try_iter()
+                .map(|i| TaskRecord::not_started(i, TaskError::new("spawn", reason.clone()))),
+        );
         ModelOutcome {
             records,
             threads_created: created,

@@ -8,7 +8,11 @@ pub(super) const ENTRY: Entry = Entry {
     name: "rayon",
     takes_workers: true,
     help: "rayon's work-stealing pool of W threads (the reference work stealer)",
-    build: |w| Box::new(RayonPool { workers: w.unwrap_or(1) }),
+    build: |w| {
+        Box::new(RayonPool {
+            workers: w.unwrap_or(1),
+        })
+    },
 };
 
 /// A rayon pool.
@@ -35,7 +39,10 @@ impl Model for RayonPool {
             Ok(p) => p,
             Err(e) => {
                 return ModelOutcome {
-                    error: Some(format!("could not build a rayon pool of {}: {e}", self.workers)),
+                    error: Some(format!(
+                        "could not build a rayon pool of {}: {e}",
+                        self.workers
+                    )),
                     ..Default::default()
                 }
             }

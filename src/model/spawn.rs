@@ -48,7 +48,10 @@ impl Model for Spawn {
         let mut error = None;
         for i in 0..ctx.tasks {
             let mut cmd = Command::new(&exe);
-            cmd.arg("__task").arg(&env).arg(i.to_string()).stdin(Stdio::null());
+            cmd.arg("__task")
+                .arg(&env)
+                .arg(i.to_string())
+                .stdin(Stdio::null());
             if ctx.env.options.mail_sink != MailSink::Stdout {
                 cmd.stdout(Stdio::null());
             }
@@ -79,7 +82,10 @@ impl Model for Spawn {
             records.push(rec);
         }
         let reason = error.clone().unwrap_or_default();
-        records.extend((created..ctx.tasks).map(|i| TaskRecord::not_started(i, TaskError::new("spawn", reason.clone()))));
+        records.extend(
+            (created..ctx.tasks)
+                .map(|i| TaskRecord::not_started(i, TaskError::new("spawn", reason.clone()))),
+        );
         ModelOutcome {
             records,
             threads_created: 0,

@@ -63,10 +63,7 @@ impl Model for ThreadPerTask {
             }) {
                 Ok(t) => threads.push((i, t)),
                 Err(e) => {
-                    error = Some(format!(
-                        "could create {i} of {} threads: {e}",
-                        ctx.tasks
-                    ));
+                    error = Some(format!("could create {i} of {} threads: {e}", ctx.tasks));
                     break;
                 }
             }
@@ -83,7 +80,8 @@ impl Model for ThreadPerTask {
             .collect();
         if let Some(reason) = &error {
             records.extend(
-                (created..ctx.tasks).map(|i| TaskRecord::not_started(i, TaskError::new("spawn", reason.clone()))),
+                (created..ctx.tasks)
+                    .map(|i| TaskRecord::not_started(i, TaskError::new("spawn", reason.clone()))),
             );
         }
         ModelOutcome {

@@ -4,10 +4,32 @@ use crate::study::analysis::Analysis;
 
 /// The CSV columns, in order.
 pub const COLUMNS: &[&str] = &[
-    "study", "workload", "model", "workers", "tasks", "gil", "runs", "runs_failed",
-    "wall_median_s", "wall_ci95_lo_s", "wall_ci95_hi_s", "wall_min_s", "wall_max_s",
-    "wall_mean_s", "wall_sd_s", "user_median_s", "sys_median_s", "max_rss_kib", "tree_pss_kib",
-    "speedup", "efficiency", "effective_cores", "ideal_s", "vs_ideal", "bytes", "error",
+    "study",
+    "workload",
+    "model",
+    "workers",
+    "tasks",
+    "gil",
+    "runs",
+    "runs_failed",
+    "wall_median_s",
+    "wall_ci95_lo_s",
+    "wall_ci95_hi_s",
+    "wall_min_s",
+    "wall_max_s",
+    "wall_mean_s",
+    "wall_sd_s",
+    "user_median_s",
+    "sys_median_s",
+    "max_rss_kib",
+    "tree_pss_kib",
+    "speedup",
+    "efficiency",
+    "effective_cores",
+    "ideal_s",
+    "vs_ideal",
+    "bytes",
+    "error",
 ];
 
 fn f(v: Option<f64>) -> String {

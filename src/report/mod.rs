@@ -33,7 +33,11 @@ pub fn groups(a: &Analysis) -> Vec<Group<'_>> {
                         "{} · {} · {}",
                         k.0,
                         k.1,
-                        if k.2 { "with --gil (emulated interpreter lock)" } else { "no interpreter lock" }
+                        if k.2 {
+                            "with --gil (emulated interpreter lock)"
+                        } else {
+                            "no interpreter lock"
+                        }
                     ),
                     cells: vec![c],
                 });
@@ -98,7 +102,10 @@ pub fn machine_line(m: &Machine) -> String {
         m.cores,
         m.kernel,
         m.load1,
-        m.governor.as_ref().map(|g| format!(", governor {g}")).unwrap_or_default()
+        m.governor
+            .as_ref()
+            .map(|g| format!(", governor {g}"))
+            .unwrap_or_default()
     )
 }
 

@@ -235,15 +235,21 @@ impl ResultsWriter {
             });
         }
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| Error::usage(format!("cannot create directory '{}': {e}", dir.display())))?;
+            std::fs::create_dir_all(dir).map_err(|e| {
+                Error::usage(format!("cannot create directory '{}': {e}", dir.display()))
+            })?;
         }
         let file = OpenOptions::new()
             .create(true)
             .write(true)
             .truncate(true)
             .open(path)
-            .map_err(|e| Error::usage(format!("cannot write results file '{}': {e}", path.display())))?;
+            .map_err(|e| {
+                Error::usage(format!(
+                    "cannot write results file '{}': {e}",
+                    path.display()
+                ))
+            })?;
         Ok(ResultsWriter {
             out: Box::new(file),
             path: Some(path.to_path_buf()),
@@ -276,11 +282,16 @@ pub struct ResultsFile {
 /// Reads a results file; a malformed line is an error naming the file and line number.
 /// Cell lines are not read back: cells are always recomputed from the runs.
 pub fn read_results(path: &Path) -> Result<ResultsFile> {
-    let file = File::open(path)
-        .map_err(|e| Error::usage(format!("cannot read results file '{}': {e}", path.display())))?;
+    let file = File::open(path).map_err(|e| {
+        Error::usage(format!(
+            "cannot read results file '{}': {e}",
+            path.display()
+        ))
+    })?;
     let mut out = ResultsFile::default();
     for (i, line) in BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|e| Error::usage(format!("cannot read '{}': {e}", path.display())))?;
+        let line =
+            line.map_err(|e| Error::usage(format!("cannot read '{}': {e}", path.display())))?;
         if line.trim().is_empty() {
             continue;
         }
@@ -307,7 +318,10 @@ pub fn read_results(path: &Path) -> Result<ResultsFile> {
         }
     }
     if out.runs.is_empty() && out.meta.is_none() {
-        return Err(Error::usage(format!("'{}' holds no concur results", path.display())));
+        return Err(Error::usage(format!(
+            "'{}' holds no concur results",
+            path.display()
+        )));
     }
     Ok(out)
 }

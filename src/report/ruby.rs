@@ -7,7 +7,13 @@ use crate::study::analysis::Analysis;
 pub fn render(a: &Analysis) -> String {
     let mut out = String::new();
     for g in groups(a) {
-        let width = g.cells.iter().map(|c| c.key.label().chars().count()).max().unwrap_or(0).max(8);
+        let width = g
+            .cells
+            .iter()
+            .map(|c| c.key.label().chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(8);
         out.push_str(&format!("{}\n", g.title));
         out.push_str(&format!(
             "{:width$}       user     system      total        real\n",

@@ -26,10 +26,16 @@ fn median_u64(xs: impl Iterator<Item = u64>) -> Option<u64> {
 }
 
 fn summarize_cell(key: &CellKey, runs: &[&RunResult]) -> CellResult {
-    let measured: Vec<&RunResult> = runs.iter().copied().filter(|r| r.status.measured()).collect();
+    let measured: Vec<&RunResult> = runs
+        .iter()
+        .copied()
+        .filter(|r| r.status.measured())
+        .collect();
     let walls: Vec<f64> = measured.iter().map(|r| r.wall_s).collect();
     let s = stats::summarize(&walls);
-    let med = |f: fn(&RunResult) -> f64| stats::median(&measured.iter().map(|r| f(r)).collect::<Vec<_>>());
+    let med = |f: fn(&RunResult) -> f64| {
+        stats::median(&measured.iter().map(|r| f(r)).collect::<Vec<_>>())
+    };
     let eff_cores = stats::median(
         &measured
             .iter()
@@ -40,9 +46,11 @@ fn summarize_cell(key: &CellKey, runs: &[&RunResult]) -> CellResult {
     let first = runs.first();
     let checksum = measured.first().map(|r| r.bytes);
     let median_run = s.and_then(|s| {
-        measured
-            .iter()
-            .min_by(|a, b| (a.wall_s - s.median).abs().total_cmp(&(b.wall_s - s.median).abs()))
+        measured.iter().min_by(|a, b| {
+            (a.wall_s - s.median)
+                .abs()
+                .total_cmp(&(b.wall_s - s.median).abs())
+        })
     });
     CellResult {
         key: key.clone(),
@@ -83,7 +91,10 @@ pub fn analyze(runs: &[RunResult], cores: usize) -> Analysis {
         }
         g.push(r);
     }
-    let mut cells: Vec<CellResult> = order.iter().map(|k| summarize_cell(k, &groups[k])).collect();
+    let mut cells: Vec<CellResult> = order
+        .iter()
+        .map(|k| summarize_cell(k, &groups[k]))
+        .collect();
 
     // The seq baseline of each (study, workload, tasks, gil), and the per-task time of each
     // workload from its lock-free seq cells (the hardware's ideal knows no interpreter lock).
@@ -92,7 +103,10 @@ pub fn analyze(runs: &[RunResult], cores: usize) -> Analysis {
         .filter(|c| c.key.model == "seq")
         .filter_map(|c| {
             let k = &c.key;
-            Some(((k.study.clone(), k.workload.clone(), k.tasks, k.gil), c.wall_median_s?))
+            Some((
+                (k.study.clone(), k.workload.clone(), k.tasks, k.gil),
+                c.wall_median_s?,
+            ))
         })
         .collect();
     let task_time = |workload: &str, gil: bool| -> Option<f64> {
@@ -111,7 +125,9 @@ pub fn analyze(runs: &[RunResult], cores: usize) -> Analysis {
 
     for c in cells.iter_mut() {
         let k = c.key.clone();
-        let Some(wall) = c.wall_median_s else { continue };
+        let Some(wall) = c.wall_median_s else {
+            continue;
+        };
         // Without a seq cell of the same task count, seq's time is estimated as N times the
         // workload's per-task time in its seq cells.
         let base = seq

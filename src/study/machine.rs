@@ -4,7 +4,9 @@ use crate::model::cores;
 use crate::report::results::Machine;
 
 fn read(path: &str) -> Option<String> {
-    std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
 }
 
 /// The machine now: CPU model, cores, kernel, load, governor, memory.
@@ -53,7 +55,12 @@ fn civil(days: i64) -> (i64, u32, u32) {
 pub fn rfc3339(epoch_s: u64) -> String {
     let (y, m, d) = civil((epoch_s / 86_400) as i64);
     let s = epoch_s % 86_400;
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", s / 3600, s / 60 % 60, s % 60)
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        s / 3600,
+        s / 60 % 60,
+        s % 60
+    )
 }
 
 /// Now, as RFC 3339 UTC.

@@ -36,7 +36,9 @@ fn progress_bar(total: u64, show: bool) -> ProgressBar {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-    if let Ok(style) = ProgressStyle::with_template("{bar:30} {pos}/{len} runs, {elapsed} elapsed, ~{eta} left  {msg}") {
+    if let Ok(style) = ProgressStyle::with_template(
+        "{bar:30} {pos}/{len} runs, {elapsed} elapsed, ~{eta} left  {msg}",
+    ) {
         bar.set_style(style);
     }
     bar
@@ -74,7 +76,11 @@ pub fn execute(
                 interrupted = true;
                 break 'warm;
             }
-            bar.set_message(format!("warm-up {} {}", cell.key.workload, cell.key.label()));
+            bar.set_message(format!(
+                "warm-up {} {}",
+                cell.key.workload,
+                cell.key.label()
+            ));
             runner::run_once(&exe, plan, cell, 0);
             bar.inc(1);
         }

@@ -185,7 +185,11 @@ pub fn build(o: &RunOptions) -> Result<Plan> {
                 "a free-form study needs at least one --workload and one --model (e.g. --workload fib:30 --model seq --model pool:4)",
             ));
         }
-        let tasks = if o.tasks.is_empty() { vec![10] } else { o.tasks.clone() };
+        let tasks = if o.tasks.is_empty() {
+            vec![10]
+        } else {
+            o.tasks.clone()
+        };
         let mut cells = Vec::new();
         for w in &o.workloads {
             for m in &o.models {
@@ -252,14 +256,46 @@ mod tests {
     #[test]
     fn conflicts_and_bad_values_are_usage_errors() {
         let cases = [
-            RunOptions { study: Some("gil".into()), workloads: vec!["fib:1".into()], ..opts() },
-            RunOptions { workloads: vec!["fib:1".into()], ..opts() },
-            RunOptions { workloads: vec!["fib:1".into()], models: vec!["seq".into()], quick: true, ..opts() },
-            RunOptions { workloads: vec!["fib:1".into()], models: vec!["seq".into()], tasks: vec![0], ..opts() },
-            RunOptions { study: Some("nope".into()), ..opts() },
-            RunOptions { study: Some("gil".into()), repeat: Some(0), ..opts() },
-            RunOptions { study: Some("gil".into()), gil: true, ..opts() },
-            RunOptions { study: Some("gil".into()), stress: true, ..opts() },
+            RunOptions {
+                study: Some("gil".into()),
+                workloads: vec!["fib:1".into()],
+                ..opts()
+            },
+            RunOptions {
+                workloads: vec!["fib:1".into()],
+                ..opts()
+            },
+            RunOptions {
+                workloads: vec!["fib:1".into()],
+                models: vec!["seq".into()],
+                quick: true,
+                ..opts()
+            },
+            RunOptions {
+                workloads: vec!["fib:1".into()],
+                models: vec!["seq".into()],
+                tasks: vec![0],
+                ..opts()
+            },
+            RunOptions {
+                study: Some("nope".into()),
+                ..opts()
+            },
+            RunOptions {
+                study: Some("gil".into()),
+                repeat: Some(0),
+                ..opts()
+            },
+            RunOptions {
+                study: Some("gil".into()),
+                gil: true,
+                ..opts()
+            },
+            RunOptions {
+                study: Some("gil".into()),
+                stress: true,
+                ..opts()
+            },
         ];
         for o in cases {
             match build(&o) {
@@ -273,7 +309,12 @@ mod tests {
     fn studies_build() {
         for s in ["gil", "mailer", "tour"] {
             for quick in [false, true] {
-                let p = build(&RunOptions { study: Some(s.into()), quick, ..opts() }).unwrap();
+                let p = build(&RunOptions {
+                    study: Some(s.into()),
+                    quick,
+                    ..opts()
+                })
+                .unwrap();
                 assert!(!p.cells.is_empty(), "{s}");
             }
         }

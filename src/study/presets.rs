@@ -54,7 +54,10 @@ fn cell(study: &str, workload: &str, model: &str, tasks: usize, gil: bool) -> Ce
 }
 
 fn gil_study(quick: bool) -> Preset {
-    let spin = format!("spin:{}", if quick { GIL_SPIN_QUICK } else { GIL_SPIN_FULL });
+    let spin = format!(
+        "spin:{}",
+        if quick { GIL_SPIN_QUICK } else { GIL_SPIN_FULL }
+    );
     let read = if quick { GIL_READ_QUICK } else { GIL_READ_FULL };
     let mut cells = Vec::new();
     for w in [spin.as_str(), read] {
@@ -93,8 +96,16 @@ fn mailer_study(quick: bool, stress: bool, gil: bool) -> Preset {
     }
     let mut notes = vec![format!(
         "mailer: task {mail} ({}); thread ×10,000 is the classic's thread-exhaustion cell{}",
-        if quick { "fib(25) instead of fib(30) for --quick" } else { "fib(30), ≈4 ms here" },
-        if stress { ", thread ×30,000 (--stress) goes past this machine's limit" } else { "" }
+        if quick {
+            "fib(25) instead of fib(30) for --quick"
+        } else {
+            "fib(30), ≈4 ms here"
+        },
+        if stress {
+            ", thread ×30,000 (--stress) goes past this machine's limit"
+        } else {
+            ""
+        }
     )];
     if gil {
         notes.push("mailer: --gil on, as MRI's GVL".into());
@@ -111,7 +122,9 @@ fn mailer_study(quick: bool, stress: bool, gil: bool) -> Preset {
 /// The named study's cells for these options.
 pub fn preset(name: &str, o: &RunOptions) -> Result<Preset> {
     if o.stress && name == "gil" {
-        return Err(Error::usage("--stress adds the 30,000-thread cell to the mailer study; the gil study has none"));
+        return Err(Error::usage(
+            "--stress adds the 30,000-thread cell to the mailer study; the gil study has none",
+        ));
     }
     match name {
         "gil" => {
@@ -139,7 +152,11 @@ pub fn preset(name: &str, o: &RunOptions) -> Result<Preset> {
         }
         other => Err(Error::usage(format!(
             "unknown study '{other}' (allowed: {})",
-            STUDIES.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+            STUDIES
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", ")
         ))),
     }
 }

@@ -125,7 +125,13 @@ pub fn run_once(exe: &Path, plan: &Plan, cell: &CellPlan, rep: usize) -> RunResu
     let (mut child, mut report_pipe) = match process::spawn_with_report(&mut cmd) {
         Ok(pair) => pair,
         Err(e) => {
-            return blank(cell, rep, RunStatus::Spawn, 0.0, format!("could not start the run's process: {e}"))
+            return blank(
+                cell,
+                rep,
+                RunStatus::Spawn,
+                0.0,
+                format!("could not start the run's process: {e}"),
+            )
         }
     };
     let pid = child.id() as i32;
@@ -185,14 +191,25 @@ pub fn run_once(exe: &Path, plan: &Plan, cell: &CellPlan, rep: usize) -> RunResu
     let report_text = report_reader.join().unwrap_or_default();
     let usage = match waited {
         Ok(u) => u,
-        Err(e) => return blank(cell, rep, RunStatus::Crashed, parent_wall, format!("could not wait for the run: {e}")),
+        Err(e) => {
+            return blank(
+                cell,
+                rep,
+                RunStatus::Crashed,
+                parent_wall,
+                format!("could not wait for the run: {e}"),
+            )
+        }
     };
     let report: Option<ChildReport> = serde_json::from_str(report_text.trim()).ok();
     let last_err = tail.iter().rev().find(|l| !l.trim().is_empty()).cloned();
     let (status, error) = match (killed_for, &report) {
         (Some(RunStatus::Timeout), _) => (
             RunStatus::Timeout,
-            Some(format!("timed out after {}", crate::units::fmt_secs(plan.timeout.as_secs_f64()))),
+            Some(format!(
+                "timed out after {}",
+                crate::units::fmt_secs(plan.timeout.as_secs_f64())
+            )),
         ),
         (Some(s), _) => (s, Some("interrupted".to_string())),
         (None, Some(r)) => match &r.error {

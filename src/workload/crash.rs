@@ -24,7 +24,11 @@ fn parse(args: &str, _: &WorkloadOptions) -> Result<Arc<dyn Workload>, String> {
         "panic" => Kind::Panic,
         "abort" => Kind::Abort,
         "segv" => Kind::Segv,
-        _ => return Err(format!("unknown kind '{args}' (allowed: panic, abort, segv)")),
+        _ => {
+            return Err(format!(
+                "unknown kind '{args}' (allowed: panic, abort, segv)"
+            ))
+        }
     };
     Ok(Arc::new(Crash { kind }))
 }

@@ -120,7 +120,10 @@ impl Workload for MailWorkload {
             .from("concur@example.com")
             .to(format!("user{index}@example.com"))
             .subject(format!("Delivery {index}"))
-            .body(format!("Hello user {index}, fib({}) = {value}.", self.fib_n))
+            .body(format!(
+                "Hello user {index}, fib({}) = {value}.",
+                self.fib_n
+            ))
             .build()
             .map_err(|field| TaskError::new("mail", format!("missing {field}")))?;
         let io = |e: std::io::Error| TaskError::new("io", e.to_string());
@@ -144,10 +147,18 @@ mod tests {
     #[test]
     fn builder_requires_every_field() {
         assert_eq!(Mail::builder().from("a").build().unwrap_err(), "to");
-        let m = Mail::builder().from("a").to("b").subject("c").body("d").build().unwrap();
+        let m = Mail::builder()
+            .from("a")
+            .to("b")
+            .subject("c")
+            .body("d")
+            .build()
+            .unwrap();
         let mut out = Vec::new();
         assert_eq!(m.render(&mut out).unwrap(), out.len() as u64);
-        assert!(String::from_utf8(out).unwrap().starts_with("From: a\r\nTo: b\r\n"));
+        assert!(String::from_utf8(out)
+            .unwrap()
+            .starts_with("From: a\r\nTo: b\r\n"));
     }
 
     #[test]

@@ -93,6 +93,9 @@ pub fn guarded_run<W: Workload + ?Sized>(w: &W, index: usize) -> Result<u64, Tas
     })
 }
 
+/// Parses a workload's arguments (the text after `NAME:`) into the workload, or a reason.
+pub type ParseFn = fn(&str, &WorkloadOptions) -> Result<Arc<dyn Workload>, String>;
+
 /// One built-in workload: its name, grammar, a line of help, and its parser.
 pub struct Entry {
     /// The name before the first `:`.
@@ -102,7 +105,7 @@ pub struct Entry {
     /// What it does, in one line.
     pub help: &'static str,
     /// Parses the arguments after `NAME:` (empty when there were none).
-    pub parse: fn(&str, &WorkloadOptions) -> Result<Arc<dyn Workload>, String>,
+    pub parse: ParseFn,
 }
 
 /// Every built-in workload. A new workload is one file plus one line here.
@@ -121,11 +124,19 @@ pub fn parse(spec: &str, opts: &WorkloadOptions) -> Result<Arc<dyn Workload>, Er
     let entry = REGISTRY.iter().find(|e| e.name == name).ok_or_else(|| {
         Error::usage(format!(
             "unknown workload '{name}' in '{spec}' (allowed: {})",
-            REGISTRY.iter().map(|e| e.usage).collect::<Vec<_>>().join(", ")
+            REGISTRY
+                .iter()
+                .map(|e| e.usage)
+                .collect::<Vec<_>>()
+                .join(", ")
         ))
     })?;
-    (entry.parse)(args, opts)
-        .map_err(|why| Error::usage(format!("bad workload '{spec}': {why} (usage: {})", entry.usage)))
+    (entry.parse)(args, opts).map_err(|why| {
+        Error::usage(format!(
+            "bad workload '{spec}': {why} (usage: {})",
+            entry.usage
+        ))
+    })
 }
 
 /// Parses a whole number argument, naming it in the error.
@@ -146,7 +157,15 @@ mod tests {
     #[test]
     fn every_canonical_spec_parses_back() {
         let o = WorkloadOptions::default();
-        for spec in ["fib:20", "spin:1000", "read", "sleep:5ms", "mail", "mail:20", "crash:panic"] {
+        for spec in [
+            "fib:20",
+            "spin:1000",
+            "read",
+            "sleep:5ms",
+            "mail",
+            "mail:20",
+            "crash:panic",
+        ] {
             let w = parse(spec, &o).unwrap();
             let again = parse(&w.spec(), &o).unwrap();
             assert_eq!(w.spec(), again.spec(), "{spec}");

@@ -1,0 +1,189 @@
+//! Runs that crash, panic, time out, run out of threads or are interrupted are recorded with
+//! their reason, and the study goes on.
+
+mod common;
+
+use common::*;
+use std::time::{Duration, Instant};
+
+#[test]
+fn panics_fail_tasks_and_crashes_fail_runs_and_the_study_goes_on() {
+    let (out, lines) = run_study(&[
+        "-w",
+        "crash:panic",
+        "-w",
+        "crash:abort",
+        "-w",
+        "crash:segv",
+        "-w",
+        "fib:5",
+        "-m",
+        "seq",
+        "-m",
+        "pool:2",
+        "-m",
+        "fork",
+        "-n",
+        "3",
+        "-r",
+        "1",
+    ]);
+    assert!(out.status.success());
+    let runs = of_type(&lines, "run");
+    assert_eq!(runs.len(), 12);
+    for r in &runs {
+        let (w, m) = (
+            r["workload"].as_str().unwrap(),
+            r["model"].as_str().unwrap(),
+        );
+        let err = r["error"].as_str().unwrap_or("");
+        match (w, m) {
+            ("fib:5", _) => assert_eq!(r["status"], "ok"),
+            ("crash:panic", _) => {
+                assert_eq!(r["status"], "failed", "{r}");
+                assert_eq!(r["tasks_failed"], 3);
+                assert_eq!(r["failures"]["panic"], 3);
+                assert!(
+                    err.contains("3 of 3 tasks failed") && err.contains("panicked on purpose"),
+                    "{err}"
+                );
+            }
+            // Under fork only the task's own process dies: the run records crashed tasks.
+            ("crash:abort", "fork") | ("crash:segv", "fork") => {
+                assert_eq!(r["status"], "failed", "{r}");
+                assert_eq!(r["failures"]["crash"], 3);
+                assert!(err.contains("killed by SIG"), "{err}");
+            }
+            ("crash:abort", _) => {
+                assert_eq!(r["status"], "crashed", "{r}");
+                assert!(err.contains("SIGABRT"), "{err}");
+            }
+            ("crash:segv", _) => {
+                assert_eq!(r["status"], "crashed", "{r}");
+                assert!(err.contains("SIGSEGV"), "{err}");
+            }
+            _ => unreachable!(),
+        }
+    }
+    // Every cell is summarised, failed ones with their reason.
+    let cells = of_type(&lines, "cell");
+    assert_eq!(cells.len(), 12);
+    assert!(cells
+        .iter()
+        .filter(|c| c["workload"] == "crash:abort" && c["model"] == "seq")
+        .all(|c| c["error"].as_str().unwrap().contains("SIGABRT")));
+}
+
+#[test]
+fn a_run_past_its_timeout_is_killed_and_recorded() {
+    let t = Instant::now();
+    let (_, lines) = run_study(&[
+        "-w",
+        "sleep:60s",
+        "-m",
+        "seq",
+        "-m",
+        "fork",
+        "-n",
+        "2",
+        "-r",
+        "1",
+        "--timeout",
+        "1s",
+    ]);
+    assert!(
+        t.elapsed() < Duration::from_secs(30),
+        "the timeout did not stop the runs"
+    );
+    for r in of_type(&lines, "run") {
+        assert_eq!(r["status"], "timeout", "{r}");
+        assert!(r["error"].as_str().unwrap().contains("timed out after"));
+    }
+}
+
+#[test]
+fn thread_exhaustion_ends_cleanly() {
+    // Far more threads than this kind of machine allows at once (about 32,000 raw pthreads:
+    // vm.max_map_count and pid_max). Either it succeeds, or the run ends with a clean reason.
+    let (_, lines) = run_study(&[
+        "-w",
+        "sleep:0",
+        "-m",
+        "thread",
+        "-n",
+        "60000",
+        "-r",
+        "1",
+        "--stack-size",
+        "64k",
+    ]);
+    let r = of_type(&lines, "run")[0];
+    let ok = r["tasks_ok"].as_u64().unwrap();
+    let created = r["threads_created"].as_u64().unwrap();
+    if r["status"] == "ok" {
+        assert_eq!(ok, 60000);
+    } else {
+        assert_eq!(r["status"], "failed", "{r}");
+        let err = r["error"].as_str().unwrap();
+        assert!(
+            err.starts_with(&format!("could create {created} of 60000 threads: ")),
+            "{err}"
+        );
+        assert!(created > 1000, "only {created} threads");
+        assert_eq!(
+            ok, created,
+            "every created thread ran its task and was joined"
+        );
+        assert_eq!(r["failures"]["spawn"].as_u64().unwrap(), 60000 - created);
+    }
+}
+
+#[test]
+fn ctrl_c_keeps_every_finished_run() {
+    let (_dir, path) = results_path();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("concur"))
+        .args([
+            "run",
+            "-w",
+            "sleep:150ms",
+            "-m",
+            "seq",
+            "-n",
+            "1",
+            "-r",
+            "100",
+            "--warmup",
+            "0",
+            "-q",
+            "--json",
+        ])
+        .arg(&path)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let runs = std::fs::read_to_string(&path)
+            .map(|t| t.lines().filter(|l| l.contains("\"type\":\"run\"")).count())
+            .unwrap_or(0);
+        if runs >= 2 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no runs recorded in time");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let lines = read_lines(&path);
+    let runs = of_type(&lines, "run");
+    assert!(runs.len() >= 2 && runs.len() < 100);
+    assert!(runs.iter().all(|r| r["status"] == "ok"));
+    assert_eq!(
+        of_type(&lines, "cell").len(),
+        1,
+        "the finished runs are summarised"
+    );
+}

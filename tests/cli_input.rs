@@ -1,0 +1,113 @@
+//! Bad input gets a one-line error naming the value and what is allowed, exit code 2, and
+//! nothing written.
+
+mod common;
+
+use common::*;
+
+fn refused(args: &[&str], needle: &str) {
+    let (dir, path) = results_path();
+    let out = concur()
+        .current_dir(dir.path())
+        .args(args)
+        .arg("--json")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(
+        err.contains(needle),
+        "{args:?}: expected '{needle}' in: {err}"
+    );
+    assert_eq!(
+        err.trim().lines().count(),
+        1,
+        "{args:?}: not one line: {err}"
+    );
+    assert!(!path.exists(), "{args:?}: a results file was written");
+    assert!(!dir.path().join("concur-results").exists());
+}
+
+#[test]
+fn bad_specs_and_flags_are_refused() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["run", "-w", "nope", "-m", "seq"],
+            "unknown workload 'nope'",
+        ),
+        (&["run", "-w", "fib:abc", "-m", "seq"], "'abc'"),
+        (&["run", "-w", "fib:30", "-m", "pool:0"], "'0'"),
+        (
+            &["run", "-w", "fib:30", "-m", "warp:3"],
+            "unknown model 'warp'",
+        ),
+        (&["run", "-w", "sleep:-1", "-m", "seq"], "'-1'"),
+        (
+            &["run", "-w", "read:/nonexistent:1x1", "-m", "seq"],
+            "/nonexistent",
+        ),
+        (
+            &["run", "-w", "fib:30", "-m", "seq", "-n", "0"],
+            "tasks '0'",
+        ),
+        (&["run", "gil", "-w", "fib:1"], "use one or the other"),
+        (&["run", "nope"], "unknown study 'nope'"),
+        (&["run", "gil", "--repeat", "0"], "--repeat '0'"),
+        (&["run", "gil", "--gil"], "drop --gil"),
+        (
+            &["run", "-w", "fib:1"],
+            "needs at least one --workload and one --model",
+        ),
+        (
+            &[
+                "run",
+                "-w",
+                "fib:1",
+                "-m",
+                "seq",
+                "--csv",
+                "-",
+                "--markdown",
+                "-",
+            ],
+            "only one of",
+        ),
+    ];
+    for (args, needle) in cases {
+        refused(args, needle);
+    }
+}
+
+#[test]
+fn clap_level_errors_also_exit_2() {
+    let out = concur()
+        .args(["run", "--timeout", "soon"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("'soon'"));
+}
+
+#[test]
+fn bad_results_files_are_refused() {
+    let out = concur()
+        .args(["report", "/nonexistent.jsonl"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent.jsonl"));
+    let dir = tempfile::tempdir().unwrap();
+    let junk = dir.path().join("junk.jsonl");
+    std::fs::write(&junk, "{\"type\":\"meta\"}\nnot json\n").unwrap();
+    let out = concur().arg("report").arg(&junk).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("line 1"));
+}
+
+#[test]
+fn hidden_commands_refuse_to_run_by_hand() {
+    let out = concur().args(["__run", "{}"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not by hand"));
+}

@@ -1,0 +1,161 @@
+//! Every model runs every workload end to end through the fresh-process runner, and all
+//! models produce the same checksum for the same cell.
+
+mod common;
+
+use common::*;
+use std::collections::BTreeMap;
+
+const MODELS: &[&str] = &[
+    "seq",
+    "thread",
+    "spawn",
+    "fork",
+    "pool:3",
+    "rayon:3",
+    "async:3",
+    "async-local:3",
+];
+
+#[test]
+fn every_model_runs_every_workload_with_the_same_checksum() {
+    let mut args: Vec<&str> = vec![
+        "-w",
+        "fib:15",
+        "-w",
+        "spin:10000",
+        "-w",
+        "read:/dev/zero:1kx10",
+        "-w",
+        "sleep:1ms",
+        "-w",
+        "mail:10",
+        "-n",
+        "5",
+        "-r",
+        "1",
+    ];
+    for m in MODELS {
+        args.extend(["-m", m]);
+    }
+    let (_, lines) = run_study(&args);
+    let runs = of_type(&lines, "run");
+    assert_eq!(runs.len(), 5 * MODELS.len());
+    let mut checksum: BTreeMap<String, u64> = BTreeMap::new();
+    for r in &runs {
+        let what = format!("{} {}", r["workload"], r["model"]);
+        assert_eq!(r["status"], "ok", "{what}: {r}");
+        assert_eq!(r["tasks_ok"], 5, "{what}");
+        assert_eq!(r["tasks_failed"], 0, "{what}");
+        assert!(r["error"].is_null(), "{what}");
+        assert!(r["wall_s"].as_f64().unwrap() > 0.0, "{what}");
+        assert!(r["latency_us"]["p50"].as_u64().is_some(), "{what}");
+        let bytes = r["bytes"].as_u64().unwrap();
+        let w = r["workload"].as_str().unwrap().to_string();
+        assert_eq!(
+            *checksum.entry(w).or_insert(bytes),
+            bytes,
+            "{what}: checksum differs"
+        );
+    }
+    assert_eq!(checksum["fib:15"], 5 * 8);
+    assert_eq!(checksum["read:/dev/zero:1024x10"], 5 * 10 * 1024);
+    assert_eq!(checksum["sleep:1ms"], 0);
+    assert!(checksum["mail:10"] > 5 * 60);
+    // What each model created is recorded.
+    for r in runs_of(&lines, "fork") {
+        assert_eq!(r["processes_created"], 5);
+    }
+    for r in runs_of(&lines, "spawn") {
+        assert_eq!(r["processes_created"], 5);
+    }
+    for r in runs_of(&lines, "thread") {
+        assert_eq!(r["threads_created"], 5);
+    }
+    for r in runs_of(&lines, "pool:3") {
+        assert_eq!(r["threads_created"], 3);
+        assert_eq!(r["workers"], 3);
+    }
+    for r in runs_of(&lines, "seq") {
+        assert!(r["workers"].is_null());
+    }
+    // A forked tree's memory is sampled over the whole tree.
+    for r in of_type(&lines, "run") {
+        assert!(r["max_rss_kib"].as_u64().unwrap() > 0);
+    }
+}
+
+#[test]
+fn concurrency_overlaps_delays() {
+    // 10 × 50 ms: seq takes ≥ 500 ms, every concurrent model far less. Generous bounds.
+    let mut args: Vec<&str> = vec!["-w", "sleep:50ms", "-n", "10", "-r", "1"];
+    for m in [
+        "seq",
+        "thread",
+        "pool:10",
+        "async:10",
+        "async-local:10",
+        "fork",
+    ] {
+        args.extend(["-m", m]);
+    }
+    let (_, lines) = run_study(&args);
+    let wall = |m: &str| runs_of(&lines, m)[0]["wall_s"].as_f64().unwrap();
+    assert!(wall("seq") >= 0.5);
+    for m in ["thread", "pool:10", "async:10", "async-local:10", "fork"] {
+        assert!(
+            wall(m) < wall("seq") / 3.0,
+            "{m}: {} vs seq {}",
+            wall(m),
+            wall("seq")
+        );
+    }
+    let cells = of_type(&lines, "cell");
+    let async_cell = cells.iter().find(|c| c["model"] == "async:10").unwrap();
+    // The ideal of a delay-bound cell is ceil(N / p) × delay.
+    assert!((async_cell["ideal_s"].as_f64().unwrap() - 0.05).abs() < 1e-9);
+}
+
+#[test]
+fn the_gil_serialises_threads_but_not_processes() {
+    // 2 tasks of ~40 ms CPU each. Ratios with generous bounds: on 2 cores threads without
+    // the lock and processes with it overlap; threads with it do not.
+    let (_, lines) = run_study(&[
+        "-w",
+        "spin:40000000",
+        "-m",
+        "seq",
+        "-m",
+        "thread",
+        "-m",
+        "fork",
+        "-n",
+        "2",
+        "-r",
+        "3",
+        "--gil",
+    ]);
+    let speedup = |m: &str| {
+        of_type(&lines, "cell")
+            .into_iter()
+            .find(|c| c["model"] == m)
+            .unwrap()["speedup"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(
+        speedup("thread") < 1.3,
+        "threads sped up under the GIL: {}",
+        speedup("thread")
+    );
+    assert!(
+        speedup("fork") > 1.3,
+        "processes did not: {}",
+        speedup("fork")
+    );
+    let gil_runs = runs_of(&lines, "thread");
+    assert!(gil_runs.iter().all(|r| r["gil"] == true));
+    assert!(gil_runs
+        .iter()
+        .any(|r| r["gil_switches"].as_u64().unwrap() > 0));
+}

@@ -1,0 +1,62 @@
+//! Helpers shared by the integration tests: run the binary, read its results file.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+/// The concur binary under test.
+pub fn concur() -> Command {
+    Command::cargo_bin("concur").expect("binary built")
+}
+
+/// A temporary directory and a results path inside it.
+pub fn results_path() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("results.jsonl");
+    (dir, path)
+}
+
+/// Every line of a results file as JSON.
+pub fn read_lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .expect("results file")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("valid JSON line"))
+        .collect()
+}
+
+/// The lines of one type (`meta`, `run`, `cell`).
+pub fn of_type<'a>(lines: &'a [Value], ty: &str) -> Vec<&'a Value> {
+    lines.iter().filter(|l| l["type"] == ty).collect()
+}
+
+/// Runs `concur run ARGS --json FILE -q` and returns the process output and the lines.
+pub fn run_study(args: &[&str]) -> (Output, Vec<Value>) {
+    let (_dir, path) = results_path();
+    let out = concur()
+        .arg("run")
+        .args(args)
+        .args(["--warmup", "0", "-q", "--json"])
+        .arg(&path)
+        .output()
+        .expect("concur runs");
+    assert!(
+        out.status.success(),
+        "concur run {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines = read_lines(&path);
+    (out, lines)
+}
+
+/// The run lines of `lines` for one model.
+pub fn runs_of<'a>(lines: &'a [Value], model: &str) -> Vec<&'a Value> {
+    of_type(lines, "run")
+        .into_iter()
+        .filter(|r| r["model"] == model)
+        .collect()
+}
