@@ -26,22 +26,21 @@ pub struct AsyncMultiThread {
     limit: usize,
 }
 
-/// Spawns every task on `rt`, at most `limit` in flight, and collects their records.
+/// Spawns every task on `rt` at once, each waiting for one of `limit` semaphore permits
+/// before it starts (the classic `asyncio.gather` + `async with semaphore` pattern), and
+/// collects their records.
 pub(super) fn drive(rt: &tokio::runtime::Runtime, ctx: &RunCtx, limit: usize) -> Vec<TaskRecord> {
     rt.block_on(async {
         let sem = Arc::new(Semaphore::new(limit));
-        let mut handles = Vec::with_capacity(ctx.tasks);
-        for i in 0..ctx.tasks {
-            let Ok(permit) = sem.clone().acquire_owned().await else {
-                break;
-            };
-            let w = ctx.workload.clone();
-            handles.push(tokio::spawn(async move {
-                let rec = execute_async(w, i).await;
-                drop(permit);
-                rec
-            }));
-        }
+        let handles: Vec<_> = (0..ctx.tasks)
+            .map(|i| {
+                let (sem, w) = (sem.clone(), ctx.workload.clone());
+                tokio::spawn(async move {
+                    let _permit = sem.acquire().await;
+                    execute_async(w, i).await
+                })
+            })
+            .collect();
         let mut out = Vec::with_capacity(ctx.tasks);
         for (i, h) in handles.into_iter().enumerate() {
             out.push(h.await.unwrap_or_else(|e| {

@@ -3,7 +3,8 @@
 //! (the classic's 10,000-thread failure). When creation fails, the threads already created
 //! still run and are joined, and the run reports "could create K of N threads: <OS error>".
 
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 
 use super::os_thread;
 use super::{execute, Entry, Model, ModelOutcome, RunCtx};
@@ -19,25 +20,42 @@ pub(super) const ENTRY: Entry = Entry {
 /// One OS thread per task.
 pub struct ThreadPerTask;
 
-/// A one-shot gate that many threads wait on until it opens.
+/// A one-shot gate that many threads wait on until it opens: a futex word, so opening it
+/// wakes every waiter with one system call and no lock for them to fight over.
 #[derive(Default)]
 pub(crate) struct Gate {
-    open: Mutex<bool>,
-    cv: Condvar,
+    open: AtomicU32,
 }
 
 impl Gate {
     /// Blocks until the gate opens.
     pub(crate) fn wait(&self) {
-        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
-        while !*open {
-            open = self.cv.wait(open).unwrap_or_else(|p| p.into_inner());
+        while self.open.load(Ordering::Acquire) == 0 {
+            // SAFETY: FUTEX_WAIT on a live AtomicU32 that outlives the call; it returns at
+            // once if the word is no longer 0, and spurious wake-ups are re-checked.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_futex,
+                    self.open.as_ptr(),
+                    libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+                    0u32,
+                    std::ptr::null::<libc::timespec>(),
+                );
+            }
         }
     }
     /// Opens the gate for every waiter, now and later.
     pub(crate) fn open(&self) {
-        *self.open.lock().unwrap_or_else(|p| p.into_inner()) = true;
-        self.cv.notify_all();
+        self.open.store(1, Ordering::Release);
+        // SAFETY: FUTEX_WAKE on the same live word wakes every waiter.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                self.open.as_ptr(),
+                libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+                i32::MAX,
+            );
+        }
     }
 }
 
