@@ -142,9 +142,8 @@ pub fn run(opts: &study::RunOptions, out: &Outputs, command: Vec<String>) -> Res
     let mut writer = ResultsWriter::create(&json_path)?;
     let files = open_files(out)?;
     if !out.quiet {
-        let m = study::machine::machine();
         eprintln!(
-            "concur {}: study '{}', {} cells × {} runs{} on {}",
+            "concur {}: study '{}', {} cells × {} runs{}",
             VERSION,
             plan.name,
             plan.cells.len(),
@@ -153,8 +152,7 @@ pub fn run(opts: &study::RunOptions, out: &Outputs, command: Vec<String>) -> Res
                 format!(" (+{} warm-up)", plan.warmup)
             } else {
                 String::new()
-            },
-            report::machine_line(&m)
+            }
         );
         for n in &plan.notes {
             eprintln!("note: {n}");

@@ -97,11 +97,13 @@ pub fn footnotes(g: &Group) -> Vec<String> {
 /// One line describing the machine.
 pub fn machine_line(m: &Machine) -> String {
     format!(
-        "{}, {} cores, Linux {}, load {:.2}{}",
+        "{}, {} cores, Linux {}, {}{}",
         m.cpu,
         m.cores,
         m.kernel,
-        m.load1,
+        m.cpu_busy
+            .map(|b| format!("{:.0}% busy before start", b * 100.0))
+            .unwrap_or_else(|| format!("load {:.2}", m.load1)),
         m.governor
             .as_ref()
             .map(|g| format!(", governor {g}"))

@@ -42,6 +42,9 @@ pub struct Machine {
     pub governor: Option<String>,
     /// Total memory, KiB.
     pub mem_total_kib: Option<u64>,
+    /// Fraction of all CPU time busy in the quarter second before the study started.
+    #[serde(default)]
+    pub cpu_busy: Option<f64>,
 }
 
 /// The meta line.

@@ -35,6 +35,7 @@ pub fn machine() -> Machine {
         load1,
         governor: read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
         mem_total_kib,
+        cpu_busy: busy_fraction(std::time::Duration::from_millis(250)),
     }
 }
 
@@ -72,9 +73,39 @@ pub fn now_rfc3339() -> String {
     rfc3339(secs)
 }
 
-/// Whether the machine looks busy with other work: load above half the cores.
+/// Busy and total jiffies over all CPUs, from the first line of `/proc/stat`.
+fn cpu_jiffies() -> Option<(u64, u64)> {
+    let stat = read("/proc/stat")?;
+    let fields: Vec<u64> = stat
+        .lines()
+        .next()?
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    let total: u64 = fields.iter().take(8).sum();
+    // idle and iowait are the 4th and 5th fields.
+    let idle = fields.get(3)? + fields.get(4).unwrap_or(&0);
+    Some((total - idle, total))
+}
+
+/// The fraction of the machine's CPU time (0 to 1) spent busy over `window`, measured now.
+/// Unlike the load average, which lags by minutes (and counts the 10,000 runnable threads of a
+/// study's own previous run), this says whether other work is running right now.
+pub fn busy_fraction(window: std::time::Duration) -> Option<f64> {
+    let (b0, t0) = cpu_jiffies()?;
+    std::thread::sleep(window);
+    let (b1, t1) = cpu_jiffies()?;
+    let total = t1.checked_sub(t0).filter(|t| *t > 0)?;
+    Some(b1.saturating_sub(b0) as f64 / total as f64)
+}
+
+/// Above this busy fraction the machine counts as loaded.
+pub const BUSY_THRESHOLD: f64 = 0.25;
+
+/// Whether other work kept the machine busy when it was measured.
 pub fn loaded(m: &Machine) -> bool {
-    m.load1 > (m.cores as f64 * 0.5).max(1.0)
+    m.cpu_busy.is_some_and(|b| b > BUSY_THRESHOLD)
 }
 
 #[cfg(test)]

@@ -116,8 +116,8 @@ pub fn execute(
         analysis.warnings.insert(
             0,
             format!(
-                "the machine was busy when the study started (load {:.2} on {} cores): timings may be inflated",
-                machine.load1, machine.cores
+                "the machine was {:.0}% busy with other work when the study started: timings may be inflated",
+                100.0 * machine.cpu_busy.unwrap_or(0.0)
             ),
         );
     }
