@@ -99,6 +99,17 @@ pub async fn execute_async(w: Arc<dyn Workload>, index: usize) -> TaskRecord {
     record(index, start_ns, result)
 }
 
+/// Records for tasks that never ran because their thread or process could not be created.
+pub(crate) fn never_started(
+    indices: impl IntoIterator<Item = usize>,
+    reason: &str,
+) -> Vec<TaskRecord> {
+    indices
+        .into_iter()
+        .map(|i| TaskRecord::not_started(i, workload::TaskError::new("spawn", reason)))
+        .collect()
+}
+
 fn record(index: usize, start_ns: u64, result: Result<u64, workload::TaskError>) -> TaskRecord {
     let end_ns = mono_ns();
     match result {

@@ -2,8 +2,8 @@
 //! `Queue` + workers pattern.
 
 use super::os_thread;
-use super::{execute, Entry, Model, ModelOutcome, RunCtx};
-use crate::measure::{TaskError, TaskRecord};
+use super::{execute, never_started, Entry, Model, ModelOutcome, RunCtx};
+use crate::measure::TaskRecord;
 
 pub(super) const ENTRY: Entry = Entry {
     name: "pool",
@@ -65,10 +65,7 @@ impl Model for Pool {
         }
         // With no worker at all, the queued tasks never ran.
         let reason = error.clone().unwrap_or_default();
-        records.extend(
-            rx.try_iter()
-                .map(|i| TaskRecord::not_started(i, TaskError::new("spawn", reason.clone()))),
-        );
+        records.extend(never_started(rx.try_iter(), &reason));
         ModelOutcome {
             records,
             threads_created: created,

@@ -5,7 +5,7 @@
 use std::io::Read;
 use std::process::{Command, Stdio};
 
-use super::{Entry, Model, ModelOutcome, RunCtx};
+use super::{never_started, Entry, Model, ModelOutcome, RunCtx};
 use crate::measure::{describe_exit, rusage, TaskError, TaskRecord};
 use crate::process;
 use crate::workload::MailSink;
@@ -82,10 +82,7 @@ impl Model for Spawn {
             records.push(rec);
         }
         let reason = error.clone().unwrap_or_default();
-        records.extend(
-            (created..ctx.tasks)
-                .map(|i| TaskRecord::not_started(i, TaskError::new("spawn", reason.clone()))),
-        );
+        records.extend(never_started(created..ctx.tasks, &reason));
         ModelOutcome {
             records,
             threads_created: 0,

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use super::os_thread;
-use super::{execute, Entry, Model, ModelOutcome, RunCtx};
+use super::{execute, never_started, Entry, Model, ModelOutcome, RunCtx};
 use crate::measure::{TaskError, TaskRecord};
 
 pub(super) const ENTRY: Entry = Entry {
@@ -97,10 +97,7 @@ impl Model for ThreadPerTask {
             })
             .collect();
         if let Some(reason) = &error {
-            records.extend(
-                (created..ctx.tasks)
-                    .map(|i| TaskRecord::not_started(i, TaskError::new("spawn", reason.clone()))),
-            );
+            records.extend(never_started(created..ctx.tasks, reason));
         }
         ModelOutcome {
             records,
