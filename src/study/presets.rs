@@ -102,7 +102,7 @@ fn mailer_study(quick: bool, stress: bool, gil: bool) -> Preset {
             "fib(30), ≈4 ms here"
         },
         if stress {
-            ", thread ×30,000 (--stress) goes past this machine's limit"
+            ", thread ×30,000 (--stress) approaches this machine's limit of about 32,000 threads"
         } else {
             ""
         }
