@@ -12,6 +12,7 @@ pub mod measure;
 pub mod model;
 pub mod process;
 pub mod report;
+pub mod server;
 pub mod stats;
 pub mod study;
 pub mod units;

@@ -34,6 +34,8 @@ enum Command {
     Report(ReportArgs),
     /// List the workloads, models and studies, with their spec grammar
     List,
+    /// Run the delay HTTP server (GET /add?delay=MS, /delay/DURATION, /bytes/N, /status/CODE, /stats)
+    Serve(ServeArgs),
     #[command(name = "__run", hide = true)]
     InternalRun { request: String },
     #[command(name = "__task", hide = true)]
@@ -104,6 +106,25 @@ struct RunArgs {
 }
 
 #[derive(Args)]
+struct ServeArgs {
+    /// Address to listen on (loopback by default)
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    addr: std::net::SocketAddr,
+    /// Longest delay a request may ask for; longer ones get a 400
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    max_delay: std::time::Duration,
+    /// Largest body /bytes/N sends; larger ones get a 400
+    #[arg(long, value_name = "SIZE", default_value = "10M", value_parser = parse_size)]
+    max_bytes: u64,
+    /// Close a connection whose client sends no complete request headers for this long
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    header_timeout: std::time::Duration,
+    /// Print nothing on stderr
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(Args)]
 struct ReportArgs {
     /// A results file written by `concur run`
     file: PathBuf,
@@ -170,6 +191,16 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
             concur::run(&opts, &outputs(a.out, a.json), std::env::args().collect())
         }
         Command::Report(a) => concur::report_file(&a.file, &outputs(a.out, None)).map(|_| 0),
+        Command::Serve(a) => {
+            let opts = concur::server::ServerOptions {
+                addr: a.addr,
+                max_delay: a.max_delay,
+                max_bytes: a.max_bytes,
+                header_timeout: a.header_timeout,
+                ..Default::default()
+            };
+            concur::server::run_foreground(opts, a.quiet).map(|_| 0)
+        }
         Command::List => {
             list();
             Ok(0)

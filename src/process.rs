@@ -50,15 +50,23 @@ pub fn report_pipe() -> io::Result<File> {
     Ok(f)
 }
 
-/// Raises the soft open-files limit to the hard one, so thousands of child pipes fit.
-pub fn raise_nofile_limit() {
+/// Raises the soft open-files limit to the hard one, so thousands of child pipes or
+/// connections fit; returns the (soft, hard) limits in force afterwards.
+pub fn raise_nofile_limit() -> (u64, u64) {
     // SAFETY: getrlimit/setrlimit read and write a struct we own.
     unsafe {
         let mut lim: libc::rlimit = std::mem::zeroed();
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
-            lim.rlim_cur = lim.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            return (0, 0);
         }
+        if lim.rlim_cur < lim.rlim_max {
+            let mut raised = lim;
+            raised.rlim_cur = lim.rlim_max;
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                lim = raised;
+            }
+        }
+        (lim.rlim_cur, lim.rlim_max)
     }
 }
 
