@@ -134,8 +134,17 @@ fn open_files(out: &Outputs) -> Result<OpenFiles, Error> {
 /// `concur run`: validates the options into a plan, runs it, saves and shows the results.
 /// Returns the exit code: 0, or 130 when interrupted (every finished run is kept).
 pub fn run(opts: &study::RunOptions, out: &Outputs, command: Vec<String>) -> Result<i32, Error> {
-    let plan = study::plan::build(opts)?;
+    let mut plan = study::plan::build(opts)?;
     check_outputs(out)?;
+    // http:/PATH cells without --url get concur's own delay server, in this process, on a
+    // free loopback port; its counters give each run the server's peak in-flight.
+    let server = if plan.needs_server() {
+        let s = server::InProcessServer::start(server::ServerOptions::default(), 1)?;
+        plan.options.base_url = Some(s.base_url());
+        Some(s)
+    } else {
+        None
+    };
     let json_path = out.json.clone().unwrap_or_else(|| {
         let stamp = study::machine::now_rfc3339().replace([':', '-'], "");
         PathBuf::from("concur-results").join(format!("{}-{stamp}.jsonl", plan.name))
@@ -160,7 +169,20 @@ pub fn run(opts: &study::RunOptions, out: &Outputs, command: Vec<String>) -> Res
         }
     }
     let progress = !out.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let outcome = study::execute(&plan, &mut writer, command, progress)?;
+    if let (Some(s), false) = (&server, out.quiet) {
+        eprintln!(
+            "server: concur's delay server in-process at {}",
+            s.base_url()
+        );
+    }
+    let outcome = study::execute(
+        &plan,
+        &mut writer,
+        command,
+        progress,
+        server.as_ref().map(|s| &*s.stats),
+    )?;
+    drop(server);
     emit(&outcome.analysis, Some(&outcome.meta.machine), out, files)?;
     if !out.quiet {
         if let Some(p) = writer.path() {

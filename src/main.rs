@@ -34,6 +34,8 @@ enum Command {
     Report(ReportArgs),
     /// List the workloads, models and studies, with their spec grammar
     List,
+    /// Crawl one URL: N GETs, C at a time, under one model (a one-cell study)
+    Crawl(CrawlArgs),
     /// Run the delay HTTP server (GET /add?delay=MS, /delay/DURATION, /bytes/N, /status/CODE, /stats)
     Serve(ServeArgs),
     #[command(name = "__run", hide = true)]
@@ -98,7 +100,43 @@ struct RunArgs {
     /// Where the mail workload writes its mails
     #[arg(long, value_enum, default_value = "discard")]
     mail_sink: MailSink,
+    /// The server that http:/PATH workloads (and the crawl study) fetch from; by default
+    /// concur starts its own delay server in-process on a free loopback port
+    #[arg(long, value_name = "URL")]
+    url: Option<String>,
+    /// How long one HTTP request may take, connect to last byte
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    request_timeout: std::time::Duration,
+    /// crawl: run the seq cell with all 1000 requests (100 s) instead of 50
+    #[arg(long)]
+    full: bool,
     /// The JSON Lines results file, written as runs finish ('-' for stdout; default concur-results/STUDY-TIME.jsonl)
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    #[command(flatten)]
+    out: OutputArgs,
+}
+
+#[derive(Args)]
+struct CrawlArgs {
+    /// The URL to GET (http://HOST:PORT/PATH; {rand} becomes 10 random letters)
+    url: String,
+    /// How many requests
+    #[arg(short = 'n', long, default_value_t = 1000)]
+    requests: usize,
+    /// How many at once (the model's W)
+    #[arg(short = 'c', long, default_value_t = 100)]
+    concurrency: usize,
+    /// The model: async, async-local, curl, green, pool, rayon (with -c as W), thread, seq
+    #[arg(long, default_value = "async")]
+    model: String,
+    /// Counted runs
+    #[arg(long, short = 'r', default_value_t = 1)]
+    repeat: usize,
+    /// How long one request may take
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    request_timeout: std::time::Duration,
+    /// The JSON Lines results file ('-' for stdout)
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
     #[command(flatten)]
@@ -187,10 +225,33 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
                 timeout: a.timeout,
                 stack_size: usize::try_from(a.stack_size).unwrap_or(usize::MAX),
                 mail_sink: a.mail_sink,
+                url: a.url,
+                request_timeout: a.request_timeout,
+                full: a.full,
             };
             concur::run(&opts, &outputs(a.out, a.json), std::env::args().collect())
         }
         Command::Report(a) => concur::report_file(&a.file, &outputs(a.out, None)).map(|_| 0),
+        Command::Crawl(a) => {
+            let takes_workers = concur::model::REGISTRY
+                .iter()
+                .any(|e| e.name == a.model && e.takes_workers);
+            let model = if takes_workers {
+                format!("{}:{}", a.model, a.concurrency)
+            } else {
+                a.model.clone()
+            };
+            let opts = RunOptions {
+                workloads: vec![format!("http:{}", a.url)],
+                models: vec![model],
+                tasks: vec![a.requests],
+                repeat: Some(a.repeat),
+                warmup: Some(0),
+                request_timeout: a.request_timeout,
+                ..RunOptions::default()
+            };
+            concur::run(&opts, &outputs(a.out, a.json), std::env::args().collect())
+        }
         Command::Serve(a) => {
             let opts = concur::server::ServerOptions {
                 addr: a.addr,

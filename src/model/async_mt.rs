@@ -62,7 +62,7 @@ pub(super) fn run_on(
     let counter = started.clone();
     builder
         .thread_stack_size(ctx.stack_size)
-        .enable_time()
+        .enable_all()
         .on_thread_start(move || {
             counter.fetch_add(1, Ordering::Relaxed);
         });

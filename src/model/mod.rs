@@ -6,7 +6,9 @@
 
 mod async_local;
 mod async_mt;
+mod curl_multi;
 mod fork;
+mod green;
 pub(crate) mod os_thread;
 mod pool;
 mod rayon_pool;
@@ -81,6 +83,11 @@ pub trait Model: Send + Sync {
     fn needs_single_thread(&self) -> bool {
         false
     }
+    /// Whether this model can run `w` (with the interpreter-lock emulation on or off); the
+    /// reason when it cannot. Checked once, when the plan is built.
+    fn check(&self, _w: &dyn Workload, _gil: bool) -> Result<(), String> {
+        Ok(())
+    }
     /// Runs `ctx.tasks` tasks and returns their records.
     fn run(&self, ctx: &RunCtx) -> ModelOutcome;
 }
@@ -152,6 +159,8 @@ pub const REGISTRY: &[Entry] = &[
     rayon_pool::ENTRY,
     async_mt::ENTRY,
     async_local::ENTRY,
+    curl_multi::ENTRY,
+    green::ENTRY,
 ];
 
 /// The largest worker count accepted.

@@ -165,6 +165,10 @@ pub struct RunResult {
     pub error: Option<String>,
     /// Task latency percentiles, microseconds.
     pub latency_us: Option<LatencySummary>,
+    /// Most requests the in-process server handled at once during the run (ground truth that
+    /// the concurrency was real); null when no in-process server served the run.
+    #[serde(default)]
+    pub server_peak_in_flight: Option<i64>,
 }
 
 /// One cell line: statistics over the cell's measured runs.
@@ -219,6 +223,18 @@ pub struct CellResult {
     pub latency_us: Option<LatencySummary>,
     /// The first run error, if any.
     pub error: Option<String>,
+    /// Failed tasks summed over the measured runs.
+    #[serde(default)]
+    pub tasks_failed: usize,
+    /// Failed tasks by kind, summed over the measured runs.
+    #[serde(default)]
+    pub failures: BTreeMap<String, usize>,
+    /// Successful tasks per second of the median run (requests/s for http cells).
+    #[serde(default)]
+    pub tasks_per_s: Option<f64>,
+    /// The largest server peak in-flight over the runs.
+    #[serde(default)]
+    pub server_peak_in_flight: Option<i64>,
 }
 
 /// Appends lines to a results file, flushing each so an interrupted study keeps every

@@ -159,7 +159,9 @@ impl InProcessServer {
         std_listener
             .set_nonblocking(true)
             .map_err(|e| Error::io("listening", e))?;
-        let addr = std_listener.local_addr().map_err(|e| Error::io("listening", e))?;
+        let addr = std_listener
+            .local_addr()
+            .map_err(|e| Error::io("listening", e))?;
         let stats = Arc::new(Stats::default());
         let (stop, stopped) = oneshot::channel::<()>();
         let rt = tokio::runtime::Builder::new_multi_thread()

@@ -35,7 +35,11 @@ pub struct BadRequest {
 }
 
 fn bad(parameter: &'static str, error: String) -> Response {
-    (StatusCode::BAD_REQUEST, Json(BadRequest { error, parameter })).into_response()
+    (
+        StatusCode::BAD_REQUEST,
+        Json(BadRequest { error, parameter }),
+    )
+        .into_response()
 }
 
 /// The body `/add` answers with: 10 bytes, the classic's reply size.
@@ -86,7 +90,10 @@ fn add_delay(state: &AppState, query: &str) -> Result<Duration, Response> {
         return Ok(Duration::ZERO);
     };
     let ms: f64 = text.parse().map_err(|_| {
-        bad("delay", format!("delay '{text}' is not a number of milliseconds"))
+        bad(
+            "delay",
+            format!("delay '{text}' is not a number of milliseconds"),
+        )
     })?;
     if !ms.is_finite() || ms < 0.0 {
         return Err(bad(
@@ -133,7 +140,10 @@ async fn bytes(State(state): State<AppState>, Path(text): Path<String>) -> Respo
     if n > state.max_bytes {
         return bad(
             "n",
-            format!("n '{text}' is above the maximum of {} bytes (--max-bytes)", state.max_bytes),
+            format!(
+                "n '{text}' is above the maximum of {} bytes (--max-bytes)",
+                state.max_bytes
+            ),
         );
     }
     let body = vec![b'x'; n as usize];
@@ -145,7 +155,11 @@ async fn bytes(State(state): State<AppState>, Path(text): Path<String>) -> Respo
 
 async fn status(State(state): State<AppState>, Path(text): Path<String>) -> Response {
     let _counted = state.stats.enter();
-    let code = match text.parse::<u16>().ok().and_then(|c| StatusCode::from_u16(c).ok()) {
+    let code = match text
+        .parse::<u16>()
+        .ok()
+        .and_then(|c| StatusCode::from_u16(c).ok())
+    {
         Some(c) if (200..=599).contains(&c.as_u16()) => c,
         _ => {
             return bad(
@@ -155,7 +169,10 @@ async fn status(State(state): State<AppState>, Path(text): Path<String>) -> Resp
         }
     };
     let reason = code.canonical_reason().unwrap_or("");
-    timing((code, format!("{} {reason}\n", code.as_u16())).into_response(), Duration::ZERO)
+    timing(
+        (code, format!("{} {reason}\n", code.as_u16())).into_response(),
+        Duration::ZERO,
+    )
 }
 
 async fn stats(State(state): State<AppState>) -> Response {

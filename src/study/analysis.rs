@@ -77,6 +77,17 @@ fn summarize_cell(key: &CellKey, runs: &[&RunResult]) -> CellResult {
         bytes_consistent: measured.iter().all(|r| Some(r.bytes) == checksum),
         latency_us: median_run.and_then(|r| r.latency_us),
         error: runs.iter().find_map(|r| r.error.clone()),
+        tasks_failed: measured.iter().map(|r| r.tasks_failed).sum(),
+        failures: measured.iter().fold(BTreeMap::new(), |mut acc, r| {
+            for (k, v) in &r.failures {
+                *acc.entry(k.clone()).or_default() += v;
+            }
+            acc
+        }),
+        tasks_per_s: median_run
+            .filter(|r| r.wall_s > 0.0)
+            .map(|r| r.tasks_ok as f64 / r.wall_s),
+        server_peak_in_flight: runs.iter().filter_map(|r| r.server_peak_in_flight).max(),
     }
 }
 
@@ -134,13 +145,17 @@ pub fn analyze(runs: &[RunResult], cores: usize) -> Analysis {
             .get(&(k.study.clone(), k.workload.clone(), k.tasks, k.gil))
             .copied()
             .or_else(|| task_time(&k.workload, k.gil).map(|t| t * k.tasks as f64));
+        let run = first_run[&k];
+        // Waiting overlaps without using cores: a delay-bound or network cell's best speedup
+        // is its concurrency, a CPU-bound cell's the cores.
+        let waits = run.delay_s.is_some() || run.nature == "net";
         if let Some(base) = base.filter(|_| wall > 0.0) {
             let speedup = base / wall;
             c.speedup = Some(speedup);
-            let p = c.parallelism.min(cores).min(k.tasks).max(1);
+            let cap = if waits { usize::MAX } else { cores };
+            let p = c.parallelism.min(cap).min(k.tasks).max(1);
             c.efficiency = Some(speedup / p as f64);
         }
-        let run = first_run[&k];
         let ideal = match run.delay_s {
             Some(delay) => {
                 let p = c.parallelism.min(k.tasks).max(1);
@@ -192,7 +207,11 @@ fn warnings(cells: &[CellResult], cores: usize) -> Vec<String> {
     }
     let over: Vec<String> = cells
         .iter()
-        .filter(|c| c.parallelism.min(c.key.tasks) > cores)
+        .filter(|c| {
+            c.parallelism.min(c.key.tasks) > cores
+                && !c.key.workload.starts_with("http:")
+                && !c.key.workload.starts_with("sleep:")
+        })
         .map(|c| c.key.label())
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()

@@ -52,6 +52,7 @@ pub fn execute(
     writer: &mut ResultsWriter,
     command: Vec<String>,
     progress: bool,
+    server: Option<&crate::server::Stats>,
 ) -> Result<StudyOutcome> {
     let exe: PathBuf =
         std::env::current_exe().map_err(|e| Error::io("finding our own binary", e))?;
@@ -81,7 +82,7 @@ pub fn execute(
                 cell.key.workload,
                 cell.key.label()
             ));
-            runner::run_once(&exe, plan, cell, 0);
+            runner::run_once(&exe, plan, cell, 0, server);
             bar.inc(1);
         }
     }
@@ -100,7 +101,7 @@ pub fn execute(
                 break 'rounds;
             }
             bar.set_message(format!("{} {}", cell.key.workload, cell.key.label()));
-            let run = runner::run_once(&exe, plan, cell, rep);
+            let run = runner::run_once(&exe, plan, cell, rep, server);
             if run.status == RunStatus::Interrupted {
                 interrupted = true;
                 break 'rounds;

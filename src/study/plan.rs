@@ -42,6 +42,12 @@ pub struct RunOptions {
     pub stack_size: usize,
     /// Where `mail` writes.
     pub mail_sink: MailSink,
+    /// The server `http:/PATH` workloads go to; `None` starts one in-process when needed.
+    pub url: Option<String>,
+    /// How long one HTTP request may take.
+    pub request_timeout: Duration,
+    /// `crawl`: run the seq cell at full size instead of scaled down.
+    pub full: bool,
 }
 
 impl Default for RunOptions {
@@ -60,6 +66,9 @@ impl Default for RunOptions {
             timeout: Duration::from_secs(300),
             stack_size: DEFAULT_STACK,
             mail_sink: MailSink::Discard,
+            url: None,
+            request_timeout: Duration::from_secs(30),
+            full: false,
         }
     }
 }
@@ -115,10 +124,26 @@ pub struct CellRequest {
     pub gil: bool,
 }
 
+impl Plan {
+    /// Whether some cell fetches `http:/PATH` from the run's own server and none was given.
+    pub fn needs_server(&self) -> bool {
+        self.options.base_url.is_none()
+            && self.cells.iter().any(|c| {
+                c.key.workload.starts_with("http:/") && !c.key.workload.starts_with("http://")
+            })
+    }
+}
+
 /// Validates one cell and fills in what the runner needs.
 pub fn cell(req: &CellRequest, opts: &WorkloadOptions) -> Result<CellPlan> {
     let w = workload::parse(&req.workload, opts)?;
     let m = model::parse(&req.model)?;
+    m.check(&*w, req.gil).map_err(|why| {
+        Error::usage(format!(
+            "model '{}' cannot run workload '{}': {why}",
+            req.model, req.workload
+        ))
+    })?;
     if req.tasks == 0 || req.tasks > MAX_TASKS {
         return Err(Error::usage(format!(
             "tasks '{}' must be from 1 to {MAX_TASKS}",
@@ -173,6 +198,8 @@ pub fn build(o: &RunOptions) -> Result<Plan> {
     }
     let options = WorkloadOptions {
         mail_sink: o.mail_sink,
+        base_url: o.url.clone(),
+        request_timeout_ms: o.request_timeout.as_millis().max(1) as u64,
     };
     let preset = if freeform {
         if o.quick || o.stress {

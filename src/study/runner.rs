@@ -16,6 +16,7 @@ use crate::measure::rusage::{self, ChildUsage};
 use crate::model::TaskEnv;
 use crate::process;
 use crate::report::results::{RunResult, RunStatus};
+use crate::server::Stats;
 use crate::study::child::{ChildReport, RunRequest};
 use crate::study::plan::{CellPlan, Plan};
 use crate::workload::{MailSink, Nature};
@@ -52,6 +53,7 @@ fn nature_fields(n: Nature) -> (&'static str, Option<f64>) {
         Nature::Cpu => ("cpu", None),
         Nature::BlockingIo => ("io", None),
         Nature::Delay(d) => ("delay", Some(d.as_secs_f64())),
+        Nature::Network => ("net", None),
     }
 }
 
@@ -81,15 +83,32 @@ fn blank(cell: &CellPlan, rep: usize, status: RunStatus, wall_s: f64, error: Str
         gil_switches: 0,
         error: Some(error),
         latency_us: None,
+        server_peak_in_flight: None,
     }
 }
 
-/// Runs repetition `rep` of `cell` in a fresh child of `exe` and returns its run line.
-pub fn run_once(exe: &Path, plan: &Plan, cell: &CellPlan, rep: usize) -> RunResult {
+/// Runs repetition `rep` of `cell` in a fresh child of `exe` and returns its run line. With
+/// the in-process server's counters, the run records the server's peak in-flight.
+pub fn run_once(
+    exe: &Path,
+    plan: &Plan,
+    cell: &CellPlan,
+    rep: usize,
+    server: Option<&Stats>,
+) -> RunResult {
+    if let Some(s) = server {
+        s.reset();
+    }
+    let mut run = run_child(exe, plan, cell, rep);
+    run.server_peak_in_flight = server.map(|s| s.snapshot().peak_in_flight);
+    run
+}
+
+fn run_child(exe: &Path, plan: &Plan, cell: &CellPlan, rep: usize) -> RunResult {
     let request = RunRequest {
         env: TaskEnv {
             workload: cell.key.workload.clone(),
-            options: plan.options,
+            options: plan.options.clone(),
             gil: cell.key.gil,
             switch_interval_us: plan.switch_interval.as_micros() as u64,
         },

@@ -7,6 +7,7 @@
 
 mod crash;
 mod fib;
+pub mod http;
 mod mail;
 mod read;
 mod sleep;
@@ -35,6 +36,8 @@ pub enum Nature {
     BlockingIo,
     /// Waiting for a fixed time: bounded only by concurrency.
     Delay(Duration),
+    /// Network requests whose server time is unknown: no ideal can be computed.
+    Network,
 }
 
 /// Where the `mail` workload writes the mails it renders.
@@ -49,10 +52,21 @@ pub enum MailSink {
 }
 
 /// Run-wide options that some workloads read.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct WorkloadOptions {
     /// Where `mail` writes.
     pub mail_sink: MailSink,
+    /// The server that `http:/PATH` specs (a path without a host) go to: `--url`, or the
+    /// in-process server a study starts.
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// How long one HTTP request may take (connect to last body byte), milliseconds.
+    #[serde(default = "default_request_timeout_ms")]
+    pub request_timeout_ms: u64,
+}
+
+fn default_request_timeout_ms() -> u64 {
+    30_000
 }
 
 /// What one task does.
@@ -68,12 +82,32 @@ pub trait Workload: Send + Sync + 'static {
     fn run_async(self: Arc<Self>, index: usize) -> TaskFuture {
         match self.nature() {
             Nature::Cpu => Box::pin(async move { guarded_run(&*self, index) }),
-            Nature::BlockingIo | Nature::Delay(_) => Box::pin(async move {
+            Nature::BlockingIo | Nature::Delay(_) | Nature::Network => Box::pin(async move {
                 tokio::task::spawn_blocking(move || guarded_run(&*self, index))
                     .await
                     .map_err(|e| TaskError::new("panic", e.to_string()))?
             }),
         }
+    }
+    /// Runs task `index` inside a `may` coroutine (the `green` model). The default runs CPU
+    /// work inline; workloads that block must override it with coroutine-aware I/O.
+    fn run_green(&self, index: usize) -> Result<u64, TaskError> {
+        match self.nature() {
+            Nature::Cpu => self.run(index),
+            _ => Err(TaskError::new(
+                "unsupported",
+                format!("{} cannot run in a coroutine", self.spec()),
+            )),
+        }
+    }
+    /// Whether [`Workload::run_green`] is safe: no blocking std I/O inside a coroutine.
+    fn supports_green(&self) -> bool {
+        self.nature() == Nature::Cpu
+    }
+    /// The URL task `index` fetches, for workloads that are HTTP requests (the `curl` model
+    /// drives them itself).
+    fn url(&self, _index: usize) -> Option<String> {
+        None
     }
 }
 
@@ -115,6 +149,7 @@ pub const REGISTRY: &[Entry] = &[
     read::ENTRY,
     sleep::ENTRY,
     mail::ENTRY,
+    http::ENTRY,
     crash::ENTRY,
 ];
 

@@ -41,6 +41,13 @@ impl Workload for Sleep {
         gil::released(|| std::thread::sleep(self.d));
         Ok(0)
     }
+    fn run_green(&self, _index: usize) -> Result<u64, TaskError> {
+        may::coroutine::sleep(self.d);
+        Ok(0)
+    }
+    fn supports_green(&self) -> bool {
+        true
+    }
     fn run_async(self: Arc<Self>, _index: usize) -> TaskFuture {
         Box::pin(async move {
             tokio::time::sleep(self.d).await;

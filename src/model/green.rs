@@ -1,0 +1,109 @@
+//! `green:W`: W stackful coroutines on `may`, gevent's model: blocking-style code, no OS
+//! thread per task. The coroutines share one scheduler thread (gevent's single hub; it also
+//! keeps thread-locals safe, see may issue #6) and take task indices from a shared counter,
+//! like a gevent pool of W greenlets. Sockets are `may`'s own, so a coroutine waiting for the
+//! network yields to the others; CPU work runs inline and blocks the hub, as in gevent.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use super::{Entry, Model, ModelOutcome, RunCtx};
+use crate::measure::{mono_ns, TaskError, TaskRecord};
+use crate::workload::Workload;
+
+pub(super) const ENTRY: Entry = Entry {
+    name: "green",
+    takes_workers: true,
+    help: "W stackful coroutines on may with its own socket I/O (gevent's model; http, sleep, CPU work)",
+    build: |w| Box::new(Green { workers: w.unwrap_or(1) }),
+};
+
+/// A pool of W coroutines on one scheduler thread.
+pub struct Green {
+    workers: usize,
+}
+
+/// Coroutine stack size in bytes: room for the HTTP client and `mail`'s formatting.
+const STACK_BYTES: usize = 256 << 10;
+
+impl Model for Green {
+    fn spec(&self) -> String {
+        format!("green:{}", self.workers)
+    }
+    fn workers(&self) -> Option<usize> {
+        Some(self.workers)
+    }
+    fn parallelism(&self, tasks: usize) -> usize {
+        self.workers.min(tasks)
+    }
+    fn check(&self, w: &dyn Workload, gil: bool) -> Result<(), String> {
+        if gil {
+            return Err("the interpreter-lock emulation parks OS threads, which would stall every coroutine of the hub; run green without --gil".into());
+        }
+        if !w.supports_green() {
+            return Err("it makes blocking std I/O calls, which would stall every coroutine (green runs http, sleep and CPU workloads)".into());
+        }
+        Ok(())
+    }
+    fn run(&self, ctx: &RunCtx) -> ModelOutcome {
+        may::config()
+            .set_workers(1)
+            .set_stack_size(STACK_BYTES / std::mem::size_of::<usize>());
+        let next = Arc::new(AtomicUsize::new(0));
+        let records = Arc::new(Mutex::new(Vec::with_capacity(ctx.tasks)));
+        let n = ctx.tasks;
+        let mut handles = Vec::with_capacity(self.workers);
+        for _ in 0..self.workers.min(n) {
+            let (next, records, w) = (next.clone(), records.clone(), ctx.workload.clone());
+            let body = move || loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= n {
+                    break;
+                }
+                let start_ns = mono_ns();
+                let result = w.run_green(i);
+                let end_ns = mono_ns();
+                let rec = match result {
+                    Ok(bytes) => TaskRecord {
+                        index: i,
+                        start_ns,
+                        end_ns,
+                        bytes,
+                        error: None,
+                    },
+                    Err(e) => TaskRecord {
+                        index: i,
+                        start_ns,
+                        end_ns,
+                        bytes: 0,
+                        error: Some(e),
+                    },
+                };
+                records.lock().unwrap_or_else(|p| p.into_inner()).push(rec);
+            };
+            // SAFETY: may's spawn is unsafe because coroutines may migrate between worker
+            // threads, which would break thread-locals; we run a single worker thread
+            // (set_workers(1) above), so a coroutine never changes threads.
+            handles.push(unsafe { may::coroutine::spawn(body) });
+        }
+        let mut error = None;
+        for h in handles {
+            if h.join().is_err() {
+                error = Some("a coroutine panicked".to_string());
+            }
+        }
+        let mut records = std::mem::take(&mut *records.lock().unwrap_or_else(|p| p.into_inner()));
+        if records.len() < n {
+            let done: std::collections::HashSet<usize> = records.iter().map(|r| r.index).collect();
+            records.extend((0..n).filter(|i| !done.contains(i)).map(|i| {
+                TaskRecord::not_started(i, TaskError::new("panic", "its coroutine panicked"))
+            }));
+        }
+        ModelOutcome {
+            records,
+            threads_created: 1,
+            processes_created: 0,
+            error,
+        }
+    }
+}
