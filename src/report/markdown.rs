@@ -1,6 +1,6 @@
 //! Markdown: one pipe table per (study, workload, lock), failures as a list below it.
 
-use super::{footnotes, groups, machine_line, row, HEADERS};
+use super::{columns, footnotes, groups, machine_line};
 use crate::report::results::Machine;
 use crate::study::analysis::Analysis;
 
@@ -15,11 +15,12 @@ pub fn render(a: &Analysis, machine: Option<&Machine>) -> String {
         out.push_str(&format!("Machine: {}\n", machine_line(m)));
     }
     for g in groups(a) {
+        let (headers, row) = columns(&g);
         out.push_str(&format!("\n### {}\n\n", g.title));
-        out.push_str(&format!("| {} |\n", HEADERS.join(" | ")));
+        out.push_str(&format!("| {} |\n", headers.join(" | ")));
         out.push_str(&format!(
             "|{}\n",
-            HEADERS
+            headers
                 .iter()
                 .enumerate()
                 .map(|(i, _)| if i == 0 { "---|" } else { "---:|" })

@@ -86,6 +86,70 @@ pub fn row(c: &CellResult) -> Vec<String> {
     ]
 }
 
+/// Column headers of tables of HTTP cells: throughput, latency and errors instead of CPU.
+pub const HTTP_HEADERS: &[&str] = &[
+    "model",
+    "tasks",
+    "wall",
+    "±95%",
+    "req/s",
+    "p50",
+    "p99",
+    "max",
+    "errors",
+    "server peak",
+    "tree PSS",
+    "ideal",
+    "vs ideal",
+];
+
+fn fmt_us(us: u64) -> String {
+    fmt_secs(us as f64 / 1e6)
+}
+
+/// One row of an HTTP table.
+pub fn http_row(c: &CellResult) -> Vec<String> {
+    let base = row(c);
+    let lat = |f: fn(&crate::measure::latency::LatencySummary) -> u64| {
+        c.latency_us
+            .as_ref()
+            .map(|l| fmt_us(f(l)))
+            .unwrap_or_else(|| "-".into())
+    };
+    let errors = c
+        .failures
+        .iter()
+        .map(|(k, v)| format!("{v} {k}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    vec![
+        base[0].clone(),
+        base[1].clone(),
+        base[2].clone(),
+        base[3].clone(),
+        opt(c.tasks_per_s, |r| format!("{r:.0}")),
+        lat(|l| l.p50),
+        lat(|l| l.p99),
+        lat(|l| l.max),
+        errors,
+        c.server_peak_in_flight
+            .map(|p| p.to_string())
+            .unwrap_or_else(|| "-".into()),
+        base[7].clone(),
+        opt(c.ideal_s, fmt_secs),
+        base[10].clone(),
+    ]
+}
+
+/// The headers and row builder for a group: HTTP tables for http cells, CPU tables otherwise.
+pub fn columns(g: &Group) -> (&'static [&'static str], fn(&CellResult) -> Vec<String>) {
+    if g.cells.iter().any(|c| c.key.workload.starts_with("http:")) {
+        (HTTP_HEADERS, http_row)
+    } else {
+        (HEADERS, row)
+    }
+}
+
 /// Footnotes of a group: why its failed cells failed.
 pub fn footnotes(g: &Group) -> Vec<String> {
     g.cells

@@ -2,7 +2,7 @@
 
 use comfy_table::{presets, CellAlignment, ContentArrangement, Table, TableComponent};
 
-use super::{footnotes, groups, machine_line, row, HEADERS};
+use super::{columns, footnotes, groups, machine_line};
 use crate::report::results::Machine;
 use crate::study::analysis::Analysis;
 
@@ -13,6 +13,7 @@ pub fn render(a: &Analysis, machine: Option<&Machine>) -> String {
         out.push_str(&format!("machine: {}\n", machine_line(m)));
     }
     for g in groups(a) {
+        let (headers, row) = columns(&g);
         let mut t = Table::new();
         t.load_preset(presets::UTF8_HORIZONTAL_ONLY)
             .remove_style(TableComponent::HorizontalLines)
@@ -20,11 +21,11 @@ pub fn render(a: &Analysis, machine: Option<&Machine>) -> String {
             .remove_style(TableComponent::LeftBorderIntersections)
             .remove_style(TableComponent::RightBorderIntersections)
             .set_content_arrangement(ContentArrangement::Disabled)
-            .set_header(HEADERS.to_vec());
+            .set_header(headers.to_vec());
         for c in &g.cells {
             t.add_row(row(c));
         }
-        for i in 1..HEADERS.len() {
+        for i in 1..headers.len() {
             if let Some(col) = t.column_mut(i) {
                 col.set_cell_alignment(CellAlignment::Right);
             }

@@ -48,6 +48,26 @@ impl Default for ServerOptions {
     }
 }
 
+/// The listen backlog: large, so that thousands of clients connecting at once are not
+/// dropped (a dropped SYN costs the client a 1 s retransmission). The kernel caps it at
+/// `net.core.somaxconn`.
+pub const BACKLOG: u32 = 65_535;
+
+/// Binds a listening socket with [`BACKLOG`].
+pub fn bind(addr: SocketAddr) -> Result<std::net::TcpListener> {
+    let listener = std::net::TcpListener::bind(addr)
+        .map_err(|e| Error::usage(format!("cannot listen on '{addr}': {e}")))?;
+    // std listens with a backlog of 128; calling listen again on Linux raises it.
+    // SAFETY: listen on a socket we own.
+    unsafe {
+        libc::listen(
+            std::os::fd::AsRawFd::as_raw_fd(&listener),
+            BACKLOG as libc::c_int,
+        );
+    }
+    Ok(listener)
+}
+
 /// Accepts connections on `listener` until `shutdown` resolves, then stops accepting and
 /// waits up to the grace period for requests in flight.
 pub async fn serve(
@@ -102,8 +122,7 @@ pub fn run_foreground(opts: ServerOptions, quiet: bool) -> Result<()> {
         .build()
         .map_err(|e| Error::io("starting the server's runtime", e))?;
     rt.block_on(async {
-        let listener = TcpListener::bind(opts.addr)
-            .await
+        let listener = TcpListener::from_std(bind(opts.addr)?)
             .map_err(|e| Error::usage(format!("cannot listen on '{}': {e}", opts.addr)))?;
         let addr = listener.local_addr().map_err(|e| Error::io("listening", e))?;
         if !quiet {
@@ -154,8 +173,7 @@ impl InProcessServer {
         if opts.addr.port() == 8080 {
             opts.addr = SocketAddr::from(([127, 0, 0, 1], 0));
         }
-        let std_listener = std::net::TcpListener::bind(opts.addr)
-            .map_err(|e| Error::usage(format!("cannot listen on '{}': {e}", opts.addr)))?;
+        let std_listener = bind(opts.addr)?;
         std_listener
             .set_nonblocking(true)
             .map_err(|e| Error::io("listening", e))?;

@@ -11,6 +11,7 @@ pub const TOUR: &str = "tour";
 pub const STUDIES: &[(&str, &str)] = &[
     ("tour", "every study below in quick form, in under a minute (the default)"),
     ("gil", "CPU work (spin) and blocking reads under seq, thread, spawn, fork; 1, 2, 6, 10 tasks; with and without --gil"),
+    ("crawl", "1000 GETs of a 100 ms delay under seq (50, --full: 1000), thread, pool:100, async:100, async-local:100, curl:100, green:100, async:1000, against concur's own server (or --url)"),
     ("mailer", "100 mail deliveries (build + fib(30) + render) under seq, fork, spawn, thread, pool:10, rayon:10, async:10, plus 10,000 threads"),
 ];
 
@@ -119,9 +120,59 @@ fn mailer_study(quick: bool, stress: bool, gil: bool) -> Preset {
     }
 }
 
+/// The crawl study's request: the classic's `/add` with a 100 ms delay, on the run's server.
+pub const CRAWL_WORKLOAD: &str = "http:/add?name=crawl{rand}&delay=100";
+
+fn crawl_study(quick: bool, full: bool, gil: bool) -> Preset {
+    let n = if quick { 200 } else { 1000 };
+    let seq_n = if full {
+        n
+    } else if quick {
+        10
+    } else {
+        50
+    };
+    let mut cells = vec![cell("crawl", CRAWL_WORKLOAD, "seq", seq_n, gil)];
+    for m in [
+        "thread",
+        "pool:100",
+        "async:100",
+        "async-local:100",
+        "curl:100",
+        "green:100",
+        "async:1000",
+    ] {
+        if gil && m.starts_with("green") {
+            continue;
+        }
+        cells.push(cell("crawl", CRAWL_WORKLOAD, m, n, gil));
+    }
+    let mut notes = vec![format!(
+        "crawl: {n} GETs of /add with a 100 ms server delay; the ideal with C in flight is ceil({n}/C) × 100 ms"
+    )];
+    if seq_n < n {
+        notes.push(format!(
+            "crawl: seq runs {seq_n} requests, scaled ({n} would take {} s; --full runs all); speedups use its per-request time",
+            n / 10
+        ));
+    }
+    Preset {
+        name: "crawl".into(),
+        cells,
+        repeat: if quick { 3 } else { 5 },
+        warmup: if quick { 0 } else { 1 },
+        notes,
+    }
+}
+
 /// The named study's cells for these options.
 pub fn preset(name: &str, o: &RunOptions) -> Result<Preset> {
-    if o.stress && name == "gil" {
+    if o.full && name != "crawl" && name != TOUR {
+        return Err(Error::usage(
+            "--full runs the crawl study's seq cell at full size; it applies to crawl only",
+        ));
+    }
+    if o.stress && (name == "gil" || name == "crawl") {
         return Err(Error::usage(
             "--stress adds the 30,000-thread cell to the mailer study; the gil study has none",
         ));
@@ -136,18 +187,20 @@ pub fn preset(name: &str, o: &RunOptions) -> Result<Preset> {
             Ok(gil_study(o.quick))
         }
         "mailer" => Ok(mailer_study(o.quick, o.stress, o.gil)),
+        "crawl" => Ok(crawl_study(o.quick, o.full, o.gil)),
         TOUR => {
             if o.gil {
                 return Err(Error::usage("the tour runs the gil study, which runs with and without the lock already; drop --gil"));
             }
             let g = gil_study(true);
             let m = mailer_study(true, o.stress, false);
+            let c = crawl_study(true, o.full, false);
             Ok(Preset {
                 name: TOUR.into(),
-                cells: g.cells.into_iter().chain(m.cells).collect(),
+                cells: g.cells.into_iter().chain(m.cells).chain(c.cells).collect(),
                 repeat: 3,
                 warmup: 0,
-                notes: g.notes.into_iter().chain(m.notes).collect(),
+                notes: g.notes.into_iter().chain(m.notes).chain(c.notes).collect(),
             })
         }
         other => Err(Error::usage(format!(
