@@ -150,7 +150,7 @@ impl Model for CurlMulti {
                     }
                 }
             });
-            done.sort_by(|a, b| b.0.cmp(&a.0));
+            done.sort_by_key(|d| std::cmp::Reverse(d.0));
             for (k, result) in done {
                 let slot = active.swap_remove(k);
                 let end_ns = mono_ns();

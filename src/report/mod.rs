@@ -141,8 +141,11 @@ pub fn http_row(c: &CellResult) -> Vec<String> {
     ]
 }
 
+/// Builds one table row from a cell.
+pub type RowFn = fn(&CellResult) -> Vec<String>;
+
 /// The headers and row builder for a group: HTTP tables for http cells, CPU tables otherwise.
-pub fn columns(g: &Group) -> (&'static [&'static str], fn(&CellResult) -> Vec<String>) {
+pub fn columns(g: &Group) -> (&'static [&'static str], RowFn) {
     if g.cells.iter().any(|c| c.key.workload.starts_with("http:")) {
         (HTTP_HEADERS, http_row)
     } else {

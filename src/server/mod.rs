@@ -65,6 +65,10 @@ pub fn bind(addr: SocketAddr) -> Result<std::net::TcpListener> {
             BACKLOG as libc::c_int,
         );
     }
+    // tokio needs a non-blocking socket: a blocking accept would stall the runtime.
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| Error::io("listening", e))?;
     Ok(listener)
 }
 
@@ -174,9 +178,6 @@ impl InProcessServer {
             opts.addr = SocketAddr::from(([127, 0, 0, 1], 0));
         }
         let std_listener = bind(opts.addr)?;
-        std_listener
-            .set_nonblocking(true)
-            .map_err(|e| Error::io("listening", e))?;
         let addr = std_listener
             .local_addr()
             .map_err(|e| Error::io("listening", e))?;

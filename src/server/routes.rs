@@ -34,12 +34,14 @@ pub struct BadRequest {
     pub parameter: &'static str,
 }
 
-fn bad(parameter: &'static str, error: String) -> Response {
-    (
-        StatusCode::BAD_REQUEST,
-        Json(BadRequest { error, parameter }),
-    )
-        .into_response()
+impl IntoResponse for BadRequest {
+    fn into_response(self) -> Response {
+        (StatusCode::BAD_REQUEST, Json(self)).into_response()
+    }
+}
+
+fn bad(parameter: &'static str, error: String) -> BadRequest {
+    BadRequest { error, parameter }
 }
 
 /// The body `/add` answers with: 10 bytes, the classic's reply size.
@@ -66,7 +68,7 @@ fn timing(mut r: Response, slept: Duration) -> Response {
     r
 }
 
-fn check_delay(state: &AppState, d: Duration, text: &str) -> Result<Duration, Response> {
+fn check_delay(state: &AppState, d: Duration, text: &str) -> Result<Duration, BadRequest> {
     if d > state.max_delay {
         return Err(bad(
             "delay",
@@ -80,7 +82,7 @@ fn check_delay(state: &AppState, d: Duration, text: &str) -> Result<Duration, Re
 }
 
 /// Parses `/add`'s `delay` (milliseconds, a non-negative number).
-fn add_delay(state: &AppState, query: &str) -> Result<Duration, Response> {
+fn add_delay(state: &AppState, query: &str) -> Result<Duration, BadRequest> {
     let Some(text) = query
         .split('&')
         .filter_map(|kv| kv.split_once('=').or(Some((kv, ""))))
@@ -111,7 +113,7 @@ async fn add(State(state): State<AppState>, RawQuery(q): RawQuery) -> Response {
     let _counted = state.stats.enter();
     let d = match add_delay(&state, q.as_deref().unwrap_or("")) {
         Ok(d) => d,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     tokio::time::sleep(d).await;
     timing((StatusCode::OK, &ADD_BODY[..]).into_response(), d)
@@ -121,11 +123,11 @@ async fn delay(State(state): State<AppState>, Path(text): Path<String>) -> Respo
     let _counted = state.stats.enter();
     let d = match units::parse_duration(&text) {
         Ok(d) => d,
-        Err(why) => return bad("duration", why),
+        Err(why) => return bad("duration", why).into_response(),
     };
     let d = match check_delay(&state, d, &text) {
         Ok(d) => d,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     tokio::time::sleep(d).await;
     timing((StatusCode::OK, "delayed\n").into_response(), d)
@@ -135,7 +137,7 @@ async fn bytes(State(state): State<AppState>, Path(text): Path<String>) -> Respo
     let _counted = state.stats.enter();
     let n = match units::parse_size(&text) {
         Ok(n) => n,
-        Err(why) => return bad("n", why),
+        Err(why) => return bad("n", why).into_response(),
     };
     if n > state.max_bytes {
         return bad(
@@ -144,7 +146,8 @@ async fn bytes(State(state): State<AppState>, Path(text): Path<String>) -> Respo
                 "n '{text}' is above the maximum of {} bytes (--max-bytes)",
                 state.max_bytes
             ),
-        );
+        )
+        .into_response();
     }
     let body = vec![b'x'; n as usize];
     timing(
@@ -166,6 +169,7 @@ async fn status(State(state): State<AppState>, Path(text): Path<String>) -> Resp
                 "code",
                 format!("code '{text}' is not an HTTP status from 200 to 599"),
             )
+            .into_response()
         }
     };
     let reason = code.canonical_reason().unwrap_or("");

@@ -1,0 +1,296 @@
+//! The I/O half: the delay server's answers, the http workload under every model against an
+//! in-process server, connection errors, disconnects, timeouts and 10,000 connections.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use common::*;
+use concur::server::{InProcessServer, ServerOptions};
+
+fn server() -> InProcessServer {
+    InProcessServer::start(ServerOptions::default(), 2).expect("server starts")
+}
+
+/// One GET over a fresh connection: (status, body).
+fn get(s: &InProcessServer, path: &str) -> (u16, String) {
+    let mut c = TcpStream::connect(s.addr).unwrap();
+    write!(
+        c,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    c.read_to_string(&mut text).unwrap();
+    let status = text.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let body = text.split_once("\r\n\r\n").unwrap().1.to_string();
+    (status, body)
+}
+
+fn wait_for(what: &str, deadline: Duration, mut f: impl FnMut() -> bool) {
+    let end = Instant::now() + deadline;
+    while !f() {
+        assert!(Instant::now() < end, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn server_answers_and_refuses_bad_input_with_json_400s() {
+    let s = server();
+    assert_eq!(
+        get(&s, "/add?name=x&delay=20&cachebust=abc"),
+        (200, "ok: added\n".into())
+    );
+    assert_eq!(get(&s, "/bytes/1k").1.len(), 1024);
+    assert_eq!(get(&s, "/status/503").0, 503);
+    assert_eq!(get(&s, "/delay/10ms").0, 200);
+    for (path, param, needle) in [
+        ("/add?delay=abc", "delay", "'abc'"),
+        ("/add?delay=-5", "delay", "'-5'"),
+        ("/add?delay=60000", "delay", "above the maximum"),
+        ("/delay/soon", "duration", "'soon'"),
+        ("/delay/11s", "delay", "above the maximum"),
+        ("/bytes/lots", "n", "'lots'"),
+        ("/bytes/1G", "n", "above the maximum"),
+        ("/status/99", "code", "'99'"),
+        ("/status/abc", "code", "'abc'"),
+    ] {
+        let (status, body) = get(&s, path);
+        assert_eq!(status, 400, "{path}: {body}");
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(v["parameter"], param, "{path}");
+        assert!(
+            v["error"].as_str().unwrap().contains(needle),
+            "{path}: {body}"
+        );
+    }
+    let stats: serde_json::Value = serde_json::from_str(&get(&s, "/stats").1).unwrap();
+    assert!(stats["requests"].as_u64().unwrap() >= 13);
+    assert_eq!(stats["in_flight"], 0);
+}
+
+#[test]
+fn every_model_fetches_the_exact_checksum() {
+    let s = server();
+    let url = format!("http:{}/add?name=t{{rand}}&delay=5", s.base_url());
+    let mut args: Vec<String> = vec![
+        "-w".into(),
+        url,
+        "-n".into(),
+        "20".into(),
+        "-r".into(),
+        "1".into(),
+    ];
+    for m in [
+        "seq",
+        "thread",
+        "spawn",
+        "fork",
+        "pool:4",
+        "rayon:4",
+        "async:4",
+        "async-local:4",
+        "curl:4",
+        "green:4",
+    ] {
+        args.extend(["-m".into(), m.into()]);
+    }
+    let args: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+    let (_, lines) = run_study(&args);
+    let runs = of_type(&lines, "run");
+    assert_eq!(runs.len(), 10);
+    for r in runs {
+        assert_eq!(r["status"], "ok", "{r}");
+        assert_eq!(r["bytes"], 200, "{}: 10 bytes × 20", r["model"]);
+        assert_eq!(r["nature"], "delay");
+        assert!(r["latency_us"]["p50"].as_u64().unwrap() >= 5000, "{r}");
+    }
+}
+
+#[test]
+fn the_in_process_server_counts_real_concurrency() {
+    // No --url: concur starts its own server and records its peak in-flight per run.
+    let (_, lines) = run_study(&[
+        "-w",
+        "http:/add?name={rand}&delay=200",
+        "-m",
+        "async:25",
+        "-m",
+        "seq",
+        "-n",
+        "50",
+        "-r",
+        "1",
+    ]);
+    let peak = |m: &str| {
+        runs_of(&lines, m)[0]["server_peak_in_flight"]
+            .as_i64()
+            .unwrap()
+    };
+    assert_eq!(peak("async:25"), 25);
+    assert_eq!(peak("seq"), 1);
+    let cell = of_type(&lines, "cell")
+        .into_iter()
+        .find(|c| c["model"] == "async:25")
+        .unwrap();
+    assert!((cell["ideal_s"].as_f64().unwrap() - 0.4).abs() < 1e-9);
+}
+
+#[test]
+fn a_closed_port_gives_connect_errors_and_the_run_finishes() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http:http://127.0.0.1:{port}/add?x={{rand}}");
+    let t = Instant::now();
+    let mut args = vec!["-w", url.as_str(), "-n", "6", "-r", "1"];
+    for m in [
+        "seq",
+        "thread",
+        "async:3",
+        "async-local:3",
+        "curl:3",
+        "green:3",
+    ] {
+        args.extend(["-m", m]);
+    }
+    let (_, lines) = run_study(&args);
+    assert!(t.elapsed() < Duration::from_secs(30));
+    for r in of_type(&lines, "run") {
+        assert_eq!(r["status"], "failed", "{r}");
+        assert_eq!(r["failures"]["connect"], 6, "{r}");
+        assert_eq!(r["tasks_ok"], 0);
+    }
+}
+
+#[test]
+fn a_client_that_disconnects_mid_delay_frees_its_slot() {
+    let s = server();
+    let mut c = TcpStream::connect(s.addr).unwrap();
+    write!(c, "GET /delay/8s HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    wait_for("the request in flight", Duration::from_secs(5), || {
+        s.stats.snapshot().in_flight == 1
+    });
+    let t = Instant::now();
+    drop(c);
+    wait_for("the slot freed", Duration::from_secs(5), || {
+        s.stats.snapshot().in_flight == 0
+    });
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "freed only when the delay ended"
+    );
+}
+
+#[test]
+fn a_silent_client_is_disconnected_after_the_header_timeout() {
+    let opts = ServerOptions {
+        header_timeout: Duration::from_millis(300),
+        ..ServerOptions::default()
+    };
+    let s = InProcessServer::start(opts, 1).unwrap();
+    let mut c = TcpStream::connect(s.addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let t = Instant::now();
+    let mut buf = [0u8; 64];
+    let n = c.read(&mut buf).unwrap_or(0);
+    assert_eq!(n, 0, "the server should close, not answer");
+    assert!(t.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn ten_thousand_concurrent_connections_are_served() {
+    let s = server();
+    let url = format!("http:{}/add?name={{rand}}&delay=1500", s.base_url());
+    let (_, lines) = run_study(&[
+        "-w",
+        &url,
+        "-m",
+        "async:10000",
+        "-n",
+        "10000",
+        "-r",
+        "1",
+        "--timeout",
+        "120s",
+    ]);
+    let r = of_type(&lines, "run")[0];
+    assert_eq!(r["status"], "ok", "{}", r["error"]);
+    assert_eq!(r["bytes"], 100_000);
+    assert_eq!(s.stats.snapshot().peak_in_flight, 10_000);
+}
+
+#[test]
+fn crawl_shortcut_runs_one_cell_against_any_server() {
+    let s = server();
+    let (dir, path) = results_path();
+    let url = format!("{}/add?name={{rand}}&delay=10", s.base_url());
+    concur()
+        .current_dir(dir.path())
+        .args([
+            "crawl", &url, "-n", "20", "-c", "5", "--model", "curl", "-q", "--json",
+        ])
+        .arg(&path)
+        .assert()
+        .success();
+    let lines = read_lines(&path);
+    let r = of_type(&lines, "run")[0];
+    assert_eq!(r["model"], "curl:5");
+    assert_eq!(r["bytes"], 200);
+}
+
+#[test]
+fn models_that_cannot_run_a_workload_are_refused_up_front() {
+    for (w, m, needle) in [
+        ("fib:10", "curl:2", "http workloads only"),
+        ("read", "green:2", "blocking std I/O"),
+    ] {
+        let out = concur().args(["run", "-w", w, "-m", m]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains(needle));
+    }
+    let out = concur()
+        .args(["run", "-w", "sleep:1ms", "-m", "green:2", "--gil"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn serve_shuts_down_gracefully_on_sigterm() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("concur"))
+        .args(["serve", "-q", "--addr", &format!("127.0.0.1:{port}")])
+        .spawn()
+        .unwrap();
+    let mut c = None;
+    wait_for("the server to listen", Duration::from_secs(10), || {
+        c = TcpStream::connect(("127.0.0.1", port)).ok();
+        c.is_some()
+    });
+    let mut c = c.unwrap();
+    write!(
+        c,
+        "GET /delay/700ms HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let mut text = String::new();
+    c.read_to_string(&mut text).unwrap();
+    assert!(
+        text.starts_with("HTTP/1.1 200"),
+        "the request in flight was not finished: {text}"
+    );
+    assert!(child.wait().unwrap().success());
+}
