@@ -165,6 +165,10 @@ pub struct RunResult {
     pub error: Option<String>,
     /// Task latency percentiles, microseconds.
     pub latency_us: Option<LatencySummary>,
+    /// `[start, end]` of each task, µs from the run's start, ordered by start; only in a cell's
+    /// first counted run (rep 0), evenly sampled down to 2,000 tasks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline_us: Option<Vec<[u64; 2]>>,
 }
 
 /// One cell line: statistics over the cell's measured runs.

@@ -81,6 +81,7 @@ fn blank(cell: &CellPlan, rep: usize, status: RunStatus, wall_s: f64, error: Str
         gil_switches: 0,
         error: Some(error),
         latency_us: None,
+        timeline_us: None,
     }
 }
 
@@ -245,6 +246,10 @@ pub fn run_once(exe: &Path, plan: &Plan, cell: &CellPlan, rep: usize) -> RunResu
         run.threads_created = r.threads_created;
         run.processes_created = r.processes_created;
         run.gil_switches = r.gil_switches;
+        // One representative run per cell keeps its timeline: the results file stays small.
+        if rep == 0 {
+            run.timeline_us = r.timeline_us;
+        }
     } else {
         run.tasks_failed = cell.key.tasks;
     }
