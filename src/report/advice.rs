@@ -73,23 +73,34 @@ pub fn amdahl_fit(points: &[(f64, f64)]) -> Option<f64> {
     (sxx > 0.0).then(|| (sxy / sxx).clamp(0.0, 1.0))
 }
 
-fn classify(cells: &[&CellResult], nature: Option<&str>) -> (Class, Option<f64>) {
-    // One task at a time tells what a task needs: the seq cells' effective cores.
-    let seq: Vec<f64> = cells
-        .iter()
-        .filter(|c| c.key.model == "seq")
-        .filter_map(|c| c.effective_cores)
-        .collect();
-    let e = crate::stats::median(&seq).or_else(|| {
+/// Classifies a workload from its cells (every cell of that workload, both lock settings):
+/// the seq cells' effective cores, lock-free ones first, tell what one task needs. Between the
+/// thresholds, the workload's declared nature decides (a busy machine lowers the measure).
+fn classify(cells: &[&CellResult], nature: Option<&str>, cores: usize) -> (Class, Option<f64>) {
+    let seq = |gil: bool| {
+        let v: Vec<f64> = cells
+            .iter()
+            .filter(|c| c.key.model == "seq" && c.key.gil == gil)
+            .filter_map(|c| c.effective_cores)
+            .collect();
+        crate::stats::median(&v)
+    };
+    let e = seq(false).or_else(|| seq(true)).or_else(|| {
         let per_slot: Vec<f64> = cells
             .iter()
             .filter_map(|c| {
-                let p = c.parallelism.min(c.key.tasks).max(1) as f64;
+                let p = c.parallelism.min(c.key.tasks).min(cores).max(1) as f64;
                 c.effective_cores.map(|e| e / p)
             })
             .collect();
         crate::stats::median(&per_slot)
     });
+    let declared = match nature {
+        Some("cpu") => Some(Class::Cpu),
+        Some("delay") => Some(Class::Delay),
+        Some("io") => Some(Class::Io),
+        _ => None,
+    };
     let class = match e {
         Some(e) if e >= CPU_BOUND => Class::Cpu,
         Some(e) if e <= WAIT_BOUND => {
@@ -99,15 +110,21 @@ fn classify(cells: &[&CellResult], nature: Option<&str>) -> (Class, Option<f64>)
                 Class::Io
             }
         }
-        Some(_) => Class::Mixed,
-        None => match nature {
-            Some("cpu") => Class::Cpu,
-            Some("delay") => Class::Delay,
-            Some("io") => Class::Io,
-            _ => Class::Mixed,
-        },
+        _ => declared.unwrap_or(Class::Mixed),
     };
     (class, e)
+}
+
+/// The task count to judge a group at: the one with the most measured cells, the larger on a tie.
+fn judged_tasks(cells: &[&CellResult]) -> Option<usize> {
+    let mut counts: BTreeMap<usize, usize> = BTreeMap::new();
+    for c in cells.iter().filter(|c| c.wall_median_s.is_some()) {
+        *counts.entry(c.key.tasks).or_default() += 1;
+    }
+    counts
+        .into_iter()
+        .max_by_key(|&(n, k)| (k, n))
+        .map(|(n, _)| n)
 }
 
 fn spread(c: &CellResult) -> (f64, f64) {
@@ -127,8 +144,17 @@ pub fn advise(a: &Analysis, runs: &[RunResult], cores: usize) -> Vec<Advice> {
         .filter_map(|g| {
             let workload = g.cells.first()?.key.workload.clone();
             let gil = g.cells.first()?.key.gil;
-            let (class, e) = classify(&g.cells, nature.get(workload.as_str()).copied());
-            let n = g.cells.iter().map(|c| c.key.tasks).max()?;
+            let same_workload: Vec<&CellResult> = a
+                .cells
+                .iter()
+                .filter(|c| c.key.study == g.cells[0].key.study && c.key.workload == workload)
+                .collect();
+            let (class, e) = classify(
+                &same_workload,
+                nature.get(workload.as_str()).copied(),
+                cores,
+            );
+            let n = judged_tasks(&g.cells)?;
             let mut at_n: Vec<&CellResult> = g
                 .cells
                 .iter()
@@ -143,21 +169,42 @@ pub fn advise(a: &Analysis, runs: &[RunResult], cores: usize) -> Vec<Advice> {
             let mut s = Vec::new();
             // One task at a time cannot keep more than one core busy; more means the process's
             // own start-up dominated a short run.
+            let kernel: Vec<f64> = same_workload
+                .iter()
+                .filter(|c| c.key.model == "seq")
+                .filter_map(|c| {
+                    let (u, s) = (c.user_median_s?, c.sys_median_s?);
+                    (u + s > 0.0).then(|| s / (u + s))
+                })
+                .collect();
+            let kernel = crate::stats::median(&kernel);
+            // Blocking "I/O" that keeps the kernel busy (reading /dev/urandom) is CPU work.
+            let class = match (class, e, kernel) {
+                (Class::Io, Some(e), Some(k)) if e >= 0.5 && k >= 0.5 => Class::Cpu,
+                _ => class,
+            };
             let busy = e
                 .map(|e| format!("{:.2}", e.min(1.0)))
                 .unwrap_or_else(|| "?".into());
+            let busy = format!(
+                "{busy} cores busy{}",
+                kernel
+                    .filter(|k| *k >= 0.3)
+                    .map(|k| format!(" ({:.0}% of it in the kernel)", k * 100.0))
+                    .unwrap_or_default()
+            );
             s.push(match class {
                 Class::Cpu => format!(
-                    "{workload} is CPU-bound: one task at a time keeps {busy} cores busy, so no model can run it more than {cores}× faster on this {cores}-core machine."
+                    "{workload} is CPU-bound: one task at a time keeps {busy}, so no model can run it more than {cores}× faster on this {cores}-core machine."
                 ),
                 Class::Io => format!(
-                    "{workload} mostly waits on blocking I/O: one task at a time keeps only {busy} cores busy, so running more tasks at once helps beyond the {cores} cores."
+                    "{workload} mostly waits on blocking I/O: one task at a time keeps only {busy}, so running more tasks at once helps beyond the {cores} cores."
                 ),
                 Class::Delay => format!(
-                    "{workload} mostly waits: one task at a time keeps only {busy} cores busy, so the more tasks in flight the better, up to the ideal ceil(N / workers) × delay."
+                    "{workload} mostly waits: one task at a time keeps only {busy}, so the more tasks in flight the better, up to the ideal ceil(N / workers) × delay."
                 ),
                 Class::Mixed => format!(
-                    "{workload} is mixed: one task at a time keeps {busy} cores busy, so both cores and overlap matter."
+                    "{workload} is mixed: one task at a time keeps {busy}, so both cores and overlap matter."
                 ),
             });
             let winner = at_n.first().copied();
@@ -267,11 +314,14 @@ fn why(class: Class, gil: bool, w: &CellResult, cells: &[&CellResult], cores: us
                 .copied()
                 .filter(|c| c.key != w.key)
                 .max_by_key(|c| mem(c).unwrap_or(0));
-            let mut t = format!(
+            let mut t: String = format!(
                 "Why: waiting costs no CPU, so what counts is how many tasks are in flight at once ({} ran {} at a time)",
                 w.key.model,
                 w.parallelism.min(w.key.tasks)
             );
+            if w.key.model == "seq" {
+                return "Why: overlapping these tasks gained nothing measurable here: between waits they keep a core (or the kernel) busy, and starting threads or processes costs more than the overlap saves.".into();
+            }
             if let (Some(h), Some(wm), Some(hm)) = (heaviest, mem(w), heaviest.and_then(mem)) {
                 if hm > wm {
                     t.push_str(&format!(
