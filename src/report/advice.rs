@@ -237,9 +237,9 @@ pub fn advise(a: &Analysis, runs: &[RunResult], cores: usize) -> Vec<Advice> {
                         let rm = r.wall_median_s.unwrap_or(0.0);
                         let (_, whi) = spread(w);
                         let (rlo, _) = spread(r);
-                        if rlo <= whi {
+                        if rlo <= whi || rm < wm * 1.05 {
                             line.push_str(&format!(
-                                "; {} ({}) is within noise of it (their 95% intervals overlap).",
+                                "; {} ({}) is within noise of it (less than 5% apart, or their 95% intervals overlap).",
                                 r.key.model,
                                 fmt_secs(rm)
                             ));
@@ -290,7 +290,21 @@ fn why(class: Class, gil: bool, w: &CellResult, cells: &[&CellResult], cores: us
             .unwrap_or_default()
             .to_string()
     };
-    let worst = cells.iter().rev().copied().find(|c| c.key.model != "seq");
+    // The slowest concurrent model, when clearly slower than the winner (10%, CIs apart).
+    let worst = cells
+        .iter()
+        .rev()
+        .copied()
+        .find(|c| c.key.model != "seq")
+        .filter(|c| {
+            let (_, whi) = spread(w);
+            let (clo, _) = spread(c);
+            let (cm, wm) = (
+                c.wall_median_s.unwrap_or(0.0),
+                w.wall_median_s.unwrap_or(0.0),
+            );
+            clo > whi && cm > wm * 1.1
+        });
     match class {
         Class::Cpu if gil => {
             let procs = matches!(family(w).as_str(), "fork" | "spawn");

@@ -4,6 +4,9 @@
 
 use plotters::prelude::*;
 
+/// A colour.
+pub type Rgb = RGBColor;
+
 /// A chart, or why it could not be drawn.
 pub type Chart = std::result::Result<String, String>;
 
@@ -65,14 +68,8 @@ pub struct HRow {
     pub note: Option<String>,
 }
 
-/// Horizontal bars, one row per cell, `slots` bars per row, with a legend.
-pub fn hbars(
-    x_desc: &str,
-    fmt: &dyn Fn(f64) -> String,
-    rows: &[HRow],
-    slots: usize,
-    legend: &[(&str, RGBColor)],
-) -> Chart {
+/// Horizontal bars, one row per cell, `slots` bars per row (the legend is the page's).
+pub fn hbars(x_desc: &str, fmt: &dyn Fn(f64) -> String, rows: &[HRow], slots: usize) -> Chart {
     let n = rows.len().max(1);
     let slots = slots.max(1);
     let row_h = 10 + 9 * slots as u32;
@@ -179,24 +176,6 @@ pub fn hbars(
                     )))
                     .map_err(err)?;
             }
-        }
-        for (name, c) in legend {
-            let c = *c;
-            chart
-                .draw_series(std::iter::empty::<Rectangle<(f64, f64)>>())
-                .map_err(err)?
-                .label(*name)
-                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.filled()));
-        }
-        if !legend.is_empty() {
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::LowerRight)
-                .background_style(WHITE.mix(0.85))
-                .border_style(RGBColor(180, 180, 180))
-                .label_font(("sans-serif", 11))
-                .draw()
-                .map_err(err)?;
         }
         root.present().map_err(err)?;
     }
@@ -309,7 +288,7 @@ pub fn speedup(curves: &[Curve], ideal: &[(f64, f64)], log_x: bool, x_desc: &str
         }
         chart
             .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
+            .position(SeriesLabelPosition::LowerRight)
             .background_style(WHITE.mix(0.85))
             .border_style(RGBColor(180, 180, 180))
             .label_font(("sans-serif", 11))
@@ -338,12 +317,19 @@ pub fn timeline(caption: &str, spans: &[[u64; 2]], xmax_us: f64, col: RGBColor) 
             .y_label_area_size(36)
             .build_cartesian_2d(0f64..xmax, 0f64..lanes as f64)
             .map_err(err)?;
-        let ylab = |v: &f64| format!("{}", v.round());
+        let ylab = |v: &f64| {
+            if (v - v.round()).abs() > 1e-6 {
+                String::new()
+            } else {
+                format!("{}", v.round())
+            }
+        };
         chart
             .configure_mesh()
             .disable_y_mesh()
             .y_labels(3)
             .y_label_formatter(&ylab)
+            .y_desc("tasks")
             .x_labels(5)
             .x_desc("ms since the run's start")
             .label_style(("sans-serif", 10))
@@ -361,4 +347,9 @@ pub fn timeline(caption: &str, spans: &[[u64; 2]], xmax_us: f64, col: RGBColor) 
         root.present().map_err(err)?;
     }
     Ok(finish(buf))
+}
+
+/// The CSS colour of `c`, e.g. `#0072b2`.
+pub fn css(c: RGBColor) -> String {
+    format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2)
 }

@@ -48,18 +48,49 @@ svg { max-width: 100%; height: auto; display: block; }
 .warn { background: #fff7e6; border-left: 4px solid #e69f00; padding: 6px 12px; }
 .improved { color: #007a4d; font-weight: 600; } .regressed { color: #c0392b; font-weight: 600; }
 nav a { margin-right: 1em; } .err { color: #c0392b; }
+.sw { display: inline-block; width: 10px; height: 10px; margin: 0 3px 0 10px; }
 @media (max-width: 600px) { body { font-size: 14px; padding: 8px; } }
 ";
 
 fn figure(kind: &str, caption: &str, chart: Chart) -> String {
+    figure_with_legend(kind, caption, &[], chart)
+}
+
+/// A chart in a figure, its caption followed by colour swatches for `legend`.
+fn figure_with_legend(
+    kind: &str,
+    caption: &str,
+    legend: &[(&str, charts::Rgb)],
+    chart: Chart,
+) -> String {
     let body = match chart {
         Ok(svg) => svg,
         Err(e) => format!("<p class=\"err\">chart not drawn: {}</p>", escape(&e)),
     };
+    let swatches: String = legend
+        .iter()
+        .map(|(name, c)| {
+            format!(
+                " <span class=\"sw\" style=\"background:{}\"></span>{}",
+                charts::css(*c),
+                escape(name)
+            )
+        })
+        .collect();
     format!(
-        "<figure class=\"chart\" data-kind=\"{kind}\"><figcaption>{}</figcaption>\n{body}</figure>\n",
+        "<figure class=\"chart\" data-kind=\"{kind}\"><figcaption>{}{swatches}</figcaption>\n{body}</figure>\n",
         escape(caption)
     )
+}
+
+/// The colour of each model of a group, in order of first appearance.
+fn model_colors(g: &Group) -> BTreeMap<String, usize> {
+    let mut m = BTreeMap::new();
+    for c in &g.cells {
+        let n = m.len();
+        m.entry(c.key.model.clone()).or_insert(n);
+    }
+    m
 }
 
 fn family(model: &str) -> &str {
@@ -80,6 +111,7 @@ fn speedup_chart(g: &Group, cores: usize) -> Option<String> {
     tasks.sort_unstable();
     tasks.dedup();
     let by_tasks = tasks.len() > 1;
+    let colors = model_colors(g);
     let mut curves: Vec<Curve> = Vec::new();
     let mut xs: Vec<f64> = Vec::new();
     for c in &cells {
@@ -99,7 +131,11 @@ fn speedup_chart(g: &Group, cores: usize) -> Option<String> {
             _ => (s, s),
         };
         xs.push(x);
-        let i = curves.len();
+        let i = if by_tasks {
+            colors.get(&c.key.model).copied().unwrap_or(0)
+        } else {
+            curves.len()
+        };
         match curves.iter_mut().find(|k| k.name == name) {
             Some(k) => k.points.push((x, s, lo, hi)),
             None => curves.push(Curve {
@@ -174,20 +210,15 @@ fn wall_chart(g: &Group) -> String {
             }
         })
         .collect();
-    figure(
+    figure_with_legend(
         "wall",
         "Wall time per cell (median, whisker: 95% CI; red tick: the ideal), and CPU time below it (user, then sys stacked).",
-        charts::hbars(
-            "seconds",
-            &|v| fmt_secs(v),
-            &rows,
-            2,
-            &[
-                ("wall", charts::color(0)),
-                ("user CPU", charts::color(1)),
-                ("sys CPU", charts::color(5)),
-            ],
-        ),
+        &[
+            ("wall", charts::color(0)),
+            ("user CPU", charts::color(1)),
+            ("sys CPU", charts::color(5)),
+        ],
+        charts::hbars("seconds", &|v| fmt_secs(v), &rows, 2),
     )
 }
 
@@ -223,19 +254,14 @@ fn memory_chart(g: &Group) -> String {
             }
         })
         .collect();
-    figure(
+    figure_with_legend(
         "memory",
         "Peak memory per cell (medians): RSS of the largest single process, and PSS of the whole process tree (shared pages counted once).",
-        charts::hbars(
-            "memory",
-            &|v| fmt_kib(v.max(0.0) as u64),
-            &rows,
-            2,
-            &[
-                ("largest process RSS", charts::color(4)),
-                ("process tree PSS", charts::color(2)),
-            ],
-        ),
+        &[
+            ("largest process RSS", charts::color(4)),
+            ("process tree PSS", charts::color(2)),
+        ],
+        charts::hbars("memory", &|v| fmt_kib(v.max(0.0) as u64), &rows, 2),
     )
 }
 
@@ -275,16 +301,11 @@ fn latency_section(g: &Group) -> Option<String> {
             })
         })
         .collect();
-    let mut out = figure(
+    let mut out = figure_with_legend(
         "latency",
         "Task latency (start to end of each task) in the median run: p50, p99, and a whisker from p50 to the slowest task.",
-        charts::hbars(
-            "task latency",
-            &|v| fmt_secs(v / 1e6),
-            &rows,
-            2,
-            &[("p50", charts::color(0)), ("p99", charts::color(3))],
-        ),
+        &[("p50", charts::color(0)), ("p99", charts::color(3))],
+        charts::hbars("task latency", &|v| fmt_secs(v / 1e6), &rows, 2),
     );
     out.push_str("<div class=\"scroll\"><table><tr><th>cell</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th></tr>\n");
     for c in &cells {
@@ -313,9 +334,11 @@ fn timelines(g: &Group, spans: &BTreeMap<&CellKey, &Vec<[u64; 2]>>) -> String {
         .flat_map(|v| v.iter().map(|s| s[1]))
         .max()
         .unwrap_or(0) as f64;
+    let colors = model_colors(g);
     let mut inner = String::new();
     let mut drawn = 0;
-    for (i, c) in g.cells.iter().enumerate() {
+    for c in &g.cells {
+        let i = colors.get(&c.key.model).copied().unwrap_or(0);
         let Some(v) = spans.get(&c.key) else { continue };
         let caption = if v.len() < c.key.tasks {
             format!("{}: {} of {} tasks", c.key.label(), v.len(), c.key.tasks)
