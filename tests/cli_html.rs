@@ -398,4 +398,90 @@ fn advise_runs_the_cells_and_explains() {
         assert!(models.contains(m), "{models:?}");
     }
     assert!(models.iter().any(|m| m.starts_with("pool:")));
+
+    let out = concur()
+        .args([
+            "advise",
+            "-w",
+            "sleep:20ms",
+            "-n",
+            "8",
+            "-r",
+            "2",
+            "-q",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("sleep:20ms mostly waits"), "{text}");
+}
+
+#[test]
+fn run_saves_and_compares_baselines() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |extra: &[&str]| {
+        concur()
+            .current_dir(dir.path())
+            .args([
+                "run", "-w", "fib:20", "-m", "seq", "-m", "pool:2", "-n", "4", "-r", "3",
+                "--warmup", "0", "-q", "--json", "r.jsonl",
+            ])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    assert!(run(&["--save-baseline", "first"]).status.success());
+    assert!(dir
+        .path()
+        .join("concur-results/baselines/first.jsonl")
+        .is_file());
+    let out = run(&["--baseline", "first", "--markdown", "r.md"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("against baseline 'first':"), "{text}");
+    assert!(text.contains("geometric mean of 2 cells"), "{text}");
+    let md = std::fs::read_to_string(dir.path().join("r.md")).unwrap();
+    assert!(
+        md.contains("### Baseline") && md.contains("### Advice"),
+        "{md}"
+    );
+    // A missing baseline is refused before anything runs.
+    let out = run(&["--baseline", "missing"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn quick_tour_report_has_every_chart_per_group() {
+    let (dir, json) = results_path();
+    let html = dir.path().join("tour.html");
+    concur()
+        .args(["run", "--quick", "-r", "1", "--warmup", "0", "-q", "--json"])
+        .arg(&json)
+        .arg("--html")
+        .arg(&html)
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&html).unwrap();
+    let sections: Vec<&str> = text.split("<section class=\"group\"").skip(1).collect();
+    assert!(sections.len() >= 5, "the tour's groups: {}", sections.len());
+    for s in &sections {
+        let kinds: Vec<String> = figures(s).into_iter().map(|(k, _)| k).collect();
+        assert_eq!(kinds, KINDS, "every chart kind, in order, in every group");
+    }
+    let data = embedded_data(&text);
+    assert!(data["runs"].as_array().unwrap().len() > 50);
+    if let Some(browser) = find_chromium() {
+        let dom = chromium(browser, &["--dump-dom"], &html);
+        let dom_text = String::from_utf8_lossy(&dom.stdout);
+        assert_eq!(
+            dom_text.matches("<svg").count(),
+            text.matches("<svg").count(),
+            "every chart parsed"
+        );
+        let log = String::from_utf8_lossy(&dom.stderr);
+        assert!(!log.lines().any(|l| l.contains("CONSOLE")), "{log}");
+    }
 }
