@@ -304,7 +304,9 @@ fn why(class: Class, gil: bool, w: &CellResult, cells: &[&CellResult], cores: us
                 w.wall_median_s.unwrap_or(0.0),
             );
             clo > whi && cm > wm * 1.1
-        });
+        })
+        // The runner-up was already named.
+        .filter(|c| !matches!(cells.get(1), Some(r) if r.key == c.key));
     match class {
         Class::Cpu if gil => {
             let procs = matches!(family(w).as_str(), "fork" | "spawn");

@@ -170,6 +170,16 @@ fn speedup_chart(g: &Group, cores: usize) -> Option<String> {
     ))
 }
 
+/// Job cells are read as throughput: ` · 123 jobs/s`.
+fn throughput(c: &CellResult) -> String {
+    match c.wall_median_s {
+        Some(w) if w > 0.0 && family(&c.key.model) == "jobs" => {
+            format!(" · {:.0} jobs/s", c.key.tasks as f64 / w)
+        }
+        _ => String::new(),
+    }
+}
+
 fn wall_chart(g: &Group) -> String {
     let rows: Vec<HRow> = g
         .cells
@@ -202,11 +212,13 @@ fn wall_chart(g: &Group) -> String {
                 ],
                 whisker: c.wall_ci95_s.map(|[lo, hi]| (lo, hi, 0)),
                 mark: c.ideal_s.map(|i| (i, 0)),
-                note: Some(match (c.vs_ideal, c.wall_median_s) {
-                    (Some(v), Some(w)) => format!("{} · {v:.2}× ideal", fmt_secs(w)),
-                    (None, Some(w)) => fmt_secs(w),
-                    _ => "no measured run".into(),
-                }),
+                note: Some(
+                    match (c.vs_ideal, c.wall_median_s) {
+                        (Some(v), Some(w)) => format!("{} · {v:.2}× ideal", fmt_secs(w)),
+                        (None, Some(w)) => fmt_secs(w),
+                        _ => "no measured run".into(),
+                    } + &throughput(c),
+                ),
             }
         })
         .collect();
@@ -453,10 +465,11 @@ pub fn render(r: &Report) -> String {
         }
     }
     h.push_str(&format!(
-        "<dt>contents</dt><dd>{} cells from {} runs in {} groups</dd>\n</dl>\n",
+        "<dt>contents</dt><dd>{} cells from {} runs in {} group{}</dd>\n</dl>\n",
         r.analysis.cells.len(),
         r.runs.len(),
-        gs.len()
+        gs.len(),
+        if gs.len() == 1 { "" } else { "s" }
     ));
     h.push_str("<nav>");
     if r.comparison.is_some() {

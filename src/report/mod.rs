@@ -186,22 +186,7 @@ pub fn wrap(text: &str, width: usize, indent: &str) -> String {
 pub fn extras_text(r: &Report) -> String {
     let mut out = String::new();
     if let Some(c) = r.comparison {
-        let mut t = comfy_table::Table::new();
-        t.load_preset(comfy_table::presets::UTF8_HORIZONTAL_ONLY)
-            .remove_style(comfy_table::TableComponent::HorizontalLines)
-            .remove_style(comfy_table::TableComponent::MiddleIntersections)
-            .remove_style(comfy_table::TableComponent::LeftBorderIntersections)
-            .remove_style(comfy_table::TableComponent::RightBorderIntersections)
-            .set_content_arrangement(comfy_table::ContentArrangement::Disabled)
-            .set_header(compare::HEADERS.to_vec());
-        for row in compare::rows(c) {
-            t.add_row(row);
-        }
-        for i in 1..compare::HEADERS.len() {
-            if let Some(col) = t.column_mut(i) {
-                col.set_cell_alignment(comfy_table::CellAlignment::Right);
-            }
-        }
+        let t = table::styled(compare::HEADERS, compare::rows(c));
         out.push_str(&format!("\n{}\n{t}\n", compare::summary_line(c)));
     }
     if !r.advice.is_empty() {
