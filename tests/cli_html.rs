@@ -165,7 +165,9 @@ fn find_chromium() -> Option<&'static str> {
 
 fn chromium(browser: &str, extra: &[&str], page: &Path) -> std::process::Output {
     let profile = tempfile::tempdir().unwrap();
-    std::process::Command::new(browser)
+    // A browser that hangs must not hang the suite.
+    std::process::Command::new("timeout")
+        .args(["120", browser])
         .args([
             "--headless",
             "--no-sandbox",
