@@ -399,6 +399,99 @@ pub fn amdahl_line(fits: &[AmdahlFit]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::results::CellKey;
+
+    fn cell(workload: &str, model: &str, par: usize, wall: f64, user: f64, sys: f64) -> CellResult {
+        CellResult {
+            key: CellKey {
+                study: "custom".into(),
+                workload: workload.into(),
+                model: model.into(),
+                tasks: 8,
+                gil: false,
+            },
+            workers: None,
+            parallelism: par,
+            runs: 5,
+            runs_failed: 0,
+            wall_median_s: Some(wall),
+            wall_ci95_s: Some([wall * 0.99, wall * 1.01]),
+            wall_min_s: Some(wall),
+            wall_max_s: Some(wall),
+            wall_mean_s: Some(wall),
+            wall_sd_s: Some(0.0),
+            user_median_s: Some(user),
+            sys_median_s: Some(sys),
+            max_rss_kib: Some(4000 * par as u64),
+            tree_pss_kib: Some(1500 * par as u64),
+            speedup: None,
+            efficiency: None,
+            effective_cores: Some((user + sys) / wall),
+            ideal_s: None,
+            vs_ideal: None,
+            bytes: Some(8),
+            bytes_consistent: true,
+            latency_us: None,
+            error: None,
+        }
+    }
+
+    fn advice_for(cells: Vec<CellResult>, nature: &str) -> Advice {
+        let runs: Vec<RunResult> = serde_json::from_value(serde_json::json!([{
+            "study": "custom", "workload": cells[0].key.workload, "model": "seq", "tasks": 8,
+            "gil": false, "workers": null, "parallelism": 1, "nature": nature, "delay_s": null,
+            "rep": 0, "status": "ok", "wall_s": 1.0, "user_s": 1.0, "sys_s": 0.0,
+            "max_rss_kib": 1, "tree_pss_kib": null, "ctx_voluntary": 0, "ctx_involuntary": 0,
+            "threads_created": 0, "processes_created": 0, "tasks_ok": 8, "tasks_failed": 0,
+            "bytes": 8, "error": null, "latency_us": null
+        }]))
+        .unwrap();
+        let a = Analysis {
+            cells,
+            warnings: vec![],
+        };
+        advise(&a, &runs, 2).remove(0)
+    }
+
+    #[test]
+    fn classifies_and_names_the_winner() {
+        let cpu = advice_for(
+            vec![
+                cell("fib:30", "seq", 1, 0.8, 0.79, 0.01),
+                cell("fib:30", "thread", 8, 0.45, 0.8, 0.02),
+                cell("fib:30", "pool:2", 2, 0.41, 0.8, 0.01),
+            ],
+            "cpu",
+        );
+        assert_eq!(cpu.class, Class::Cpu);
+        assert_eq!(cpu.winner.as_deref(), Some("pool:2"));
+        assert!(cpu.text.contains("pool:2 won in 410.0 ms"), "{}", cpu.text);
+        assert!(cpu.text.contains("thread (450.0 ms)") || cpu.text.contains("thread, took"));
+
+        let delay = advice_for(
+            vec![
+                cell("sleep:100ms", "seq", 1, 0.8, 0.001, 0.001),
+                cell("sleep:100ms", "thread", 8, 0.1, 0.002, 0.002),
+                cell("sleep:100ms", "pool:2", 2, 0.4, 0.001, 0.001),
+            ],
+            "delay",
+        );
+        assert_eq!(delay.class, Class::Delay);
+        assert_eq!(delay.winner.as_deref(), Some("thread"));
+        assert!(delay.text.contains("mostly waits"), "{}", delay.text);
+        assert!(delay.text.contains("300% longer"), "{}", delay.text);
+
+        // Reading /dev/urandom is declared I/O but keeps the kernel busy: CPU work.
+        let kernel = advice_for(
+            vec![
+                cell("read", "seq", 1, 0.5, 0.01, 0.29),
+                cell("read", "thread", 8, 0.3, 0.02, 0.5),
+            ],
+            "io",
+        );
+        assert_eq!(kernel.class, Class::Cpu);
+        assert!(kernel.text.contains("in the kernel"), "{}", kernel.text);
+    }
 
     #[test]
     fn amdahl_recovers_a_known_serial_fraction() {
