@@ -324,9 +324,17 @@ pub fn timeline(caption: &str, spans: &[[u64; 2]], xmax_us: f64, col: RGBColor) 
                 format!("{}", v.round())
             }
         };
+        let xlab = |v: &f64| {
+            if v.abs() >= 10.0 || *v == 0.0 {
+                format!("{v:.0}")
+            } else {
+                format!("{v:.1}")
+            }
+        };
         chart
             .configure_mesh()
             .disable_y_mesh()
+            .x_label_formatter(&xlab)
             .y_labels(3)
             .y_label_formatter(&ylab)
             .y_desc("tasks")

@@ -339,13 +339,17 @@ fn latency_section(g: &Group) -> Option<String> {
 }
 
 fn timelines(g: &Group, spans: &BTreeMap<&CellKey, &Vec<[u64; 2]>>) -> String {
-    let xmax = g
-        .cells
-        .iter()
-        .filter_map(|c| spans.get(&c.key))
-        .flat_map(|v| v.iter().map(|s| s[1]))
-        .max()
-        .unwrap_or(0) as f64;
+    // One time axis per task count: models running the same N compare at a glance, and a
+    // 10,000-task cell does not squash the 10-task ones.
+    let mut xmax: BTreeMap<usize, u64> = BTreeMap::new();
+    for c in &g.cells {
+        let end = spans
+            .get(&c.key)
+            .and_then(|v| v.iter().map(|s| s[1]).max())
+            .unwrap_or(0);
+        let m = xmax.entry(c.key.tasks).or_default();
+        *m = (*m).max(end);
+    }
     let colors = model_colors(g);
     let mut inner = String::new();
     let mut drawn = 0;
@@ -357,7 +361,8 @@ fn timelines(g: &Group, spans: &BTreeMap<&CellKey, &Vec<[u64; 2]>>) -> String {
         } else {
             c.key.label()
         };
-        match charts::timeline(&caption, v, xmax, charts::color(i)) {
+        let x = xmax.get(&c.key.tasks).copied().unwrap_or(0) as f64;
+        match charts::timeline(&caption, v, x, charts::color(i)) {
             Ok(svg) => inner.push_str(&format!("<div>{svg}</div>\n")),
             Err(e) => inner.push_str(&format!("<p class=\"err\">{}</p>", escape(&e))),
         }
@@ -367,7 +372,7 @@ fn timelines(g: &Group, spans: &BTreeMap<&CellKey, &Vec<[u64; 2]>>) -> String {
         return String::new();
     }
     format!(
-        "<figure class=\"chart\" data-kind=\"timeline\"><figcaption>Timeline of each cell's first run: one bar per task from its start to its end, tasks in start order, on a common time axis. Overlap is concurrency; a staircase is tasks waiting their turn.</figcaption>\n<div class=\"grid\">{inner}</div></figure>\n"
+        "<figure class=\"chart\" data-kind=\"timeline\"><figcaption>Timeline of each cell's first run: one bar per task from its start to its end, tasks in start order, on one time axis per task count. Overlap is concurrency; a staircase is tasks waiting their turn.</figcaption>\n<div class=\"grid\">{inner}</div></figure>\n"
     )
 }
 
