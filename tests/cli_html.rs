@@ -401,6 +401,7 @@ fn advise_runs_the_cells_and_explains() {
     }
     assert!(models.iter().any(|m| m.starts_with("pool:")));
 
+    let html = json.with_extension("html");
     let out = concur()
         .args([
             "advise",
@@ -414,11 +415,21 @@ fn advise_runs_the_cells_and_explains() {
             "--json",
         ])
         .arg(&json)
+        .arg("--html")
+        .arg(&html)
         .output()
         .unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("sleep:20ms mostly waits"), "{text}");
+    // Tasks that wait get a latency histogram per cell (5 cells), between the latency chart
+    // and the timelines.
+    let html = std::fs::read_to_string(html).unwrap();
+    let from = html.find("data-kind=\"latency\"").unwrap();
+    let to = html.find("data-kind=\"timeline\"").unwrap();
+    let part = &html[from..to];
+    assert!(part.contains("Distribution of task latency"));
+    assert_eq!(part.matches("<svg").count(), 1 + 5);
 }
 
 #[test]

@@ -361,3 +361,51 @@ pub fn timeline(caption: &str, spans: &[[u64; 2]], xmax_us: f64, col: RGBColor) 
 pub fn css(c: RGBColor) -> String {
     format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2)
 }
+
+/// A histogram of task latencies (µs) in `bins` equal bins from the smallest to the largest.
+pub fn histogram(caption: &str, values_us: &[u64], bins: usize, col: RGBColor) -> Chart {
+    let (Some(&lo), Some(&hi)) = (values_us.iter().min(), values_us.iter().max()) else {
+        return Err("no task latencies".into());
+    };
+    let bins = bins.max(1);
+    let (lo, hi) = (lo as f64 / 1000.0, hi as f64 / 1000.0);
+    let width = ((hi - lo) / bins as f64).max(1e-3);
+    let mut counts = vec![0usize; bins];
+    for v in values_us {
+        let i = ((*v as f64 / 1000.0 - lo) / width) as usize;
+        counts[i.min(bins - 1)] += 1;
+    }
+    let ymax = counts.iter().copied().max().unwrap_or(1).max(1) as f64 * 1.1;
+    let mut buf = String::new();
+    {
+        let root = SVGBackend::with_string(&mut buf, (WIDTH / 2, 180)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(6)
+            .caption(caption, ("sans-serif", 13))
+            .x_label_area_size(28)
+            .y_label_area_size(36)
+            .build_cartesian_2d(lo..(lo + width * bins as f64), 0f64..ymax)
+            .map_err(err)?;
+        let ylab = |v: &f64| format!("{v:.0}");
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(5)
+            .y_labels(3)
+            .y_label_formatter(&ylab)
+            .y_desc("tasks")
+            .x_desc("task latency, ms")
+            .label_style(("sans-serif", 10))
+            .draw()
+            .map_err(err)?;
+        chart
+            .draw_series(counts.iter().enumerate().map(|(i, &n)| {
+                let x0 = lo + width * i as f64;
+                Rectangle::new([(x0, 0.0), (x0 + width * 0.92, n as f64)], col.filled())
+            }))
+            .map_err(err)?;
+        root.present().map_err(err)?;
+    }
+    Ok(finish(buf))
+}

@@ -1,6 +1,6 @@
 //! One self-contained HTML file: per group, the cell table, the advice, and inline SVG charts
 //! (speedup with the ideal and CI bands; wall with its CI, CPU user/sys and the ideal; memory;
-//! latency; one timeline per cell), then the machine, the command, the warnings, the baseline
+//! latency, with histograms where tasks wait; one timeline per cell), then the machine, the command, the warnings, the baseline
 //! comparison and the raw results embedded as JSON. No scripts, fonts or styles are fetched.
 
 use std::collections::BTreeMap;
@@ -48,6 +48,7 @@ svg { max-width: 100%; height: auto; display: block; }
 .warn { background: #fff7e6; border-left: 4px solid #e69f00; padding: 6px 12px; }
 .improved { color: #007a4d; font-weight: 600; } .regressed { color: #c0392b; font-weight: 600; }
 nav a { margin-right: 1em; } .err { color: #c0392b; }
+.note { font-size: 13px; color: #555; }
 .sw { display: inline-block; width: 10px; height: 10px; margin: 0 3px 0 10px; }
 @media (max-width: 600px) { body { font-size: 14px; padding: 8px; } }
 ";
@@ -277,7 +278,11 @@ fn memory_chart(g: &Group) -> String {
     )
 }
 
-fn latency_section(g: &Group) -> Option<String> {
+fn latency_section(
+    g: &Group,
+    spans: &BTreeMap<&CellKey, &Vec<[u64; 2]>>,
+    waits: bool,
+) -> Option<String> {
     let cells: Vec<&CellResult> = g
         .cells
         .iter()
@@ -335,6 +340,26 @@ fn latency_section(g: &Group) -> Option<String> {
         }
     }
     out.push_str("</table></div>\n");
+    // Where tasks wait (I/O, delays), the shape of the distribution matters: a histogram per
+    // cell from its first run's timeline.
+    if waits {
+        let colors = model_colors(g);
+        let mut grid = String::new();
+        for c in &cells {
+            let Some(v) = spans.get(&c.key) else { continue };
+            let lat: Vec<u64> = v.iter().map(|s| s[1].saturating_sub(s[0])).collect();
+            let i = colors.get(&c.key.model).copied().unwrap_or(0);
+            match charts::histogram(&c.key.label(), &lat, 30, charts::color(i)) {
+                Ok(svg) => grid.push_str(&format!("<div>{svg}</div>\n")),
+                Err(e) => grid.push_str(&format!("<p class=\"err\">{}</p>", escape(&e))),
+            }
+        }
+        if !grid.is_empty() {
+            out.push_str(&format!(
+                "<p class=\"note\">Distribution of task latency in each cell's first run (from its timeline):</p>\n<div class=\"grid\">{grid}</div>\n"
+            ));
+        }
+    }
     Some(out)
 }
 
@@ -446,6 +471,11 @@ pub fn render(r: &Report) -> String {
             spans.entry(&run.key).or_insert(t);
         }
     }
+    let nature: BTreeMap<&String, &str> = r
+        .runs
+        .iter()
+        .map(|run| (&run.key.workload, run.nature.as_str()))
+        .collect();
     let gs = groups(r.analysis);
     let mut h = String::from("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>concur report</title>\n");
     h.push_str(&format!(
@@ -527,7 +557,12 @@ pub fn render(r: &Report) -> String {
         }
         h.push_str(&wall_chart(g));
         h.push_str(&memory_chart(g));
-        if let Some(l) = latency_section(g) {
+        let waits = g
+            .cells
+            .first()
+            .and_then(|c| nature.get(&c.key.workload))
+            .is_some_and(|n| *n != "cpu");
+        if let Some(l) = latency_section(g, &spans, waits) {
             h.push_str(&l);
         }
         h.push_str(&timelines(g, &spans));
