@@ -299,6 +299,30 @@ pub fn speedup(curves: &[Curve], ideal: &[(f64, f64)], log_x: bool, x_desc: &str
     Ok(finish(buf))
 }
 
+/// The frame of a small chart in a grid of them (a timeline, a histogram): a caption and
+/// narrow label areas.
+fn small_multiple<'a, DB: DrawingBackend + 'a>(
+    root: &'a DrawingArea<DB, plotters::coord::Shift>,
+    caption: &str,
+    x: std::ops::Range<f64>,
+    y: std::ops::Range<f64>,
+) -> std::result::Result<
+    ChartContext<
+        'a,
+        DB,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+    >,
+    String,
+> {
+    ChartBuilder::on(root)
+        .margin(6)
+        .caption(caption, ("sans-serif", 13))
+        .x_label_area_size(28)
+        .y_label_area_size(36)
+        .build_cartesian_2d(x, y)
+        .map_err(err)
+}
+
 /// A run's timeline: one thin bar per task from its start to its end, tasks top to bottom in
 /// start order, on an x axis of `xmax_us` (shared by a group's cells so they compare).
 pub fn timeline(caption: &str, spans: &[[u64; 2]], xmax_us: f64, col: RGBColor) -> Chart {
@@ -310,13 +334,7 @@ pub fn timeline(caption: &str, spans: &[[u64; 2]], xmax_us: f64, col: RGBColor) 
     {
         let root = SVGBackend::with_string(&mut buf, (WIDTH / 2, height)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(6)
-            .caption(caption, ("sans-serif", 13))
-            .x_label_area_size(28)
-            .y_label_area_size(36)
-            .build_cartesian_2d(0f64..xmax, 0f64..lanes as f64)
-            .map_err(err)?;
+        let mut chart = small_multiple(&root, caption, 0f64..xmax, 0f64..lanes as f64)?;
         let ylab = |v: &f64| {
             if (v - v.round()).abs() > 1e-6 {
                 String::new()
@@ -380,13 +398,7 @@ pub fn histogram(caption: &str, values_us: &[u64], bins: usize, col: RGBColor) -
     {
         let root = SVGBackend::with_string(&mut buf, (WIDTH / 2, 180)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(6)
-            .caption(caption, ("sans-serif", 13))
-            .x_label_area_size(28)
-            .y_label_area_size(36)
-            .build_cartesian_2d(lo..(lo + width * bins as f64), 0f64..ymax)
-            .map_err(err)?;
+        let mut chart = small_multiple(&root, caption, lo..(lo + width * bins as f64), 0f64..ymax)?;
         let ylab = |v: &f64| format!("{v:.0}");
         chart
             .configure_mesh()
