@@ -29,8 +29,8 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use report::results::{read_results, ResultsWriter};
-use report::Format;
+use report::results::{read_results, Line, Meta, ResultsFile, ResultsWriter, RunResult};
+use report::{advice, compare, Format};
 use study::analysis::Analysis;
 
 /// Where and how results are shown and saved.
@@ -42,6 +42,12 @@ pub struct Outputs {
     pub csv: Option<PathBuf>,
     /// A Markdown file of the tables.
     pub markdown: Option<PathBuf>,
+    /// One self-contained HTML file with charts.
+    pub html: Option<PathBuf>,
+    /// Compare with this baseline: a saved name or a results file.
+    pub baseline: Option<String>,
+    /// Save the results as a baseline of this name.
+    pub save_baseline: Option<String>,
     /// What stdout shows.
     pub format: Format,
     /// No progress bar, notes or warnings on stderr.
@@ -61,8 +67,15 @@ fn is_stdout(p: &Option<PathBuf>) -> bool {
     p.as_deref() == Some(Path::new("-"))
 }
 
-/// Checks the outputs before any work: at most one goes to stdout.
-fn check_outputs(out: &Outputs) -> Result<(), Error> {
+/// Checks the outputs before any work: at most one goes to stdout, the baseline exists and the
+/// name to save one under is valid. Returns the baseline's results.
+fn check_outputs(out: &Outputs) -> Result<Option<(String, ResultsFile)>, Error> {
+    if let Some(name) = &out.save_baseline {
+        compare::baseline_path(name)?;
+    }
+    if is_stdout(&out.html) {
+        return Err(Error::usage("--html needs a file name, not '-'"));
+    }
     let to_stdout = [&out.json, &out.csv, &out.markdown]
         .iter()
         .filter(|p| is_stdout(p))
@@ -71,6 +84,65 @@ fn check_outputs(out: &Outputs) -> Result<(), Error> {
         return Err(Error::usage(
             "only one of --json, --csv and --markdown can be '-' (stdout)",
         ));
+    }
+    match &out.baseline {
+        Some(spec) => {
+            let path = compare::resolve_baseline(spec)?;
+            Ok(Some((spec.clone(), read_results(&path)?)))
+        }
+        None => Ok(None),
+    }
+}
+
+/// Compares with the baseline (if any) and advises, then emits every rendering.
+fn emit_all(
+    a: &Analysis,
+    meta: Option<&Meta>,
+    runs: &[RunResult],
+    baseline: Option<(String, ResultsFile)>,
+    out: &Outputs,
+    files: OpenFiles,
+) -> Result<(), Error> {
+    let machine = meta.map(|m| &m.machine);
+    let cores = machine.map_or_else(model::cores, |m| m.cores);
+    let comparison = baseline.map(|(label, b)| {
+        compare::compare(
+            &label,
+            &b.runs,
+            b.meta.as_ref().map(|m| &m.machine),
+            runs,
+            machine,
+        )
+    });
+    let advice = advice::advise(a, runs, cores);
+    let full = report::Report {
+        analysis: a,
+        meta,
+        runs,
+        comparison: comparison.as_ref(),
+        advice: &advice,
+    };
+    emit(a, machine, out, files, &full)?;
+    if !out.quiet {
+        for w in comparison.iter().flat_map(|c| &c.warnings) {
+            eprintln!("warning: {w}");
+        }
+    }
+    if let Some(name) = &out.save_baseline {
+        let path = compare::baseline_path(name)?;
+        let mut w = ResultsWriter::create(&path)?;
+        if let Some(m) = meta {
+            w.write(&Line::Meta(m.clone()))?;
+        }
+        for r in runs {
+            w.write(&Line::Run(r.clone()))?;
+        }
+        for c in &a.cells {
+            w.write(&Line::Cell(c.clone()))?;
+        }
+        if !out.quiet {
+            eprintln!("baseline '{name}' saved: {}", path.display());
+        }
     }
     Ok(())
 }
@@ -81,13 +153,20 @@ fn emit(
     machine: Option<&report::results::Machine>,
     out: &Outputs,
     files: OpenFiles,
+    full: &report::Report,
 ) -> Result<(), Error> {
     let io = |e: std::io::Error| Error::io("writing a report", e);
+    if let Some(mut f) = files.html {
+        f.write_all(report::html::render(full).as_bytes())
+            .map_err(io)?;
+    }
     if let Some(mut f) = files.csv {
         f.write_all(report::csv::render(a).as_bytes()).map_err(io)?;
     }
     if let Some(mut f) = files.markdown {
         f.write_all(report::markdown::render(a, machine).as_bytes())
+            .map_err(io)?;
+        f.write_all(report::extras_markdown(full).as_bytes())
             .map_err(io)?;
     }
     let stdout_format = if is_stdout(&out.csv) {
@@ -103,6 +182,12 @@ fn emit(
         let mut so = std::io::stdout().lock();
         so.write_all(report::render(fmt, a, machine).as_bytes())
             .map_err(io)?;
+        let extras = match fmt {
+            Format::Table => report::extras_text(full),
+            Format::Markdown => report::extras_markdown(full),
+            _ => String::new(),
+        };
+        so.write_all(extras.as_bytes()).map_err(io)?;
         so.flush().map_err(io)?;
     }
     if !out.quiet {
@@ -116,6 +201,7 @@ fn emit(
 struct OpenFiles {
     csv: Option<File>,
     markdown: Option<File>,
+    html: Option<File>,
 }
 
 fn open_files(out: &Outputs) -> Result<OpenFiles, Error> {
@@ -128,6 +214,7 @@ fn open_files(out: &Outputs) -> Result<OpenFiles, Error> {
     Ok(OpenFiles {
         csv: open(&out.csv, "CSV")?,
         markdown: open(&out.markdown, "Markdown")?,
+        html: open(&out.html, "HTML")?,
     })
 }
 
@@ -135,7 +222,7 @@ fn open_files(out: &Outputs) -> Result<OpenFiles, Error> {
 /// Returns the exit code: 0, or 130 when interrupted (every finished run is kept).
 pub fn run(opts: &study::RunOptions, out: &Outputs, command: Vec<String>) -> Result<i32, Error> {
     let mut plan = study::plan::build(opts)?;
-    check_outputs(out)?;
+    let baseline = check_outputs(out)?;
     // http:/PATH cells without --url get concur's own delay server, in this process, on a
     // free loopback port; its counters give each run the server's peak in-flight.
     let server = if plan.needs_server() {
@@ -183,7 +270,14 @@ pub fn run(opts: &study::RunOptions, out: &Outputs, command: Vec<String>) -> Res
         server.as_ref().map(|s| &*s.stats),
     )?;
     drop(server);
-    emit(&outcome.analysis, Some(&outcome.meta.machine), out, files)?;
+    emit_all(
+        &outcome.analysis,
+        Some(&outcome.meta),
+        &outcome.runs,
+        baseline,
+        out,
+        files,
+    )?;
     if !out.quiet {
         if let Some(p) = writer.path() {
             eprintln!(
@@ -202,7 +296,7 @@ pub fn run(opts: &study::RunOptions, out: &Outputs, command: Vec<String>) -> Res
 
 /// `concur report FILE`: renders a results file again (cells are recomputed from its runs).
 pub fn report_file(path: &Path, out: &Outputs) -> Result<(), Error> {
-    check_outputs(out)?;
+    let baseline = check_outputs(out)?;
     if out.json.is_some() {
         return Err(Error::usage(
             "report reads a results file; --json does not apply",
@@ -215,10 +309,40 @@ pub fn report_file(path: &Path, out: &Outputs) -> Result<(), Error> {
         .as_ref()
         .map_or_else(model::cores, |m| m.machine.cores);
     let analysis = study::analysis::analyze(&results.runs, cores);
-    emit(
+    emit_all(
         &analysis,
-        results.meta.as_ref().map(|m| &m.machine),
+        results.meta.as_ref(),
+        &results.runs,
+        baseline,
         out,
         files,
     )
+}
+
+/// `concur advise`: runs the few cells that tell what bounds `workload` and which model suits
+/// it (seq, thread, a pool of one thread per core, async with every task in flight, fork), a
+/// few times each, and shows them with the advice. Returns the exit code as [`run`] does.
+pub fn advise(
+    workload: &str,
+    tasks: usize,
+    repeat: usize,
+    out: &Outputs,
+    command: Vec<String>,
+) -> Result<i32, Error> {
+    let cores = model::cores();
+    let opts = study::RunOptions {
+        workloads: vec![workload.to_string()],
+        models: vec![
+            "seq".into(),
+            "thread".into(),
+            format!("pool:{cores}"),
+            format!("async:{}", tasks.max(1)),
+            "fork".into(),
+        ],
+        tasks: vec![tasks],
+        repeat: Some(repeat),
+        warmup: Some(0),
+        ..Default::default()
+    };
+    run(&opts, out, command)
 }

@@ -38,6 +38,8 @@ enum Command {
     Crawl(CrawlArgs),
     /// Run the delay HTTP server (GET /add?delay=MS, /delay/DURATION, /bytes/N, /status/CODE, /stats)
     Serve(ServeArgs),
+    /// Run the few cells that show what bounds a workload, and advise which model to use
+    Advise(AdviseArgs),
     #[command(name = "__run", hide = true)]
     InternalRun { request: String },
     #[command(name = "__task", hide = true)]
@@ -52,6 +54,15 @@ struct OutputArgs {
     /// Also write Markdown tables to FILE ('-' for stdout)
     #[arg(long, value_name = "FILE")]
     markdown: Option<PathBuf>,
+    /// Also write one self-contained HTML report with charts to FILE
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    /// Compare with a baseline: a name saved with --save-baseline, or a results file
+    #[arg(long, value_name = "NAME|FILE")]
+    baseline: Option<String>,
+    /// Save these results as a baseline under concur-results/baselines/NAME.jsonl
+    #[arg(long, value_name = "NAME")]
+    save_baseline: Option<String>,
     /// What stdout shows: tables, the classic Ruby `user system total (real)` lines, markdown or csv
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
@@ -144,6 +155,24 @@ struct CrawlArgs {
 }
 
 #[derive(Args)]
+struct AdviseArgs {
+    /// The workload spec to advise on, e.g. fib:30 or sleep:100ms
+    #[arg(long = "workload", short = 'w', value_name = "SPEC")]
+    workload: String,
+    /// Tasks per cell
+    #[arg(long = "tasks", short = 'n', value_name = "N", default_value = "10")]
+    tasks: usize,
+    /// Counted runs per cell
+    #[arg(long, short = 'r', value_name = "R", default_value = "3")]
+    repeat: usize,
+    /// The JSON Lines results file ('-' for stdout; default concur-results/custom-TIME.jsonl)
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    #[command(flatten)]
+    out: OutputArgs,
+}
+
+#[derive(Args)]
 struct ServeArgs {
     /// Address to listen on (loopback by default)
     #[arg(long, default_value = "127.0.0.1:8080")]
@@ -183,6 +212,9 @@ fn outputs(o: OutputArgs, json: Option<PathBuf>) -> Outputs {
         json,
         csv: o.csv,
         markdown: o.markdown,
+        html: o.html,
+        baseline: o.baseline,
+        save_baseline: o.save_baseline,
         format: o.format,
         quiet: o.quiet,
     }
@@ -262,6 +294,13 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
             };
             concur::server::run_foreground(opts, a.quiet).map(|_| 0)
         }
+        Command::Advise(a) => concur::advise(
+            &a.workload,
+            a.tasks,
+            a.repeat,
+            &outputs(a.out, a.json),
+            std::env::args().collect(),
+        ),
         Command::List => {
             list();
             Ok(0)

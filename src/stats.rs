@@ -1,6 +1,6 @@
-//! Statistics over repeated runs: median, mean and standard deviation, and a bootstrap
-//! confidence interval of the median. Resampling uses a fixed seed so a report of the same
-//! results file is the same every time.
+//! Statistics over repeated runs: median, mean and standard deviation, a bootstrap
+//! confidence interval of the median, the Mann-Whitney U test and geometric means. Resampling
+//! uses a fixed seed so a report of the same results file is the same every time.
 
 /// The median of `xs` (the mean of the two middle values for an even count); `None` if empty.
 pub fn median(xs: &[f64]) -> Option<f64> {
@@ -112,6 +112,128 @@ pub fn summarize(xs: &[f64]) -> Option<Summary> {
     })
 }
 
+/// The outcome of a two-sided Mann-Whitney U test of two samples.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MannWhitney {
+    /// U of the first sample: how many (a, b) pairs have a > b, ties counting one half.
+    pub u: f64,
+    /// Two-sided p-value.
+    pub p: f64,
+    /// Whether `p` is exact (small samples without ties) or the normal approximation.
+    pub exact: bool,
+}
+
+/// Largest combined sample size for which the exact distribution of U is computed.
+pub const MANN_WHITNEY_EXACT_MAX: usize = 40;
+
+/// The two-sided Mann-Whitney U test of `a` against `b`: exact for small samples without ties,
+/// otherwise the normal approximation with tie correction and continuity correction.
+/// `None` if either sample is empty.
+pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<MannWhitney> {
+    let (n1, n2) = (a.len(), b.len());
+    if n1 == 0 || n2 == 0 {
+        return None;
+    }
+    let mut all: Vec<(f64, bool)> = a
+        .iter()
+        .map(|&x| (x, true))
+        .chain(b.iter().map(|&x| (x, false)))
+        .collect();
+    all.sort_by(|x, y| x.0.total_cmp(&y.0));
+    let n = all.len();
+    // Mid-ranks, and the tie term sum(t^3 - t) for the variance.
+    let mut rank_sum_a = 0.0;
+    let mut ties = 0.0;
+    let mut i = 0;
+    while i < n {
+        let mut j = i + 1;
+        while j < n && all[j].0 == all[i].0 {
+            j += 1;
+        }
+        let t = (j - i) as f64;
+        let mid = (i + j + 1) as f64 / 2.0;
+        rank_sum_a += mid * all[i..j].iter().filter(|x| x.1).count() as f64;
+        ties += t * t * t - t;
+        i = j;
+    }
+    let (f1, f2) = (n1 as f64, n2 as f64);
+    let u = rank_sum_a - f1 * (f1 + 1.0) / 2.0;
+    let mu = f1 * f2 / 2.0;
+    if ties == 0.0 && n <= MANN_WHITNEY_EXACT_MAX {
+        let counts = u_distribution(n1, n2);
+        let total: f64 = counts.iter().sum();
+        let low = u.min(f1 * f2 - u).round() as usize;
+        let tail: f64 = counts[..=low].iter().sum::<f64>() / total;
+        return Some(MannWhitney {
+            u,
+            p: (2.0 * tail).min(1.0),
+            exact: true,
+        });
+    }
+    let nf = n as f64;
+    let var = f1 * f2 / 12.0 * ((nf + 1.0) - ties / (nf * (nf - 1.0)));
+    let p = if var <= 0.0 {
+        1.0
+    } else {
+        let z = ((u - mu).abs() - 0.5).max(0.0) / var.sqrt();
+        erfc(z / std::f64::consts::SQRT_2).min(1.0)
+    };
+    Some(MannWhitney { u, p, exact: false })
+}
+
+/// How many arrangements of `m` and `n` untied values give each U = 0..=m·n.
+fn u_distribution(m: usize, n: usize) -> Vec<f64> {
+    // f[j][u] for the current i: counts with i values of the first sample and j of the second.
+    // f(i, j, u) = f(i-1, j, u-j) + f(i, j-1, u).
+    let mut prev: Vec<Vec<f64>> = (0..=n).map(|_| vec![1.0]).collect();
+    for i in 1..=m {
+        let mut cur: Vec<Vec<f64>> = Vec::with_capacity(n + 1);
+        cur.push(vec![1.0]);
+        for j in 1..=n {
+            let mut v = vec![0.0; i * j + 1];
+            for (u, c) in prev[j].iter().enumerate() {
+                v[u + j] += c;
+            }
+            for (u, c) in cur[j - 1].iter().enumerate() {
+                v[u] += c;
+            }
+            cur.push(v);
+        }
+        prev = cur;
+    }
+    prev.swap_remove(n)
+}
+
+/// The complementary error function (Numerical Recipes' Chebyshev fit, |error| < 1.2e-7).
+pub fn erfc(x: f64) -> f64 {
+    let z = x.abs();
+    let t = 1.0 / (1.0 + 0.5 * z);
+    let r = t
+        * (-z * z - 1.265_512_23
+            + t * (1.000_023_68
+                + t * (0.374_091_96
+                    + t * (0.096_784_18
+                        + t * (-0.186_288_06
+                            + t * (0.278_868_07
+                                + t * (-1.135_203_98
+                                    + t * (1.488_515_87
+                                        + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
+            .exp();
+    if x >= 0.0 {
+        r
+    } else {
+        2.0 - r
+    }
+}
+
+/// The geometric mean of positive values; `None` if empty or any value is not positive.
+pub fn geometric_mean(xs: &[f64]) -> Option<f64> {
+    if xs.is_empty() || xs.iter().any(|x| x.is_nan() || *x <= 0.0) {
+        return None;
+    }
+    Some((xs.iter().map(|x| x.ln()).sum::<f64>() / xs.len() as f64).exp())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,6 +246,56 @@ mod tests {
         assert_eq!(median(&[]), None);
         assert!((std_dev(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]).unwrap() - 2.138).abs() < 1e-3);
         assert_eq!(bootstrap_median_ci95(&[5.0]), Some((5.0, 5.0)));
+    }
+
+    #[test]
+    fn mann_whitney_exact_known_values() {
+        // Complete separation of 5 and 5: two of the C(10,5) = 252 arrangements are as extreme.
+        let r = mann_whitney(&[1.0, 2.0, 3.0, 4.0, 5.0], &[6.0, 7.0, 8.0, 9.0, 10.0]).unwrap();
+        assert_eq!(r.u, 0.0);
+        assert!(r.exact);
+        assert!((r.p - 2.0 / 252.0).abs() < 1e-12, "{r:?}");
+        // SciPy's documented example (males vs females): U = 17, exact p = 0.1111.
+        let males = [19.0, 22.0, 16.0, 29.0, 24.0];
+        let females = [20.0, 11.0, 17.0, 12.0];
+        let r = mann_whitney(&males, &females).unwrap();
+        assert_eq!(r.u, 17.0);
+        assert!((r.p - 0.111_111).abs() < 1e-5, "{r:?}");
+        // Identical samples are as unremarkable as can be.
+        let r = mann_whitney(&[1.0, 2.0], &[1.0, 2.0]).unwrap();
+        assert!((r.p - 1.0).abs() < 1e-12, "{r:?}");
+        assert!(mann_whitney(&[], &[1.0]).is_none());
+    }
+
+    #[test]
+    fn mann_whitney_normal_approximation_and_ties() {
+        // Past the exact limit, untied: 25 vs 25 completely separated gives U = 0,
+        // mean 312.5, var = 625/12 · 51 = 2656.25, z = 312/51.539 = 6.0536, p = 1.42e-9.
+        let lo: Vec<f64> = (0..25).map(f64::from).collect();
+        let hi: Vec<f64> = (25..50).map(f64::from).collect();
+        let r = mann_whitney(&lo, &hi).unwrap();
+        assert!(!r.exact && r.u == 0.0, "{r:?}");
+        assert!((r.p / 1.42e-9 - 1.0).abs() < 0.05, "{r:?}");
+        // With ties: a = [1, 2, 2, 3], b = [2, 3, 4, 4, 5]. Mid-ranks give R1 = 1 + 3 + 3 + 5.5
+        // = 12.5, U = 2.5; ties (2 ×3, 3 ×2, 4 ×2) make sum(t³ - t) = 24 + 6 + 6 = 36, so
+        // var = 20/12 · (10 - 36/72) = 15.8333, z = (10 - 2.5 - 0.5)/3.9791 = 1.7592 and
+        // p = erfc(1.7592/√2) = 0.07854 (SciPy, method="asymptotic": 0.0785).
+        let r = mann_whitney(&[1.0, 2.0, 2.0, 3.0], &[2.0, 3.0, 4.0, 4.0, 5.0]).unwrap();
+        assert_eq!(r.u, 2.5);
+        assert!(!r.exact);
+        assert!((r.p - 0.07854).abs() < 2e-4, "{r:?}");
+        // All values tied: nothing to tell apart.
+        assert_eq!(mann_whitney(&[1.0, 1.0], &[1.0, 1.0]).unwrap().p, 1.0);
+    }
+
+    #[test]
+    fn erfc_and_geometric_mean() {
+        assert!((erfc(0.0) - 1.0).abs() < 1e-7);
+        assert!((erfc(1.0) - 0.157_299_2).abs() < 1e-6);
+        assert!((erfc(-1.0) - 1.842_700_8).abs() < 1e-6);
+        assert!((geometric_mean(&[1.0, 4.0]).unwrap() - 2.0).abs() < 1e-12);
+        assert!(geometric_mean(&[1.0, 0.0]).is_none());
+        assert!(geometric_mean(&[]).is_none());
     }
 
     proptest! {

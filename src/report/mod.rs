@@ -1,13 +1,21 @@
 //! Reports: the results file ([`results`]) and its renderings (terminal table, Markdown, CSV,
-//! Ruby's `Benchmark` lines). All renderings are built from the same [`Analysis`].
+//! Ruby's `Benchmark` lines, one self-contained HTML file). All renderings are built from the
+//! same [`Analysis`]; the HTML file, the baseline comparison ([`compare`]) and the advice
+//! ([`advice`]) also draw on the runs, gathered in a [`Report`].
 
+pub mod advice;
+pub mod charts;
+pub mod compare;
 pub mod csv;
+pub mod html;
 pub mod markdown;
 pub mod results;
 pub mod ruby;
 pub mod table;
 
-use crate::report::results::{CellResult, Machine};
+use crate::report::advice::Advice;
+use crate::report::compare::Comparison;
+use crate::report::results::{CellResult, Machine, Meta, RunResult};
 use crate::study::analysis::Analysis;
 use crate::units::{fmt_kib, fmt_secs};
 
@@ -199,4 +207,95 @@ pub fn render(format: Format, a: &Analysis, machine: Option<&Machine>) -> String
         Format::Markdown => markdown::render(a, machine),
         Format::Csv => csv::render(a),
     }
+}
+
+/// Everything the full reports draw on: the cells, the runs behind them (timelines, per-run
+/// walls), the meta line, the comparison with a baseline and the advice.
+#[derive(Clone, Copy)]
+pub struct Report<'a> {
+    /// Cells and warnings.
+    pub analysis: &'a Analysis,
+    /// The results file's meta line, if any.
+    pub meta: Option<&'a Meta>,
+    /// Every counted run.
+    pub runs: &'a [RunResult],
+    /// The comparison with `--baseline`, if asked for.
+    pub comparison: Option<&'a Comparison>,
+    /// Advice per group.
+    pub advice: &'a [Advice],
+}
+
+/// Wraps `text` at `width` columns, each line indented by `indent`.
+pub fn wrap(text: &str, width: usize, indent: &str) -> String {
+    let mut out = String::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            out.push_str(indent);
+            out.push_str(&line);
+            out.push('\n');
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        out.push_str(indent);
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+/// The comparison with a baseline and the advice, as text after the terminal tables.
+pub fn extras_text(r: &Report) -> String {
+    let mut out = String::new();
+    if let Some(c) = r.comparison {
+        let t = table::styled(compare::HEADERS, compare::rows(c));
+        out.push_str(&format!("\n{}\n{t}\n", compare::summary_line(c)));
+    }
+    if !r.advice.is_empty() {
+        out.push_str("\nadvice\n");
+        for a in r.advice {
+            out.push_str(&format!("\n{}\n", a.group));
+            out.push_str(&wrap(&a.text, 100, "  "));
+            if let Some(l) = advice::amdahl_line(&a.amdahl) {
+                out.push_str(&wrap(&l, 100, "  "));
+            }
+        }
+    }
+    out
+}
+
+/// The comparison with a baseline and the advice, as Markdown sections.
+pub fn extras_markdown(r: &Report) -> String {
+    let esc = |s: &str| s.replace('|', "\\|");
+    let mut out = String::new();
+    if let Some(c) = r.comparison {
+        out.push_str(&format!(
+            "\n### Baseline\n\n{}\n\n",
+            esc(&compare::summary_line(c))
+        ));
+        out.push_str(&format!("| {} |\n", compare::HEADERS.join(" | ")));
+        out.push_str("|---|---:|---:|---:|---:|---:|\n");
+        for row in compare::rows(c) {
+            let cells: Vec<String> = row.iter().map(|s| esc(s)).collect();
+            out.push_str(&format!("| {} |\n", cells.join(" | ")));
+        }
+        for w in &c.warnings {
+            out.push_str(&format!("\n- {}\n", esc(w)));
+        }
+    }
+    if !r.advice.is_empty() {
+        out.push_str("\n### Advice\n");
+        for a in r.advice {
+            out.push_str(&format!("\n**{}**: {}\n", esc(&a.group), esc(&a.text)));
+            if let Some(l) = advice::amdahl_line(&a.amdahl) {
+                out.push_str(&format!("\n{}\n", esc(&l)));
+            }
+        }
+    }
+    out
 }

@@ -169,6 +169,10 @@ pub struct RunResult {
     /// the concurrency was real); null when no in-process server served the run.
     #[serde(default)]
     pub server_peak_in_flight: Option<i64>,
+    /// `[start, end]` of each task, µs from the run's start, ordered by start; only in a cell's
+    /// first counted run (rep 0), evenly sampled down to 2,000 tasks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline_us: Option<Vec<[u64; 2]>>,
 }
 
 /// One cell line: statistics over the cell's measured runs.

@@ -6,6 +6,28 @@ use super::{columns, footnotes, groups, machine_line};
 use crate::report::results::Machine;
 use crate::study::analysis::Analysis;
 
+/// A terminal table in the house style: horizontal rules only, every column but the first
+/// right-aligned.
+pub fn styled(headers: &[&str], rows: Vec<Vec<String>>) -> Table {
+    let mut t = Table::new();
+    t.load_preset(presets::UTF8_HORIZONTAL_ONLY)
+        .remove_style(TableComponent::HorizontalLines)
+        .remove_style(TableComponent::MiddleIntersections)
+        .remove_style(TableComponent::LeftBorderIntersections)
+        .remove_style(TableComponent::RightBorderIntersections)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(headers.to_vec());
+    for r in rows {
+        t.add_row(r);
+    }
+    for i in 1..headers.len() {
+        if let Some(col) = t.column_mut(i) {
+            col.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    t
+}
+
 /// Renders every group as a terminal table.
 pub fn render(a: &Analysis, machine: Option<&Machine>) -> String {
     let mut out = String::new();
@@ -14,22 +36,7 @@ pub fn render(a: &Analysis, machine: Option<&Machine>) -> String {
     }
     for g in groups(a) {
         let (headers, row) = columns(&g);
-        let mut t = Table::new();
-        t.load_preset(presets::UTF8_HORIZONTAL_ONLY)
-            .remove_style(TableComponent::HorizontalLines)
-            .remove_style(TableComponent::MiddleIntersections)
-            .remove_style(TableComponent::LeftBorderIntersections)
-            .remove_style(TableComponent::RightBorderIntersections)
-            .set_content_arrangement(ContentArrangement::Disabled)
-            .set_header(headers.to_vec());
-        for c in &g.cells {
-            t.add_row(row(c));
-        }
-        for i in 1..headers.len() {
-            if let Some(col) = t.column_mut(i) {
-                col.set_cell_alignment(CellAlignment::Right);
-            }
-        }
+        let t = styled(headers, g.cells.iter().map(|c| row(c)).collect());
         out.push_str(&format!("\n{}\n{t}\n", g.title));
         for f in footnotes(&g) {
             out.push_str(&format!("  ! {f}\n"));

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::measure::latency::{LatencyRecorder, LatencySummary};
-use crate::measure::mono_ns;
+use crate::measure::{self, mono_ns};
 use crate::model::{self, execute, ModelOutcome, RunCtx, TaskEnv};
 use crate::{gil, process};
 
@@ -48,6 +48,10 @@ pub struct ChildReport {
     pub processes_created: usize,
     /// Forced hand-overs of the emulated lock (this process only).
     pub gil_switches: u64,
+    /// Each task's `[start, end]`, µs from the model's start, at most
+    /// [`crate::measure::TIMELINE_CAP`] of them.
+    #[serde(default)]
+    pub timeline_us: Option<Vec<[u64; 2]>>,
 }
 
 /// Condenses a model's outcome into the report.
@@ -107,7 +111,9 @@ pub fn run_main(request: &str) -> Result<()> {
     let t0 = mono_ns();
     let outcome = model.run(&ctx);
     let wall_s = mono_ns().saturating_sub(t0) as f64 / 1e9;
-    let rep = report(outcome, wall_s);
+    let timeline = measure::timeline(&outcome.records, t0, measure::TIMELINE_CAP);
+    let mut rep = report(outcome, wall_s);
+    rep.timeline_us = Some(timeline);
     let text = serde_json::to_string(&rep).map_err(|e| Error::Internal(e.to_string()))?;
     let _ = std::io::stdout().flush();
     writeln!(out, "{text}").map_err(|e| Error::io("writing the run report", e))

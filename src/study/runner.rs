@@ -84,6 +84,7 @@ fn blank(cell: &CellPlan, rep: usize, status: RunStatus, wall_s: f64, error: Str
         error: Some(error),
         latency_us: None,
         server_peak_in_flight: None,
+        timeline_us: None,
     }
 }
 
@@ -264,6 +265,10 @@ fn run_child(exe: &Path, plan: &Plan, cell: &CellPlan, rep: usize) -> RunResult 
         run.threads_created = r.threads_created;
         run.processes_created = r.processes_created;
         run.gil_switches = r.gil_switches;
+        // One representative run per cell keeps its timeline: the results file stays small.
+        if rep == 0 {
+            run.timeline_us = r.timeline_us;
+        }
     } else {
         run.tasks_failed = cell.key.tasks;
     }

@@ -1,0 +1,511 @@
+//! Advice: from a group's cells, classify the workload (CPU-bound, waiting on blocking I/O or
+//! a delay, or mixed), say which model won, by how much and why, in plain sentences, and fit
+//! Amdahl's law to the speedup curve where there are enough points.
+
+use std::collections::BTreeMap;
+
+use super::groups;
+use crate::report::results::{CellResult, RunResult};
+use crate::study::analysis::{Analysis, TOO_SHORT_S};
+use crate::units::{fmt_kib, fmt_secs};
+
+/// Effective cores of one task at a time above which a workload is CPU-bound.
+pub const CPU_BOUND: f64 = 0.7;
+/// Effective cores of one task at a time below which a workload mostly waits.
+pub const WAIT_BOUND: f64 = 0.3;
+
+/// What bounds a workload, as measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Class {
+    /// Keeps a core busy: only more cores make it faster.
+    Cpu,
+    /// Mostly waits on blocking I/O: more tasks in flight make it faster.
+    Io,
+    /// Mostly waits on a fixed delay (sleep, a remote server).
+    Delay,
+    /// Neither clearly.
+    Mixed,
+}
+
+/// Amdahl's law fitted to one model's speedups: `S(p) = 1 / (s + (1 - s) / p)`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct AmdahlFit {
+    /// The model.
+    pub model: String,
+    /// The fitted serial fraction `s`, 0..1.
+    pub serial_fraction: f64,
+    /// How many cells the fit used.
+    pub points: usize,
+}
+
+/// The advice for one group of cells.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Advice {
+    /// The group's title (as in the tables).
+    pub group: String,
+    /// What bounds the workload.
+    pub class: Class,
+    /// The winning model at the largest task count, if any cell was measured.
+    pub winner: Option<String>,
+    /// Two or three plain sentences.
+    pub text: String,
+    /// Amdahl fits, for CPU-bound groups with at least 3 points per model.
+    pub amdahl: Vec<AmdahlFit>,
+}
+
+/// Fits the serial fraction by least squares on `1/S - 1/p = s (1 - 1/p)`; `None` with fewer
+/// than 3 points or none with p > 1.
+pub fn amdahl_fit(points: &[(f64, f64)]) -> Option<f64> {
+    if points.len() < 3 {
+        return None;
+    }
+    let (mut sxy, mut sxx) = (0.0, 0.0);
+    for &(p, s) in points {
+        if p <= 0.0 || s <= 0.0 {
+            continue;
+        }
+        let x = 1.0 - 1.0 / p;
+        let y = 1.0 / s - 1.0 / p;
+        sxy += x * y;
+        sxx += x * x;
+    }
+    (sxx > 0.0).then(|| (sxy / sxx).clamp(0.0, 1.0))
+}
+
+/// Classifies a workload from its cells (every cell of that workload, both lock settings):
+/// the seq cells' effective cores, lock-free ones first, tell what one task needs. Between the
+/// thresholds, the workload's declared nature decides (a busy machine lowers the measure).
+fn classify(cells: &[&CellResult], nature: Option<&str>, cores: usize) -> (Class, Option<f64>) {
+    let seq = |gil: bool| {
+        let v: Vec<f64> = cells
+            .iter()
+            .filter(|c| c.key.model == "seq" && c.key.gil == gil)
+            .filter_map(|c| c.effective_cores)
+            .collect();
+        crate::stats::median(&v)
+    };
+    let e = seq(false).or_else(|| seq(true)).or_else(|| {
+        let per_slot: Vec<f64> = cells
+            .iter()
+            .filter_map(|c| {
+                let p = c.parallelism.min(c.key.tasks).min(cores).max(1) as f64;
+                c.effective_cores.map(|e| e / p)
+            })
+            .collect();
+        crate::stats::median(&per_slot)
+    });
+    let declared = match nature {
+        Some("cpu") => Some(Class::Cpu),
+        Some("delay") => Some(Class::Delay),
+        Some("io") => Some(Class::Io),
+        _ => None,
+    };
+    let class = match e {
+        Some(e) if e >= CPU_BOUND => Class::Cpu,
+        Some(e) if e <= WAIT_BOUND => {
+            if nature == Some("delay") {
+                Class::Delay
+            } else {
+                Class::Io
+            }
+        }
+        _ => declared.unwrap_or(Class::Mixed),
+    };
+    (class, e)
+}
+
+/// The task count to judge a group at: the one with the most measured cells, the larger on a tie.
+fn judged_tasks(cells: &[&CellResult]) -> Option<usize> {
+    let mut counts: BTreeMap<usize, usize> = BTreeMap::new();
+    for c in cells.iter().filter(|c| c.wall_median_s.is_some()) {
+        *counts.entry(c.key.tasks).or_default() += 1;
+    }
+    counts
+        .into_iter()
+        .max_by_key(|&(n, k)| (k, n))
+        .map(|(n, _)| n)
+}
+
+fn spread(c: &CellResult) -> (f64, f64) {
+    let m = c.wall_median_s.unwrap_or(f64::INFINITY);
+    c.wall_ci95_s.map_or((m, m), |[lo, hi]| (lo, hi))
+}
+
+/// Advice for every group of `a`, given its runs (for the workloads' declared nature) and the
+/// machine's core count.
+pub fn advise(a: &Analysis, runs: &[RunResult], cores: usize) -> Vec<Advice> {
+    let nature: BTreeMap<&str, &str> = runs
+        .iter()
+        .map(|r| (r.key.workload.as_str(), r.nature.as_str()))
+        .collect();
+    groups(a)
+        .into_iter()
+        .filter_map(|g| {
+            let workload = g.cells.first()?.key.workload.clone();
+            let gil = g.cells.first()?.key.gil;
+            let same_workload: Vec<&CellResult> = a
+                .cells
+                .iter()
+                .filter(|c| c.key.study == g.cells[0].key.study && c.key.workload == workload)
+                .collect();
+            let (class, e) = classify(
+                &same_workload,
+                nature.get(workload.as_str()).copied(),
+                cores,
+            );
+            let n = judged_tasks(&g.cells)?;
+            let mut at_n: Vec<&CellResult> = g
+                .cells
+                .iter()
+                .copied()
+                .filter(|c| c.key.tasks == n && c.wall_median_s.is_some() && c.runs_failed < c.runs)
+                .collect();
+            at_n.sort_by(|x, y| {
+                x.wall_median_s
+                    .unwrap_or(f64::INFINITY)
+                    .total_cmp(&y.wall_median_s.unwrap_or(f64::INFINITY))
+            });
+            let mut s = Vec::new();
+            // One task at a time cannot keep more than one core busy; more means the process's
+            // own start-up dominated a short run.
+            let kernel: Vec<f64> = same_workload
+                .iter()
+                .filter(|c| c.key.model == "seq")
+                .filter_map(|c| {
+                    let (u, s) = (c.user_median_s?, c.sys_median_s?);
+                    (u + s > 0.0).then(|| s / (u + s))
+                })
+                .collect();
+            let kernel = crate::stats::median(&kernel);
+            // Blocking "I/O" that keeps the kernel busy (reading /dev/urandom) is CPU work.
+            let class = match (class, e, kernel) {
+                (Class::Io, Some(e), Some(k)) if e >= 0.5 && k >= 0.5 => Class::Cpu,
+                _ => class,
+            };
+            let busy = e
+                .map(|e| format!("{:.2}", e.min(1.0)))
+                .unwrap_or_else(|| "?".into());
+            let busy = format!(
+                "{busy} cores busy{}",
+                kernel
+                    .filter(|k| *k >= 0.3)
+                    .map(|k| format!(" ({:.0}% of it in the kernel)", k * 100.0))
+                    .unwrap_or_default()
+            );
+            s.push(match class {
+                Class::Cpu => format!(
+                    "{workload} is CPU-bound: one task at a time keeps {busy}, so no model can run it more than {cores}× faster on this {cores}-core machine."
+                ),
+                Class::Io => format!(
+                    "{workload} mostly waits on blocking I/O: one task at a time keeps only {busy}, so running more tasks at once helps beyond the {cores} cores."
+                ),
+                Class::Delay => format!(
+                    "{workload} mostly waits: one task at a time keeps only {busy}, so the more tasks in flight the better, up to the ideal ceil(N / workers) × delay."
+                ),
+                Class::Mixed => format!(
+                    "{workload} is mixed: one task at a time keeps {busy}, so both cores and overlap matter."
+                ),
+            });
+            let winner = at_n.first().copied();
+            if let Some(w) = winner {
+                let wm = w.wall_median_s.unwrap_or(0.0);
+                let speed = w
+                    .speedup
+                    .map(|x| format!(", {x:.2}× the speed of seq"))
+                    .unwrap_or_default();
+                let ideal = w
+                    .vs_ideal
+                    .map(|v| format!(", {v:.2}× the ideal"))
+                    .unwrap_or_default();
+                let mut line = if w.key.model == "seq" {
+                    format!(
+                        "With {n} tasks{}, seq won in {}: no model beat running the tasks one after another",
+                        if gil { " under the interpreter lock" } else { "" },
+                        fmt_secs(wm)
+                    )
+                } else {
+                    format!(
+                        "With {n} tasks{}, {} won in {}{speed}{ideal}",
+                        if gil { " under the interpreter lock" } else { "" },
+                        w.key.model,
+                        fmt_secs(wm)
+                    )
+                };
+                match at_n.get(1) {
+                    Some(r) => {
+                        let rm = r.wall_median_s.unwrap_or(0.0);
+                        let (_, whi) = spread(w);
+                        let (rlo, _) = spread(r);
+                        if rlo <= whi || rm < wm * 1.05 {
+                            line.push_str(&format!(
+                                "; {} ({}) is within noise of it (less than 5% apart, or their 95% intervals overlap).",
+                                r.key.model,
+                                fmt_secs(rm)
+                            ));
+                        } else {
+                            line.push_str(&format!(
+                                "; the next best, {}, took {} ({:.0}% longer).",
+                                r.key.model,
+                                fmt_secs(rm),
+                                100.0 * (rm / wm - 1.0)
+                            ));
+                        }
+                    }
+                    None => line.push('.'),
+                }
+                s.push(line);
+                s.push(why(class, gil, w, &at_n, cores));
+                if wm < TOO_SHORT_S {
+                    s.push(format!(
+                        "(Runs this short, {}, are dominated by start-up costs: take the advice as tentative and use more tasks or a bigger task.)",
+                        fmt_secs(wm)
+                    ));
+                }
+            } else {
+                s.push("No cell was measured, so no model can be recommended.".into());
+            }
+            let amdahl = if class == Class::Cpu {
+                fits(&g.cells, cores)
+            } else {
+                Vec::new()
+            };
+            Some(Advice {
+                group: g.title.clone(),
+                class,
+                winner: winner.map(|w| w.key.model.clone()),
+                text: s.join(" "),
+                amdahl,
+            })
+        })
+        .collect()
+}
+
+fn why(class: Class, gil: bool, w: &CellResult, cells: &[&CellResult], cores: usize) -> String {
+    let family = |c: &CellResult| {
+        c.key
+            .model
+            .split(':')
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    };
+    // The slowest concurrent model, when clearly slower than the winner (10%, CIs apart).
+    let worst = cells
+        .iter()
+        .rev()
+        .copied()
+        .find(|c| c.key.model != "seq")
+        .filter(|c| {
+            let (_, whi) = spread(w);
+            let (clo, _) = spread(c);
+            let (cm, wm) = (
+                c.wall_median_s.unwrap_or(0.0),
+                w.wall_median_s.unwrap_or(0.0),
+            );
+            clo > whi && cm > wm * 1.1
+        })
+        // The runner-up was already named.
+        .filter(|c| !matches!(cells.get(1), Some(r) if r.key == c.key));
+    match class {
+        Class::Cpu if gil => {
+            let procs = matches!(family(w).as_str(), "fork" | "spawn");
+            if procs {
+                "Why: the interpreter lock lets one thread compute at a time, so only separate processes, each with its own lock, use the other cores.".into()
+            } else {
+                "Why: the interpreter lock lets one thread compute at a time; with more tasks than one, processes (fork, spawn) would use the other cores.".into()
+            }
+        }
+        Class::Cpu => format!(
+            "Why: every model that runs at least {cores} tasks at once keeps the cores busy; what separates them is what each task costs to start (a process more than a thread, a thread more than a pool's slot){}.",
+            worst
+                .filter(|x| x.key != w.key)
+                .and_then(|x| Some(format!(", which is why {} was slowest ({})", x.key.model, fmt_secs(x.wall_median_s?))))
+                .unwrap_or_default()
+        ),
+        Class::Io | Class::Delay | Class::Mixed => {
+            let mem = |c: &CellResult| c.tree_pss_kib.or(c.max_rss_kib);
+            let heaviest = cells
+                .iter()
+                .copied()
+                .filter(|c| c.key != w.key)
+                .max_by_key(|c| mem(c).unwrap_or(0));
+            let mut t: String = format!(
+                "Why: waiting costs no CPU, so what counts is how many tasks are in flight at once ({} ran {} at a time)",
+                w.key.model,
+                w.parallelism.min(w.key.tasks)
+            );
+            if w.key.model == "seq" {
+                return "Why: overlapping these tasks gained nothing measurable here: between waits they keep a core (or the kernel) busy, and starting threads or processes costs more than the overlap saves.".into();
+            }
+            if let (Some(h), Some(wm), Some(hm)) = (heaviest, mem(w), heaviest.and_then(mem)) {
+                if hm > wm {
+                    t.push_str(&format!(
+                        ", and what each in-flight task costs: {} used {} of memory, {} {}",
+                        w.key.model,
+                        fmt_kib(wm),
+                        h.key.model,
+                        fmt_kib(hm)
+                    ));
+                }
+            }
+            t.push('.');
+            t
+        }
+    }
+}
+
+fn fits(cells: &[&CellResult], cores: usize) -> Vec<AmdahlFit> {
+    let mut by_model: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    for c in cells {
+        if c.key.model == "seq" {
+            continue;
+        }
+        let Some(s) = c.speedup else { continue };
+        let p = c.parallelism.min(cores).min(c.key.tasks).max(1) as f64;
+        match by_model.iter_mut().find(|(m, _)| *m == c.key.model) {
+            Some((_, v)) => v.push((p, s)),
+            None => by_model.push((c.key.model.clone(), vec![(p, s)])),
+        }
+    }
+    by_model
+        .into_iter()
+        // Nothing to fit where no point ran faster than seq.
+        .filter(|(_, pts)| pts.iter().any(|&(p, s)| p > 1.0 && s > 1.05))
+        .filter_map(|(model, pts)| {
+            Some(AmdahlFit {
+                serial_fraction: amdahl_fit(&pts)?,
+                points: pts.len(),
+                model,
+            })
+        })
+        .collect()
+}
+
+/// The Amdahl fits as one line, e.g. `Amdahl fit (serial fraction): thread 3.1%, fork 5.0%`.
+pub fn amdahl_line(fits: &[AmdahlFit]) -> Option<String> {
+    if fits.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "Amdahl fit (serial fraction, from the speedups at each task count): {}",
+        fits.iter()
+            .map(|f| format!("{} {:.1}%", f.model, f.serial_fraction * 100.0))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::results::CellKey;
+
+    fn cell(workload: &str, model: &str, par: usize, wall: f64, user: f64, sys: f64) -> CellResult {
+        CellResult {
+            key: CellKey {
+                study: "custom".into(),
+                workload: workload.into(),
+                model: model.into(),
+                tasks: 8,
+                gil: false,
+            },
+            workers: None,
+            parallelism: par,
+            runs: 5,
+            runs_failed: 0,
+            wall_median_s: Some(wall),
+            wall_ci95_s: Some([wall * 0.99, wall * 1.01]),
+            wall_min_s: Some(wall),
+            wall_max_s: Some(wall),
+            wall_mean_s: Some(wall),
+            wall_sd_s: Some(0.0),
+            user_median_s: Some(user),
+            sys_median_s: Some(sys),
+            max_rss_kib: Some(4000 * par as u64),
+            tree_pss_kib: Some(1500 * par as u64),
+            speedup: None,
+            efficiency: None,
+            effective_cores: Some((user + sys) / wall),
+            ideal_s: None,
+            vs_ideal: None,
+            bytes: Some(8),
+            bytes_consistent: true,
+            latency_us: None,
+            error: None,
+            tasks_failed: 0,
+            failures: Default::default(),
+            tasks_per_s: None,
+            server_peak_in_flight: None,
+        }
+    }
+
+    fn advice_for(cells: Vec<CellResult>, nature: &str) -> Advice {
+        let runs: Vec<RunResult> = serde_json::from_value(serde_json::json!([{
+            "study": "custom", "workload": cells[0].key.workload, "model": "seq", "tasks": 8,
+            "gil": false, "workers": null, "parallelism": 1, "nature": nature, "delay_s": null,
+            "rep": 0, "status": "ok", "wall_s": 1.0, "user_s": 1.0, "sys_s": 0.0,
+            "max_rss_kib": 1, "tree_pss_kib": null, "ctx_voluntary": 0, "ctx_involuntary": 0,
+            "threads_created": 0, "processes_created": 0, "tasks_ok": 8, "tasks_failed": 0,
+            "bytes": 8, "error": null, "latency_us": null
+        }]))
+        .unwrap();
+        let a = Analysis {
+            cells,
+            warnings: vec![],
+        };
+        advise(&a, &runs, 2).remove(0)
+    }
+
+    #[test]
+    fn classifies_and_names_the_winner() {
+        let cpu = advice_for(
+            vec![
+                cell("fib:30", "seq", 1, 0.8, 0.79, 0.01),
+                cell("fib:30", "thread", 8, 0.45, 0.8, 0.02),
+                cell("fib:30", "pool:2", 2, 0.41, 0.8, 0.01),
+            ],
+            "cpu",
+        );
+        assert_eq!(cpu.class, Class::Cpu);
+        assert_eq!(cpu.winner.as_deref(), Some("pool:2"));
+        assert!(cpu.text.contains("pool:2 won in 410.0 ms"), "{}", cpu.text);
+        assert!(cpu.text.contains("thread (450.0 ms)") || cpu.text.contains("thread, took"));
+
+        let delay = advice_for(
+            vec![
+                cell("sleep:100ms", "seq", 1, 0.8, 0.001, 0.001),
+                cell("sleep:100ms", "thread", 8, 0.1, 0.002, 0.002),
+                cell("sleep:100ms", "pool:2", 2, 0.4, 0.001, 0.001),
+            ],
+            "delay",
+        );
+        assert_eq!(delay.class, Class::Delay);
+        assert_eq!(delay.winner.as_deref(), Some("thread"));
+        assert!(delay.text.contains("mostly waits"), "{}", delay.text);
+        assert!(delay.text.contains("300% longer"), "{}", delay.text);
+
+        // Reading /dev/urandom is declared I/O but keeps the kernel busy: CPU work.
+        let kernel = advice_for(
+            vec![
+                cell("read", "seq", 1, 0.5, 0.01, 0.29),
+                cell("read", "thread", 8, 0.3, 0.02, 0.5),
+            ],
+            "io",
+        );
+        assert_eq!(kernel.class, Class::Cpu);
+        assert!(kernel.text.contains("in the kernel"), "{}", kernel.text);
+    }
+
+    #[test]
+    fn amdahl_recovers_a_known_serial_fraction() {
+        let s = 0.1;
+        let pts: Vec<(f64, f64)> = [1.0, 2.0, 4.0, 8.0]
+            .iter()
+            .map(|&p| (p, 1.0 / (s + (1.0 - s) / p)))
+            .collect();
+        assert!((amdahl_fit(&pts).unwrap() - s).abs() < 1e-9);
+        assert!(amdahl_fit(&pts[..2]).is_none());
+        assert!(amdahl_fit(&[(1.0, 1.0), (1.0, 1.0), (1.0, 1.0)]).is_none());
+    }
+}

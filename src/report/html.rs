@@ -1,0 +1,578 @@
+//! One self-contained HTML file: per group, the cell table, the advice, and inline SVG charts
+//! (speedup with the ideal and CI bands; wall with its CI, CPU user/sys and the ideal; memory;
+//! latency, with histograms where tasks wait; one timeline per cell), then the machine, the command, the warnings, the baseline
+//! comparison and the raw results embedded as JSON. No scripts, fonts or styles are fetched.
+
+use std::collections::BTreeMap;
+
+use super::charts::{self, Bar, Chart, Curve, HRow};
+use super::{compare, groups, machine_line, row, Group, Report, HEADERS};
+use crate::report::results::{CellKey, CellResult};
+use crate::units::{fmt_kib, fmt_secs};
+
+/// The chart kinds a group can show, as in each figure's `data-kind`.
+pub const CHART_KINDS: &[&str] = &["speedup", "wall", "memory", "latency", "timeline"];
+
+/// Escapes text for HTML.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+const CSS: &str = "
+:root { color-scheme: light; }
+body { font: 15px/1.45 system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif; margin: 0 auto;
+  max-width: 1120px; padding: 12px 16px 48px; color: #1d1d1f; background: #fff; }
+h1 { font-size: 1.6em; margin: .4em 0; } h2 { font-size: 1.25em; margin-top: 2em;
+  border-bottom: 2px solid #e5e5e5; padding-bottom: .2em; } h3 { font-size: 1.05em; }
+code, pre { font: 13px ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
+pre { white-space: pre-wrap; word-break: break-all; background: #f6f6f6; padding: 8px; }
+.meta dt { font-weight: 600; } .meta dd { margin: 0 0 .4em 0; }
+.scroll { overflow-x: auto; } table { border-collapse: collapse; font-size: 13px; }
+th, td { padding: 3px 8px; border-bottom: 1px solid #eee; text-align: right; white-space: nowrap; }
+th:first-child, td:first-child { text-align: left; } th { background: #f3f3f3; }
+figure { margin: 1em 0; } figcaption { font-size: 13px; color: #555; margin-bottom: 4px; }
+svg { max-width: 100%; height: auto; display: block; }
+.grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(330px, 1fr)); gap: 8px; }
+.advice { background: #f2f7fd; border-left: 4px solid #0072b2; padding: 6px 12px; margin: .6em 0; }
+.warn { background: #fff7e6; border-left: 4px solid #e69f00; padding: 6px 12px; }
+.improved { color: #007a4d; font-weight: 600; } .regressed { color: #c0392b; font-weight: 600; }
+nav a { margin-right: 1em; } .err { color: #c0392b; }
+.note { font-size: 13px; color: #555; }
+.sw { display: inline-block; width: 10px; height: 10px; margin: 0 3px 0 10px; }
+@media (max-width: 600px) { body { font-size: 14px; padding: 8px; } }
+";
+
+fn figure(kind: &str, caption: &str, chart: Chart) -> String {
+    figure_with_legend(kind, caption, &[], chart)
+}
+
+/// A chart in a figure, its caption followed by colour swatches for `legend`.
+fn figure_with_legend(
+    kind: &str,
+    caption: &str,
+    legend: &[(&str, charts::Rgb)],
+    chart: Chart,
+) -> String {
+    let body = match chart {
+        Ok(svg) => svg,
+        Err(e) => format!("<p class=\"err\">chart not drawn: {}</p>", escape(&e)),
+    };
+    let swatches: String = legend
+        .iter()
+        .map(|(name, c)| {
+            format!(
+                " <span class=\"sw\" style=\"background:{}\"></span>{}",
+                charts::css(*c),
+                escape(name)
+            )
+        })
+        .collect();
+    format!(
+        "<figure class=\"chart\" data-kind=\"{kind}\"><figcaption>{}{swatches}</figcaption>\n{body}</figure>\n",
+        escape(caption)
+    )
+}
+
+/// The colour of each model of a group, in order of first appearance.
+fn model_colors(g: &Group) -> BTreeMap<String, usize> {
+    let mut m = BTreeMap::new();
+    for c in &g.cells {
+        let n = m.len();
+        m.entry(c.key.model.clone()).or_insert(n);
+    }
+    m
+}
+
+fn family(model: &str) -> &str {
+    model.split(':').next().unwrap_or(model)
+}
+
+fn speedup_chart(g: &Group, cores: usize) -> Option<String> {
+    let cells: Vec<&CellResult> = g
+        .cells
+        .iter()
+        .copied()
+        .filter(|c| c.speedup.is_some())
+        .collect();
+    if cells.is_empty() {
+        return None;
+    }
+    let mut tasks: Vec<usize> = cells.iter().map(|c| c.key.tasks).collect();
+    tasks.sort_unstable();
+    tasks.dedup();
+    let by_tasks = tasks.len() > 1;
+    let colors = model_colors(g);
+    let mut curves: Vec<Curve> = Vec::new();
+    let mut xs: Vec<f64> = Vec::new();
+    for c in &cells {
+        let name = if by_tasks {
+            c.key.model.clone()
+        } else {
+            family(&c.key.model).to_string()
+        };
+        let x = if by_tasks {
+            c.key.tasks as f64
+        } else {
+            c.parallelism.min(c.key.tasks).max(1) as f64
+        };
+        let s = c.speedup.unwrap_or(0.0);
+        let (lo, hi) = match (c.wall_ci95_s, c.wall_median_s) {
+            (Some([lo, hi]), Some(m)) if lo > 0.0 && hi > 0.0 => (s * m / hi, s * m / lo),
+            _ => (s, s),
+        };
+        xs.push(x);
+        let i = if by_tasks {
+            colors.get(&c.key.model).copied().unwrap_or(0)
+        } else {
+            curves.len()
+        };
+        match curves.iter_mut().find(|k| k.name == name) {
+            Some(k) => k.points.push((x, s, lo, hi)),
+            None => curves.push(Curve {
+                name,
+                color: charts::color(i),
+                points: vec![(x, s, lo, hi)],
+            }),
+        }
+    }
+    for k in curves.iter_mut() {
+        k.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    xs.sort_by(f64::total_cmp);
+    xs.dedup();
+    let ideal: Vec<(f64, f64)> = xs.iter().map(|&x| (x, x.min(cores as f64))).collect();
+    let (lo, hi) = (
+        xs.first().copied().unwrap_or(1.0),
+        xs.last().copied().unwrap_or(1.0),
+    );
+    let log_x = lo > 0.0 && hi / lo > 20.0;
+    let x_desc = if by_tasks {
+        "tasks N"
+    } else {
+        "tasks at once (workers)"
+    };
+    Some(figure(
+        "speedup",
+        &format!(
+            "Speedup over seq against {x_desc}, per model, with the 95% CI band; dashed: the ideal min(parallelism, {cores} cores)."
+        ),
+        charts::speedup(&curves, &ideal, log_x, x_desc),
+    ))
+}
+
+/// Job cells are read as throughput: ` · 123 jobs/s`.
+fn throughput(c: &CellResult) -> String {
+    match c.wall_median_s {
+        Some(w) if w > 0.0 && family(&c.key.model) == "jobs" => {
+            format!(" · {:.0} jobs/s", c.key.tasks as f64 / w)
+        }
+        _ => String::new(),
+    }
+}
+
+fn wall_chart(g: &Group) -> String {
+    let rows: Vec<HRow> = g
+        .cells
+        .iter()
+        .map(|c| {
+            let wall = c.wall_median_s.unwrap_or(0.0);
+            let user = c.user_median_s.unwrap_or(0.0);
+            let sys = c.sys_median_s.unwrap_or(0.0);
+            HRow {
+                label: c.key.label(),
+                bars: vec![
+                    Bar {
+                        from: 0.0,
+                        to: wall,
+                        color: charts::color(0),
+                        slot: 0,
+                    },
+                    Bar {
+                        from: 0.0,
+                        to: user,
+                        color: charts::color(1),
+                        slot: 1,
+                    },
+                    Bar {
+                        from: user,
+                        to: user + sys,
+                        color: charts::color(5),
+                        slot: 1,
+                    },
+                ],
+                whisker: c.wall_ci95_s.map(|[lo, hi]| (lo, hi, 0)),
+                mark: c.ideal_s.map(|i| (i, 0)),
+                note: Some(
+                    match (c.vs_ideal, c.wall_median_s) {
+                        (Some(v), Some(w)) => format!("{} · {v:.2}× ideal", fmt_secs(w)),
+                        (None, Some(w)) => fmt_secs(w),
+                        _ => "no measured run".into(),
+                    } + &throughput(c),
+                ),
+            }
+        })
+        .collect();
+    figure_with_legend(
+        "wall",
+        "Wall time per cell (median, whisker: 95% CI; red tick: the ideal), and CPU time below it (user, then sys stacked).",
+        &[
+            ("wall", charts::color(0)),
+            ("user CPU", charts::color(1)),
+            ("sys CPU", charts::color(5)),
+        ],
+        charts::hbars("seconds", &|v| fmt_secs(v), &rows, 2),
+    )
+}
+
+fn memory_chart(g: &Group) -> String {
+    let rows: Vec<HRow> = g
+        .cells
+        .iter()
+        .map(|c| {
+            let rss = c.max_rss_kib.unwrap_or(0) as f64;
+            let pss = c.tree_pss_kib.unwrap_or(0) as f64;
+            HRow {
+                label: c.key.label(),
+                bars: vec![
+                    Bar {
+                        from: 0.0,
+                        to: rss,
+                        color: charts::color(4),
+                        slot: 0,
+                    },
+                    Bar {
+                        from: 0.0,
+                        to: pss,
+                        color: charts::color(2),
+                        slot: 1,
+                    },
+                ],
+                note: Some(format!(
+                    "{} / {}",
+                    c.max_rss_kib.map(fmt_kib).unwrap_or_else(|| "-".into()),
+                    c.tree_pss_kib.map(fmt_kib).unwrap_or_else(|| "-".into())
+                )),
+                ..Default::default()
+            }
+        })
+        .collect();
+    figure_with_legend(
+        "memory",
+        "Peak memory per cell (medians): RSS of the largest single process, and PSS of the whole process tree (shared pages counted once).",
+        &[
+            ("largest process RSS", charts::color(4)),
+            ("process tree PSS", charts::color(2)),
+        ],
+        charts::hbars("memory", &|v| fmt_kib(v.max(0.0) as u64), &rows, 2),
+    )
+}
+
+fn latency_section(
+    g: &Group,
+    spans: &BTreeMap<&CellKey, &Vec<[u64; 2]>>,
+    waits: bool,
+) -> Option<String> {
+    let cells: Vec<&CellResult> = g
+        .cells
+        .iter()
+        .copied()
+        .filter(|c| c.latency_us.is_some())
+        .collect();
+    if cells.is_empty() {
+        return None;
+    }
+    let rows: Vec<HRow> = cells
+        .iter()
+        .filter_map(|c| {
+            let l = c.latency_us?;
+            Some(HRow {
+                label: c.key.label(),
+                bars: vec![
+                    Bar {
+                        from: 0.0,
+                        to: l.p50 as f64,
+                        color: charts::color(0),
+                        slot: 0,
+                    },
+                    Bar {
+                        from: 0.0,
+                        to: l.p99 as f64,
+                        color: charts::color(3),
+                        slot: 1,
+                    },
+                ],
+                whisker: Some((l.p50 as f64, l.max as f64, 0)),
+                note: Some(format!("max {}", fmt_secs(l.max as f64 / 1e6))),
+                ..Default::default()
+            })
+        })
+        .collect();
+    let mut out = figure_with_legend(
+        "latency",
+        "Task latency (start to end of each task) in the median run: p50, p99, and a whisker from p50 to the slowest task.",
+        &[("p50", charts::color(0)), ("p99", charts::color(3))],
+        charts::hbars("task latency", &|v| fmt_secs(v / 1e6), &rows, 2),
+    );
+    out.push_str("<div class=\"scroll\"><table><tr><th>cell</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th></tr>\n");
+    for c in &cells {
+        if let Some(l) = c.latency_us {
+            let f = |us: u64| fmt_secs(us as f64 / 1e6);
+            out.push_str(&format!(
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+                escape(&c.key.label()),
+                f(l.p50),
+                f(l.p90),
+                f(l.p99),
+                f(l.p999),
+                f(l.max)
+            ));
+        }
+    }
+    out.push_str("</table></div>\n");
+    // Where tasks wait (I/O, delays), the shape of the distribution matters: a histogram per
+    // cell from its first run's timeline.
+    if waits {
+        let colors = model_colors(g);
+        let mut grid = String::new();
+        for c in &cells {
+            let Some(v) = spans.get(&c.key) else { continue };
+            let lat: Vec<u64> = v.iter().map(|s| s[1].saturating_sub(s[0])).collect();
+            let i = colors.get(&c.key.model).copied().unwrap_or(0);
+            match charts::histogram(&c.key.label(), &lat, 30, charts::color(i)) {
+                Ok(svg) => grid.push_str(&format!("<div>{svg}</div>\n")),
+                Err(e) => grid.push_str(&format!("<p class=\"err\">{}</p>", escape(&e))),
+            }
+        }
+        if !grid.is_empty() {
+            out.push_str(&format!(
+                "<p class=\"note\">Distribution of task latency in each cell's first run (from its timeline):</p>\n<div class=\"grid\">{grid}</div>\n"
+            ));
+        }
+    }
+    Some(out)
+}
+
+fn timelines(g: &Group, spans: &BTreeMap<&CellKey, &Vec<[u64; 2]>>) -> String {
+    // One time axis per task count: models running the same N compare at a glance, and a
+    // 10,000-task cell does not squash the 10-task ones.
+    let mut xmax: BTreeMap<usize, u64> = BTreeMap::new();
+    for c in &g.cells {
+        let end = spans
+            .get(&c.key)
+            .and_then(|v| v.iter().map(|s| s[1]).max())
+            .unwrap_or(0);
+        let m = xmax.entry(c.key.tasks).or_default();
+        *m = (*m).max(end);
+    }
+    let colors = model_colors(g);
+    let mut inner = String::new();
+    let mut drawn = 0;
+    for c in &g.cells {
+        let i = colors.get(&c.key.model).copied().unwrap_or(0);
+        let Some(v) = spans.get(&c.key) else { continue };
+        let caption = if v.len() < c.key.tasks {
+            format!("{}: {} of {} tasks", c.key.label(), v.len(), c.key.tasks)
+        } else {
+            c.key.label()
+        };
+        let x = xmax.get(&c.key.tasks).copied().unwrap_or(0) as f64;
+        match charts::timeline(&caption, v, x, charts::color(i)) {
+            Ok(svg) => inner.push_str(&format!("<div>{svg}</div>\n")),
+            Err(e) => inner.push_str(&format!("<p class=\"err\">{}</p>", escape(&e))),
+        }
+        drawn += 1;
+    }
+    if drawn == 0 {
+        return String::new();
+    }
+    format!(
+        "<figure class=\"chart\" data-kind=\"timeline\"><figcaption>Timeline of each cell's first run: one bar per task from its start to its end, tasks in start order, on one time axis per task count. Overlap is concurrency; a staircase is tasks waiting their turn.</figcaption>\n<div class=\"grid\">{inner}</div></figure>\n"
+    )
+}
+
+fn cell_table(g: &Group) -> String {
+    let mut t = String::from("<div class=\"scroll\"><table><tr>");
+    for h in HEADERS {
+        t.push_str(&format!("<th>{}</th>", escape(h)));
+    }
+    t.push_str("</tr>\n");
+    for c in &g.cells {
+        t.push_str("<tr>");
+        for v in row(c) {
+            t.push_str(&format!("<td>{}</td>", escape(&v)));
+        }
+        t.push_str("</tr>\n");
+    }
+    t.push_str("</table></div>\n");
+    t
+}
+
+fn comparison_section(c: &compare::Comparison) -> String {
+    let mut out = format!(
+        "<h2 id=\"baseline\">Against the baseline</h2>\n<p>{}</p>\n",
+        escape(&compare::summary_line(c))
+    );
+    out.push_str("<div class=\"scroll\"><table><tr>");
+    for h in compare::HEADERS {
+        out.push_str(&format!("<th>{}</th>", escape(h)));
+    }
+    out.push_str("</tr>\n");
+    for row in compare::rows(c) {
+        out.push_str("<tr>");
+        let verdict = row.last().cloned().unwrap_or_default();
+        for (i, v) in row.iter().enumerate() {
+            if i + 1 == row.len() && (verdict == "improved" || verdict == "regressed") {
+                out.push_str(&format!("<td class=\"{verdict}\">{}</td>", escape(v)));
+            } else {
+                out.push_str(&format!("<td>{}</td>", escape(v)));
+            }
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</table></div>\n");
+    for w in &c.warnings {
+        out.push_str(&format!("<p class=\"warn\">{}</p>\n", escape(w)));
+    }
+    out
+}
+
+/// The raw data as JSON safe inside a `<script>` element (no `<` at all).
+fn embedded_json(r: &Report) -> String {
+    let value = serde_json::json!({
+        "meta": r.meta,
+        "runs": r.runs,
+        "cells": r.analysis.cells,
+        "warnings": r.analysis.warnings,
+        "comparison": r.comparison,
+        "advice": r.advice,
+    });
+    serde_json::to_string(&value)
+        .unwrap_or_else(|_| "null".into())
+        .replace('<', "\\u003c")
+}
+
+/// Renders the whole report as one HTML document.
+pub fn render(r: &Report) -> String {
+    let cores = r.meta.map_or_else(crate::model::cores, |m| m.machine.cores);
+    let mut spans: BTreeMap<&CellKey, &Vec<[u64; 2]>> = BTreeMap::new();
+    for run in r.runs {
+        if let Some(t) = &run.timeline_us {
+            spans.entry(&run.key).or_insert(t);
+        }
+    }
+    let nature: BTreeMap<&String, &str> = r
+        .runs
+        .iter()
+        .map(|run| (&run.key.workload, run.nature.as_str()))
+        .collect();
+    let gs = groups(r.analysis);
+    let mut h = String::from("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>concur report</title>\n");
+    h.push_str(&format!(
+        "<style>{CSS}</style>\n</head>\n<body>\n<h1>concur report</h1>\n"
+    ));
+    h.push_str("<dl class=\"meta\">\n");
+    if let Some(m) = r.meta {
+        h.push_str(&format!(
+            "<dt>machine</dt><dd>{}</dd>\n<dt>started</dt><dd>{} (concur {})</dd>\n",
+            escape(&machine_line(&m.machine)),
+            escape(&m.started),
+            escape(&m.concur)
+        ));
+        if !m.command.is_empty() {
+            h.push_str(&format!(
+                "<dt>command</dt><dd><code>{}</code></dd>\n",
+                escape(&m.command.join(" "))
+            ));
+        }
+        for n in &m.notes {
+            h.push_str(&format!("<dt>note</dt><dd>{}</dd>\n", escape(n)));
+        }
+    }
+    h.push_str(&format!(
+        "<dt>contents</dt><dd>{} cells from {} runs in {} group{}</dd>\n</dl>\n",
+        r.analysis.cells.len(),
+        r.runs.len(),
+        gs.len(),
+        if gs.len() == 1 { "" } else { "s" }
+    ));
+    h.push_str("<nav>");
+    if r.comparison.is_some() {
+        h.push_str("<a href=\"#baseline\">baseline</a> ");
+    }
+    for (i, g) in gs.iter().enumerate() {
+        h.push_str(&format!("<a href=\"#g{i}\">{}</a> ", escape(&g.title)));
+    }
+    h.push_str("<a href=\"#data\">raw data</a></nav>\n");
+    if !r.analysis.warnings.is_empty() {
+        let n = r.analysis.warnings.len();
+        h.push_str(&format!(
+            "<h2>Warnings</h2>\n<details{}><summary>{n} warning{}</summary>\n",
+            if n <= 4 { " open" } else { "" },
+            if n == 1 { "" } else { "s" }
+        ));
+        for w in &r.analysis.warnings {
+            h.push_str(&format!("<p class=\"warn\">{}</p>\n", escape(w)));
+        }
+        h.push_str("</details>\n");
+    }
+    if !r.advice.is_empty() {
+        h.push_str("<h2>Advice</h2>\n");
+        for a in r.advice {
+            h.push_str(&format!(
+                "<div class=\"advice\"><b>{}</b><br>{}",
+                escape(&a.group),
+                escape(&a.text)
+            ));
+            if let Some(l) = super::advice::amdahl_line(&a.amdahl) {
+                h.push_str(&format!("<br>{}", escape(&l)));
+            }
+            h.push_str("</div>\n");
+        }
+    }
+    if let Some(c) = r.comparison {
+        h.push_str(&comparison_section(c));
+    }
+    for (i, g) in gs.iter().enumerate() {
+        h.push_str(&format!(
+            "<section class=\"group\" id=\"g{i}\">\n<h2>{}</h2>\n",
+            escape(&g.title)
+        ));
+        h.push_str(&cell_table(g));
+        for f in super::footnotes(g) {
+            h.push_str(&format!("<p class=\"warn\">{}</p>\n", escape(&f)));
+        }
+        if let Some(s) = speedup_chart(g, cores) {
+            h.push_str(&s);
+        }
+        h.push_str(&wall_chart(g));
+        h.push_str(&memory_chart(g));
+        let waits = g
+            .cells
+            .first()
+            .and_then(|c| nature.get(&c.key.workload))
+            .is_some_and(|n| *n != "cpu");
+        if let Some(l) = latency_section(g, &spans, waits) {
+            h.push_str(&l);
+        }
+        h.push_str(&timelines(g, &spans));
+        h.push_str("</section>\n");
+    }
+    h.push_str("<h2 id=\"data\">Raw data</h2>\n<p>The results (meta line, every run, the cells, the comparison and the advice) are embedded below as JSON in the element <code>#concur-data</code>; copy them out of the page source to re-use them.</p>\n");
+    h.push_str(&format!(
+        "<script type=\"application/json\" id=\"concur-data\">{}</script>\n",
+        embedded_json(r)
+    ));
+    h.push_str("</body>\n</html>\n");
+    h
+}

@@ -1,0 +1,500 @@
+//! The reports people look at: the self-contained HTML file (structure, no network, opened by
+//! headless Chromium when it is installed), baselines, advice, and snapshots of the terminal
+//! and Markdown renderings of fixed synthetic results (tests/data/, made by
+//! make_synthetic.py). Set UPDATE_SNAPSHOTS=1 to rewrite tests/snapshots/ after a deliberate
+//! change of the output.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+use serde_json::Value;
+
+const KINDS: &[&str] = &["speedup", "wall", "memory", "latency", "timeline"];
+
+fn manifest_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Runs a small real study with `--html` and returns (dir, results path, html text).
+fn real_html() -> (tempfile::TempDir, PathBuf, String) {
+    let (dir, json) = results_path();
+    let html = dir.path().join("report.html");
+    concur()
+        .args([
+            "run", "-w", "fib:20", "-m", "seq", "-m", "thread", "-m", "pool:2", "-n", "2,4,8",
+            "-r", "3", "--warmup", "0", "-q", "--json",
+        ])
+        .arg(&json)
+        .arg("--html")
+        .arg(&html)
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&html).expect("html written");
+    (dir, json, text)
+}
+
+fn embedded_data(html: &str) -> Value {
+    let open = "<script type=\"application/json\" id=\"concur-data\">";
+    let start = html.find(open).expect("data block") + open.len();
+    let end = start + html[start..].find("</script>").expect("end of data block");
+    serde_json::from_str(&html[start..end]).expect("embedded data is JSON")
+}
+
+fn figures(html: &str) -> Vec<(String, String)> {
+    html.split("<figure class=\"chart\" data-kind=\"")
+        .skip(1)
+        .map(|rest| {
+            let kind = rest.split('"').next().unwrap_or_default().to_string();
+            let body = rest
+                .split("</figure>")
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            (kind, body)
+        })
+        .collect()
+}
+
+#[test]
+fn html_report_is_self_contained_and_complete() {
+    let (_dir, json, html) = real_html();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(html.contains("<meta name=\"viewport\""));
+    let figs = figures(&html);
+    for kind in KINDS {
+        let of_kind: Vec<_> = figs.iter().filter(|(k, _)| k == kind).collect();
+        assert_eq!(of_kind.len(), 1, "one {kind} chart in the one group");
+        assert!(
+            of_kind[0].1.contains("<svg"),
+            "{kind} chart is an inline SVG"
+        );
+    }
+    // One timeline per cell: 3 models × 3 task counts.
+    let timeline = &figs.iter().find(|(k, _)| k == "timeline").unwrap().1;
+    assert_eq!(timeline.matches("<svg").count(), 9);
+    // Nothing to fetch: no URL, no external script, stylesheet, font or image.
+    for bad in [
+        "http://",
+        "https://",
+        "<script src",
+        "<link",
+        "@import",
+        "url(",
+        "<img",
+        "<iframe",
+    ] {
+        assert!(!html.contains(bad), "the report contains {bad:?}");
+    }
+    assert_eq!(html.matches("<script").count(), 1, "only the data block");
+    // The raw data is embedded and is the results file's runs.
+    let data = embedded_data(&html);
+    let lines = read_lines(&json);
+    assert_eq!(
+        data["runs"].as_array().unwrap().len(),
+        of_type(&lines, "run").len()
+    );
+    assert_eq!(data["cells"].as_array().unwrap().len(), 9);
+    assert_eq!(data["meta"]["schema"], 1);
+    assert!(data["advice"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("fib:20"));
+    // The machine, command line and advice are on the page.
+    assert!(html.contains("<dt>machine</dt>") && html.contains("--html"));
+    assert!(html.contains("class=\"advice\""));
+}
+
+#[test]
+fn timelines_are_kept_for_one_run_per_cell() {
+    let (_dir, json, _html) = real_html();
+    let lines = read_lines(&json);
+    for r in of_type(&lines, "run") {
+        let t = r.get("timeline_us");
+        if r["rep"] == 0 {
+            let t = t.and_then(|t| t.as_array()).expect("rep 0 has a timeline");
+            assert_eq!(t.len() as u64, r["tasks"].as_u64().unwrap());
+            let wall_us = r["wall_s"].as_f64().unwrap() * 1e6;
+            for span in t {
+                let (s, e) = (span[0].as_f64().unwrap(), span[1].as_f64().unwrap());
+                assert!(
+                    s <= e && e <= wall_us * 1.01 + 50.0,
+                    "{span} in {wall_us} µs"
+                );
+            }
+        } else {
+            assert!(t.is_none(), "only rep 0 keeps a timeline: {r}");
+        }
+    }
+}
+
+#[test]
+fn report_renders_the_same_html_again() {
+    let (dir, json, _html) = real_html();
+    let a = dir.path().join("a.html");
+    let b = dir.path().join("b.html");
+    for f in [&a, &b] {
+        concur()
+            .arg("report")
+            .arg(&json)
+            .arg("--html")
+            .arg(f)
+            .assert()
+            .success();
+    }
+    let (a, b) = (
+        std::fs::read_to_string(a).unwrap(),
+        std::fs::read_to_string(b).unwrap(),
+    );
+    assert_eq!(a, b);
+    assert_eq!(figures(&a).len(), KINDS.len());
+}
+
+fn find_chromium() -> Option<&'static str> {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|b| {
+            std::process::Command::new(b)
+                .arg("--version")
+                .output()
+                .map(|o| o.status.success())
+                .unwrap_or(false)
+        })
+}
+
+fn chromium(browser: &str, extra: &[&str], page: &Path) -> std::process::Output {
+    let profile = tempfile::tempdir().unwrap();
+    // A browser that hangs must not hang the suite.
+    std::process::Command::new("timeout")
+        .args(["120", browser])
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--hide-scrollbars",
+            // Any request the page made would fail here: it must make none to render fully.
+            "--proxy-server=127.0.0.1:9",
+            "--enable-logging=stderr",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(extra)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("chromium runs")
+}
+
+#[test]
+fn headless_chromium_opens_the_report() {
+    let Some(browser) = find_chromium() else {
+        eprintln!("skipped: no chromium on this machine (.ci/run installs it)");
+        return;
+    };
+    let (dir, _json, _html) = real_html();
+    let page = dir.path().join("report.html");
+    let shot = dir.path().join("shot.png");
+    let out = chromium(
+        browser,
+        &[
+            "--window-size=1200,2400",
+            &format!("--screenshot={}", shot.display()),
+        ],
+        &page,
+    );
+    let png = std::fs::read(&shot)
+        .unwrap_or_else(|_| panic!("no screenshot: {}", String::from_utf8_lossy(&out.stderr)));
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"));
+    assert!(png.len() > 20_000, "a blank page? {} bytes", png.len());
+    let dom = chromium(browser, &["--dump-dom"], &page);
+    let text = String::from_utf8_lossy(&dom.stdout);
+    assert!(text.contains("concur-data"), "{text}");
+    assert_eq!(text.matches("<svg").count(), 13, "every chart parsed");
+    let log = String::from_utf8_lossy(&dom.stderr);
+    assert!(
+        !log.lines()
+            .any(|l| l.contains("CONSOLE") || l.contains("Uncaught")),
+        "console errors: {log}"
+    );
+}
+
+fn check_snapshot(name: &str, actual: &str) {
+    let path = manifest_dir().join("tests/snapshots").join(name);
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|_| panic!("missing snapshot {name}: run with UPDATE_SNAPSHOTS=1"));
+    assert_eq!(
+        expected, actual,
+        "{name} changed; if deliberately, run with UPDATE_SNAPSHOTS=1 and review the diff"
+    );
+}
+
+fn report_synthetic(args: &[&str]) -> std::process::Output {
+    concur()
+        .current_dir(manifest_dir())
+        .args([
+            "report",
+            "tests/data/new.jsonl",
+            "--baseline",
+            "tests/data/base.jsonl",
+        ])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn terminal_and_markdown_snapshots() {
+    let table = report_synthetic(&[]);
+    assert!(
+        table.status.success(),
+        "{}",
+        String::from_utf8_lossy(&table.stderr)
+    );
+    check_snapshot("report.txt", &String::from_utf8_lossy(&table.stdout));
+    let md = report_synthetic(&["--format", "markdown"]);
+    assert!(md.status.success());
+    check_snapshot("report.md", &String::from_utf8_lossy(&md.stdout));
+}
+
+#[test]
+fn baseline_finds_the_improved_the_regressed_and_the_unchanged() {
+    let out = report_synthetic(&[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let verdict = |cell: &str| {
+        text.lines()
+            .find(|l| l.contains(cell) && l.contains("%"))
+            .unwrap_or_else(|| panic!("no row for {cell}: {text}"))
+            .split_whitespace()
+            .last()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(verdict("seq ×4"), "~");
+    assert_eq!(verdict("thread ×4"), "improved");
+    assert_eq!(verdict("pool:2 ×4"), "regressed");
+    assert!(
+        text.contains("1 improved, 1 regressed, 1 unchanged"),
+        "{text}"
+    );
+    let geo = text
+        .lines()
+        .find(|l| l.contains("geometric mean of 3 cells"))
+        .expect("geometric-mean row");
+    // (0.7 × 1.3 × 1.0)^(1/3) - 1 = -3.1%.
+    assert!(geo.contains("-3.1%"), "{geo}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("another machine"), "{stderr}");
+
+    // The same in HTML, with the verdicts marked.
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("cmp.html");
+    let out = report_synthetic(&["--html", html.to_str().unwrap()]);
+    assert!(out.status.success());
+    let html = std::fs::read_to_string(html).unwrap();
+    assert!(html.contains("<td class=\"improved\">improved</td>"));
+    assert!(html.contains("<td class=\"regressed\">regressed</td>"));
+    assert_eq!(
+        embedded_data(&html)["comparison"]["changes"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+}
+
+#[test]
+fn baseline_from_another_machine_is_flagged() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::read_to_string(manifest_dir().join("tests/data/base.jsonl")).unwrap();
+    let other = dir.path().join("other.jsonl");
+    std::fs::write(&other, base.replace("Synthetic CPU", "Another CPU")).unwrap();
+    let out = concur()
+        .arg("report")
+        .arg(manifest_dir().join("tests/data/new.jsonl"))
+        .arg("--baseline")
+        .arg(&other)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("another machine") && stderr.contains("Another CPU"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn baselines_are_saved_by_name_and_bad_names_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let new = manifest_dir().join("tests/data/new.jsonl");
+    concur()
+        .current_dir(dir.path())
+        .arg("report")
+        .arg(&new)
+        .args(["--save-baseline", "before", "-q"])
+        .assert()
+        .success();
+    let saved = dir.path().join("concur-results/baselines/before.jsonl");
+    assert_eq!(read_lines(&saved).len(), 16 + 3, "meta, runs and cells");
+    let out = concur()
+        .current_dir(dir.path())
+        .arg("report")
+        .arg(&new)
+        .args(["--baseline", "before"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("0 improved, 0 regressed, 3 unchanged"),
+        "{text}"
+    );
+    for (flag, value) in [("--baseline", "nope"), ("--save-baseline", "../up")] {
+        let out = concur()
+            .current_dir(dir.path())
+            .arg("report")
+            .arg(&new)
+            .args([flag, value])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains(value), "{err}");
+    }
+}
+
+#[test]
+fn advise_runs_the_cells_and_explains() {
+    let (_dir, json) = results_path();
+    let out = concur()
+        .args([
+            "advise", "-w", "fib:20", "-n", "4", "-r", "2", "-q", "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("\nadvice\n"), "{text}");
+    assert!(
+        text.contains("CPU-bound") && text.contains("won in"),
+        "{text}"
+    );
+    let lines = read_lines(&json);
+    let models: std::collections::BTreeSet<String> = of_type(&lines, "cell")
+        .iter()
+        .map(|c| c["model"].as_str().unwrap().to_string())
+        .collect();
+    for m in ["seq", "thread", "fork", "async:4"] {
+        assert!(models.contains(m), "{models:?}");
+    }
+    assert!(models.iter().any(|m| m.starts_with("pool:")));
+
+    let html = json.with_extension("html");
+    let out = concur()
+        .args([
+            "advise",
+            "-w",
+            "sleep:20ms",
+            "-n",
+            "8",
+            "-r",
+            "2",
+            "-q",
+            "--json",
+        ])
+        .arg(&json)
+        .arg("--html")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("sleep:20ms mostly waits"), "{text}");
+    // Tasks that wait get a latency histogram per cell (5 cells), between the latency chart
+    // and the timelines.
+    let html = std::fs::read_to_string(html).unwrap();
+    let from = html.find("data-kind=\"latency\"").unwrap();
+    let to = html.find("data-kind=\"timeline\"").unwrap();
+    let part = &html[from..to];
+    assert!(part.contains("Distribution of task latency"));
+    assert_eq!(part.matches("<svg").count(), 1 + 5);
+}
+
+#[test]
+fn run_saves_and_compares_baselines() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |extra: &[&str]| {
+        concur()
+            .current_dir(dir.path())
+            .args([
+                "run", "-w", "fib:20", "-m", "seq", "-m", "pool:2", "-n", "4", "-r", "3",
+                "--warmup", "0", "-q", "--json", "r.jsonl",
+            ])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    assert!(run(&["--save-baseline", "first"]).status.success());
+    assert!(dir
+        .path()
+        .join("concur-results/baselines/first.jsonl")
+        .is_file());
+    let out = run(&["--baseline", "first", "--markdown", "r.md"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("against baseline 'first':"), "{text}");
+    assert!(text.contains("geometric mean of 2 cells"), "{text}");
+    let md = std::fs::read_to_string(dir.path().join("r.md")).unwrap();
+    assert!(
+        md.contains("### Baseline") && md.contains("### Advice"),
+        "{md}"
+    );
+    // A missing baseline is refused before anything runs.
+    let out = run(&["--baseline", "missing"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn quick_tour_report_has_every_chart_per_group() {
+    let (dir, json) = results_path();
+    let html = dir.path().join("tour.html");
+    concur()
+        .args(["run", "--quick", "-r", "1", "--warmup", "0", "-q", "--json"])
+        .arg(&json)
+        .arg("--html")
+        .arg(&html)
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&html).unwrap();
+    let sections: Vec<&str> = text.split("<section class=\"group\"").skip(1).collect();
+    assert!(sections.len() >= 5, "the tour's groups: {}", sections.len());
+    for s in &sections {
+        let kinds: Vec<String> = figures(s).into_iter().map(|(k, _)| k).collect();
+        assert_eq!(kinds, KINDS, "every chart kind, in order, in every group");
+    }
+    let data = embedded_data(&text);
+    assert!(data["runs"].as_array().unwrap().len() > 50);
+    if let Some(browser) = find_chromium() {
+        let dom = chromium(browser, &["--dump-dom"], &html);
+        let dom_text = String::from_utf8_lossy(&dom.stdout);
+        assert_eq!(
+            dom_text.matches("<svg").count(),
+            text.matches("<svg").count(),
+            "every chart parsed"
+        );
+        let log = String::from_utf8_lossy(&dom.stderr);
+        assert!(!log.lines().any(|l| l.contains("CONSOLE")), "{log}");
+    }
+}
