@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The crawl benchmarks recorded in docs/benchmarks.md, all against one `concur serve`:
+#  1. concur run crawl (every model, 1000 × 100 ms, 5 runs) and the classic Python clients
+#     (serial requests on 50 requests, gevent, tornado+curl, aiohttp at 100 in flight);
+#  2. throughput with delay=0 and 100 connections: concur's fastest client beside wrk and hey;
+#  3. concur serve beside FastAPI on uvicorn, driven by the same client: req/s and server
+#     CPU per request.
+# Usage: bench/crawl.sh [OUT_DIR]. Installs wrk and hey (apt) and the Python clients (a venv).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out="${1:-/tmp/concur-crawl}"
+mkdir -p "$out"
+command -v wrk >/dev/null && command -v hey >/dev/null || {
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk hey
+}
+venv="${VENV:-/tmp/concur-venv}"
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+"$venv/bin/pip" install -q aiohttp gevent tornado pycurl requests fastapi uvicorn
+py="$venv/bin/python"
+cargo build --release -q
+bin=$PWD/target/release/concur
+
+port=18931
+$bin serve -q --addr 127.0.0.1:$port & server=$!
+trap 'kill $server 2>/dev/null || true; kill $fastapi 2>/dev/null || true' EXIT
+until curl -s "http://127.0.0.1:$port/stats" >/dev/null; do sleep 0.1; done
+url="http://127.0.0.1:$port"
+
+echo "== 1. concur run crawl --url $url"
+$bin run crawl --url "$url" --json "$out/crawl.jsonl" --markdown "$out/crawl.md" -q | tee "$out/crawl.txt"
+
+echo "== 1b. Python clients (same server)"
+: > "$out/python.jsonl"
+$py bench/classic/crawl.py serial --url "$url" -n 50 -c 1 | tee -a "$out/python.jsonl"
+for c in gevent tornado aiohttp; do
+  $py bench/classic/crawl.py $c --url "$url" -n 1000 -c 100 | tee -a "$out/python.jsonl"
+done
+
+echo "== 2. throughput, delay=0, 100 connections"
+for m in async curl; do
+  $bin crawl "$url/add?name={rand}&delay=0" -n 200000 -c 100 --model $m -r 3 -q --json "$out/tput-$m.jsonl" \
+    --csv - | awk -F, -v m=$m 'NR==2 { printf "concur %s:100  %.0f req/s (median of 3 runs of 200000)\n", m, 200000/$9 }' | tee -a "$out/throughput.txt"
+done
+wrk -t 2 -c 100 -d 10s "$url/add?name=wrk&delay=0" | tee "$out/wrk.txt" | grep -E "Requests/sec" | sed 's/^/wrk -t2 -c100 -d10s: /' | tee -a "$out/throughput.txt"
+hey -n 200000 -c 100 "$url/add?name=hey&delay=0" > "$out/hey.txt"
+grep -E "Requests/sec" "$out/hey.txt" | sed 's/^/hey -n200000 -c100: /' | tee -a "$out/throughput.txt"
+
+echo "== 3. concur serve vs FastAPI/uvicorn, same client (concur crawl, async:100, 50000 × delay 0)"
+cpu() { awk '{print $14 + $15}' /proc/$1/stat; }
+tick=$(getconf CLK_TCK)
+measure() { # name pid base
+  local before after
+  before=$(cpu $2)
+  $bin crawl "$3/add?name={rand}&delay=0" -n 50000 -c 100 --model async -q --json "$out/server-$1.jsonl" --csv - > "$out/server-$1.csv"
+  after=$(cpu $2)
+  awk -F, -v n="$1" -v t="$(( after - before ))" -v hz="$tick" 'NR==2 {
+    printf "%-8s %8.0f req/s  server CPU %.1f us/request\n", n, 50000/$9, t/hz/50000*1e6 }' "$out/server-$1.csv" | tee -a "$out/servers.txt"
+}
+: > "$out/servers.txt"
+measure concur $server "$url"
+(cd bench/classic && exec $py -m uvicorn fastapi_app:app --port $((port+1)) --log-level warning) & fastapi=$!
+until curl -s "http://127.0.0.1:$((port+1))/add" >/dev/null; do sleep 0.2; done
+measure fastapi $fastapi "http://127.0.0.1:$((port+1))"
+echo "results in $out"
