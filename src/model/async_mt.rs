@@ -76,7 +76,9 @@ pub(super) fn run_on(
         }
     };
     let records = drive(&rt, ctx, limit);
-    drop(rt);
+    // Every task has finished; closing the idle connections of a process that is about to
+    // exit is not the model's work.
+    rt.shutdown_background();
     ModelOutcome {
         records,
         threads_created: started.load(Ordering::Relaxed),

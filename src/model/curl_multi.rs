@@ -151,6 +151,7 @@ impl Model for CurlMulti {
                 }
             });
             done.sort_by_key(|d| std::cmp::Reverse(d.0));
+            let finished = done.len();
             for (k, result) in done {
                 let slot = active.swap_remove(k);
                 let end_ns = mono_ns();
@@ -179,6 +180,10 @@ impl Model for CurlMulti {
                     error,
                 });
                 free.push(easy);
+            }
+            // A transfer finished: start the next ones before waiting again.
+            if finished > 0 {
+                continue;
             }
             if !active.is_empty() {
                 // curl_multi_wait returns on socket activity; its timeout caps how late
