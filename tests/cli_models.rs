@@ -15,6 +15,7 @@ const MODELS: &[&str] = &[
     "rayon:3",
     "async:3",
     "async-local:3",
+    "actor:3",
 ];
 
 #[test]

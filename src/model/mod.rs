@@ -4,6 +4,7 @@
 //! A model never knows which workload it runs: it calls [`execute`] (blocking) or
 //! [`execute_async`] for each task and returns the [`TaskRecord`]s.
 
+mod actor;
 mod async_local;
 mod async_mt;
 mod fork;
@@ -152,6 +153,7 @@ pub const REGISTRY: &[Entry] = &[
     rayon_pool::ENTRY,
     async_mt::ENTRY,
     async_local::ENTRY,
+    actor::ENTRY,
 ];
 
 /// The largest worker count accepted.
@@ -230,6 +232,7 @@ mod tests {
             "rayon:3",
             "async:100",
             "async-local:7",
+            "actor:4",
         ] {
             assert_eq!(parse(s).unwrap().spec(), s);
         }
