@@ -66,7 +66,7 @@ struct RunArgs {
     /// Workload spec for a free-form study (repeatable): fib:N, spin:N, read[:PATH[:BYTESxCOUNT]], sleep:DURATION, mail[:FIB], crash:KIND
     #[arg(long = "workload", short = 'w', value_name = "SPEC")]
     workloads: Vec<String>,
-    /// Model spec for a free-form study (repeatable): seq, thread, spawn, fork, pool:W, rayon:W, async:W, async-local:W
+    /// Model spec for a free-form study (repeatable): seq, thread, spawn, fork, pool:W, rayon:W, async:W, async-local:W, actor:W, jobs:W, jobs-memory:W
     #[arg(long = "model", short = 'm', value_name = "SPEC")]
     models: Vec<String>,
     /// Task counts for a free-form study (repeatable or comma-separated; default 10)
@@ -99,6 +99,9 @@ struct RunArgs {
     /// Where the mail workload writes its mails
     #[arg(long, value_enum, default_value = "discard")]
     mail_sink: MailSink,
+    /// Backend of the jobs:W model: sqlite (default: a fresh file per run), sqlite:PATH, memory, or redis://HOST:PORT/DB
+    #[arg(long, value_name = "URL")]
+    jobs_backend: Option<String>,
     /// The JSON Lines results file, written as runs finish ('-' for stdout; default concur-results/STUDY-TIME.jsonl)
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -288,6 +291,7 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
                 timeout: a.timeout,
                 stack_size: usize::try_from(a.stack_size).unwrap_or(usize::MAX),
                 mail_sink: a.mail_sink,
+                jobs_backend: a.jobs_backend,
             };
             concur::run(&opts, &outputs(a.out, a.json), std::env::args().collect())
         }

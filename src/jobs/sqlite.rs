@@ -50,6 +50,10 @@ pub struct Sqlite {
     pool: Mutex<Vec<Connection>>,
     /// The lease given to claims, milliseconds (the last heartbeat's).
     lease_ms: AtomicU64,
+    /// Serialises this process's writers: SQLite's busy handler sleeps (1, 2, 5, 10... ms)
+    /// when threads race for the write lock, so they queue here instead; other processes
+    /// still meet the busy timeout.
+    write_lock: Mutex<()>,
 }
 
 fn db_err(path: &Path) -> impl Fn(rusqlite::Error) -> Error + '_ {
@@ -72,6 +76,7 @@ impl Sqlite {
             path: path.to_path_buf(),
             pool: Mutex::new(Vec::new()),
             lease_ms: AtomicU64::new(DEFAULT_LEASE.as_millis() as u64),
+            write_lock: Mutex::new(()),
         };
         let conn = s
             .connect()
@@ -108,6 +113,7 @@ impl Sqlite {
     /// Runs `f` in one `BEGIN IMMEDIATE` transaction (the write lock from the start, so the
     /// busy timeout applies instead of a failed lock upgrade).
     fn write<T>(&self, f: impl FnOnce(&rusqlite::Transaction) -> rusqlite::Result<T>) -> Result<T> {
+        let _one_writer = self.write_lock.lock().unwrap_or_else(|p| p.into_inner());
         self.with(|c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let out = f(&tx)?;

@@ -8,6 +8,7 @@ mod actor;
 mod async_local;
 mod async_mt;
 mod fork;
+mod jobs;
 pub(crate) mod os_thread;
 mod pool;
 mod rayon_pool;
@@ -35,6 +36,9 @@ pub struct TaskEnv {
     pub gil: bool,
     /// The emulated lock's switch interval, microseconds.
     pub switch_interval_us: u64,
+    /// The `jobs` model's backend URL (`None`: a fresh SQLite file per run).
+    #[serde(default)]
+    pub jobs_backend: Option<String>,
 }
 
 impl TaskEnv {
@@ -154,6 +158,8 @@ pub const REGISTRY: &[Entry] = &[
     async_mt::ENTRY,
     async_local::ENTRY,
     actor::ENTRY,
+    jobs::ENTRY,
+    jobs::MEMORY_ENTRY,
 ];
 
 /// The largest worker count accepted.
@@ -233,6 +239,8 @@ mod tests {
             "async:100",
             "async-local:7",
             "actor:4",
+            "jobs:2",
+            "jobs-memory:3",
         ] {
             assert_eq!(parse(s).unwrap().spec(), s);
         }

@@ -42,6 +42,8 @@ pub struct RunOptions {
     pub stack_size: usize,
     /// Where `mail` writes.
     pub mail_sink: MailSink,
+    /// The `jobs` model's backend (`None`: a fresh SQLite file per run).
+    pub jobs_backend: Option<String>,
 }
 
 impl Default for RunOptions {
@@ -60,6 +62,7 @@ impl Default for RunOptions {
             timeout: Duration::from_secs(300),
             stack_size: DEFAULT_STACK,
             mail_sink: MailSink::Discard,
+            jobs_backend: None,
         }
     }
 }
@@ -98,6 +101,8 @@ pub struct Plan {
     pub options: WorkloadOptions,
     /// What the reader should know about the plan (chosen sizes, scaled cells).
     pub notes: Vec<String>,
+    /// The `jobs` model's backend URL, checked (`None`: a fresh SQLite file per run).
+    pub jobs_backend: Option<String>,
 }
 
 /// A cell as a preset or the user names it, before validation.
@@ -174,6 +179,9 @@ pub fn build(o: &RunOptions) -> Result<Plan> {
     let options = WorkloadOptions {
         mail_sink: o.mail_sink,
     };
+    if let Some(url) = &o.jobs_backend {
+        crate::jobs::check_url(url).map_err(|e| Error::usage(format!("--jobs-backend: {e}")))?;
+    }
     let preset = if freeform {
         if o.quick || o.stress {
             return Err(Error::usage(
@@ -229,6 +237,7 @@ pub fn build(o: &RunOptions) -> Result<Plan> {
         switch_interval: o.switch_interval,
         options,
         notes: preset.notes,
+        jobs_backend: o.jobs_backend.clone(),
     })
 }
 

@@ -11,7 +11,7 @@ pub const TOUR: &str = "tour";
 pub const STUDIES: &[(&str, &str)] = &[
     ("tour", "every study below in quick form, in under a minute (the default)"),
     ("gil", "CPU work (spin) and blocking reads under seq, thread, spawn, fork; 1, 2, 6, 10 tasks; with and without --gil"),
-    ("mailer", "100 mail deliveries (build + fib(30) + render) under seq, fork, spawn, thread, pool:10, rayon:10, async:10, plus 10,000 threads"),
+    ("mailer", "100 mail deliveries (build + fib(30) + render) under seq, fork, spawn, thread, pool:10, rayon:10, async:10, actor:10, jobs:10 (SQLite, or --jobs-backend), jobs-memory:10, plus 10,000 threads"),
 ];
 
 /// `spin` iterations of the full `gil` study's CPU task: about 60 ms here (the classic's
@@ -85,7 +85,16 @@ fn gil_study(quick: bool) -> Preset {
 fn mailer_study(quick: bool, stress: bool, gil: bool) -> Preset {
     let mail = if quick { "mail:25" } else { "mail" };
     let mut cells: Vec<CellRequest> = [
-        "seq", "fork", "spawn", "thread", "pool:10", "rayon:10", "async:10",
+        "seq",
+        "fork",
+        "spawn",
+        "thread",
+        "pool:10",
+        "rayon:10",
+        "async:10",
+        "actor:10",
+        "jobs:10",
+        "jobs-memory:10",
     ]
     .iter()
     .map(|m| cell("mailer", mail, m, 100, gil))

@@ -92,6 +92,7 @@ pub fn run_once(exe: &Path, plan: &Plan, cell: &CellPlan, rep: usize) -> RunResu
             options: plan.options,
             gil: cell.key.gil,
             switch_interval_us: plan.switch_interval.as_micros() as u64,
+            jobs_backend: plan.jobs_backend.clone(),
         },
         model: cell.key.model.clone(),
         tasks: cell.key.tasks,

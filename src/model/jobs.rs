@@ -1,0 +1,226 @@
+//! `jobs:W` and `jobs-memory:W`: background jobs. The run enqueues its N tasks as jobs
+//! (Sidekiq's format, class `Concur::Task`, args `[workload, index]`, `retry: false`) and W
+//! worker threads fetch, run and acknowledge them through the same code as `concur jobs
+//! work`, so the cell shows what the queue costs beside `pool:W`.
+//!
+//! The backend is in the spec's name, so both can sit in one study: `jobs:W` uses
+//! `--jobs-backend` (default: a fresh SQLite file in the temporary directory per run, removed
+//! afterwards; `redis://...` for a Redis server, on a queue of its own per run), and
+//! `jobs-memory:W` the in-process queue (Sucker Punch). The run's wall time covers opening the
+//! queue (a few milliseconds for SQLite), enqueueing, and everything up to the last
+//! acknowledgement.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::{execute, never_started, Entry, Model, ModelOutcome, RunCtx};
+use crate::jobs::worker::{handle, new_worker_id, Performed};
+use crate::jobs::{self, Backend, Job, RetrySchedule, DEFAULT_LEASE};
+use crate::measure::TaskRecord;
+
+pub(super) const ENTRY: Entry = Entry {
+    name: "jobs",
+    takes_workers: true,
+    help: "enqueue N jobs, W worker threads drain them (backend: --jobs-backend, default a fresh SQLite file)",
+    build: |w| {
+        Box::new(Jobs {
+            workers: w.unwrap_or(1),
+            memory: false,
+        })
+    },
+};
+
+pub(super) const MEMORY_ENTRY: Entry = Entry {
+    name: "jobs-memory",
+    takes_workers: true,
+    help: "enqueue N jobs on an in-process queue (not durable), W worker threads drain them",
+    build: |w| {
+        Box::new(Jobs {
+            workers: w.unwrap_or(1),
+            memory: true,
+        })
+    },
+};
+
+/// A job queue and W worker threads.
+pub struct Jobs {
+    workers: usize,
+    memory: bool,
+}
+
+/// A per-run SQLite file, removed (with its WAL files) when dropped.
+struct TempDb(PathBuf);
+
+impl Drop for TempDb {
+    fn drop(&mut self) {
+        for suffix in ["", "-wal", "-shm"] {
+            let mut p = self.0.clone().into_os_string();
+            p.push(suffix);
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+fn failed_run(tasks: usize, why: String) -> ModelOutcome {
+    ModelOutcome {
+        records: never_started(0..tasks, &why),
+        error: Some(why),
+        ..Default::default()
+    }
+}
+
+impl Model for Jobs {
+    fn spec(&self) -> String {
+        let name = if self.memory { "jobs-memory" } else { "jobs" };
+        format!("{name}:{}", self.workers)
+    }
+    fn workers(&self) -> Option<usize> {
+        Some(self.workers)
+    }
+    fn parallelism(&self, tasks: usize) -> usize {
+        self.workers.min(tasks)
+    }
+    fn run(&self, ctx: &RunCtx) -> ModelOutcome {
+        let mut _temp = None;
+        let url = if self.memory {
+            "memory".to_string()
+        } else if let Some(u) = ctx.env.jobs_backend.as_ref().filter(|u| *u != "sqlite") {
+            u.clone()
+        } else {
+            let p = std::env::temp_dir().join(format!(
+                "concur-jobs-{}-{:x}.sqlite",
+                std::process::id(),
+                jobs::random_u64()
+            ));
+            let url = format!("sqlite:{}", p.display());
+            _temp = Some(TempDb(p));
+            url
+        };
+        let backend: Arc<dyn Backend> = match jobs::open(&url) {
+            Ok(b) => b,
+            Err(e) => return failed_run(ctx.tasks, e.to_string()),
+        };
+        // A queue of our own, so that runs sharing a Redis server never take each other's jobs.
+        let queue = format!("concur-run-{}-{:x}", std::process::id(), jobs::random_u64());
+        let queues = [queue.clone()];
+        let worker = new_worker_id();
+        if let Err(e) = backend.heartbeat(&worker, DEFAULT_LEASE) {
+            return failed_run(ctx.tasks, e.to_string());
+        }
+        let spec = ctx.workload.spec();
+        let payloads: Vec<String> = (0..ctx.tasks)
+            .map(|i| {
+                let mut j = Job::task(&spec, i, &queue);
+                j.retry = false.into();
+                j.to_json()
+            })
+            .collect();
+        if let Err(e) = backend.enqueue(&queue, &payloads) {
+            return failed_run(ctx.tasks, e.to_string());
+        }
+        let records: Mutex<Vec<TaskRecord>> = Mutex::new(Vec::with_capacity(ctx.tasks));
+        let finished = AtomicUsize::new(0);
+        let all_done = AtomicBool::new(false);
+        let error: Mutex<Option<String>> = Mutex::new(None);
+        let perform = |job: &Job| -> Performed {
+            let Some(index) = job.args.get(1).and_then(|v| v.as_u64()) else {
+                return Performed::Malformed(format!("no task index in {:?}", job.args));
+            };
+            let rec = execute(&*ctx.workload, index as usize);
+            let out = match &rec.error {
+                None => Performed::Ok(rec.bytes),
+                Some(e) => Performed::Failed(e.kind.clone(), e.message.clone()),
+            };
+            records.lock().unwrap_or_else(|p| p.into_inner()).push(rec);
+            out
+        };
+        let mut created = 0;
+        std::thread::scope(|s| {
+            let mut threads = Vec::new();
+            for k in 0..self.workers {
+                let body = || {
+                    while finished.load(Ordering::SeqCst) < ctx.tasks {
+                        // No blocking fetch: the last job's acknowledgement must end the run
+                        // at once, not when the other threads' waits time out.
+                        let c = match backend.fetch(&worker, &queues, Duration::ZERO) {
+                            Ok(Some(c)) => c,
+                            Ok(None) => {
+                                std::thread::sleep(Duration::from_millis(1));
+                                continue;
+                            }
+                            Err(e) => {
+                                *error.lock().unwrap_or_else(|p| p.into_inner()) =
+                                    Some(e.to_string());
+                                all_done.store(true, Ordering::SeqCst);
+                                return;
+                            }
+                        };
+                        let r = handle(
+                            &*backend,
+                            &worker,
+                            &c,
+                            RetrySchedule::Sidekiq,
+                            &perform,
+                            &|_| {},
+                        );
+                        if let Err(e) = r {
+                            *error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+                        }
+                        if finished.fetch_add(1, Ordering::SeqCst) + 1 >= ctx.tasks {
+                            all_done.store(true, Ordering::SeqCst);
+                        }
+                    }
+                };
+                // Scoped std threads (they borrow the run's state), with the run's stack size.
+                match std::thread::Builder::new()
+                    .stack_size(ctx.stack_size)
+                    .spawn_scoped(s, body)
+                {
+                    Ok(t) => threads.push(t),
+                    Err(e) => {
+                        *error.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!(
+                            "could create {k} of {} worker threads: {e}",
+                            self.workers
+                        ));
+                        break;
+                    }
+                }
+            }
+            created = threads.len();
+            if created == 0 {
+                all_done.store(true, Ordering::SeqCst);
+            }
+            // The heartbeat (lease renewal) runs here, on its own thread.
+            let mut beat = Instant::now();
+            while !all_done.load(Ordering::SeqCst) && threads.iter().any(|t| !t.is_finished()) {
+                if beat.elapsed() >= DEFAULT_LEASE / 3 {
+                    let _ = backend.heartbeat(&worker, DEFAULT_LEASE);
+                    beat = Instant::now();
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        });
+        let _ = backend.release(&worker);
+        let mut records = records.into_inner().unwrap_or_else(|p| p.into_inner());
+        let error = error.into_inner().unwrap_or_else(|p| p.into_inner());
+        if records.len() < ctx.tasks {
+            let mut seen = vec![false; ctx.tasks];
+            for r in &records {
+                if let Some(s) = seen.get_mut(r.index) {
+                    *s = true;
+                }
+            }
+            let missing = (0..ctx.tasks).filter(|&i| !seen[i]);
+            let why = error.clone().unwrap_or_else(|| "the job never ran".into());
+            records.extend(never_started(missing, &why));
+        }
+        ModelOutcome {
+            records,
+            threads_created: created,
+            processes_created: 0,
+            error,
+        }
+    }
+}
