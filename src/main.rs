@@ -130,8 +130,16 @@ enum JobsCommand {
     /// Enqueue N jobs, each running one task of a workload (class Concur::Task)
     Enqueue {
         /// The workload spec each job runs (e.g. fib:30, mail, sleep:10ms)
-        #[arg(long, short = 'w', value_name = "SPEC")]
-        workload: String,
+        #[arg(
+            long,
+            short = 'w',
+            value_name = "SPEC",
+            required_unless_present = "noop"
+        )]
+        workload: Option<String>,
+        /// Enqueue jobs that do nothing (class Concur::Noop), for throughput measurements
+        #[arg(long, conflicts_with = "workload")]
+        noop: bool,
         /// How many jobs
         #[arg(short = 'n', value_name = "N")]
         n: usize,
@@ -201,11 +209,12 @@ fn jobs(c: JobsCommand) -> Result<i32, Error> {
     match c {
         JobsCommand::Enqueue {
             workload,
+            noop: _,
             n,
             queue,
             retry,
             b,
-        } => cli::enqueue(&b.backend, &workload, n, &queue, retry),
+        } => cli::enqueue(&b.backend, workload.as_deref(), n, &queue, retry),
         JobsCommand::Work {
             concurrency,
             queues,

@@ -187,6 +187,38 @@ fn every_backend_round_trips_jobs() {
 }
 
 #[test]
+fn redis_rescues_a_job_moved_into_a_live_workers_list_whose_reply_was_lost() {
+    // The server persisted an LMOVE into our private list and died before replying: the
+    // worker is alive (the reaper leaves its list alone) but never saw the job.
+    let redis = RedisServer::start();
+    let b = jobs::open(&redis.url()).unwrap();
+    let q = vec!["default".to_string()];
+    b.heartbeat("w1", Duration::from_secs(30)).unwrap();
+    assert!(b.fetch("w1", &q, Duration::ZERO).unwrap().is_none());
+    let jid = enqueue(&*b, "fib:5", 1, Value::Bool(true))[0].clone();
+    let mut c = redis::Client::open(redis.url().as_str())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let _: String = redis::cmd("LMOVE")
+        .arg("queue:default")
+        .arg("concur:inflight:w1:default")
+        .arg("RIGHT")
+        .arg("LEFT")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(b.stats().unwrap().busy, 1);
+    assert_eq!(b.reap().unwrap(), 0, "first sighting: only a suspect");
+    assert_eq!(b.reap().unwrap(), 1, "second sighting: returned");
+    let got = b.fetch("w1", &q, Duration::ZERO).unwrap().unwrap();
+    assert_eq!(Job::parse(&got.raw).unwrap().jid, jid);
+    b.ack("w1", &got).unwrap();
+    assert_eq!(b.reap().unwrap(), 0);
+    let s = b.stats().unwrap();
+    assert_eq!((s.enqueued, s.busy, s.processed), (0, 0, 1));
+}
+
+#[test]
 fn a_failing_job_goes_through_its_retries_to_the_dead_set() {
     let dir = tempfile::tempdir().unwrap();
     let redis = RedisServer::start();

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::worker::{work, WorkOptions};
-use super::{open, Backend, FailedSet, Job, DEFAULT_QUEUE};
+use super::{open, Backend, FailedSet, Job, DEFAULT_QUEUE, NOOP_CLASS};
 use crate::error::{Error, Result};
 use crate::study::runner;
 use crate::workload::{self, WorkloadOptions};
@@ -19,26 +19,32 @@ pub fn check_queue(q: &str) -> Result<()> {
     Ok(())
 }
 
-/// `concur jobs enqueue`: pushes `n` task jobs of `workload` (indices 0..n) onto `queue`;
-/// `retry` overrides Sidekiq's default of 25 retries. Prints the number enqueued.
+/// `concur jobs enqueue`: pushes `n` task jobs of `workload` (indices 0..n) onto `queue`, or
+/// `n` no-op jobs (class `Concur::Noop`) when `workload` is `None`; `retry` overrides
+/// Sidekiq's default of 25 retries. Prints the number enqueued.
 pub fn enqueue(
     url: &str,
-    workload_spec: &str,
+    workload_spec: Option<&str>,
     n: usize,
     queue: &str,
     retry: Option<u32>,
 ) -> Result<i32> {
     check_queue(queue)?;
     // Refuse a workload the workers could not parse, before anything is enqueued.
-    let w = workload::parse(workload_spec, &WorkloadOptions::default())?;
+    let spec = match workload_spec {
+        Some(s) => Some(workload::parse(s, &WorkloadOptions::default())?.spec()),
+        None => None,
+    };
     if n == 0 || n > 10_000_000 {
         return Err(Error::usage(format!("-n '{n}' must be from 1 to 10000000")));
     }
     let backend = open(url)?;
-    let spec = w.spec();
     let mut batch = Vec::with_capacity(n.min(10_000));
     for i in 0..n {
-        let mut j = Job::task(&spec, i, queue);
+        let mut j = match &spec {
+            Some(spec) => Job::task(spec, i, queue),
+            None => Job::new(NOOP_CLASS, vec![], queue),
+        };
         if let Some(r) = retry {
             j.retry = r.into();
         }
@@ -51,8 +57,9 @@ pub fn enqueue(
     if !batch.is_empty() {
         backend.enqueue(queue, &batch)?;
     }
+    let what = spec.unwrap_or_else(|| NOOP_CLASS.to_string());
     println!(
-        "enqueued {n} jobs of {spec} on {queue} ({})",
+        "enqueued {n} jobs of {what} on {queue} ({})",
         backend.describe()
     );
     Ok(0)

@@ -13,7 +13,8 @@
 //! returns every private list whose worker's heartbeat key expired to the front (right end)
 //! of its queue, in one script that checks the heartbeat again.
 
-use std::sync::Mutex;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use redis::{Connection, Script};
@@ -75,8 +76,30 @@ while redis.call('LMOVE', KEYS[1], KEYS[2], 'RIGHT', 'RIGHT') do n = n + 1 end
 if n > 0 then redis.call('SADD', 'queues', ARGV[1]) end
 return n";
 
+/// Puts one job of a live worker's private list back at the front of its queue, if it is
+/// still there.
+const RESCUE: &str = r"
+if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 1 then
+  redis.call('RPUSH', KEYS[2], ARGV[1])
+  redis.call('SADD', 'queues', ARGV[2])
+  return 1
+end
+return 0";
+
+/// The jobs this process's workers hold, by private list, to find orphans: a job that a
+/// `LMOVE` put into our private list whose reply never reached us (the server died after
+/// persisting the move) sits in a list whose owner is alive, so the reaper never sees it.
+#[derive(Default)]
+struct Held {
+    /// private list → (queue, payload → how many held)
+    lists: HashMap<String, (String, HashMap<String, usize>)>,
+    /// Payloads seen unheld in a private list at the last sweep.
+    suspects: HashSet<(String, String)>,
+}
+
 /// A Sidekiq-compatible queue on a Redis server.
 pub struct Redis {
+    held: Mutex<Held>,
     url: String,
     client: redis::Client,
     pool: Mutex<Vec<Connection>>,
@@ -89,6 +112,7 @@ struct Scripts {
     kill: Script,
     promote: Script,
     reap: Script,
+    rescue: Script,
 }
 
 fn rerr(url: &str) -> impl Fn(redis::RedisError) -> Error + '_ {
@@ -105,12 +129,14 @@ impl Redis {
             url: url.to_string(),
             client,
             pool: Mutex::new(Vec::new()),
+            held: Mutex::new(Held::default()),
             scripts: Scripts {
                 ack: Script::new(ACK),
                 retry: Script::new(RETRY),
                 kill: Script::new(KILL),
                 promote: Script::new(PROMOTE),
                 reap: Script::new(REAP),
+                rescue: Script::new(RESCUE),
             },
         };
         let mut c = r
@@ -151,6 +177,164 @@ impl Redis {
             }
             Err(e) => Err(rerr(&self.url)(e)),
         }
+    }
+
+    fn held(&self) -> MutexGuard<'_, Held> {
+        self.held.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn hold(&self, worker: &str, c: &Claimed) {
+        let key = inflight_key(worker, &c.queue);
+        let mut h = self.held();
+        let entry = h
+            .lists
+            .entry(key)
+            .or_insert_with(|| (c.queue.clone(), HashMap::new()));
+        *entry.1.entry(c.raw.clone()).or_default() += 1;
+    }
+
+    fn unhold(&self, worker: &str, c: &Claimed) {
+        let key = inflight_key(worker, &c.queue);
+        let mut h = self.held();
+        if let Some((_, jobs)) = h.lists.get_mut(&key) {
+            if let Some(n) = jobs.get_mut(&c.raw) {
+                *n -= 1;
+                if *n == 0 {
+                    jobs.remove(&c.raw);
+                }
+            }
+        }
+    }
+
+    /// Returns orphans of this process's private lists to their queues: payloads found unheld
+    /// at two sweeps in a row (a job just fetched is held within milliseconds of its reply).
+    fn rescue_orphans(&self) -> Result<usize> {
+        let lists: Vec<(String, String)> = self
+            .held()
+            .lists
+            .iter()
+            .map(|(k, (q, _))| (k.clone(), q.clone()))
+            .collect();
+        let mut found = HashSet::new();
+        for (key, _) in &lists {
+            let items: Vec<String> =
+                self.with(|c| redis::cmd("LRANGE").arg(key).arg(0).arg(-1).query(c))?;
+            let h = self.held();
+            let held = h.lists.get(key).map(|(_, m)| m);
+            for raw in items {
+                if !held.is_some_and(|m| m.contains_key(&raw)) {
+                    found.insert((key.clone(), raw));
+                }
+            }
+        }
+        let orphans: Vec<(String, String)> = {
+            let mut h = self.held();
+            let o = found.intersection(&h.suspects).cloned().collect();
+            h.suspects = found;
+            o
+        };
+        let mut n = 0;
+        for (key, raw) in orphans {
+            let Some((_, queue)) = lists.iter().find(|(k, _)| *k == key) else {
+                continue;
+            };
+            let moved: usize = self.with(|c| {
+                self.scripts
+                    .rescue
+                    .key(&key)
+                    .key(format!("queue:{queue}"))
+                    .arg(&raw)
+                    .arg(queue)
+                    .invoke(c)
+            })?;
+            n += moved;
+        }
+        Ok(n)
+    }
+
+    fn fetch_raw(
+        &self,
+        worker: &str,
+        queues: &[String],
+        wait: Duration,
+    ) -> Result<Option<Claimed>> {
+        self.with(|c| {
+            for q in queues {
+                let raw: Option<String> = redis::cmd("LMOVE")
+                    .arg(format!("queue:{q}"))
+                    .arg(inflight_key(worker, q))
+                    .arg("RIGHT")
+                    .arg("LEFT")
+                    .query(c)?;
+                if let Some(raw) = raw {
+                    return Ok(Some(Claimed {
+                        queue: q.clone(),
+                        raw,
+                        token: 0,
+                    }));
+                }
+            }
+            let Some(q) = queues.first() else {
+                return Ok(None);
+            };
+            if wait.is_zero() {
+                return Ok(None);
+            }
+            c.set_read_timeout(Some(wait + Duration::from_secs(5)))?;
+            let raw: Option<String> = redis::cmd("BLMOVE")
+                .arg(format!("queue:{q}"))
+                .arg(inflight_key(worker, q))
+                .arg("RIGHT")
+                .arg("LEFT")
+                .arg(wait.as_secs_f64())
+                .query(c)?;
+            c.set_read_timeout(Some(Duration::from_secs(10)))?;
+            Ok(raw.map(|raw| Claimed {
+                queue: q.clone(),
+                raw,
+                token: 0,
+            }))
+        })
+    }
+
+    fn ack_raw(&self, worker: &str, job: &Claimed) -> Result<()> {
+        self.with(|c| {
+            self.scripts
+                .ack
+                .key(inflight_key(worker, &job.queue))
+                .arg(&job.raw)
+                .invoke::<i64>(c)
+                .map(|_| ())
+        })
+    }
+
+    fn retry_raw(&self, worker: &str, job: &Claimed, payload: &str, at: f64) -> Result<()> {
+        self.with(|c| {
+            self.scripts
+                .retry
+                .key(inflight_key(worker, &job.queue))
+                .arg(&job.raw)
+                .arg(payload)
+                .arg(at)
+                .invoke::<i64>(c)
+                .map(|_| ())
+        })
+    }
+
+    fn kill_raw(&self, worker: &str, job: &Claimed, payload: Option<&str>) -> Result<()> {
+        let t = now();
+        self.with(|c| {
+            self.scripts
+                .kill
+                .key(inflight_key(worker, &job.queue))
+                .arg(&job.raw)
+                .arg(payload.unwrap_or(""))
+                .arg(t)
+                .arg(t - DEAD_TIMEOUT.as_secs_f64())
+                .arg(DEAD_MAX_JOBS)
+                .invoke::<i64>(c)
+                .map(|_| ())
+        })
     }
 
     fn inflight_lists(c: &mut Connection) -> redis::RedisResult<Vec<String>> {
@@ -227,83 +411,38 @@ impl Backend for Redis {
     }
 
     fn fetch(&self, worker: &str, queues: &[String], wait: Duration) -> Result<Option<Claimed>> {
-        self.with(|c| {
+        {
+            // Watch these private lists for orphans from now on.
+            let mut h = self.held();
             for q in queues {
-                let raw: Option<String> = redis::cmd("LMOVE")
-                    .arg(format!("queue:{q}"))
-                    .arg(inflight_key(worker, q))
-                    .arg("RIGHT")
-                    .arg("LEFT")
-                    .query(c)?;
-                if let Some(raw) = raw {
-                    return Ok(Some(Claimed {
-                        queue: q.clone(),
-                        raw,
-                        token: 0,
-                    }));
-                }
+                h.lists
+                    .entry(inflight_key(worker, q))
+                    .or_insert_with(|| (q.clone(), HashMap::new()));
             }
-            let Some(q) = queues.first() else {
-                return Ok(None);
-            };
-            if wait.is_zero() {
-                return Ok(None);
-            }
-            c.set_read_timeout(Some(wait + Duration::from_secs(5)))?;
-            let raw: Option<String> = redis::cmd("BLMOVE")
-                .arg(format!("queue:{q}"))
-                .arg(inflight_key(worker, q))
-                .arg("RIGHT")
-                .arg("LEFT")
-                .arg(wait.as_secs_f64())
-                .query(c)?;
-            c.set_read_timeout(Some(Duration::from_secs(10)))?;
-            Ok(raw.map(|raw| Claimed {
-                queue: q.clone(),
-                raw,
-                token: 0,
-            }))
-        })
+        }
+        let got = self.fetch_raw(worker, queues, wait)?;
+        if let Some(c) = &got {
+            self.hold(worker, c);
+        }
+        Ok(got)
     }
 
     fn ack(&self, worker: &str, job: &Claimed) -> Result<()> {
-        self.with(|c| {
-            self.scripts
-                .ack
-                .key(inflight_key(worker, &job.queue))
-                .arg(&job.raw)
-                .invoke::<i64>(c)
-                .map(|_| ())
-        })
+        self.ack_raw(worker, job)?;
+        self.unhold(worker, job);
+        Ok(())
     }
 
     fn retry(&self, worker: &str, job: &Claimed, payload: &str, at: f64) -> Result<()> {
-        self.with(|c| {
-            self.scripts
-                .retry
-                .key(inflight_key(worker, &job.queue))
-                .arg(&job.raw)
-                .arg(payload)
-                .arg(at)
-                .invoke::<i64>(c)
-                .map(|_| ())
-        })
+        self.retry_raw(worker, job, payload, at)?;
+        self.unhold(worker, job);
+        Ok(())
     }
 
     fn kill(&self, worker: &str, job: &Claimed, payload: Option<&str>) -> Result<()> {
-        let t = now();
-        self.with(|c| {
-            self.scripts
-                .kill
-                .key(inflight_key(worker, &job.queue))
-                .arg(&job.raw)
-                .arg(payload.unwrap_or(""))
-                .arg(t)
-                .arg(t - DEAD_TIMEOUT.as_secs_f64())
-                .arg(DEAD_MAX_JOBS)
-                .invoke::<i64>(c)
-                .map(|_| ())
-        })
+        self.kill_raw(worker, job, payload)?;
+        self.unhold(worker, job);
+        Ok(())
     }
 
     fn heartbeat(&self, worker: &str, lease: Duration) -> Result<()> {
@@ -324,7 +463,7 @@ impl Backend for Redis {
     }
 
     fn reap(&self) -> Result<usize> {
-        let n = self.return_lists(None)?;
+        let n = self.return_lists(None)? + self.rescue_orphans()?;
         // Forget workers whose heartbeat is gone (their lists were just returned).
         self.with(|c| {
             let workers: Vec<String> = redis::cmd("SMEMBERS").arg(WORKERS).query(c)?;
@@ -358,6 +497,8 @@ impl Backend for Redis {
 
     fn release(&self, worker: &str) -> Result<usize> {
         let n = self.return_lists(Some(worker))?;
+        let prefix = format!("{INFLIGHT}{worker}:");
+        self.held().lists.retain(|k, _| !k.starts_with(&prefix));
         self.with(|c| {
             redis::pipe()
                 .cmd("DEL")
