@@ -300,9 +300,32 @@ fn malformed_jobs_land_in_the_dead_set_with_their_parse_error() {
     }
 }
 
+/// A child process killed (SIGKILL) when dropped, so a failing test leaves no worker behind.
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl std::ops::Deref for Proc {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Proc {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
 /// A `concur jobs work` process.
-fn worker(url: &str, done_log: &Path, lease: &str, extra: &[&str]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_concur"))
+fn worker(url: &str, done_log: &Path, lease: &str, extra: &[&str]) -> Proc {
+    let child = Command::new(env!("CARGO_BIN_EXE_concur"))
         .args([
             "jobs",
             "work",
@@ -319,7 +342,8 @@ fn worker(url: &str, done_log: &Path, lease: &str, extra: &[&str]) -> Child {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .expect("concur starts")
+        .expect("concur starts");
+    Proc(child)
 }
 
 fn done(log: &Path) -> Vec<String> {

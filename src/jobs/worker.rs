@@ -227,7 +227,9 @@ pub struct WorkSummary {
 }
 
 /// Runs a worker process's threads until `stop` is set (or, with `until_empty`, the queues
-/// drain), then shuts down gracefully within the deadline.
+/// drain), then shuts down gracefully: running jobs get `shutdown_deadline` to finish. When
+/// the deadline passes, the unfinished jobs are returned to their queues and the process
+/// exits with code 1 (a thread in the middle of a job cannot be stopped any other way).
 pub fn work(
     backend: Arc<dyn Backend>,
     opts: &WorkOptions,
@@ -279,7 +281,10 @@ pub fn work(
                                 Ok(Performed::Ok(_)) => processed.fetch_add(1, Ordering::Relaxed),
                                 Ok(_) => failed.fetch_add(1, Ordering::Relaxed),
                                 Err(e) => {
-                                    eprintln!("concur: job {} left with its worker: {e}", c.queue);
+                                    eprintln!(
+                                        "concur: could not report a job of queue {} (it returns when this worker stops): {e}",
+                                        c.queue
+                                    );
                                     0
                                 }
                             };

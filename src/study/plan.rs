@@ -227,6 +227,12 @@ pub fn build(o: &RunOptions) -> Result<Plan> {
         .iter()
         .map(|c| cell(c, &options))
         .collect::<Result<Vec<_>>>()?;
+    // A Redis named for the jobs model must answer now, not fail every run later.
+    if let Some(url) = o.jobs_backend.as_deref().filter(|u| u.starts_with("redis")) {
+        if cells.iter().any(|c| c.key.model.starts_with("jobs:")) {
+            crate::jobs::open(url).map_err(|e| Error::usage(format!("--jobs-backend: {e}")))?;
+        }
+    }
     Ok(Plan {
         name: preset.name,
         cells,
@@ -303,6 +309,11 @@ mod tests {
             RunOptions {
                 study: Some("gil".into()),
                 stress: true,
+                ..opts()
+            },
+            RunOptions {
+                study: Some("mailer".into()),
+                jobs_backend: Some("mysql://x".into()),
                 ..opts()
             },
         ];
