@@ -153,6 +153,13 @@ impl Sqlite {
     }
 }
 
+fn state_of(set: FailedSet) -> i64 {
+    match set {
+        FailedSet::Retry => RETRY,
+        FailedSet::Dead => DEAD,
+    }
+}
+
 fn bump(tx: &rusqlite::Transaction, name: &str) -> rusqlite::Result<()> {
     tx.prepare_cached("UPDATE counters SET value = value + 1 WHERE name = ?1")?
         .execute(params![name])?;
@@ -333,10 +340,7 @@ impl Backend for Sqlite {
     }
 
     fn list(&self, set: FailedSet, limit: usize) -> Result<Vec<String>> {
-        let state = match set {
-            FailedSet::Retry => RETRY,
-            FailedSet::Dead => DEAD,
-        };
+        let state = state_of(set);
         self.with(|c| {
             let mut q = c.prepare(
                 "SELECT payload FROM jobs WHERE state = ?1 ORDER BY run_at, id LIMIT ?2",
@@ -347,10 +351,7 @@ impl Backend for Sqlite {
     }
 
     fn requeue(&self, set: FailedSet) -> Result<usize> {
-        let state = match set {
-            FailedSet::Retry => RETRY,
-            FailedSet::Dead => DEAD,
-        };
+        let state = state_of(set);
         let t = now();
         self.write(|tx| {
             tx.execute(

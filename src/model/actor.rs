@@ -12,11 +12,12 @@
 //! share the cores as Celluloid's threads share them. CPU work runs inline in the actor (it
 //! occupies the actor, which is the point), blocking I/O goes to tokio's blocking pool.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot};
 
+use super::async_mt::build_counted;
 use super::{cores, execute_async, never_started, Entry, Model, ModelOutcome, RunCtx};
 use crate::measure::{TaskError, TaskRecord};
 use crate::workload::Workload;
@@ -63,20 +64,11 @@ impl Model for ActorPool {
         self.actors.min(tasks)
     }
     fn run(&self, ctx: &RunCtx) -> ModelOutcome {
-        let started = Arc::new(AtomicUsize::new(0));
-        let counter = started.clone();
-        let rt = match tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(self.actors.min(cores()))
-            .thread_stack_size(ctx.stack_size)
-            .enable_time()
-            .on_thread_start(move || {
-                counter.fetch_add(1, Ordering::Relaxed);
-            })
-            .build()
-        {
-            Ok(rt) => rt,
-            Err(e) => {
-                let why = format!("could not start the tokio runtime: {e}");
+        let mut builder = tokio::runtime::Builder::new_multi_thread();
+        builder.worker_threads(self.actors.min(cores()));
+        let (rt, started) = match build_counted(&mut builder, ctx) {
+            Ok(x) => x,
+            Err(why) => {
                 return ModelOutcome {
                     records: never_started(0..ctx.tasks, &why),
                     error: Some(why),
