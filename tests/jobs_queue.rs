@@ -558,3 +558,27 @@ fn cli_enqueue_stats_and_bad_backends() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+fn several_workers_share_one_queue(url: &str, dir: &Path) {
+    let b = jobs::open(url).unwrap();
+    let jids = enqueue(&*b, "sleep:5ms", 300, Value::Bool(true));
+    let log = dir.join("done.log");
+    let mut ws: Vec<Proc> = (0..3)
+        .map(|_| worker(url, &log, "30s", &["--until-empty"]))
+        .collect();
+    for w in &mut ws {
+        assert!(wait_exit(w, Duration::from_secs(120)).success(), "{url}");
+    }
+    assert_eq!(audit(&log, &jids, url), 0, "{url}: no crash, no duplicate");
+    let s = b.stats().unwrap();
+    assert_eq!((s.enqueued, s.busy, s.processed), (0, 0, 300), "{url}");
+}
+
+#[test]
+fn three_worker_processes_share_one_sqlite_file_and_one_redis() {
+    let dir = tempfile::tempdir().unwrap();
+    several_workers_share_one_queue(&sqlite_url(dir.path()), dir.path());
+    let dir = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start();
+    several_workers_share_one_queue(&redis.url(), dir.path());
+}
