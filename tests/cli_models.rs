@@ -16,8 +16,6 @@ const MODELS: &[&str] = &[
     "async:3",
     "async-local:3",
     "actor:3",
-    "jobs:3",
-    "jobs-memory:3",
 ];
 
 #[test]

@@ -582,3 +582,49 @@ fn three_worker_processes_share_one_sqlite_file_and_one_redis() {
     let redis = RedisServer::start();
     several_workers_share_one_queue(&redis.url(), dir.path());
 }
+
+#[test]
+fn the_jobs_models_run_every_task_with_the_same_checksum_as_seq() {
+    // (Here rather than in cli_models.rs, whose timing test runs beside its model test.)
+    let redis = RedisServer::start();
+    let url = redis.url();
+    let (_, lines) = common::run_study(&[
+        "-w",
+        "fib:15",
+        "-w",
+        "mail:10",
+        "-n",
+        "20",
+        "-r",
+        "1",
+        "-m",
+        "seq",
+        "-m",
+        "jobs:3",
+        "-m",
+        "jobs-memory:3",
+        "--jobs-backend",
+        &url,
+    ]);
+    let (_, sqlite_lines) = common::run_study(&[
+        "-w", "fib:15", "-w", "mail:10", "-n", "20", "-r", "1", "-m", "jobs:2",
+    ]);
+    let mut checksum: BTreeMap<String, u64> = BTreeMap::new();
+    let runs = common::of_type(&lines, "run");
+    let sqlite_runs = common::of_type(&sqlite_lines, "run");
+    assert_eq!(runs.len() + sqlite_runs.len(), 8);
+    for r in runs.iter().chain(&sqlite_runs) {
+        let what = format!("{} {}", r["workload"], r["model"]);
+        assert_eq!(r["tasks_ok"], 20, "{what}: {r}");
+        assert!(r["error"].is_null(), "{what}: {r}");
+        let bytes = r["bytes"].as_u64().unwrap();
+        let w = r["workload"].as_str().unwrap().to_string();
+        assert_eq!(*checksum.entry(w).or_insert(bytes), bytes, "{what}");
+    }
+    for r in common::runs_of(&lines, "jobs:3") {
+        assert_eq!(r["threads_created"], 3);
+    }
+    // The jobs:3 runs went through our Redis, on queues of their own, and left them empty.
+    let s = jobs::open(&url).unwrap().stats().unwrap();
+    assert_eq!((s.processed, s.enqueued, s.busy), (40, 0, 0));
+}
