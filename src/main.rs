@@ -34,7 +34,7 @@ enum Command {
     Report(ReportArgs),
     /// List the workloads, models and studies, with their spec grammar
     List,
-    /// Background jobs: enqueue, work, stats, retry and dead sets (memory, sqlite or Redis)
+    /// Background jobs: enqueue, work, stats, retry and dead sets (SQLite or Redis)
     #[command(subcommand)]
     Jobs(JobsCommand),
     #[command(name = "__run", hide = true)]
@@ -120,7 +120,7 @@ struct ReportArgs {
 /// `--backend`: where the queue lives.
 #[derive(Args)]
 struct BackendArg {
-    /// memory, sqlite (concur-results/jobs.sqlite), sqlite:PATH, or redis://HOST:PORT/DB
+    /// sqlite (concur-results/jobs.sqlite), sqlite:PATH, or redis://HOST:PORT/DB
     #[arg(long, value_name = "URL", default_value = "sqlite")]
     backend: String,
 }

@@ -9,6 +9,17 @@ use crate::error::{Error, Result};
 use crate::study::runner;
 use crate::workload::{self, WorkloadOptions};
 
+/// Opens the backend a command shares with other processes: `memory` lives and dies with one
+/// process, so it is refused here (the `jobs-memory:W` model uses it).
+fn open_shared(url: &str) -> Result<Arc<dyn Backend>> {
+    if url == "memory" {
+        return Err(Error::usage(
+            "backend 'memory' lives inside one process, so separate `concur jobs` commands cannot share it; use sqlite, sqlite:PATH or redis://HOST:PORT/DB (or the jobs-memory:W model)",
+        ));
+    }
+    open(url)
+}
+
 /// Checks a queue name (Redis keys embed it after a `:`).
 pub fn check_queue(q: &str) -> Result<()> {
     if q.is_empty() || q.chars().any(|c| c.is_whitespace() || c.is_control()) {
@@ -38,7 +49,7 @@ pub fn enqueue(
     if n == 0 || n > 10_000_000 {
         return Err(Error::usage(format!("-n '{n}' must be from 1 to 10000000")));
     }
-    let backend = open(url)?;
+    let backend = open_shared(url)?;
     let mut batch = Vec::with_capacity(n.min(10_000));
     for i in 0..n {
         let mut j = match &spec {
@@ -77,7 +88,7 @@ pub fn work_main(url: &str, opts: &WorkOptions) -> Result<i32> {
             opts.concurrency
         )));
     }
-    let backend: Arc<dyn Backend> = open(url)?;
+    let backend = open_shared(url)?;
     runner::install_interrupt_handler();
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
@@ -104,7 +115,7 @@ pub fn work_main(url: &str, opts: &WorkOptions) -> Result<i32> {
 
 /// `concur jobs stats`: the counts, as a table or JSON.
 pub fn stats(url: &str, json: bool) -> Result<i32> {
-    let s = open(url)?.stats()?;
+    let s = open_shared(url)?.stats()?;
     if json {
         println!(
             "{}",
@@ -125,7 +136,7 @@ pub fn stats(url: &str, json: bool) -> Result<i32> {
 /// `concur jobs retry|dead`: lists the set (one JSON payload a line), or with `requeue` moves
 /// all of it back onto its queues.
 pub fn failed_set(url: &str, set: FailedSet, requeue: bool, limit: usize) -> Result<i32> {
-    let backend = open(url)?;
+    let backend = open_shared(url)?;
     if requeue {
         let n = backend.requeue(set)?;
         println!("requeued {n} jobs from {}", set.name());
