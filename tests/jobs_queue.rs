@@ -216,6 +216,25 @@ fn redis_rescues_a_job_moved_into_a_live_workers_list_whose_reply_was_lost() {
     assert_eq!(b.reap().unwrap(), 0);
     let s = b.stats().unwrap();
     assert_eq!((s.enqueued, s.busy, s.processed), (0, 0, 1));
+
+    // A job Sidekiq's `perform_in` scheduled runs once it is due.
+    let later = Job::task("fib:5", 0, "default");
+    let _: i64 = redis::cmd("ZADD")
+        .arg("schedule")
+        .arg(jobs::now() + 3600.0)
+        .arg(later.to_json())
+        .query(&mut c)
+        .unwrap();
+    let due = Job::task("fib:5", 1, "default");
+    let _: i64 = redis::cmd("ZADD")
+        .arg("schedule")
+        .arg(jobs::now() - 1.0)
+        .arg(due.to_json())
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(b.promote().unwrap(), 1);
+    let got = b.fetch("w1", &q, Duration::ZERO).unwrap().unwrap();
+    assert_eq!(Job::parse(&got.raw).unwrap().jid, due.jid);
 }
 
 #[test]

@@ -263,6 +263,7 @@ pub fn work(
         }
     };
     let mut timed_out = false;
+    let beating = AtomicBool::new(true);
     std::thread::scope(|s| {
         for _ in 0..opts.concurrency {
             s.spawn(|| {
@@ -305,9 +306,19 @@ pub fn work(
                 finished_threads.fetch_add(1, Ordering::SeqCst);
             });
         }
-        // Housekeeping on this thread: heartbeat (lease renewal), reaper, retry poller.
-        let beat_every = (opts.lease / 3).max(Duration::from_millis(50));
-        let mut last_beat = Instant::now();
+        // The heartbeat (lease renewal) has a thread of its own, so that nothing else (a reaper
+        // waiting for a lock) can delay it; it beats until the workers are done.
+        s.spawn(|| {
+            let beat_every = (opts.lease / 3).max(Duration::from_millis(50));
+            let mut last_beat = Instant::now();
+            while beating.load(Ordering::SeqCst) {
+                if last_beat.elapsed() >= beat_every && backend.heartbeat(&id, opts.lease).is_ok() {
+                    last_beat = Instant::now();
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        // Housekeeping on this thread: the reaper, the retry poller, the stop conditions.
         let mut last_sweep = Instant::now() - Duration::from_secs(10);
         let all = opts.concurrency as u64;
         let mut stop_at: Option<Instant> = None;
@@ -321,9 +332,6 @@ pub fn work(
                     timed_out = true;
                     break;
                 }
-            }
-            if last_beat.elapsed() >= beat_every && backend.heartbeat(&id, opts.lease).is_ok() {
-                last_beat = Instant::now();
             }
             if last_sweep.elapsed() >= Duration::from_secs(1).min(opts.lease / 2) {
                 let _ = backend.reap();
@@ -339,6 +347,7 @@ pub fn work(
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+        beating.store(false, Ordering::SeqCst);
         if timed_out {
             // Jobs still running go back to their queue now (another worker runs them again);
             // the process exits without waiting for them.
