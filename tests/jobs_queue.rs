@@ -650,4 +650,13 @@ fn the_jobs_models_run_every_task_with_the_same_checksum_as_seq() {
     // The jobs:3 runs went through our Redis, on queues of their own, and left them empty.
     let s = jobs::open(&url).unwrap().stats().unwrap();
     assert_eq!((s.processed, s.enqueued, s.busy), (40, 0, 0));
+    let mut c = redis::Client::open(url.as_str())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let queues: Vec<String> = redis::cmd("SMEMBERS").arg("queues").query(&mut c).unwrap();
+    assert!(
+        queues.is_empty(),
+        "runs left their queues listed: {queues:?}"
+    );
 }

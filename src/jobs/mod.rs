@@ -318,6 +318,10 @@ pub trait Backend: Send + Sync {
     fn list(&self, set: FailedSet, limit: usize) -> Result<Vec<String>>;
     /// Moves every job of a failed set back onto its queue now; returns how many.
     fn requeue(&self, set: FailedSet) -> Result<usize>;
+    /// Forgets an empty queue that was made for one run (Redis lists it in `queues`).
+    fn forget_queue(&self, _queue: &str) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// How long a lease (SQLite) or heartbeat key (Redis) lasts unless renewed: far longer than

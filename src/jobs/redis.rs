@@ -557,6 +557,14 @@ impl Backend for Redis {
         })
     }
 
+    fn forget_queue(&self, queue: &str) -> Result<()> {
+        let n: u64 = self.with(|c| redis::cmd("LLEN").arg(format!("queue:{queue}")).query(c))?;
+        if n == 0 {
+            self.with(|c| redis::cmd("SREM").arg("queues").arg(queue).exec(c))?;
+        }
+        Ok(())
+    }
+
     fn requeue(&self, set: FailedSet) -> Result<usize> {
         let mut n = 0;
         loop {

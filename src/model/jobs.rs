@@ -203,6 +203,7 @@ impl Model for Jobs {
             }
         });
         let _ = backend.release(&worker);
+        let _ = backend.forget_queue(&queue);
         let mut records = records.into_inner().unwrap_or_else(|p| p.into_inner());
         let error = error.into_inner().unwrap_or_else(|p| p.into_inner());
         if records.len() < ctx.tasks {
