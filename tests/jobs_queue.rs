@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -134,7 +134,20 @@ fn drain(backend: Arc<dyn Backend>, schedule: RetrySchedule) {
         until_empty: true,
         ..Default::default()
     };
-    work(backend, &opts, &AtomicBool::new(false)).expect("work");
+    // Stopped after a minute at the latest, so a broken queue fails the test instead of
+    // hanging it.
+    let (stop, done) = (AtomicBool::new(false), AtomicBool::new(false));
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while !done.load(Ordering::SeqCst) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            stop.store(true, Ordering::SeqCst);
+        });
+        work(backend, &opts, &stop).expect("work");
+        done.store(true, Ordering::SeqCst);
+    });
 }
 
 /// Every backend: enqueue, fetch, ack, retry, promote, kill, list, requeue, release.
