@@ -267,7 +267,7 @@ pub fn work(
     std::thread::scope(|s| {
         for _ in 0..opts.concurrency {
             s.spawn(|| {
-                let mut warned = Instant::now() - Duration::from_secs(60);
+                let mut warned: Option<Instant> = None;
                 while !stopping() {
                     match backend.fetch(&id, &opts.queues, Duration::from_millis(500)) {
                         Ok(Some(c)) => {
@@ -292,12 +292,12 @@ pub fn work(
                         }
                         Ok(None) => {}
                         Err(e) => {
-                            if warned.elapsed() > Duration::from_secs(5) {
+                            if warned.is_none_or(|t| t.elapsed() > Duration::from_secs(5)) {
                                 eprintln!(
                                     "concur: fetching from {}: {e} (retrying)",
                                     backend.describe()
                                 );
-                                warned = Instant::now();
+                                warned = Some(Instant::now());
                             }
                             std::thread::sleep(Duration::from_millis(100));
                         }
@@ -319,7 +319,7 @@ pub fn work(
             }
         });
         // Housekeeping on this thread: the reaper, the retry poller, the stop conditions.
-        let mut last_sweep = Instant::now() - Duration::from_secs(10);
+        let mut last_sweep: Option<Instant> = None;
         let all = opts.concurrency as u64;
         let mut stop_at: Option<Instant> = None;
         loop {
@@ -333,10 +333,11 @@ pub fn work(
                     break;
                 }
             }
-            if last_sweep.elapsed() >= Duration::from_secs(1).min(opts.lease / 2) {
+            let sweep_every = Duration::from_secs(1).min(opts.lease / 2);
+            if last_sweep.is_none_or(|t| t.elapsed() >= sweep_every) {
                 let _ = backend.reap();
                 let _ = backend.promote();
-                last_sweep = Instant::now();
+                last_sweep = Some(Instant::now());
                 if opts.until_empty {
                     if let Ok(st) = backend.stats() {
                         if st.enqueued == 0 && st.busy == 0 && st.retry == 0 {
