@@ -66,7 +66,7 @@ struct RunArgs {
     /// Workload spec for a free-form study (repeatable): fib:N, spin:N, read[:PATH[:BYTESxCOUNT]], sleep:DURATION, mail[:FIB], crash:KIND
     #[arg(long = "workload", short = 'w', value_name = "SPEC")]
     workloads: Vec<String>,
-    /// Model spec for a free-form study (repeatable): seq, thread, spawn, fork, pool:W, rayon:W, async:W, async-local:W, actor:W, jobs:W, jobs-memory:W
+    /// Model spec for a free-form study (repeatable): seq, thread, spawn, fork, pool:W, rayon:W, async:W, async-local:W, actor:W, jobs:W, jobs-memory:W, jobs-redis:W
     #[arg(long = "model", short = 'm', value_name = "SPEC")]
     models: Vec<String>,
     /// Task counts for a free-form study (repeatable or comma-separated; default 10)
@@ -99,7 +99,7 @@ struct RunArgs {
     /// Where the mail workload writes its mails
     #[arg(long, value_enum, default_value = "discard")]
     mail_sink: MailSink,
-    /// Backend of the jobs:W model: sqlite (default: a fresh file per run), sqlite:PATH, memory, or redis://HOST:PORT/DB
+    /// Queue of the jobs models: sqlite:PATH for jobs:W (default: a fresh file per run), redis://HOST:PORT/DB for jobs-redis:W (mailer then adds it)
     #[arg(long, value_name = "URL")]
     jobs_backend: Option<String>,
     /// The JSON Lines results file, written as runs finish ('-' for stdout; default concur-results/STUDY-TIME.jsonl)

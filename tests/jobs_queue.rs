@@ -639,16 +639,31 @@ fn the_jobs_models_run_every_task_with_the_same_checksum_as_seq() {
         "jobs:3",
         "-m",
         "jobs-memory:3",
+        "-m",
+        "jobs-redis:3",
         "--jobs-backend",
         &url,
     ]);
+    let dir = tempfile::tempdir().unwrap();
+    let db = sqlite_url(dir.path());
     let (_, sqlite_lines) = common::run_study(&[
-        "-w", "fib:15", "-w", "mail:10", "-n", "20", "-r", "1", "-m", "jobs:2",
+        "-w",
+        "fib:15",
+        "-w",
+        "mail:10",
+        "-n",
+        "20",
+        "-r",
+        "1",
+        "-m",
+        "jobs:2",
+        "--jobs-backend",
+        &db,
     ]);
     let mut checksum: BTreeMap<String, u64> = BTreeMap::new();
     let runs = common::of_type(&lines, "run");
     let sqlite_runs = common::of_type(&sqlite_lines, "run");
-    assert_eq!(runs.len() + sqlite_runs.len(), 8);
+    assert_eq!(runs.len() + sqlite_runs.len(), 10);
     for r in runs.iter().chain(&sqlite_runs) {
         let what = format!("{} {}", r["workload"], r["model"]);
         assert_eq!(r["tasks_ok"], 20, "{what}: {r}");
@@ -657,10 +672,13 @@ fn the_jobs_models_run_every_task_with_the_same_checksum_as_seq() {
         let w = r["workload"].as_str().unwrap().to_string();
         assert_eq!(*checksum.entry(w).or_insert(bytes), bytes, "{what}");
     }
-    for r in common::runs_of(&lines, "jobs:3") {
+    for r in common::runs_of(&lines, "jobs-redis:3") {
         assert_eq!(r["threads_created"], 3);
     }
-    // The jobs:3 runs went through our Redis, on queues of their own, and left them empty.
+    // jobs:2 used the SQLite file named, jobs-redis:3 our Redis (on queues of their own,
+    // left empty and forgotten).
+    let s = jobs::open(&db).unwrap().stats().unwrap();
+    assert_eq!((s.processed, s.enqueued, s.busy), (40, 0, 0));
     let s = jobs::open(&url).unwrap().stats().unwrap();
     assert_eq!((s.processed, s.enqueued, s.busy), (40, 0, 0));
     let mut c = redis::Client::open(url.as_str())

@@ -1,14 +1,14 @@
-//! `jobs:W` and `jobs-memory:W`: background jobs. The run enqueues its N tasks as jobs
-//! (Sidekiq's format, class `Concur::Task`, args `[workload, index]`, `retry: false`) and W
-//! worker threads fetch, run and acknowledge them through the same code as `concur jobs
+//! `jobs:W`, `jobs-memory:W` and `jobs-redis:W`: background jobs. The run enqueues its N tasks
+//! as jobs (Sidekiq's format, class `Concur::Task`, args `[workload, index]`, `retry: false`)
+//! and W worker threads fetch, run and acknowledge them through the same code as `concur jobs
 //! work`, so the cell shows what the queue costs beside `pool:W`.
 //!
-//! The backend is in the spec's name, so both can sit in one study: `jobs:W` uses
-//! `--jobs-backend` (default: a fresh SQLite file in the temporary directory per run, removed
-//! afterwards; `redis://...` for a Redis server, on a queue of its own per run), and
-//! `jobs-memory:W` the in-process queue (Sucker Punch). The run's wall time covers opening the
-//! queue (a few milliseconds for SQLite), enqueueing, and everything up to the last
-//! acknowledgement.
+//! The backend is in the spec's name, so that all three can sit in one study: `jobs:W` is
+//! SQLite (a fresh file in the temporary directory per run, removed afterwards, or the
+//! `--jobs-backend sqlite:PATH` given), `jobs-memory:W` the in-process queue (Sucker Punch),
+//! and `jobs-redis:W` the Redis server that `--jobs-backend redis://...` names, on a queue of
+//! its own per run. The run's wall time covers opening the queue (a few milliseconds for
+//! SQLite), enqueueing, and everything up to the last acknowledgement.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -23,31 +23,43 @@ use crate::measure::TaskRecord;
 pub(super) const ENTRY: Entry = Entry {
     name: "jobs",
     takes_workers: true,
-    help: "enqueue N jobs, W worker threads drain them (backend: --jobs-backend, default a fresh SQLite file)",
-    build: |w| {
-        Box::new(Jobs {
-            workers: w.unwrap_or(1),
-            memory: false,
-        })
-    },
+    help: "enqueue N jobs on SQLite (a fresh file, or --jobs-backend sqlite:PATH), W worker threads drain them",
+    build: |w| jobs(w, Kind::Sqlite),
 };
 
 pub(super) const MEMORY_ENTRY: Entry = Entry {
     name: "jobs-memory",
     takes_workers: true,
     help: "enqueue N jobs on an in-process queue (not durable), W worker threads drain them",
-    build: |w| {
-        Box::new(Jobs {
-            workers: w.unwrap_or(1),
-            memory: true,
-        })
-    },
+    build: |w| jobs(w, Kind::Memory),
 };
+
+pub(super) const REDIS_ENTRY: Entry = Entry {
+    name: "jobs-redis",
+    takes_workers: true,
+    help: "enqueue N jobs on the Redis of --jobs-backend redis://HOST:PORT/DB, W worker threads drain them",
+    build: |w| jobs(w, Kind::Redis),
+};
+
+/// Which queue a jobs model uses.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Sqlite,
+    Memory,
+    Redis,
+}
+
+fn jobs(w: Option<usize>, kind: Kind) -> Box<dyn Model> {
+    Box::new(Jobs {
+        workers: w.unwrap_or(1),
+        kind,
+    })
+}
 
 /// A job queue and W worker threads.
 pub struct Jobs {
     workers: usize,
-    memory: bool,
+    kind: Kind,
 }
 
 /// A per-run SQLite file, removed (with its WAL files) when dropped.
@@ -73,7 +85,11 @@ fn failed_run(tasks: usize, why: String) -> ModelOutcome {
 
 impl Model for Jobs {
     fn spec(&self) -> String {
-        let name = if self.memory { "jobs-memory" } else { "jobs" };
+        let name = match self.kind {
+            Kind::Sqlite => "jobs",
+            Kind::Memory => "jobs-memory",
+            Kind::Redis => "jobs-redis",
+        };
         format!("{name}:{}", self.workers)
     }
     fn workers(&self) -> Option<usize> {
@@ -84,10 +100,14 @@ impl Model for Jobs {
     }
     fn run(&self, ctx: &RunCtx) -> ModelOutcome {
         let mut _temp = None;
-        let url = if self.memory {
+        let given = ctx.env.jobs_backend.as_deref();
+        let url = if self.kind == Kind::Memory {
             "memory".to_string()
-        } else if let Some(u) = ctx.env.jobs_backend.as_ref().filter(|u| *u != "sqlite") {
-            u.clone()
+        } else if self.kind == Kind::Redis {
+            // The plan refuses jobs-redis without a Redis URL.
+            given.unwrap_or_default().to_string()
+        } else if let Some(u) = given.filter(|u| u.starts_with("sqlite:")) {
+            u.to_string()
         } else {
             let p = std::env::temp_dir().join(format!(
                 "concur-jobs-{}-{:x}.sqlite",

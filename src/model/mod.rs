@@ -36,7 +36,8 @@ pub struct TaskEnv {
     pub gil: bool,
     /// The emulated lock's switch interval, microseconds.
     pub switch_interval_us: u64,
-    /// The `jobs` model's backend URL (`None`: a fresh SQLite file per run).
+    /// The jobs models' backend URL: `sqlite:PATH` for `jobs:W` (`None`: a fresh file per
+    /// run), `redis://...` for `jobs-redis:W`.
     #[serde(default)]
     pub jobs_backend: Option<String>,
 }
@@ -160,6 +161,7 @@ pub const REGISTRY: &[Entry] = &[
     actor::ENTRY,
     jobs::ENTRY,
     jobs::MEMORY_ENTRY,
+    jobs::REDIS_ENTRY,
 ];
 
 /// The largest worker count accepted.
@@ -241,6 +243,7 @@ mod tests {
             "actor:4",
             "jobs:2",
             "jobs-memory:3",
+            "jobs-redis:5",
         ] {
             assert_eq!(parse(s).unwrap().spec(), s);
         }

@@ -42,7 +42,8 @@ pub struct RunOptions {
     pub stack_size: usize,
     /// Where `mail` writes.
     pub mail_sink: MailSink,
-    /// The `jobs` model's backend (`None`: a fresh SQLite file per run).
+    /// The jobs models' backend: `sqlite:PATH` for `jobs:W` (`None`: a fresh file per run),
+    /// `redis://...` for `jobs-redis:W` (which the `mailer` study then adds).
     pub jobs_backend: Option<String>,
 }
 
@@ -101,7 +102,7 @@ pub struct Plan {
     pub options: WorkloadOptions,
     /// What the reader should know about the plan (chosen sizes, scaled cells).
     pub notes: Vec<String>,
-    /// The `jobs` model's backend URL, checked (`None`: a fresh SQLite file per run).
+    /// The jobs models' backend URL, checked (see [`RunOptions::jobs_backend`]).
     pub jobs_backend: Option<String>,
 }
 
@@ -179,9 +180,19 @@ pub fn build(o: &RunOptions) -> Result<Plan> {
     let options = WorkloadOptions {
         mail_sink: o.mail_sink,
     };
-    if let Some(url) = &o.jobs_backend {
-        crate::jobs::check_url(url).map_err(|e| Error::usage(format!("--jobs-backend: {e}")))?;
-    }
+    let redis_url = match o.jobs_backend.as_deref() {
+        Some("memory") => {
+            return Err(Error::usage(
+                "--jobs-backend 'memory': the in-process queue is the jobs-memory:W model; --jobs-backend takes sqlite:PATH (for jobs:W) or redis://HOST:PORT/DB (for jobs-redis:W)",
+            ))
+        }
+        Some(url) => {
+            crate::jobs::check_url(url)
+                .map_err(|e| Error::usage(format!("--jobs-backend: {e}")))?;
+            Some(url).filter(|u| u.starts_with("redis"))
+        }
+        None => None,
+    };
     let preset = if freeform {
         if o.quick || o.stress {
             return Err(Error::usage(
@@ -227,11 +238,12 @@ pub fn build(o: &RunOptions) -> Result<Plan> {
         .iter()
         .map(|c| cell(c, &options))
         .collect::<Result<Vec<_>>>()?;
-    // A Redis named for the jobs model must answer now, not fail every run later.
-    if let Some(url) = o.jobs_backend.as_deref().filter(|u| u.starts_with("redis")) {
-        if cells.iter().any(|c| c.key.model.starts_with("jobs:")) {
-            crate::jobs::open(url).map_err(|e| Error::usage(format!("--jobs-backend: {e}")))?;
-        }
+    // jobs-redis:W needs a Redis, which must answer now rather than fail every run later.
+    if cells.iter().any(|c| c.key.model.starts_with("jobs-redis:")) {
+        let url = redis_url.ok_or_else(|| {
+            Error::usage("jobs-redis:W needs --jobs-backend redis://HOST:PORT/DB")
+        })?;
+        crate::jobs::open(url).map_err(|e| Error::usage(format!("--jobs-backend: {e}")))?;
     }
     Ok(Plan {
         name: preset.name,
@@ -314,6 +326,16 @@ mod tests {
             RunOptions {
                 study: Some("mailer".into()),
                 jobs_backend: Some("mysql://x".into()),
+                ..opts()
+            },
+            RunOptions {
+                study: Some("mailer".into()),
+                jobs_backend: Some("memory".into()),
+                ..opts()
+            },
+            RunOptions {
+                workloads: vec!["fib:1".into()],
+                models: vec!["jobs-redis:2".into()],
                 ..opts()
             },
         ];
