@@ -41,14 +41,14 @@ pub fn new_worker_id() -> String {
 
 /// Runs the jobs this crate knows: [`TASK_CLASS`] (`[workload_spec, index]`) and
 /// [`NOOP_CLASS`]; parsed workloads are cached by spec.
-pub struct Performer {
-    options: WorkloadOptions,
+pub struct Performer<'a> {
+    options: &'a WorkloadOptions,
     cache: Mutex<HashMap<String, Arc<dyn Workload>>>,
 }
 
-impl Performer {
+impl<'a> Performer<'a> {
     /// A performer whose workloads read `options`.
-    pub fn new(options: WorkloadOptions) -> Self {
+    pub fn new(options: &'a WorkloadOptions) -> Self {
         Performer {
             options,
             cache: Mutex::new(HashMap::new()),
@@ -73,7 +73,7 @@ impl Performer {
         if let Some(w) = cache.get(&spec) {
             return Ok((w.clone(), index));
         }
-        let w = workload::parse(&spec, &self.options).map_err(|e| e.to_string())?;
+        let w = workload::parse(&spec, self.options).map_err(|e| e.to_string())?;
         cache.insert(spec, w.clone());
         Ok((w, index))
     }
@@ -249,7 +249,7 @@ pub fn work(
         )),
         None => None,
     };
-    let performer = Performer::new(opts.workload_options);
+    let performer = Performer::new(&opts.workload_options);
     let processed = AtomicU64::new(0);
     let failed = AtomicU64::new(0);
     let finished_threads = AtomicU64::new(0);
