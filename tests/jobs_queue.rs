@@ -619,47 +619,25 @@ fn three_worker_processes_share_one_sqlite_file_and_one_redis() {
     several_workers_share_one_queue(&redis.url(), dir.path());
 }
 
+/// One run of 20 tasks of `fib:15` and `mail:10` under each of `models`, and its lines.
+fn jobs_study(models: &[&str], backend: &str) -> Vec<Value> {
+    let mut args = vec!["-w", "fib:15", "-w", "mail:10", "-n", "20", "-r", "1"];
+    for m in models {
+        args.extend(["-m", m]);
+    }
+    args.extend(["--jobs-backend", backend]);
+    common::run_study(&args).1
+}
+
 #[test]
 fn the_jobs_models_run_every_task_with_the_same_checksum_as_seq() {
     // (Here rather than in cli_models.rs, whose timing test runs beside its model test.)
     let redis = RedisServer::start();
     let url = redis.url();
-    let (_, lines) = common::run_study(&[
-        "-w",
-        "fib:15",
-        "-w",
-        "mail:10",
-        "-n",
-        "20",
-        "-r",
-        "1",
-        "-m",
-        "seq",
-        "-m",
-        "jobs:3",
-        "-m",
-        "jobs-memory:3",
-        "-m",
-        "jobs-redis:3",
-        "--jobs-backend",
-        &url,
-    ]);
+    let lines = jobs_study(&["seq", "jobs:3", "jobs-memory:3", "jobs-redis:3"], &url);
     let dir = tempfile::tempdir().unwrap();
     let db = sqlite_url(dir.path());
-    let (_, sqlite_lines) = common::run_study(&[
-        "-w",
-        "fib:15",
-        "-w",
-        "mail:10",
-        "-n",
-        "20",
-        "-r",
-        "1",
-        "-m",
-        "jobs:2",
-        "--jobs-backend",
-        &db,
-    ]);
+    let sqlite_lines = jobs_study(&["jobs:2"], &db);
     let mut checksum: BTreeMap<String, u64> = BTreeMap::new();
     let runs = common::of_type(&lines, "run");
     let sqlite_runs = common::of_type(&sqlite_lines, "run");
