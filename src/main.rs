@@ -66,7 +66,7 @@ struct RunArgs {
     /// Workload spec for a free-form study (repeatable): fib:N, spin:N, read[:PATH[:BYTESxCOUNT]], sleep:DURATION, mail[:FIB], crash:KIND
     #[arg(long = "workload", short = 'w', value_name = "SPEC")]
     workloads: Vec<String>,
-    /// Model spec for a free-form study (repeatable): seq, thread, spawn, fork, pool:W, rayon:W, async:W, async-local:W, actor:W, jobs:W, jobs-memory:W, jobs-redis:W
+    /// Model spec for a free-form study (repeatable): seq, thread, spawn, fork, pool:W, rayon:W, async:W, async-local:W, actor:W, jobs:W, jobs-procs:W, jobs-memory:W, jobs-redis:W
     #[arg(long = "model", short = 'm', value_name = "SPEC")]
     models: Vec<String>,
     /// Task counts for a free-form study (repeatable or comma-separated; default 10)
@@ -175,6 +175,9 @@ enum JobsCommand {
         /// Exit once the queues, in-flight jobs and retries are empty
         #[arg(long)]
         until_empty: bool,
+        /// Append each task job's record (JSON line) to FILE once acknowledged (for jobs-procs:W)
+        #[arg(long, value_name = "FILE", hide = true)]
+        records: Option<PathBuf>,
         #[command(flatten)]
         b: BackendArg,
     },
@@ -223,6 +226,7 @@ fn jobs(c: JobsCommand) -> Result<i32, Error> {
             retry_delay,
             done_log,
             until_empty,
+            records,
             b,
         } => {
             let opts = WorkOptions {
@@ -233,6 +237,7 @@ fn jobs(c: JobsCommand) -> Result<i32, Error> {
                 shutdown_deadline: shutdown_timeout,
                 done_log,
                 until_empty,
+                records,
                 ..Default::default()
             };
             cli::work_main(&b.backend, &opts)

@@ -637,11 +637,11 @@ fn the_jobs_models_run_every_task_with_the_same_checksum_as_seq() {
     let lines = jobs_study(&["seq", "jobs:3", "jobs-memory:3", "jobs-redis:3"], &url);
     let dir = tempfile::tempdir().unwrap();
     let db = sqlite_url(dir.path());
-    let sqlite_lines = jobs_study(&["jobs:2"], &db);
+    let sqlite_lines = jobs_study(&["jobs:2", "jobs-procs:2"], &db);
     let mut checksum: BTreeMap<String, u64> = BTreeMap::new();
     let runs = common::of_type(&lines, "run");
     let sqlite_runs = common::of_type(&sqlite_lines, "run");
-    assert_eq!(runs.len() + sqlite_runs.len(), 10);
+    assert_eq!(runs.len() + sqlite_runs.len(), 12);
     for r in runs.iter().chain(&sqlite_runs) {
         let what = format!("{} {}", r["workload"], r["model"]);
         assert_eq!(r["tasks_ok"], 20, "{what}: {r}");
@@ -653,10 +653,13 @@ fn the_jobs_models_run_every_task_with_the_same_checksum_as_seq() {
     for r in common::runs_of(&lines, "jobs-redis:3") {
         assert_eq!(r["threads_created"], 3);
     }
-    // jobs:2 used the SQLite file named, jobs-redis:3 our Redis (on queues of their own,
-    // left empty and forgotten).
+    for r in common::runs_of(&sqlite_lines, "jobs-procs:2") {
+        assert_eq!(r["processes_created"], 2);
+    }
+    // jobs:2 and jobs-procs:2 used the SQLite file named, jobs-redis:3 our Redis (on queues
+    // of their own, left empty and forgotten).
     let s = jobs::open(&db).unwrap().stats().unwrap();
-    assert_eq!((s.processed, s.enqueued, s.busy), (40, 0, 0));
+    assert_eq!((s.processed, s.enqueued, s.busy), (80, 0, 0));
     let s = jobs::open(&url).unwrap().stats().unwrap();
     assert_eq!((s.processed, s.enqueued, s.busy), (40, 0, 0));
     let mut c = redis::Client::open(url.as_str())

@@ -17,6 +17,7 @@ use super::{
     NOOP_CLASS, TASK_CLASS,
 };
 use crate::error::{Error, Result};
+use crate::measure::{mono_ns, TaskError, TaskRecord};
 use crate::workload::{self, guarded_run, Workload, WorkloadOptions};
 
 /// What performing one job came to.
@@ -176,6 +177,33 @@ pub fn handle(
     Ok(outcome)
 }
 
+/// Appends the task record of a `Concur::Task` job that ran (or failed) to `f`.
+fn write_record(f: &Mutex<File>, c: &Claimed, outcome: &Performed, (start, end): (u64, u64)) {
+    let Some(index) = Job::parse(&c.raw)
+        .ok()
+        .filter(|j| j.class == TASK_CLASS)
+        .and_then(|j| j.args.get(1).and_then(Value::as_u64))
+    else {
+        return;
+    };
+    let (bytes, error) = match outcome {
+        Performed::Ok(b) => (*b, None),
+        Performed::Failed(kind, msg) => (0, Some(TaskError::new(kind, msg.clone()))),
+        Performed::Malformed(_) => return,
+    };
+    let rec = TaskRecord {
+        index: index as usize,
+        start_ns: start,
+        end_ns: end,
+        bytes,
+        error,
+    };
+    let _ = f
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .write_all(rec.to_line().as_bytes());
+}
+
 /// How `concur jobs work` runs.
 #[derive(Debug, Clone)]
 pub struct WorkOptions {
@@ -192,6 +220,9 @@ pub struct WorkOptions {
     pub shutdown_deadline: Duration,
     /// Append each job id to this file after it ran and before its acknowledgement.
     pub done_log: Option<PathBuf>,
+    /// Append a task record (JSON line: index, start, end, bytes, error) to this file for
+    /// every `Concur::Task` job once it is acknowledged (the `jobs-procs:W` model reads it).
+    pub records: Option<PathBuf>,
     /// Stop once every queue is empty and nothing is in flight.
     pub until_empty: bool,
     /// Options of the workloads tasks run.
@@ -207,6 +238,7 @@ impl Default for WorkOptions {
             schedule: RetrySchedule::Sidekiq,
             shutdown_deadline: Duration::from_secs(25),
             done_log: None,
+            records: None,
             until_empty: false,
             workload_options: WorkloadOptions::default(),
         }
@@ -237,18 +269,17 @@ pub fn work(
 ) -> Result<WorkSummary> {
     let id = new_worker_id();
     backend.heartbeat(&id, opts.lease)?;
-    let done_log = match &opts.done_log {
-        Some(p) => Some(Mutex::new(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(p)
-                .map_err(|e| {
-                    Error::usage(format!("cannot open --done-log '{}': {e}", p.display()))
-                })?,
-        )),
-        None => None,
+    let append = |p: &Option<PathBuf>, flag: &str| -> Result<Option<Mutex<File>>> {
+        let Some(p) = p else { return Ok(None) };
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+            .map(|f| Some(Mutex::new(f)))
+            .map_err(|e| Error::usage(format!("cannot open {flag} '{}': {e}", p.display())))
     };
+    let done_log = append(&opts.done_log, "--done-log")?;
+    let records = append(&opts.records, "--records")?;
     let performer = Performer::new(&opts.workload_options);
     let processed = AtomicU64::new(0);
     let failed = AtomicU64::new(0);
@@ -268,17 +299,23 @@ pub fn work(
         for _ in 0..opts.concurrency {
             s.spawn(|| {
                 let mut warned: Option<Instant> = None;
+                // When the last job ran (start and end on the monotonic clock), for records.
+                let timing = std::cell::Cell::new((0, 0));
+                let perform = |j: &Job| {
+                    let start = mono_ns();
+                    let out = performer.perform(j);
+                    timing.set((start, mono_ns()));
+                    out
+                };
                 while !stopping() {
                     match backend.fetch(&id, &opts.queues, Duration::from_millis(500)) {
                         Ok(Some(c)) => {
-                            match handle(
-                                &*backend,
-                                &id,
-                                &c,
-                                opts.schedule,
-                                &|j| performer.perform(j),
-                                &log,
-                            ) {
+                            let outcome =
+                                handle(&*backend, &id, &c, opts.schedule, &perform, &log);
+                            if let (Some(f), Ok(o)) = (&records, &outcome) {
+                                write_record(f, &c, o, timing.get());
+                            }
+                            match outcome {
                                 Ok(Performed::Ok(_)) => processed.fetch_add(1, Ordering::Relaxed),
                                 Ok(_) => failed.fetch_add(1, Ordering::Relaxed),
                                 Err(e) => {

@@ -7,10 +7,15 @@
 //! SQLite (a fresh file in the temporary directory per run, removed afterwards, or the
 //! `--jobs-backend sqlite:PATH` given), `jobs-memory:W` the in-process queue (Sucker Punch),
 //! and `jobs-redis:W` the Redis server that `--jobs-backend redis://...` names, on a queue of
-//! its own per run. The run's wall time covers opening the queue (a few milliseconds for
+//! its own per run. `jobs-procs:W` is `jobs:W` with W worker processes (`concur jobs work -c 1`,
+//! each reporting its task records through a shared file) instead of W threads; they run
+//! without the interpreter-lock emulation (one thread each, so it would change nothing) and
+//! with the `mail` workload's default sink. The run's wall time covers opening the queue (a few milliseconds for
 //! SQLite), enqueueing, and everything up to the last acknowledgement.
 
+use std::io::Read;
 use std::path::PathBuf;
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -41,10 +46,18 @@ pub(super) const REDIS_ENTRY: Entry = Entry {
     build: |w| jobs(w, Kind::Redis),
 };
 
+pub(super) const PROCS_ENTRY: Entry = Entry {
+    name: "jobs-procs",
+    takes_workers: true,
+    help: "jobs:W with W worker processes (concur jobs work -c 1) instead of threads",
+    build: |w| jobs(w, Kind::Procs),
+};
+
 /// Which queue a jobs model uses.
 #[derive(Clone, Copy, PartialEq)]
 enum Kind {
     Sqlite,
+    Procs,
     Memory,
     Redis,
 }
@@ -83,12 +96,106 @@ fn failed_run(tasks: usize, why: String) -> ModelOutcome {
     }
 }
 
+impl Jobs {
+    /// Starts the worker processes, waits until they have reported every task (each record is
+    /// written after the job's acknowledgement), then kills them: they are idle by then.
+    fn run_procs(&self, ctx: &RunCtx, url: &str, queue: &str) -> ModelOutcome {
+        let log = TempDb(std::env::temp_dir().join(format!(
+            "concur-records-{}-{:x}.jsonl",
+            std::process::id(),
+            jobs::random_u64()
+        )));
+        let exe = match std::env::current_exe() {
+            Ok(e) => e,
+            Err(e) => return failed_run(ctx.tasks, format!("finding our own binary: {e}")),
+        };
+        let mut children = Vec::with_capacity(self.workers);
+        let mut error = None;
+        for k in 0..self.workers {
+            let child = Command::new(&exe)
+                .args([
+                    "jobs",
+                    "work",
+                    "-c",
+                    "1",
+                    "--backend",
+                    url,
+                    "--queue",
+                    queue,
+                ])
+                .arg("--records")
+                .arg(&log.0)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn();
+            match child {
+                Ok(c) => children.push(c),
+                Err(e) => {
+                    error = Some(format!(
+                        "could start {k} of {} worker processes: {e}",
+                        self.workers
+                    ));
+                    break;
+                }
+            }
+        }
+        // Count the records as they are appended (each read goes on where the last stopped).
+        let mut file: Option<std::fs::File> = None;
+        let mut chunk = Vec::new();
+        let mut lines = 0;
+        while lines < ctx.tasks && !children.is_empty() {
+            if file.is_none() {
+                file = std::fs::File::open(&log.0).ok();
+            }
+            if let Some(f) = &mut file {
+                chunk.clear();
+                let _ = f.read_to_end(&mut chunk);
+                lines += chunk.iter().filter(|&&b| b == b'\n').count();
+            }
+            if lines >= ctx.tasks {
+                break;
+            }
+            if children
+                .iter_mut()
+                .all(|c| c.try_wait().ok().flatten().is_some())
+            {
+                error.get_or_insert_with(|| "every worker process ended early".into());
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        for c in &mut children {
+            let _ = c.kill();
+        }
+        for c in &mut children {
+            let _ = c.wait();
+        }
+        let mut records: Vec<TaskRecord> = std::fs::read_to_string(&log.0)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(TaskRecord::from_line)
+            .collect();
+        let mut seen = vec![false; ctx.tasks];
+        records.retain(|r| r.index < ctx.tasks && !std::mem::replace(&mut seen[r.index], true));
+        let why = error.clone().unwrap_or_else(|| "the job never ran".into());
+        records.extend(never_started((0..ctx.tasks).filter(|&i| !seen[i]), &why));
+        ModelOutcome {
+            records,
+            threads_created: 0,
+            processes_created: children.len(),
+            error,
+        }
+    }
+}
+
 impl Model for Jobs {
     fn spec(&self) -> String {
         let name = match self.kind {
             Kind::Sqlite => "jobs",
             Kind::Memory => "jobs-memory",
             Kind::Redis => "jobs-redis",
+            Kind::Procs => "jobs-procs",
         };
         format!("{name}:{}", self.workers)
     }
@@ -139,6 +246,11 @@ impl Model for Jobs {
             .collect();
         if let Err(e) = backend.enqueue(&queue, &payloads) {
             return failed_run(ctx.tasks, e.to_string());
+        }
+        if self.kind == Kind::Procs {
+            let out = self.run_procs(ctx, &url, &queue);
+            let _ = backend.release(&worker);
+            return out;
         }
         let records: Mutex<Vec<TaskRecord>> = Mutex::new(Vec::with_capacity(ctx.tasks));
         let finished = AtomicUsize::new(0);

@@ -162,6 +162,7 @@ pub const REGISTRY: &[Entry] = &[
     jobs::ENTRY,
     jobs::MEMORY_ENTRY,
     jobs::REDIS_ENTRY,
+    jobs::PROCS_ENTRY,
 ];
 
 /// The largest worker count accepted.
@@ -244,6 +245,7 @@ mod tests {
             "jobs:2",
             "jobs-memory:3",
             "jobs-redis:5",
+            "jobs-procs:2",
         ] {
             assert_eq!(parse(s).unwrap().spec(), s);
         }
