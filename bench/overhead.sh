@@ -13,6 +13,8 @@ cases=(
   "seq 100000" "pool:2 100000" "rayon:2 100000" "async:2 100000" "async-local:2 100000"
   "thread 10000" "fork 2000" "spawn 1000"
 )
+# Actors and job queues (issue 4): the SQLite queue writes two transactions a job.
+cases+=("actor:2 100000" "jobs-memory:2 100000" "jobs:2 10000")
 printf '%-16s %8s %12s %14s\n' model tasks wall_median per_task
 for c in "${cases[@]}"; do
   set -- $c

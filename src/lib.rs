@@ -8,6 +8,7 @@
 
 pub mod error;
 pub mod gil;
+pub mod jobs;
 pub mod measure;
 pub mod model;
 pub mod process;

@@ -40,6 +40,9 @@ enum Command {
     Serve(ServeArgs),
     /// Run the few cells that show what bounds a workload, and advise which model to use
     Advise(AdviseArgs),
+    /// Background jobs: enqueue, work, stats, retry and dead sets (SQLite or Redis)
+    #[command(subcommand)]
+    Jobs(JobsCommand),
     #[command(name = "__run", hide = true)]
     InternalRun { request: String },
     #[command(name = "__task", hide = true)]
@@ -78,7 +81,7 @@ struct RunArgs {
     /// Workload spec for a free-form study (repeatable): fib:N, spin:N, read[:PATH[:BYTESxCOUNT]], sleep:DURATION, mail[:FIB], crash:KIND
     #[arg(long = "workload", short = 'w', value_name = "SPEC")]
     workloads: Vec<String>,
-    /// Model spec for a free-form study (repeatable): seq, thread, spawn, fork, pool:W, rayon:W, async:W, async-local:W
+    /// Model spec for a free-form study (repeatable): seq, thread, spawn, fork, pool:W, rayon:W, async:W, async-local:W, actor:W, jobs:W, jobs-procs:W, jobs-memory:W, jobs-redis:W
     #[arg(long = "model", short = 'm', value_name = "SPEC")]
     models: Vec<String>,
     /// Task counts for a free-form study (repeatable or comma-separated; default 10)
@@ -121,6 +124,9 @@ struct RunArgs {
     /// crawl: run the seq cell with all 1000 requests (100 s) instead of 50
     #[arg(long)]
     full: bool,
+    /// Queue of the jobs models: sqlite:PATH for jobs:W (default: a fresh file per run), redis://HOST:PORT/DB for jobs-redis:W (mailer then adds it)
+    #[arg(long, value_name = "URL")]
+    jobs_backend: Option<String>,
     /// The JSON Lines results file, written as runs finish ('-' for stdout; default concur-results/STUDY-TIME.jsonl)
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -199,6 +205,139 @@ struct ReportArgs {
     out: OutputArgs,
 }
 
+/// `--backend`: where the queue lives.
+#[derive(Args)]
+struct BackendArg {
+    /// sqlite (concur-results/jobs.sqlite), sqlite:PATH, or redis://HOST:PORT/DB
+    #[arg(long, value_name = "URL", default_value = "sqlite")]
+    backend: String,
+}
+
+#[derive(Subcommand)]
+enum JobsCommand {
+    /// Enqueue N jobs, each running one task of a workload (class Concur::Task)
+    Enqueue {
+        /// The workload spec each job runs (e.g. fib:30, mail, sleep:10ms)
+        #[arg(
+            long,
+            short = 'w',
+            value_name = "SPEC",
+            required_unless_present = "noop"
+        )]
+        workload: Option<String>,
+        /// Enqueue jobs that do nothing (class Concur::Noop), for throughput measurements
+        #[arg(long, conflicts_with = "workload")]
+        noop: bool,
+        /// How many jobs
+        #[arg(short = 'n', value_name = "N")]
+        n: usize,
+        /// The queue
+        #[arg(long, short = 'q', default_value = "default")]
+        queue: String,
+        /// Retries before the dead set (Sidekiq's default: 25)
+        #[arg(long, value_name = "N")]
+        retry: Option<u32>,
+        #[command(flatten)]
+        b: BackendArg,
+    },
+    /// Work on queues until SIGTERM or Ctrl-C (run it on as many machines as share one Redis)
+    Work {
+        /// Worker threads
+        #[arg(short = 'c', long, default_value = "10")]
+        concurrency: usize,
+        /// Queues in priority order (repeatable; default: default)
+        #[arg(long = "queue", short = 'q', value_name = "Q")]
+        queues: Vec<String>,
+        /// Lease (SQLite) or heartbeat TTL (Redis): a dead worker's jobs return after this
+        #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+        lease: std::time::Duration,
+        /// After SIGTERM, how long running jobs may finish before they are returned to their queue
+        #[arg(long, value_name = "DURATION", default_value = "25s", value_parser = parse_duration)]
+        shutdown_timeout: std::time::Duration,
+        /// A fixed delay before each retry instead of Sidekiq's backoff (count^4 + 15 + jitter s)
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        retry_delay: Option<std::time::Duration>,
+        /// Append each job id to FILE after it ran, before its acknowledgement (duplicate audits)
+        #[arg(long, value_name = "FILE")]
+        done_log: Option<PathBuf>,
+        /// Exit once the queues, in-flight jobs and retries are empty
+        #[arg(long)]
+        until_empty: bool,
+        /// Append each task job's record (JSON line) to FILE once acknowledged (for jobs-procs:W)
+        #[arg(long, value_name = "FILE", hide = true)]
+        records: Option<PathBuf>,
+        #[command(flatten)]
+        b: BackendArg,
+    },
+    /// Counts: enqueued, busy, processed, failed, retry, dead, workers alive
+    Stats {
+        /// One JSON object instead of a table
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        b: BackendArg,
+    },
+    /// List the retry set (one JSON job a line), or requeue it all now
+    Retry(FailedSetArgs),
+    /// List the dead set (one JSON job a line), or requeue it all
+    Dead(FailedSetArgs),
+}
+
+#[derive(Args)]
+struct FailedSetArgs {
+    /// Move every job of the set back onto its queue
+    #[arg(long)]
+    requeue: bool,
+    /// List at most this many
+    #[arg(long, default_value = "100")]
+    limit: usize,
+    #[command(flatten)]
+    b: BackendArg,
+}
+
+fn jobs(c: JobsCommand) -> Result<i32, Error> {
+    use concur::jobs::{cli, worker::WorkOptions, FailedSet, RetrySchedule};
+    match c {
+        JobsCommand::Enqueue {
+            workload,
+            noop: _,
+            n,
+            queue,
+            retry,
+            b,
+        } => cli::enqueue(&b.backend, workload.as_deref(), n, &queue, retry),
+        JobsCommand::Work {
+            concurrency,
+            queues,
+            lease,
+            shutdown_timeout,
+            retry_delay,
+            done_log,
+            until_empty,
+            records,
+            b,
+        } => {
+            let opts = WorkOptions {
+                concurrency,
+                queues: cli::queues_or_default(queues),
+                lease,
+                schedule: retry_delay.map_or(RetrySchedule::Sidekiq, RetrySchedule::Fixed),
+                shutdown_deadline: shutdown_timeout,
+                done_log,
+                until_empty,
+                records,
+                ..Default::default()
+            };
+            cli::work_main(&b.backend, &opts)
+        }
+        JobsCommand::Stats { json, b } => cli::stats(&b.backend, json),
+        JobsCommand::Retry(a) => {
+            cli::failed_set(&a.b.backend, FailedSet::Retry, a.requeue, a.limit)
+        }
+        JobsCommand::Dead(a) => cli::failed_set(&a.b.backend, FailedSet::Dead, a.requeue, a.limit),
+    }
+}
+
 fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     units::parse_duration(s)
 }
@@ -260,6 +399,7 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
                 url: a.url,
                 request_timeout: a.request_timeout,
                 full: a.full,
+                jobs_backend: a.jobs_backend,
             };
             concur::run(&opts, &outputs(a.out, a.json), std::env::args().collect())
         }
@@ -301,6 +441,7 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
             &outputs(a.out, a.json),
             std::env::args().collect(),
         ),
+        Command::Jobs(c) => jobs(c),
         Command::List => {
             list();
             Ok(0)

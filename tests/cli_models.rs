@@ -15,6 +15,7 @@ const MODELS: &[&str] = &[
     "rayon:3",
     "async:3",
     "async-local:3",
+    "actor:3",
 ];
 
 #[test]
@@ -96,13 +97,21 @@ fn concurrency_overlaps_delays() {
         "async:10",
         "async-local:10",
         "fork",
+        "actor:10",
     ] {
         args.extend(["-m", m]);
     }
     let (_, lines) = run_study(&args);
     let wall = |m: &str| runs_of(&lines, m)[0]["wall_s"].as_f64().unwrap();
     assert!(wall("seq") >= 0.5);
-    for m in ["thread", "pool:10", "async:10", "async-local:10", "fork"] {
+    for m in [
+        "thread",
+        "pool:10",
+        "async:10",
+        "async-local:10",
+        "fork",
+        "actor:10",
+    ] {
         assert!(
             wall(m) < wall("seq") / 3.0,
             "{m}: {} vs seq {}",

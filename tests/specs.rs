@@ -47,6 +47,7 @@ fn fork_refuses_a_multithreaded_parent() {
             options: WorkloadOptions::default(),
             gil: false,
             switch_interval_us: 5000,
+            jobs_backend: None,
         },
         stack_size: 1 << 20,
     };

@@ -51,13 +51,12 @@ pub(super) fn drive(rt: &tokio::runtime::Runtime, ctx: &RunCtx, limit: usize) ->
     })
 }
 
-/// Builds the runtime, runs every task on it and reports the threads it started (workers and
-/// blocking-pool threads).
-pub(super) fn run_on(
+/// Builds a runtime with the run's stack size and a timer, counting the threads it starts
+/// (workers and blocking-pool threads); the error is the run's reason.
+pub(super) fn build_counted(
     builder: &mut tokio::runtime::Builder,
     ctx: &RunCtx,
-    limit: usize,
-) -> ModelOutcome {
+) -> Result<(tokio::runtime::Runtime, Arc<AtomicUsize>), String> {
     let started = Arc::new(AtomicUsize::new(0));
     let counter = started.clone();
     builder
@@ -66,11 +65,23 @@ pub(super) fn run_on(
         .on_thread_start(move || {
             counter.fetch_add(1, Ordering::Relaxed);
         });
-    let rt = match builder.build() {
-        Ok(rt) => rt,
-        Err(e) => {
+    builder
+        .build()
+        .map(|rt| (rt, started))
+        .map_err(|e| format!("could not start the tokio runtime: {e}"))
+}
+
+/// Builds the runtime, runs every task on it and reports the threads it started.
+pub(super) fn run_on(
+    builder: &mut tokio::runtime::Builder,
+    ctx: &RunCtx,
+    limit: usize,
+) -> ModelOutcome {
+    let (rt, started) = match build_counted(builder, ctx) {
+        Ok(x) => x,
+        Err(why) => {
             return ModelOutcome {
-                error: Some(format!("could not start the tokio runtime: {e}")),
+                error: Some(why),
                 ..Default::default()
             }
         }

@@ -4,11 +4,13 @@
 //! A model never knows which workload it runs: it calls [`execute`] (blocking) or
 //! [`execute_async`] for each task and returns the [`TaskRecord`]s.
 
+mod actor;
 mod async_local;
 mod async_mt;
 mod curl_multi;
 mod fork;
 mod green;
+mod jobs;
 pub(crate) mod os_thread;
 mod pool;
 mod rayon_pool;
@@ -36,6 +38,10 @@ pub struct TaskEnv {
     pub gil: bool,
     /// The emulated lock's switch interval, microseconds.
     pub switch_interval_us: u64,
+    /// The jobs models' backend URL: `sqlite:PATH` for `jobs:W` (`None`: a fresh file per
+    /// run), `redis://...` for `jobs-redis:W`.
+    #[serde(default)]
+    pub jobs_backend: Option<String>,
 }
 
 impl TaskEnv {
@@ -161,6 +167,11 @@ pub const REGISTRY: &[Entry] = &[
     async_local::ENTRY,
     curl_multi::ENTRY,
     green::ENTRY,
+    actor::ENTRY,
+    jobs::ENTRY,
+    jobs::MEMORY_ENTRY,
+    jobs::REDIS_ENTRY,
+    jobs::PROCS_ENTRY,
 ];
 
 /// The largest worker count accepted.
@@ -239,6 +250,11 @@ mod tests {
             "rayon:3",
             "async:100",
             "async-local:7",
+            "actor:4",
+            "jobs:2",
+            "jobs-memory:3",
+            "jobs-redis:5",
+            "jobs-procs:2",
         ] {
             assert_eq!(parse(s).unwrap().spec(), s);
         }

@@ -48,6 +48,9 @@ pub struct RunOptions {
     pub request_timeout: Duration,
     /// `crawl`: run the seq cell at full size instead of scaled down.
     pub full: bool,
+    /// The jobs models' backend: `sqlite:PATH` for `jobs:W` (`None`: a fresh file per run),
+    /// `redis://...` for `jobs-redis:W` (which the `mailer` study then adds).
+    pub jobs_backend: Option<String>,
 }
 
 impl Default for RunOptions {
@@ -69,6 +72,7 @@ impl Default for RunOptions {
             url: None,
             request_timeout: Duration::from_secs(30),
             full: false,
+            jobs_backend: None,
         }
     }
 }
@@ -107,6 +111,8 @@ pub struct Plan {
     pub options: WorkloadOptions,
     /// What the reader should know about the plan (chosen sizes, scaled cells).
     pub notes: Vec<String>,
+    /// The jobs models' backend URL, checked (see [`RunOptions::jobs_backend`]).
+    pub jobs_backend: Option<String>,
 }
 
 /// A cell as a preset or the user names it, before validation.
@@ -201,6 +207,19 @@ pub fn build(o: &RunOptions) -> Result<Plan> {
         base_url: o.url.clone(),
         request_timeout_ms: o.request_timeout.as_millis().max(1) as u64,
     };
+    let redis_url = match o.jobs_backend.as_deref() {
+        Some("memory") => {
+            return Err(Error::usage(
+                "--jobs-backend 'memory': the in-process queue is the jobs-memory:W model; --jobs-backend takes sqlite:PATH (for jobs:W) or redis://HOST:PORT/DB (for jobs-redis:W)",
+            ))
+        }
+        Some(url) => {
+            crate::jobs::check_url(url)
+                .map_err(|e| Error::usage(format!("--jobs-backend: {e}")))?;
+            Some(url).filter(|u| u.starts_with("redis"))
+        }
+        None => None,
+    };
     let preset = if freeform {
         if o.quick || o.stress {
             return Err(Error::usage(
@@ -246,6 +265,13 @@ pub fn build(o: &RunOptions) -> Result<Plan> {
         .iter()
         .map(|c| cell(c, &options))
         .collect::<Result<Vec<_>>>()?;
+    // jobs-redis:W needs a Redis, which must answer now rather than fail every run later.
+    if cells.iter().any(|c| c.key.model.starts_with("jobs-redis:")) {
+        let url = redis_url.ok_or_else(|| {
+            Error::usage("jobs-redis:W needs --jobs-backend redis://HOST:PORT/DB")
+        })?;
+        crate::jobs::open(url).map_err(|e| Error::usage(format!("--jobs-backend: {e}")))?;
+    }
     Ok(Plan {
         name: preset.name,
         cells,
@@ -256,6 +282,7 @@ pub fn build(o: &RunOptions) -> Result<Plan> {
         switch_interval: o.switch_interval,
         options,
         notes: preset.notes,
+        jobs_backend: o.jobs_backend.clone(),
     })
 }
 
@@ -321,6 +348,21 @@ mod tests {
             RunOptions {
                 study: Some("gil".into()),
                 stress: true,
+                ..opts()
+            },
+            RunOptions {
+                study: Some("mailer".into()),
+                jobs_backend: Some("mysql://x".into()),
+                ..opts()
+            },
+            RunOptions {
+                study: Some("mailer".into()),
+                jobs_backend: Some("memory".into()),
+                ..opts()
+            },
+            RunOptions {
+                workloads: vec!["fib:1".into()],
+                models: vec!["jobs-redis:2".into()],
                 ..opts()
             },
         ];

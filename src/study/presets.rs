@@ -12,7 +12,7 @@ pub const STUDIES: &[(&str, &str)] = &[
     ("tour", "every study below in quick form, in under a minute (the default)"),
     ("gil", "CPU work (spin) and blocking reads under seq, thread, spawn, fork; 1, 2, 6, 10 tasks; with and without --gil"),
     ("crawl", "1000 GETs of a 100 ms delay under seq (50, --full: 1000), thread, pool:100, async:100, async-local:100, curl:100, green:100, async:1000, against concur's own server (or --url)"),
-    ("mailer", "100 mail deliveries (build + fib(30) + render) under seq, fork, spawn, thread, pool:10, rayon:10, async:10, plus 10,000 threads"),
+    ("mailer", "100 mail deliveries (build + fib(30) + render) under seq, fork, spawn, thread, pool:10, rayon:10, async:10, actor:10, jobs:10 (SQLite), jobs-memory:10, jobs-redis:10 (with --jobs-backend redis://...), plus 10,000 threads"),
 ];
 
 /// `spin` iterations of the full `gil` study's CPU task: about 60 ms here (the classic's
@@ -83,14 +83,26 @@ fn gil_study(quick: bool) -> Preset {
     }
 }
 
-fn mailer_study(quick: bool, stress: bool, gil: bool) -> Preset {
+fn mailer_study(quick: bool, stress: bool, gil: bool, redis: bool) -> Preset {
     let mail = if quick { "mail:25" } else { "mail" };
     let mut cells: Vec<CellRequest> = [
-        "seq", "fork", "spawn", "thread", "pool:10", "rayon:10", "async:10",
+        "seq",
+        "fork",
+        "spawn",
+        "thread",
+        "pool:10",
+        "rayon:10",
+        "async:10",
+        "actor:10",
+        "jobs:10",
+        "jobs-memory:10",
     ]
     .iter()
     .map(|m| cell("mailer", mail, m, 100, gil))
     .collect();
+    if redis {
+        cells.push(cell("mailer", mail, "jobs-redis:10", 100, gil));
+    }
     cells.push(cell("mailer", mail, "thread", 10_000, gil));
     if stress {
         cells.push(cell("mailer", mail, "thread", 30_000, gil));
@@ -177,6 +189,10 @@ pub fn preset(name: &str, o: &RunOptions) -> Result<Preset> {
             "--stress adds the 30,000-thread cell to the mailer study; the gil study has none",
         ));
     }
+    let redis = o
+        .jobs_backend
+        .as_deref()
+        .is_some_and(|u| u.starts_with("redis"));
     match name {
         "gil" => {
             if o.gil {
@@ -186,14 +202,14 @@ pub fn preset(name: &str, o: &RunOptions) -> Result<Preset> {
             }
             Ok(gil_study(o.quick))
         }
-        "mailer" => Ok(mailer_study(o.quick, o.stress, o.gil)),
+        "mailer" => Ok(mailer_study(o.quick, o.stress, o.gil, redis)),
         "crawl" => Ok(crawl_study(o.quick, o.full, o.gil)),
         TOUR => {
             if o.gil {
                 return Err(Error::usage("the tour runs the gil study, which runs with and without the lock already; drop --gil"));
             }
             let g = gil_study(true);
-            let m = mailer_study(true, o.stress, false);
+            let m = mailer_study(true, o.stress, false, redis);
             let c = crawl_study(true, o.full, false);
             Ok(Preset {
                 name: TOUR.into(),

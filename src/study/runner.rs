@@ -112,6 +112,7 @@ fn run_child(exe: &Path, plan: &Plan, cell: &CellPlan, rep: usize) -> RunResult 
             options: plan.options.clone(),
             gil: cell.key.gil,
             switch_interval_us: plan.switch_interval.as_micros() as u64,
+            jobs_backend: plan.jobs_backend.clone(),
         },
         model: cell.key.model.clone(),
         tasks: cell.key.tasks,

@@ -1,0 +1,363 @@
+//! The `sqlite` backend: a durable lease queue in one file, shared by any number of worker
+//! processes on one host.
+//!
+//! WAL mode with `synchronous=NORMAL` (an acknowledged job survives a crash of the process;
+//! a power cut may lose the last transactions). A claim is one `BEGIN IMMEDIATE` transaction
+//! that takes the oldest queued row through the index `(queue, state, run_at, id)`, which
+//! matches the claim's `WHERE queue = ? AND state = 0 ORDER BY run_at, id` (without it the
+//! claim sorts and throughput collapses). A claimed row carries its worker and a lease; the
+//! worker's heartbeat thread renews its leases, and leases (30 s by default) are far longer
+//! than any lock wait (busy timeout 10 s), so a live worker does not lose its jobs to the
+//! reaper, which returns rows whose lease expired (a dead worker's) to their queue.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+
+use super::{now, Backend, Claimed, FailedSet, Stats, DEAD_MAX_JOBS, DEAD_TIMEOUT, DEFAULT_LEASE};
+use crate::error::{Error, Result};
+
+const QUEUED: i64 = 0;
+const BUSY: i64 = 1;
+const RETRY: i64 = 2;
+const DEAD: i64 = 3;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS jobs(
+    id INTEGER PRIMARY KEY,
+    queue TEXT NOT NULL,
+    state INTEGER NOT NULL,      -- 0 queued, 1 busy, 2 retry, 3 dead
+    run_at REAL NOT NULL,        -- queued: order; retry: when due; dead: when it died
+    payload TEXT NOT NULL,
+    worker TEXT,
+    lease_until REAL
+);
+CREATE INDEX IF NOT EXISTS jobs_claim ON jobs(queue, state, run_at, id);
+CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state, run_at);
+CREATE INDEX IF NOT EXISTS jobs_busy ON jobs(worker) WHERE state = 1;
+CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+INSERT OR IGNORE INTO counters VALUES ('processed', 0), ('failed', 0);
+CREATE TABLE IF NOT EXISTS workers(id TEXT PRIMARY KEY, lease_until REAL NOT NULL);
+";
+
+/// A job queue in an SQLite file.
+pub struct Sqlite {
+    path: PathBuf,
+    /// Idle connections (rusqlite connections are used by one thread at a time).
+    pool: Mutex<Vec<Connection>>,
+    /// The lease given to claims, milliseconds (the last heartbeat's).
+    lease_ms: AtomicU64,
+    /// Serialises this process's writers: SQLite's busy handler sleeps (1, 2, 5, 10... ms)
+    /// when threads race for the write lock, so they queue here instead; other processes
+    /// still meet the busy timeout.
+    write_lock: Mutex<()>,
+}
+
+fn db_err(path: &Path) -> impl Fn(rusqlite::Error) -> Error + '_ {
+    move |e| Error::Internal(format!("sqlite {}: {e}", path.display()))
+}
+
+impl Sqlite {
+    /// Opens (and creates) the queue file, creating its directory if needed.
+    pub fn open(path: &Path) -> Result<Self> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                Error::usage(format!(
+                    "bad backend 'sqlite:{}': cannot create {}: {e}",
+                    path.display(),
+                    dir.display()
+                ))
+            })?;
+        }
+        let s = Sqlite {
+            path: path.to_path_buf(),
+            pool: Mutex::new(Vec::new()),
+            lease_ms: AtomicU64::new(DEFAULT_LEASE.as_millis() as u64),
+            write_lock: Mutex::new(()),
+        };
+        let conn = s
+            .connect()
+            .map_err(|e| Error::usage(format!("bad backend 'sqlite:{}': {e}", path.display())))?;
+        s.put(conn);
+        Ok(s)
+    }
+
+    fn connect(&self) -> rusqlite::Result<Connection> {
+        let c = Connection::open(&self.path)?;
+        c.busy_timeout(Duration::from_secs(10))?;
+        c.pragma_update(None, "journal_mode", "WAL")?;
+        c.pragma_update(None, "synchronous", "NORMAL")?;
+        c.execute_batch(SCHEMA)?;
+        Ok(c)
+    }
+
+    fn put(&self, c: Connection) {
+        self.pool.lock().unwrap_or_else(|p| p.into_inner()).push(c);
+    }
+
+    /// Runs `f` on an idle connection (a new one when none is idle).
+    fn with<T>(&self, f: impl FnOnce(&mut Connection) -> rusqlite::Result<T>) -> Result<T> {
+        let idle = self.pool.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let mut c = match idle {
+            Some(c) => c,
+            None => self.connect().map_err(db_err(&self.path))?,
+        };
+        let out = f(&mut c).map_err(db_err(&self.path));
+        self.put(c);
+        out
+    }
+
+    /// Runs `f` in one `BEGIN IMMEDIATE` transaction (the write lock from the start, so the
+    /// busy timeout applies instead of a failed lock upgrade).
+    fn write<T>(&self, f: impl FnOnce(&rusqlite::Transaction) -> rusqlite::Result<T>) -> Result<T> {
+        let _one_writer = self.write_lock.lock().unwrap_or_else(|p| p.into_inner());
+        self.with(|c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let out = f(&tx)?;
+            tx.commit()?;
+            Ok(out)
+        })
+    }
+
+    fn lease(&self) -> f64 {
+        self.lease_ms.load(Ordering::Relaxed) as f64 / 1000.0
+    }
+
+    fn claim(&self, worker: &str, queues: &[String]) -> Result<Option<Claimed>> {
+        let lease_until = now() + self.lease();
+        self.write(|tx| {
+            let mut pick = tx.prepare_cached(
+                "SELECT id, payload FROM jobs WHERE queue = ?1 AND state = 0 ORDER BY run_at, id LIMIT 1",
+            )?;
+            for q in queues {
+                let row: Option<(i64, String)> = pick
+                    .query_row(params![q], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .optional()?;
+                if let Some((id, raw)) = row {
+                    tx.prepare_cached(
+                        "UPDATE jobs SET state = 1, worker = ?2, lease_until = ?3 WHERE id = ?1",
+                    )?
+                    .execute(params![id, worker, lease_until])?;
+                    return Ok(Some(Claimed {
+                        queue: q.clone(),
+                        raw,
+                        token: id,
+                    }));
+                }
+            }
+            Ok(None)
+        })
+    }
+}
+
+fn state_of(set: FailedSet) -> i64 {
+    match set {
+        FailedSet::Retry => RETRY,
+        FailedSet::Dead => DEAD,
+    }
+}
+
+fn bump(tx: &rusqlite::Transaction, name: &str) -> rusqlite::Result<()> {
+    tx.prepare_cached("UPDATE counters SET value = value + 1 WHERE name = ?1")?
+        .execute(params![name])?;
+    Ok(())
+}
+
+impl Backend for Sqlite {
+    fn describe(&self) -> String {
+        format!("sqlite:{}", self.path.display())
+    }
+
+    fn enqueue(&self, queue: &str, payloads: &[String]) -> Result<()> {
+        let t = now();
+        self.write(|tx| {
+            let mut ins = tx.prepare_cached(
+                "INSERT INTO jobs(queue, state, run_at, payload) VALUES (?1, 0, ?2, ?3)",
+            )?;
+            for p in payloads {
+                ins.execute(params![queue, t, p])?;
+            }
+            Ok(())
+        })
+    }
+
+    fn fetch(&self, worker: &str, queues: &[String], wait: Duration) -> Result<Option<Claimed>> {
+        // SQLite cannot block on a row appearing: poll, backing off from 1 ms to 50 ms.
+        let deadline = Instant::now() + wait;
+        let mut pause = Duration::from_millis(1);
+        loop {
+            if let Some(c) = self.claim(worker, queues)? {
+                return Ok(Some(c));
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(None);
+            }
+            std::thread::sleep(pause.min(left));
+            pause = (pause * 2).min(Duration::from_millis(50));
+        }
+    }
+
+    fn ack(&self, _worker: &str, job: &Claimed) -> Result<()> {
+        // Deleted whoever holds it now: the job ran, so a second run is not needed.
+        self.write(|tx| {
+            let n = tx
+                .prepare_cached("DELETE FROM jobs WHERE id = ?1 AND state IN (0, 1)")?
+                .execute(params![job.token])?;
+            if n > 0 {
+                bump(tx, "processed")?;
+            }
+            Ok(())
+        })
+    }
+
+    fn retry(&self, _worker: &str, job: &Claimed, payload: &str, at: f64) -> Result<()> {
+        self.write(|tx| {
+            tx.prepare_cached(
+                "UPDATE jobs SET state = 2, run_at = ?2, payload = ?3, worker = NULL, lease_until = NULL WHERE id = ?1",
+            )?
+            .execute(params![job.token, at, payload])?;
+            bump(tx, "failed")
+        })
+    }
+
+    fn kill(&self, _worker: &str, job: &Claimed, payload: Option<&str>) -> Result<()> {
+        let t = now();
+        self.write(|tx| {
+            match payload {
+                Some(p) => {
+                    tx.prepare_cached(
+                        "UPDATE jobs SET state = 3, run_at = ?2, payload = ?3, worker = NULL, lease_until = NULL WHERE id = ?1",
+                    )?
+                    .execute(params![job.token, t, p])?;
+                    let cutoff = t - DEAD_TIMEOUT.as_secs_f64();
+                    tx.execute(
+                        "DELETE FROM jobs WHERE state = 3 AND run_at < ?1",
+                        params![cutoff],
+                    )?;
+                    let n: i64 =
+                        tx.query_row("SELECT count(*) FROM jobs WHERE state = 3", [], |r| {
+                            r.get(0)
+                        })?;
+                    if n as usize > DEAD_MAX_JOBS {
+                        tx.execute(
+                            "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE state = 3 ORDER BY run_at, id LIMIT ?1)",
+                            params![n - DEAD_MAX_JOBS as i64],
+                        )?;
+                    }
+                }
+                None => {
+                    tx.execute("DELETE FROM jobs WHERE id = ?1", params![job.token])?;
+                }
+            }
+            bump(tx, "failed")
+        })
+    }
+
+    fn heartbeat(&self, worker: &str, lease: Duration) -> Result<()> {
+        self.lease_ms
+            .store(lease.as_millis() as u64, Ordering::Relaxed);
+        let until = now() + lease.as_secs_f64();
+        self.write(|tx| {
+            tx.prepare_cached("UPDATE jobs SET lease_until = ?2 WHERE worker = ?1 AND state = 1")?
+                .execute(params![worker, until])?;
+            tx.prepare_cached("INSERT OR REPLACE INTO workers(id, lease_until) VALUES (?1, ?2)")?
+                .execute(params![worker, until])?;
+            Ok(())
+        })
+    }
+
+    fn reap(&self) -> Result<usize> {
+        let t = now();
+        self.write(|tx| {
+            let n = tx.execute(
+                "UPDATE jobs SET state = 0, worker = NULL, lease_until = NULL WHERE state = 1 AND lease_until < ?1",
+                params![t],
+            )?;
+            tx.execute("DELETE FROM workers WHERE lease_until < ?1", params![t])?;
+            Ok(n)
+        })
+    }
+
+    fn promote(&self) -> Result<usize> {
+        let t = now();
+        self.write(|tx| {
+            tx.execute(
+                "UPDATE jobs SET state = 0 WHERE state = 2 AND run_at <= ?1",
+                params![t],
+            )
+        })
+    }
+
+    fn release(&self, worker: &str) -> Result<usize> {
+        self.write(|tx| {
+            let n = tx.execute(
+                "UPDATE jobs SET state = 0, worker = NULL, lease_until = NULL WHERE worker = ?1 AND state = 1",
+                params![worker],
+            )?;
+            tx.execute("DELETE FROM workers WHERE id = ?1", params![worker])?;
+            Ok(n)
+        })
+    }
+
+    fn stats(&self) -> Result<Stats> {
+        let t = now();
+        self.with(|c| {
+            let mut s = Stats::default();
+            let mut q = c.prepare("SELECT state, count(*) FROM jobs GROUP BY state")?;
+            let rows = q.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))?;
+            for row in rows {
+                let (state, n) = row?;
+                let n = n as u64;
+                match state {
+                    QUEUED => s.enqueued = n,
+                    BUSY => s.busy = n,
+                    RETRY => s.retry = n,
+                    DEAD => s.dead = n,
+                    _ => {}
+                }
+            }
+            let counter = |name: &str| -> rusqlite::Result<u64> {
+                c.query_row(
+                    "SELECT value FROM counters WHERE name = ?1",
+                    params![name],
+                    |r| r.get::<_, i64>(0),
+                )
+                .map(|v| v as u64)
+            };
+            s.processed = counter("processed")?;
+            s.failed = counter("failed")?;
+            s.workers_alive = c.query_row(
+                "SELECT count(*) FROM workers WHERE lease_until >= ?1",
+                params![t],
+                |r| r.get::<_, i64>(0),
+            )? as u64;
+            Ok(s)
+        })
+    }
+
+    fn list(&self, set: FailedSet, limit: usize) -> Result<Vec<String>> {
+        let state = state_of(set);
+        self.with(|c| {
+            let mut q = c.prepare(
+                "SELECT payload FROM jobs WHERE state = ?1 ORDER BY run_at, id LIMIT ?2",
+            )?;
+            let rows = q.query_map(params![state, limit as i64], |r| r.get(0))?;
+            rows.collect()
+        })
+    }
+
+    fn requeue(&self, set: FailedSet) -> Result<usize> {
+        let state = state_of(set);
+        let t = now();
+        self.write(|tx| {
+            tx.execute(
+                "UPDATE jobs SET state = 0, run_at = ?2 WHERE state = ?1",
+                params![state, t],
+            )
+        })
+    }
+}

@@ -1,0 +1,407 @@
+//! The worker: threads that fetch, perform and acknowledge jobs, a housekeeping thread that
+//! keeps the worker's heartbeat (lease renewal) on its own thread, reaps dead workers' jobs
+//! and promotes due retries, and graceful shutdown that returns unfinished jobs.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::{
+    malformed_entry, now, Backend, Claimed, Job, RetrySchedule, DEFAULT_LEASE, DEFAULT_QUEUE,
+    NOOP_CLASS, TASK_CLASS,
+};
+use crate::error::{Error, Result};
+use crate::measure::{mono_ns, TaskError, TaskRecord};
+use crate::workload::{self, guarded_run, Workload, WorkloadOptions};
+
+/// What performing one job came to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Performed {
+    /// It ran; the bytes it produced.
+    Ok(u64),
+    /// It failed: the error's kind (Sidekiq's `error_class`) and message. It is retried.
+    Failed(String, String),
+    /// Its arguments cannot be run (not retried: straight to the dead set with this reason).
+    Malformed(String),
+}
+
+/// A new worker id: the pid and 12 random hex digits (no `:`, which our Redis keys use).
+pub fn new_worker_id() -> String {
+    format!(
+        "{}-{:012x}",
+        std::process::id(),
+        super::random_u64() & 0xffff_ffff_ffff
+    )
+}
+
+/// Runs the jobs this crate knows: [`TASK_CLASS`] (`[workload_spec, index]`) and
+/// [`NOOP_CLASS`]; parsed workloads are cached by spec.
+pub struct Performer<'a> {
+    options: &'a WorkloadOptions,
+    cache: Mutex<HashMap<String, Arc<dyn Workload>>>,
+}
+
+impl<'a> Performer<'a> {
+    /// A performer whose workloads read `options`.
+    pub fn new(options: &'a WorkloadOptions) -> Self {
+        Performer {
+            options,
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The workload and index a task job names, or why it cannot run.
+    pub fn task_of(&self, job: &Job) -> std::result::Result<(Arc<dyn Workload>, usize), String> {
+        let (spec, index) = match job.args.as_slice() {
+            [Value::String(s), Value::Number(i)] => match i.as_u64() {
+                Some(i) => (s.clone(), i as usize),
+                None => return Err(format!("index {i} is not a whole number")),
+            },
+            other => {
+                return Err(format!(
+                    "{TASK_CLASS} takes [workload_spec, index], got {}",
+                    Value::Array(other.to_vec())
+                ))
+            }
+        };
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(w) = cache.get(&spec) {
+            return Ok((w.clone(), index));
+        }
+        let w = workload::parse(&spec, self.options).map_err(|e| e.to_string())?;
+        cache.insert(spec, w.clone());
+        Ok((w, index))
+    }
+
+    /// Performs one job.
+    pub fn perform(&self, job: &Job) -> Performed {
+        match job.class.as_str() {
+            NOOP_CLASS => Performed::Ok(0),
+            TASK_CLASS => match self.task_of(job) {
+                Err(why) => Performed::Malformed(why),
+                Ok((w, index)) => match guarded_run(&*w, index) {
+                    Ok(bytes) => Performed::Ok(bytes),
+                    Err(e) => Performed::Failed(e.kind, e.message),
+                },
+            },
+            // Another deployment's class: fail and retry (Sidekiq does the same for a class
+            // it cannot load), so a worker that knows it may take it later.
+            other => Performed::Failed(
+                "NameError".into(),
+                format!(
+                    "uninitialized class {other} (this worker runs {TASK_CLASS} and {NOOP_CLASS})"
+                ),
+            ),
+        }
+    }
+}
+
+/// Retries a backend call that failed (the server restarting, a lock wait past its timeout)
+/// until it succeeds or `patience` runs out.
+pub fn persist<T>(patience: Duration, mut f: impl FnMut() -> Result<T>) -> Result<T> {
+    let deadline = Instant::now() + patience;
+    let mut pause = Duration::from_millis(50);
+    loop {
+        match f() {
+            Ok(v) => return Ok(v),
+            Err(e) if Instant::now() >= deadline => return Err(e),
+            Err(_) => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_secs(1));
+            }
+        }
+    }
+}
+
+/// How long a worker keeps retrying an acknowledgement or failure report.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// Handles one claimed job end to end: parse, perform (`perform`), then acknowledge, retry,
+/// or bury it. `on_ran` is called after a successful run and before its acknowledgement (the
+/// done log: a crash between the two is what makes a duplicate). Returns what happened.
+pub fn handle(
+    backend: &dyn Backend,
+    worker: &str,
+    claimed: &Claimed,
+    schedule: RetrySchedule,
+    perform: &dyn Fn(&Job) -> Performed,
+    on_ran: &dyn Fn(&Job),
+) -> Result<Performed> {
+    let job = match Job::parse(&claimed.raw) {
+        Ok(j) => j,
+        Err(why) => {
+            let entry = malformed_entry(&claimed.raw, &claimed.queue, &why);
+            persist(PATIENCE, || backend.kill(worker, claimed, Some(&entry)))?;
+            return Ok(Performed::Malformed(why));
+        }
+    };
+    let outcome = perform(&job);
+    match &outcome {
+        Performed::Ok(_) => {
+            on_ran(&job);
+            persist(PATIENCE, || backend.ack(worker, claimed))?;
+        }
+        Performed::Malformed(why) => {
+            let entry = malformed_entry(&claimed.raw, &claimed.queue, why);
+            persist(PATIENCE, || backend.kill(worker, claimed, Some(&entry)))?;
+        }
+        Performed::Failed(kind, message) => {
+            let mut failed = job.clone();
+            let t = now();
+            let count = job.retry_count.map_or(0, |c| c.saturating_add(1));
+            failed.retry_count = Some(count);
+            failed.error_class = Some(kind.clone());
+            failed.error_message = Some(message.clone());
+            if failed.failed_at.is_none() {
+                failed.failed_at = Some(t);
+            } else {
+                failed.retried_at = Some(t);
+            }
+            let payload = failed.to_json();
+            match job.max_retries() {
+                None => persist(PATIENCE, || backend.kill(worker, claimed, None))?,
+                Some(max) if count < max => {
+                    let at = t + schedule.delay(count).as_secs_f64();
+                    persist(PATIENCE, || backend.retry(worker, claimed, &payload, at))?
+                }
+                Some(_) => persist(PATIENCE, || backend.kill(worker, claimed, Some(&payload)))?,
+            }
+        }
+    }
+    Ok(outcome)
+}
+
+/// Appends the task record of a `Concur::Task` job that ran (or failed) to `f`.
+fn write_record(f: &Mutex<File>, c: &Claimed, outcome: &Performed, (start, end): (u64, u64)) {
+    let Some(index) = Job::parse(&c.raw)
+        .ok()
+        .filter(|j| j.class == TASK_CLASS)
+        .and_then(|j| j.args.get(1).and_then(Value::as_u64))
+    else {
+        return;
+    };
+    let (bytes, error) = match outcome {
+        Performed::Ok(b) => (*b, None),
+        Performed::Failed(kind, msg) => (0, Some(TaskError::new(kind, msg.clone()))),
+        Performed::Malformed(_) => return,
+    };
+    let rec = TaskRecord {
+        index: index as usize,
+        start_ns: start,
+        end_ns: end,
+        bytes,
+        error,
+    };
+    let _ = f
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .write_all(rec.to_line().as_bytes());
+}
+
+/// How `concur jobs work` runs.
+#[derive(Debug, Clone)]
+pub struct WorkOptions {
+    /// Worker threads.
+    pub concurrency: usize,
+    /// Queues, in priority order.
+    pub queues: Vec<String>,
+    /// Lease / heartbeat TTL.
+    pub lease: Duration,
+    /// When failed jobs are retried.
+    pub schedule: RetrySchedule,
+    /// How long in-flight jobs may take to finish after a stop request before they are
+    /// returned to their queue.
+    pub shutdown_deadline: Duration,
+    /// Append each job id to this file after it ran and before its acknowledgement.
+    pub done_log: Option<PathBuf>,
+    /// Append a task record (JSON line: index, start, end, bytes, error) to this file for
+    /// every `Concur::Task` job once it is acknowledged (the `jobs-procs:W` model reads it).
+    pub records: Option<PathBuf>,
+    /// Stop once every queue is empty and nothing is in flight.
+    pub until_empty: bool,
+    /// Options of the workloads tasks run.
+    pub workload_options: WorkloadOptions,
+}
+
+impl Default for WorkOptions {
+    fn default() -> Self {
+        WorkOptions {
+            concurrency: 10,
+            queues: vec![DEFAULT_QUEUE.into()],
+            lease: DEFAULT_LEASE,
+            schedule: RetrySchedule::Sidekiq,
+            shutdown_deadline: Duration::from_secs(25),
+            done_log: None,
+            records: None,
+            until_empty: false,
+            workload_options: WorkloadOptions::default(),
+        }
+    }
+}
+
+/// What a worker process did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WorkSummary {
+    /// Jobs that ran and were acknowledged.
+    pub processed: u64,
+    /// Failures (retried or buried).
+    pub failed: u64,
+    /// Unfinished jobs returned to their queues at shutdown.
+    pub returned: usize,
+    /// Whether the shutdown deadline passed with jobs still running.
+    pub timed_out: bool,
+}
+
+/// Runs a worker process's threads until `stop` is set (or, with `until_empty`, the queues
+/// drain), then shuts down gracefully: running jobs get `shutdown_deadline` to finish. When
+/// the deadline passes, the unfinished jobs are returned to their queues and the process
+/// exits with code 1 (a thread in the middle of a job cannot be stopped any other way).
+pub fn work(
+    backend: Arc<dyn Backend>,
+    opts: &WorkOptions,
+    stop: &AtomicBool,
+) -> Result<WorkSummary> {
+    let id = new_worker_id();
+    backend.heartbeat(&id, opts.lease)?;
+    let append = |p: &Option<PathBuf>, flag: &str| -> Result<Option<Mutex<File>>> {
+        let Some(p) = p else { return Ok(None) };
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+            .map(|f| Some(Mutex::new(f)))
+            .map_err(|e| Error::usage(format!("cannot open {flag} '{}': {e}", p.display())))
+    };
+    let done_log = append(&opts.done_log, "--done-log")?;
+    let records = append(&opts.records, "--records")?;
+    let performer = Performer::new(&opts.workload_options);
+    let processed = AtomicU64::new(0);
+    let failed = AtomicU64::new(0);
+    let finished_threads = AtomicU64::new(0);
+    let quit = AtomicBool::new(false);
+    let stopping = || quit.load(Ordering::SeqCst) || stop.load(Ordering::SeqCst);
+    let log = |job: &Job| {
+        if let Some(f) = &done_log {
+            let mut f: std::sync::MutexGuard<'_, File> =
+                f.lock().unwrap_or_else(|p| p.into_inner());
+            let _ = f.write_all(format!("{}\n", job.jid).as_bytes());
+        }
+    };
+    let mut timed_out = false;
+    let beating = AtomicBool::new(true);
+    std::thread::scope(|s| {
+        for _ in 0..opts.concurrency {
+            s.spawn(|| {
+                let mut warned: Option<Instant> = None;
+                // When the last job ran (start and end on the monotonic clock), for records.
+                let timing = std::cell::Cell::new((0, 0));
+                let perform = |j: &Job| {
+                    let start = mono_ns();
+                    let out = performer.perform(j);
+                    timing.set((start, mono_ns()));
+                    out
+                };
+                while !stopping() {
+                    match backend.fetch(&id, &opts.queues, Duration::from_millis(500)) {
+                        Ok(Some(c)) => {
+                            let outcome =
+                                handle(&*backend, &id, &c, opts.schedule, &perform, &log);
+                            if let (Some(f), Ok(o)) = (&records, &outcome) {
+                                write_record(f, &c, o, timing.get());
+                            }
+                            match outcome {
+                                Ok(Performed::Ok(_)) => processed.fetch_add(1, Ordering::Relaxed),
+                                Ok(_) => failed.fetch_add(1, Ordering::Relaxed),
+                                Err(e) => {
+                                    eprintln!(
+                                        "concur: could not report a job of queue {} (it returns when this worker stops): {e}",
+                                        c.queue
+                                    );
+                                    0
+                                }
+                            };
+                        }
+                        Ok(None) => {}
+                        Err(e) => {
+                            if warned.is_none_or(|t| t.elapsed() > Duration::from_secs(5)) {
+                                eprintln!(
+                                    "concur: fetching from {}: {e} (retrying)",
+                                    backend.describe()
+                                );
+                                warned = Some(Instant::now());
+                            }
+                            std::thread::sleep(Duration::from_millis(100));
+                        }
+                    }
+                }
+                finished_threads.fetch_add(1, Ordering::SeqCst);
+            });
+        }
+        // The heartbeat (lease renewal) has a thread of its own, so that nothing else (a reaper
+        // waiting for a lock) can delay it; it beats until the workers are done.
+        s.spawn(|| {
+            let beat_every = (opts.lease / 3).max(Duration::from_millis(50));
+            let mut last_beat = Instant::now();
+            while beating.load(Ordering::SeqCst) {
+                if last_beat.elapsed() >= beat_every && backend.heartbeat(&id, opts.lease).is_ok() {
+                    last_beat = Instant::now();
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        // Housekeeping on this thread: the reaper, the retry poller, the stop conditions.
+        let mut last_sweep: Option<Instant> = None;
+        let all = opts.concurrency as u64;
+        let mut stop_at: Option<Instant> = None;
+        loop {
+            if finished_threads.load(Ordering::SeqCst) == all {
+                break;
+            }
+            if stopping() {
+                let at = *stop_at.get_or_insert_with(|| Instant::now() + opts.shutdown_deadline);
+                if Instant::now() >= at {
+                    timed_out = true;
+                    break;
+                }
+            }
+            let sweep_every = Duration::from_secs(1).min(opts.lease / 2);
+            if last_sweep.is_none_or(|t| t.elapsed() >= sweep_every) {
+                let _ = backend.reap();
+                let _ = backend.promote();
+                last_sweep = Some(Instant::now());
+                if opts.until_empty {
+                    if let Ok(st) = backend.stats() {
+                        if st.enqueued == 0 && st.busy == 0 && st.retry == 0 {
+                            quit.store(true, Ordering::SeqCst);
+                        }
+                    }
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        beating.store(false, Ordering::SeqCst);
+        if timed_out {
+            // Jobs still running go back to their queue now (another worker runs them again);
+            // the process exits without waiting for them.
+            let returned = backend.release(&id).unwrap_or(0);
+            eprintln!(
+                "concur: shutdown deadline passed: {returned} unfinished jobs returned to their queues"
+            );
+            let _ = std::io::stderr().flush();
+            std::process::exit(1);
+        }
+    });
+    let returned = persist(Duration::from_secs(5), || backend.release(&id))?;
+    Ok(WorkSummary {
+        processed: processed.load(Ordering::Relaxed),
+        failed: failed.load(Ordering::Relaxed),
+        returned,
+        timed_out,
+    })
+}

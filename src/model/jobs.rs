@@ -1,0 +1,359 @@
+//! `jobs:W`, `jobs-memory:W` and `jobs-redis:W`: background jobs. The run enqueues its N tasks
+//! as jobs (Sidekiq's format, class `Concur::Task`, args `[workload, index]`, `retry: false`)
+//! and W worker threads fetch, run and acknowledge them through the same code as `concur jobs
+//! work`, so the cell shows what the queue costs beside `pool:W`.
+//!
+//! The backend is in the spec's name, so that all three can sit in one study: `jobs:W` is
+//! SQLite (a fresh file in the temporary directory per run, removed afterwards, or the
+//! `--jobs-backend sqlite:PATH` given), `jobs-memory:W` the in-process queue (Sucker Punch),
+//! and `jobs-redis:W` the Redis server that `--jobs-backend redis://...` names, on a queue of
+//! its own per run. `jobs-procs:W` is `jobs:W` with W worker processes (`concur jobs work -c 1`,
+//! each reporting its task records through a shared file) instead of W threads; they run
+//! without the interpreter-lock emulation (one thread each, so it would change nothing) and
+//! with the `mail` workload's default sink. The run's wall time covers opening the queue (a few milliseconds for
+//! SQLite), enqueueing, and everything up to the last acknowledgement.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::{execute, never_started, Entry, Model, ModelOutcome, RunCtx};
+use crate::jobs::worker::{handle, new_worker_id, Performed};
+use crate::jobs::{self, Backend, Job, RetrySchedule, DEFAULT_LEASE};
+use crate::measure::TaskRecord;
+
+pub(super) const ENTRY: Entry = Entry {
+    name: "jobs",
+    takes_workers: true,
+    help: "enqueue N jobs on SQLite (a fresh file, or --jobs-backend sqlite:PATH), W worker threads drain them",
+    build: |w| jobs(w, Kind::Sqlite),
+};
+
+pub(super) const MEMORY_ENTRY: Entry = Entry {
+    name: "jobs-memory",
+    takes_workers: true,
+    help: "enqueue N jobs on an in-process queue (not durable), W worker threads drain them",
+    build: |w| jobs(w, Kind::Memory),
+};
+
+pub(super) const REDIS_ENTRY: Entry = Entry {
+    name: "jobs-redis",
+    takes_workers: true,
+    help: "enqueue N jobs on the Redis of --jobs-backend redis://HOST:PORT/DB, W worker threads drain them",
+    build: |w| jobs(w, Kind::Redis),
+};
+
+pub(super) const PROCS_ENTRY: Entry = Entry {
+    name: "jobs-procs",
+    takes_workers: true,
+    help: "jobs:W with W worker processes (concur jobs work -c 1) instead of threads",
+    build: |w| jobs(w, Kind::Procs),
+};
+
+/// Which queue a jobs model uses.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Sqlite,
+    Procs,
+    Memory,
+    Redis,
+}
+
+fn jobs(w: Option<usize>, kind: Kind) -> Box<dyn Model> {
+    Box::new(Jobs {
+        workers: w.unwrap_or(1),
+        kind,
+    })
+}
+
+/// A job queue and W worker threads.
+pub struct Jobs {
+    workers: usize,
+    kind: Kind,
+}
+
+/// A per-run SQLite file, removed (with its WAL files) when dropped.
+struct TempDb(PathBuf);
+
+impl Drop for TempDb {
+    fn drop(&mut self) {
+        for suffix in ["", "-wal", "-shm"] {
+            let mut p = self.0.clone().into_os_string();
+            p.push(suffix);
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+fn failed_run(tasks: usize, why: String) -> ModelOutcome {
+    ModelOutcome {
+        records: never_started(0..tasks, &why),
+        error: Some(why),
+        ..Default::default()
+    }
+}
+
+impl Jobs {
+    /// Starts the worker processes, waits until they have reported every task (each record is
+    /// written after the job's acknowledgement), then kills them: they are idle by then.
+    fn run_procs(&self, ctx: &RunCtx, url: &str, queue: &str) -> ModelOutcome {
+        let log = TempDb(std::env::temp_dir().join(format!(
+            "concur-records-{}-{:x}.jsonl",
+            std::process::id(),
+            jobs::random_u64()
+        )));
+        let exe = match std::env::current_exe() {
+            Ok(e) => e,
+            Err(e) => return failed_run(ctx.tasks, format!("finding our own binary: {e}")),
+        };
+        let mut children = Vec::with_capacity(self.workers);
+        let mut error = None;
+        for k in 0..self.workers {
+            let child = Command::new(&exe)
+                .args([
+                    "jobs",
+                    "work",
+                    "-c",
+                    "1",
+                    "--backend",
+                    url,
+                    "--queue",
+                    queue,
+                ])
+                .arg("--records")
+                .arg(&log.0)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn();
+            match child {
+                Ok(c) => children.push(c),
+                Err(e) => {
+                    error = Some(format!(
+                        "could start {k} of {} worker processes: {e}",
+                        self.workers
+                    ));
+                    break;
+                }
+            }
+        }
+        // Count the records as they are appended (each read goes on where the last stopped).
+        let mut file: Option<std::fs::File> = None;
+        let mut chunk = Vec::new();
+        let mut lines = 0;
+        while lines < ctx.tasks && !children.is_empty() {
+            if file.is_none() {
+                file = std::fs::File::open(&log.0).ok();
+            }
+            if let Some(f) = &mut file {
+                chunk.clear();
+                let _ = f.read_to_end(&mut chunk);
+                lines += chunk.iter().filter(|&&b| b == b'\n').count();
+            }
+            if lines >= ctx.tasks {
+                break;
+            }
+            if children
+                .iter_mut()
+                .all(|c| c.try_wait().ok().flatten().is_some())
+            {
+                error.get_or_insert_with(|| "every worker process ended early".into());
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        for c in &mut children {
+            let _ = c.kill();
+        }
+        for c in &mut children {
+            let _ = c.wait();
+        }
+        let mut records: Vec<TaskRecord> = std::fs::read_to_string(&log.0)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(TaskRecord::from_line)
+            .collect();
+        let mut seen = vec![false; ctx.tasks];
+        records.retain(|r| r.index < ctx.tasks && !std::mem::replace(&mut seen[r.index], true));
+        let why = error.clone().unwrap_or_else(|| "the job never ran".into());
+        records.extend(never_started((0..ctx.tasks).filter(|&i| !seen[i]), &why));
+        ModelOutcome {
+            records,
+            threads_created: 0,
+            processes_created: children.len(),
+            error,
+        }
+    }
+}
+
+impl Model for Jobs {
+    fn spec(&self) -> String {
+        let name = match self.kind {
+            Kind::Sqlite => "jobs",
+            Kind::Memory => "jobs-memory",
+            Kind::Redis => "jobs-redis",
+            Kind::Procs => "jobs-procs",
+        };
+        format!("{name}:{}", self.workers)
+    }
+    fn workers(&self) -> Option<usize> {
+        Some(self.workers)
+    }
+    fn parallelism(&self, tasks: usize) -> usize {
+        self.workers.min(tasks)
+    }
+    fn run(&self, ctx: &RunCtx) -> ModelOutcome {
+        let mut _temp = None;
+        let given = ctx.env.jobs_backend.as_deref();
+        let url = if self.kind == Kind::Memory {
+            "memory".to_string()
+        } else if self.kind == Kind::Redis {
+            // The plan refuses jobs-redis without a Redis URL.
+            given.unwrap_or_default().to_string()
+        } else if let Some(u) = given.filter(|u| u.starts_with("sqlite:")) {
+            u.to_string()
+        } else {
+            let p = std::env::temp_dir().join(format!(
+                "concur-jobs-{}-{:x}.sqlite",
+                std::process::id(),
+                jobs::random_u64()
+            ));
+            let url = format!("sqlite:{}", p.display());
+            _temp = Some(TempDb(p));
+            url
+        };
+        let backend: Arc<dyn Backend> = match jobs::open(&url) {
+            Ok(b) => b,
+            Err(e) => return failed_run(ctx.tasks, e.to_string()),
+        };
+        // A queue of our own, so that runs sharing a Redis server never take each other's jobs.
+        let queue = format!("concur-run-{}-{:x}", std::process::id(), jobs::random_u64());
+        let queues = [queue.clone()];
+        let worker = new_worker_id();
+        if let Err(e) = backend.heartbeat(&worker, DEFAULT_LEASE) {
+            return failed_run(ctx.tasks, e.to_string());
+        }
+        let spec = ctx.workload.spec();
+        let payloads: Vec<String> = (0..ctx.tasks)
+            .map(|i| {
+                let mut j = Job::task(&spec, i, &queue);
+                j.retry = false.into();
+                j.to_json()
+            })
+            .collect();
+        if let Err(e) = backend.enqueue(&queue, &payloads) {
+            return failed_run(ctx.tasks, e.to_string());
+        }
+        if self.kind == Kind::Procs {
+            let out = self.run_procs(ctx, &url, &queue);
+            let _ = backend.release(&worker);
+            return out;
+        }
+        let records: Mutex<Vec<TaskRecord>> = Mutex::new(Vec::with_capacity(ctx.tasks));
+        let finished = AtomicUsize::new(0);
+        let all_done = AtomicBool::new(false);
+        let error: Mutex<Option<String>> = Mutex::new(None);
+        let perform = |job: &Job| -> Performed {
+            let Some(index) = job.args.get(1).and_then(|v| v.as_u64()) else {
+                return Performed::Malformed(format!("no task index in {:?}", job.args));
+            };
+            let rec = execute(&*ctx.workload, index as usize);
+            let out = match &rec.error {
+                None => Performed::Ok(rec.bytes),
+                Some(e) => Performed::Failed(e.kind.clone(), e.message.clone()),
+            };
+            records.lock().unwrap_or_else(|p| p.into_inner()).push(rec);
+            out
+        };
+        let mut created = 0;
+        std::thread::scope(|s| {
+            let mut threads = Vec::new();
+            for k in 0..self.workers {
+                let body = || {
+                    while finished.load(Ordering::SeqCst) < ctx.tasks {
+                        // No blocking fetch: the last job's acknowledgement must end the run
+                        // at once, not when the other threads' waits time out.
+                        let c = match backend.fetch(&worker, &queues, Duration::ZERO) {
+                            Ok(Some(c)) => c,
+                            Ok(None) => {
+                                std::thread::sleep(Duration::from_millis(1));
+                                continue;
+                            }
+                            Err(e) => {
+                                *error.lock().unwrap_or_else(|p| p.into_inner()) =
+                                    Some(e.to_string());
+                                all_done.store(true, Ordering::SeqCst);
+                                return;
+                            }
+                        };
+                        let r = handle(
+                            &*backend,
+                            &worker,
+                            &c,
+                            RetrySchedule::Sidekiq,
+                            &perform,
+                            &|_| {},
+                        );
+                        if let Err(e) = r {
+                            *error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+                        }
+                        if finished.fetch_add(1, Ordering::SeqCst) + 1 >= ctx.tasks {
+                            all_done.store(true, Ordering::SeqCst);
+                        }
+                    }
+                };
+                // Scoped std threads (they borrow the run's state), with the run's stack size.
+                match std::thread::Builder::new()
+                    .stack_size(ctx.stack_size)
+                    .spawn_scoped(s, body)
+                {
+                    Ok(t) => threads.push(t),
+                    Err(e) => {
+                        *error.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!(
+                            "could create {k} of {} worker threads: {e}",
+                            self.workers
+                        ));
+                        break;
+                    }
+                }
+            }
+            created = threads.len();
+            if created == 0 {
+                all_done.store(true, Ordering::SeqCst);
+            }
+            // The heartbeat (lease renewal) runs here, on its own thread.
+            let mut beat = Instant::now();
+            while !all_done.load(Ordering::SeqCst) && threads.iter().any(|t| !t.is_finished()) {
+                if beat.elapsed() >= DEFAULT_LEASE / 3 {
+                    let _ = backend.heartbeat(&worker, DEFAULT_LEASE);
+                    beat = Instant::now();
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        });
+        let _ = backend.release(&worker);
+        let _ = backend.forget_queue(&queue);
+        let mut records = records.into_inner().unwrap_or_else(|p| p.into_inner());
+        let error = error.into_inner().unwrap_or_else(|p| p.into_inner());
+        if records.len() < ctx.tasks {
+            let mut seen = vec![false; ctx.tasks];
+            for r in &records {
+                if let Some(s) = seen.get_mut(r.index) {
+                    *s = true;
+                }
+            }
+            let missing = (0..ctx.tasks).filter(|&i| !seen[i]);
+            let why = error.clone().unwrap_or_else(|| "the job never ran".into());
+            records.extend(never_started(missing, &why));
+        }
+        ModelOutcome {
+            records,
+            threads_created: created,
+            processes_created: 0,
+            error,
+        }
+    }
+}

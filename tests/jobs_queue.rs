@@ -1,0 +1,674 @@
+//! The job queue: every backend round-trips jobs; failing jobs go through their retries to
+//! the dead set; malformed jobs are buried with their parse error; a worker killed with
+//! SIGKILL loses nothing (SQLite and Redis); a Redis restart (AOF on) mid-run loses nothing;
+//! SIGTERM returns unfinished jobs. Redis tests start their own `redis-server` on a free
+//! loopback port (CI installs it; these tests are never skipped).
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use concur::jobs::worker::{work, WorkOptions};
+use concur::jobs::{self, Backend, FailedSet, Job, RetrySchedule};
+use serde_json::Value;
+
+/// Waits for `cond` until `limit`, panicking with `what` when it never holds.
+fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A `redis-server` of our own on a free loopback port, in a temporary directory, with the
+/// append-only file on (fsync on every write), stopped when dropped.
+struct RedisServer {
+    port: u16,
+    dir: tempfile::TempDir,
+    child: Option<Child>,
+}
+
+impl RedisServer {
+    fn start() -> Self {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let mut s = RedisServer {
+            port,
+            dir: tempfile::tempdir().expect("tempdir"),
+            child: None,
+        };
+        s.launch();
+        s
+    }
+
+    fn launch(&mut self) {
+        let child = Command::new("redis-server")
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args([
+                "--save",
+                "",
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+            ])
+            .arg("--dir")
+            .arg(self.dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server must be installed (.ci/run installs it)");
+        self.child = Some(child);
+        let port = self.port;
+        wait_for("redis-server to answer", Duration::from_secs(20), || {
+            ping(port)
+        });
+    }
+
+    /// SIGKILL, then start again on the same port and directory (the AOF replays).
+    fn crash_and_restart(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        self.launch();
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/0", self.port)
+    }
+}
+
+fn ping(port: u16) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
+    let mut buf = [0u8; 16];
+    s.write_all(b"PING\r\n").is_ok()
+        && s.read(&mut buf)
+            .is_ok_and(|n| buf[..n].starts_with(b"+PONG"))
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn sqlite_url(dir: &Path) -> String {
+    format!("sqlite:{}", dir.join("q.sqlite").display())
+}
+
+/// Enqueues `n` task jobs of `workload` and returns their ids.
+fn enqueue(b: &dyn Backend, workload: &str, n: usize, retry: Value) -> Vec<String> {
+    let jobs: Vec<Job> = (0..n)
+        .map(|i| {
+            let mut j = Job::task(workload, i, "default");
+            j.retry = retry.clone();
+            j
+        })
+        .collect();
+    let payloads: Vec<String> = jobs.iter().map(Job::to_json).collect();
+    b.enqueue("default", &payloads).expect("enqueue");
+    jobs.into_iter().map(|j| j.jid).collect()
+}
+
+fn drain(backend: Arc<dyn Backend>, schedule: RetrySchedule) {
+    let opts = WorkOptions {
+        concurrency: 2,
+        schedule,
+        until_empty: true,
+        ..Default::default()
+    };
+    // Stopped after a minute at the latest, so a broken queue fails the test instead of
+    // hanging it.
+    let (stop, done) = (AtomicBool::new(false), AtomicBool::new(false));
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while !done.load(Ordering::SeqCst) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            stop.store(true, Ordering::SeqCst);
+        });
+        work(backend, &opts, &stop).expect("work");
+        done.store(true, Ordering::SeqCst);
+    });
+}
+
+/// Every backend: enqueue, fetch, ack, retry, promote, kill, list, requeue, release.
+fn round_trip(b: &dyn Backend) {
+    let q = vec!["default".to_string()];
+    let w = "w1";
+    b.heartbeat(w, Duration::from_secs(30)).unwrap();
+    let jids = enqueue(b, "fib:5", 3, Value::Bool(true));
+    let s = b.stats().unwrap();
+    assert_eq!((s.enqueued, s.workers_alive), (3, 1), "{}", b.describe());
+    let mut got = Vec::new();
+    for _ in 0..3 {
+        let c = b.fetch(w, &q, Duration::from_secs(1)).unwrap().unwrap();
+        got.push(Job::parse(&c.raw).unwrap().jid);
+        assert_eq!(b.stats().unwrap().busy, 1);
+        b.ack(w, &c).unwrap();
+    }
+    assert_eq!(got, jids, "{}: FIFO order", b.describe());
+    assert!(b.fetch(w, &q, Duration::from_millis(50)).unwrap().is_none());
+    let s = b.stats().unwrap();
+    assert_eq!((s.enqueued, s.busy, s.processed), (0, 0, 3));
+
+    enqueue(b, "fib:5", 1, Value::Bool(true));
+    let c = b.fetch(w, &q, Duration::from_secs(1)).unwrap().unwrap();
+    b.retry(w, &c, &c.raw, jobs::now() - 1.0).unwrap();
+    let s = b.stats().unwrap();
+    assert_eq!((s.retry, s.busy, s.failed), (1, 0, 1));
+    assert_eq!(b.list(FailedSet::Retry, 10).unwrap(), vec![c.raw.clone()]);
+    assert_eq!(b.promote().unwrap(), 1);
+    let c = b.fetch(w, &q, Duration::from_secs(1)).unwrap().unwrap();
+    b.kill(w, &c, Some(&c.raw)).unwrap();
+    let s = b.stats().unwrap();
+    assert_eq!((s.retry, s.dead, s.failed, s.enqueued), (0, 1, 2, 0));
+    assert_eq!(b.requeue(FailedSet::Dead).unwrap(), 1);
+    let c = b.fetch(w, &q, Duration::from_secs(1)).unwrap().unwrap();
+    assert_eq!(b.release(w).unwrap(), 1, "{}", b.describe());
+    let s = b.stats().unwrap();
+    assert_eq!((s.enqueued, s.busy, s.workers_alive), (1, 0, 0));
+    let again = b.fetch(w, &q, Duration::from_secs(1)).unwrap().unwrap();
+    assert_eq!(again.raw, c.raw);
+}
+
+#[test]
+fn every_backend_round_trips_jobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start();
+    for url in ["memory".to_string(), sqlite_url(dir.path()), redis.url()] {
+        round_trip(&*jobs::open(&url).unwrap());
+    }
+}
+
+#[test]
+fn redis_rescues_a_job_moved_into_a_live_workers_list_whose_reply_was_lost() {
+    // The server persisted an LMOVE into our private list and died before replying: the
+    // worker is alive (the reaper leaves its list alone) but never saw the job.
+    let redis = RedisServer::start();
+    let b = jobs::open(&redis.url()).unwrap();
+    let q = vec!["default".to_string()];
+    b.heartbeat("w1", Duration::from_secs(30)).unwrap();
+    assert!(b.fetch("w1", &q, Duration::ZERO).unwrap().is_none());
+    let jid = enqueue(&*b, "fib:5", 1, Value::Bool(true))[0].clone();
+    let mut c = redis::Client::open(redis.url().as_str())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let _: String = redis::cmd("LMOVE")
+        .arg("queue:default")
+        .arg("concur:inflight:w1:default")
+        .arg("RIGHT")
+        .arg("LEFT")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(b.stats().unwrap().busy, 1);
+    assert_eq!(b.reap().unwrap(), 0, "first sighting: only a suspect");
+    assert_eq!(b.reap().unwrap(), 1, "second sighting: returned");
+    let got = b.fetch("w1", &q, Duration::ZERO).unwrap().unwrap();
+    assert_eq!(Job::parse(&got.raw).unwrap().jid, jid);
+    b.ack("w1", &got).unwrap();
+    assert_eq!(b.reap().unwrap(), 0);
+    let s = b.stats().unwrap();
+    assert_eq!((s.enqueued, s.busy, s.processed), (0, 0, 1));
+
+    // A job Sidekiq's `perform_in` scheduled runs once it is due.
+    let later = Job::task("fib:5", 0, "default");
+    let _: i64 = redis::cmd("ZADD")
+        .arg("schedule")
+        .arg(jobs::now() + 3600.0)
+        .arg(later.to_json())
+        .query(&mut c)
+        .unwrap();
+    let due = Job::task("fib:5", 1, "default");
+    let _: i64 = redis::cmd("ZADD")
+        .arg("schedule")
+        .arg(jobs::now() - 1.0)
+        .arg(due.to_json())
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(b.promote().unwrap(), 1);
+    let got = b.fetch("w1", &q, Duration::ZERO).unwrap().unwrap();
+    assert_eq!(Job::parse(&got.raw).unwrap().jid, due.jid);
+}
+
+#[test]
+fn a_failing_job_goes_through_its_retries_to_the_dead_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start();
+    for url in ["memory".to_string(), sqlite_url(dir.path()), redis.url()] {
+        let b = jobs::open(&url).unwrap();
+        let jid = enqueue(&*b, "crash:panic", 1, Value::from(2))[0].clone();
+        enqueue(&*b, "fib:5", 2, Value::Bool(true));
+        drain(b.clone(), RetrySchedule::Fixed(Duration::from_millis(10)));
+        let s = b.stats().unwrap();
+        assert_eq!(
+            (s.processed, s.failed, s.retry, s.dead, s.enqueued, s.busy),
+            (2, 3, 0, 1, 0, 0),
+            "{url}: one run and two retries, then dead"
+        );
+        let dead: Value = serde_json::from_str(&b.list(FailedSet::Dead, 10).unwrap()[0]).unwrap();
+        assert_eq!(dead["jid"], jid.as_str());
+        assert_eq!(dead["retry_count"], 2);
+        assert_eq!(dead["error_class"], "panic");
+        assert!(dead["failed_at"].as_f64().unwrap() > 1e9);
+        assert!(dead["retried_at"].as_f64().unwrap() >= dead["failed_at"].as_f64().unwrap());
+    }
+}
+
+#[test]
+fn malformed_jobs_land_in_the_dead_set_with_their_parse_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start();
+    for url in ["memory".to_string(), sqlite_url(dir.path()), redis.url()] {
+        let b = jobs::open(&url).unwrap();
+        let bad_spec = Job::task("nope:1", 0, "default");
+        b.enqueue(
+            "default",
+            &[
+                "not json".to_string(),
+                r#"{"class":"Concur::Task","args":[]}"#.to_string(),
+                bad_spec.to_json(),
+            ],
+        )
+        .unwrap();
+        enqueue(&*b, "fib:5", 1, Value::Bool(true));
+        drain(b.clone(), RetrySchedule::Sidekiq);
+        let s = b.stats().unwrap();
+        assert_eq!(
+            (s.processed, s.dead, s.enqueued, s.busy),
+            (1, 3, 0, 0),
+            "{url}"
+        );
+        let dead: Vec<Value> = b
+            .list(FailedSet::Dead, 10)
+            .unwrap()
+            .iter()
+            .map(|p| serde_json::from_str(p).unwrap())
+            .collect();
+        let messages: Vec<&str> = dead
+            .iter()
+            .map(|d| d["error_message"].as_str().unwrap())
+            .collect();
+        assert!(dead
+            .iter()
+            .all(|d| d["error_class"] == "Concur::ParseError"));
+        assert!(
+            dead.iter().any(|d| d["args"][0] == "not json"),
+            "{url}: raw kept"
+        );
+        assert!(
+            messages.iter().any(|m| m.contains("expected")),
+            "{messages:?}"
+        );
+        assert!(
+            messages.iter().any(|m| m.contains("missing field")),
+            "{messages:?}"
+        );
+        assert!(
+            messages
+                .iter()
+                .any(|m| m.contains("unknown workload 'nope'")),
+            "{messages:?}"
+        );
+    }
+}
+
+/// A child process killed (SIGKILL) when dropped, so a failing test leaves no worker behind.
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl std::ops::Deref for Proc {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Proc {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+/// A `concur jobs work` process.
+fn worker(url: &str, done_log: &Path, lease: &str, extra: &[&str]) -> Proc {
+    let child = Command::new(env!("CARGO_BIN_EXE_concur"))
+        .args([
+            "jobs",
+            "work",
+            "-c",
+            "4",
+            "--backend",
+            url,
+            "--lease",
+            lease,
+        ])
+        .arg("--done-log")
+        .arg(done_log)
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("concur starts");
+    Proc(child)
+}
+
+fn done(log: &Path) -> Vec<String> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+fn unique(log: &Path) -> usize {
+    done(log).into_iter().collect::<BTreeSet<_>>().len()
+}
+
+/// Checks that every job id ran (the done log holds each at least once) and returns the
+/// number of duplicate runs.
+fn audit(log: &Path, jids: &[String], url: &str) -> usize {
+    let mut runs: BTreeMap<String, usize> = BTreeMap::new();
+    for j in done(log) {
+        *runs.entry(j).or_default() += 1;
+    }
+    let lost: Vec<_> = jids.iter().filter(|j| !runs.contains_key(*j)).collect();
+    assert!(lost.is_empty(), "{url}: {} jobs lost: {lost:?}", lost.len());
+    assert_eq!(runs.len(), jids.len(), "{url}: unknown ids ran");
+    let dups: usize = runs.values().map(|n| n - 1).sum();
+    eprintln!(
+        "{url}: {} jobs, every one ran; {dups} duplicate runs",
+        jids.len()
+    );
+    dups
+}
+
+fn kill_9_mid_run_loses_nothing(url: &str, dir: &Path) {
+    let b = jobs::open(url).unwrap();
+    // 200 × 50 ms on 4 threads: 2.5 s, so the kill at 50 done lands mid-run even on a busy
+    // machine.
+    let jids = enqueue(&*b, "sleep:50ms", 200, Value::Bool(true));
+    let log: PathBuf = dir.join("done.log");
+    let mut first = worker(url, &log, "1s", &[]);
+    wait_for("a quarter of the jobs", Duration::from_secs(60), || {
+        unique(&log) >= 50
+    });
+    first.kill().unwrap(); // SIGKILL, with jobs in flight
+    first.wait().unwrap();
+    let s = b.stats().unwrap();
+    assert!(
+        s.enqueued + s.busy > 0,
+        "{url}: killed after the run: {s:?}"
+    );
+    let mut second = worker(url, &log, "1s", &["--until-empty"]);
+    wait_for("every job", Duration::from_secs(120), || {
+        unique(&log) >= 200
+    });
+    let status = wait_exit(&mut second, Duration::from_secs(30));
+    assert!(status.success(), "{url}: second worker {status:?}");
+    let dups = audit(&log, &jids, url);
+    assert!(
+        dups <= 4,
+        "{url}: {dups} duplicates, more than the 4 jobs in flight"
+    );
+    let s = b.stats().unwrap();
+    assert_eq!(
+        (s.enqueued, s.busy, s.processed, s.failed),
+        (0, 0, 200, 0),
+        "{url}"
+    );
+}
+
+fn wait_exit(c: &mut Child, limit: Duration) -> std::process::ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(s) = c.try_wait().unwrap() {
+            return s;
+        }
+        if Instant::now() > deadline {
+            let _ = c.kill();
+            panic!("process did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn sqlite_worker_killed_mid_run_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    kill_9_mid_run_loses_nothing(&sqlite_url(dir.path()), dir.path());
+}
+
+#[test]
+fn redis_worker_killed_mid_run_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start();
+    kill_9_mid_run_loses_nothing(&redis.url(), dir.path());
+}
+
+#[test]
+fn redis_restart_with_aof_mid_run_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut redis = RedisServer::start();
+    let url = redis.url();
+    let b = jobs::open(&url).unwrap();
+    let jids = enqueue(&*b, "sleep:20ms", 300, Value::Bool(true));
+    let log = dir.path().join("done.log");
+    let mut w = worker(&url, &log, "5s", &[]);
+    wait_for("some jobs", Duration::from_secs(60), || unique(&log) >= 50);
+    redis.crash_and_restart();
+    wait_for(
+        "every job after the restart",
+        Duration::from_secs(120),
+        || unique(&log) >= 300,
+    );
+    let b = jobs::open(&url).unwrap();
+    wait_for("the queue to settle", Duration::from_secs(60), || {
+        b.stats()
+            .is_ok_and(|s| s.enqueued == 0 && s.busy == 0 && s.processed == 300)
+    });
+    // SIGTERM: a graceful stop.
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(w.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    assert!(wait_exit(&mut w, Duration::from_secs(30)).success());
+    audit(&log, &jids, &url);
+    assert_eq!(b.stats().unwrap().workers_alive, 0);
+}
+
+#[test]
+fn sigterm_returns_unfinished_jobs_after_the_deadline() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_url(dir.path());
+    let b = jobs::open(&url).unwrap();
+    enqueue(&*b, "sleep:30s", 1, Value::Bool(true));
+    let log = dir.path().join("done.log");
+    let mut w = worker(&url, &log, "30s", &["--shutdown-timeout", "200ms"]);
+    wait_for("the job to be claimed", Duration::from_secs(30), || {
+        b.stats().is_ok_and(|s| s.busy == 1)
+    });
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(w.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = wait_exit(&mut w, Duration::from_secs(10));
+    assert_eq!(status.code(), Some(1), "deadline passed with a job running");
+    let s = b.stats().unwrap();
+    assert_eq!((s.enqueued, s.busy, s.workers_alive), (1, 0, 0));
+}
+
+#[test]
+fn cli_enqueue_stats_and_bad_backends() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_url(dir.path());
+    common::concur()
+        .args([
+            "jobs",
+            "enqueue",
+            "-w",
+            "fib:10",
+            "-n",
+            "5",
+            "--backend",
+            &url,
+        ])
+        .assert()
+        .success();
+    let out = common::concur()
+        .args(["jobs", "stats", "--json", "--backend", &url])
+        .output()
+        .unwrap();
+    let s: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for k in [
+        "enqueued",
+        "busy",
+        "processed",
+        "failed",
+        "retry",
+        "dead",
+        "workers_alive",
+    ] {
+        assert!(s[k].is_u64(), "{k} in {s}");
+    }
+    assert_eq!(s["enqueued"], 5);
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    for bad in [
+        "mysql://x".to_string(),
+        format!("redis://127.0.0.1:{port}/0"),
+        "sqlite:".to_string(),
+        "memory".to_string(),
+    ] {
+        let out = common::concur()
+            .args(["jobs", "stats", "--backend", &bad])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{bad}: {err}");
+        assert!(err.contains(&bad), "{bad}: {err}");
+    }
+    let out = common::concur()
+        .args([
+            "jobs",
+            "enqueue",
+            "-w",
+            "nope",
+            "-n",
+            "1",
+            "--backend",
+            &url,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+fn several_workers_share_one_queue(url: &str, dir: &Path) {
+    let b = jobs::open(url).unwrap();
+    let jids = enqueue(&*b, "sleep:5ms", 300, Value::Bool(true));
+    let log = dir.join("done.log");
+    let mut ws: Vec<Proc> = (0..3)
+        .map(|_| worker(url, &log, "30s", &["--until-empty"]))
+        .collect();
+    for w in &mut ws {
+        assert!(wait_exit(w, Duration::from_secs(120)).success(), "{url}");
+    }
+    assert_eq!(audit(&log, &jids, url), 0, "{url}: no crash, no duplicate");
+    let s = b.stats().unwrap();
+    assert_eq!((s.enqueued, s.busy, s.processed), (0, 0, 300), "{url}");
+}
+
+#[test]
+fn three_worker_processes_share_one_sqlite_file_and_one_redis() {
+    let dir = tempfile::tempdir().unwrap();
+    several_workers_share_one_queue(&sqlite_url(dir.path()), dir.path());
+    let dir = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start();
+    several_workers_share_one_queue(&redis.url(), dir.path());
+}
+
+/// One run of 20 tasks of `fib:15` and `mail:10` under each of `models`, and its lines.
+fn jobs_study(models: &[&str], backend: &str) -> Vec<Value> {
+    let mut args = vec!["-w", "fib:15", "-w", "mail:10", "-n", "20", "-r", "1"];
+    for m in models {
+        args.extend(["-m", m]);
+    }
+    args.extend(["--jobs-backend", backend]);
+    common::run_study(&args).1
+}
+
+#[test]
+fn the_jobs_models_run_every_task_with_the_same_checksum_as_seq() {
+    // (Here rather than in cli_models.rs, whose timing test runs beside its model test.)
+    let redis = RedisServer::start();
+    let url = redis.url();
+    let lines = jobs_study(&["seq", "jobs:3", "jobs-memory:3", "jobs-redis:3"], &url);
+    let dir = tempfile::tempdir().unwrap();
+    let db = sqlite_url(dir.path());
+    let sqlite_lines = jobs_study(&["jobs:2", "jobs-procs:2"], &db);
+    let mut checksum: BTreeMap<String, u64> = BTreeMap::new();
+    let runs = common::of_type(&lines, "run");
+    let sqlite_runs = common::of_type(&sqlite_lines, "run");
+    assert_eq!(runs.len() + sqlite_runs.len(), 12);
+    for r in runs.iter().chain(&sqlite_runs) {
+        let what = format!("{} {}", r["workload"], r["model"]);
+        assert_eq!(r["tasks_ok"], 20, "{what}: {r}");
+        assert!(r["error"].is_null(), "{what}: {r}");
+        let bytes = r["bytes"].as_u64().unwrap();
+        let w = r["workload"].as_str().unwrap().to_string();
+        assert_eq!(*checksum.entry(w).or_insert(bytes), bytes, "{what}");
+    }
+    for r in common::runs_of(&lines, "jobs-redis:3") {
+        assert_eq!(r["threads_created"], 3);
+    }
+    for r in common::runs_of(&sqlite_lines, "jobs-procs:2") {
+        assert_eq!(r["processes_created"], 2);
+    }
+    // jobs:2 and jobs-procs:2 used the SQLite file named, jobs-redis:3 our Redis (on queues
+    // of their own, left empty and forgotten).
+    let s = jobs::open(&db).unwrap().stats().unwrap();
+    assert_eq!((s.processed, s.enqueued, s.busy), (80, 0, 0));
+    let s = jobs::open(&url).unwrap().stats().unwrap();
+    assert_eq!((s.processed, s.enqueued, s.busy), (40, 0, 0));
+    let mut c = redis::Client::open(url.as_str())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let queues: Vec<String> = redis::cmd("SMEMBERS").arg("queues").query(&mut c).unwrap();
+    assert!(
+        queues.is_empty(),
+        "runs left their queues listed: {queues:?}"
+    );
+}
