@@ -2,7 +2,8 @@
 # The crawl benchmarks recorded in docs/benchmarks.md, all against one `concur serve`:
 #  1. concur run crawl (every model, 1000 × 100 ms, 5 runs) and the classic Python clients
 #     (serial requests on 50 requests, gevent, tornado+curl, aiohttp at 100 in flight);
-#  2. throughput with delay=0 and 100 connections: concur's fastest client beside wrk and hey;
+#  2. throughput with delay=0 and 100 connections: concur's clients beside wrk, hey and oha
+#     (bench/throughput.sh);
 #  3. concur serve beside FastAPI on uvicorn, driven by the same client: req/s and server
 #     CPU per request.
 # Usage: bench/crawl.sh [OUT_DIR]. Installs wrk and hey (apt) and the Python clients (a venv).
@@ -36,14 +37,8 @@ for c in gevent tornado aiohttp; do
   $py bench/classic/crawl.py $c --url "$url" -n 1000 -c 100 | tee -a "$out/python.jsonl"
 done
 
-echo "== 2. throughput, delay=0, 100 connections"
-for m in async curl; do
-  $bin crawl "$url/add?name={rand}&delay=0" -n 200000 -c 100 --model $m -r 3 -q --json "$out/tput-$m.jsonl" \
-    --csv - | awk -F, -v m=$m 'NR==2 { printf "concur %s:100  %.0f req/s (median of 3 runs of 200000)\n", m, 200000/$9 }' | tee -a "$out/throughput.txt"
-done
-wrk -t 2 -c 100 -d 10s "$url/add?name=wrk&delay=0" | tee "$out/wrk.txt" | grep -E "Requests/sec" | sed 's/^/wrk -t2 -c100 -d10s: /' | tee -a "$out/throughput.txt"
-hey -n 200000 -c 100 "$url/add?name=hey&delay=0" > "$out/hey.txt"
-grep -E "Requests/sec" "$out/hey.txt" | sed 's/^/hey -n200000 -c100: /' | tee -a "$out/throughput.txt"
+echo "== 2. throughput, delay=0, 100 connections: bench/throughput.sh (its own server)"
+bench/throughput.sh 3 "$out/throughput"
 
 echo "== 3. concur serve vs FastAPI/uvicorn, same client (concur crawl, async:100, 50000 × delay 0)"
 cpu() { awk '{print $14 + $15}' /proc/$1/stat; }
