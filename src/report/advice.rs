@@ -437,6 +437,7 @@ mod tests {
             failures: Default::default(),
             tasks_per_s: None,
             server_peak_in_flight: None,
+            waits: false,
         }
     }
 

@@ -247,7 +247,7 @@ pub fn speedup(curves: &[Curve], ideal: &[(f64, f64)], log_x: bool, x_desc: &str
                 BLACK.stroke_width(1),
             ))
             .map_err(err)?
-            .label("ideal: min(parallelism, cores)")
+            .label("ideal")
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLACK));
         for c in curves {
             let col = c.color;

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use super::charts::{self, Bar, Chart, Curve, HRow};
-use super::{compare, groups, machine_line, row, Group, Report, HEADERS};
+use super::{columns, compare, groups, machine_line, Group, Report};
 use crate::report::results::{CellKey, CellResult};
 use crate::units::{fmt_kib, fmt_secs};
 
@@ -151,7 +151,11 @@ fn speedup_chart(g: &Group, cores: usize) -> Option<String> {
     }
     xs.sort_by(f64::total_cmp);
     xs.dedup();
-    let ideal: Vec<(f64, f64)> = xs.iter().map(|&x| (x, x.min(cores as f64))).collect();
+    // Waiting (a delay, the network) overlaps without cores: its ideal speedup is the
+    // concurrency itself, CPU work's is capped by the cores.
+    let waits = g.cells.iter().any(|c| c.waits);
+    let cap = if waits { f64::INFINITY } else { cores as f64 };
+    let ideal: Vec<(f64, f64)> = xs.iter().map(|&x| (x, x.min(cap))).collect();
     let (lo, hi) = (
         xs.first().copied().unwrap_or(1.0),
         xs.last().copied().unwrap_or(1.0),
@@ -165,7 +169,8 @@ fn speedup_chart(g: &Group, cores: usize) -> Option<String> {
     Some(figure(
         "speedup",
         &format!(
-            "Speedup over seq against {x_desc}, per model, with the 95% CI band; dashed: the ideal min(parallelism, {cores} cores)."
+            "Speedup over seq against {x_desc}, per model, with the 95% CI band; dashed: the ideal {}.",
+            if waits { "(the concurrency: waiting needs no cores)".to_string() } else { format!("min(parallelism, {cores} cores)") }
         ),
         charts::speedup(&curves, &ideal, log_x, x_desc),
     ))
@@ -402,8 +407,9 @@ fn timelines(g: &Group, spans: &BTreeMap<&CellKey, &Vec<[u64; 2]>>) -> String {
 }
 
 fn cell_table(g: &Group) -> String {
+    let (headers, row) = columns(g);
     let mut t = String::from("<div class=\"scroll\"><table><tr>");
-    for h in HEADERS {
+    for h in headers {
         t.push_str(&format!("<th>{}</th>", escape(h)));
     }
     t.push_str("</tr>\n");

@@ -239,6 +239,10 @@ pub struct CellResult {
     /// The largest server peak in-flight over the runs.
     #[serde(default)]
     pub server_peak_in_flight: Option<i64>,
+    /// Whether the workload waits (a delay or the network) rather than computes: its ideal
+    /// speedup is its concurrency, not the cores.
+    #[serde(default)]
+    pub waits: bool,
 }
 
 /// Appends lines to a results file, flushing each so an interrupted study keeps every

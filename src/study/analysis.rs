@@ -88,6 +88,7 @@ fn summarize_cell(key: &CellKey, runs: &[&RunResult]) -> CellResult {
             .filter(|r| r.wall_s > 0.0)
             .map(|r| r.tasks_ok as f64 / r.wall_s),
         server_peak_in_flight: runs.iter().filter_map(|r| r.server_peak_in_flight).max(),
+        waits: first.is_some_and(|r| r.delay_s.is_some() || r.nature == "net"),
     }
 }
 
