@@ -227,7 +227,7 @@ pub fn run(opts: &study::RunOptions, out: &Outputs, command: Vec<String>) -> Res
     // http:/PATH cells without --url get concur's own delay server, in this process, on a
     // free loopback port; its counters give each run the server's peak in-flight.
     let server = if plan.needs_server() {
-        let s = server::InProcessServer::start(server::ServerOptions::default(), model::cores())?;
+        let s = server::InProcessServer::start(server::ServerOptions::ephemeral(), model::cores())?;
         plan.options.base_url = Some(s.base_url());
         Some(s)
     } else {

@@ -162,17 +162,11 @@ fn ctrl_c_keeps_every_finished_run() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let runs = std::fs::read_to_string(&path)
-            .map(|t| t.lines().filter(|l| l.contains("\"type\":\"run\"")).count())
-            .unwrap_or(0);
-        if runs >= 2 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "no runs recorded in time");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for("two runs recorded", Duration::from_secs(30), || {
+        std::fs::read_to_string(&path)
+            .map(|t| t.lines().filter(|l| l.contains("\"type\":\"run\"")).count() >= 2)
+            .unwrap_or(false)
+    });
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let status = child.wait().unwrap();

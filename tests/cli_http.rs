@@ -11,7 +11,7 @@ use common::*;
 use concur::server::{InProcessServer, ServerOptions};
 
 fn server() -> InProcessServer {
-    InProcessServer::start(ServerOptions::default(), 2).expect("server starts")
+    InProcessServer::start(ServerOptions::ephemeral(), 2).expect("server starts")
 }
 
 /// One GET over a fresh connection: (status, body).
@@ -27,14 +27,6 @@ fn get(s: &InProcessServer, path: &str) -> (u16, String) {
     let status = text.split_whitespace().nth(1).unwrap().parse().unwrap();
     let body = text.split_once("\r\n\r\n").unwrap().1.to_string();
     (status, body)
-}
-
-fn wait_for(what: &str, deadline: Duration, mut f: impl FnMut() -> bool) {
-    let end = Instant::now() + deadline;
-    while !f() {
-        assert!(Instant::now() < end, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 #[test]
@@ -191,7 +183,7 @@ fn a_client_that_disconnects_mid_delay_frees_its_slot() {
 fn a_silent_client_is_disconnected_after_the_header_timeout() {
     let opts = ServerOptions {
         header_timeout: Duration::from_millis(300),
-        ..ServerOptions::default()
+        ..ServerOptions::ephemeral()
     };
     let s = InProcessServer::start(opts, 1).unwrap();
     let mut c = TcpStream::connect(s.addr).unwrap();
@@ -283,7 +275,18 @@ fn serve_shuts_down_gracefully_on_sigterm() {
         "GET /delay/700ms HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
     )
     .unwrap();
-    std::thread::sleep(Duration::from_millis(200));
+    // Wait until the server holds the request (its /stats, over a second connection).
+    wait_for("the request in flight", Duration::from_secs(10), || {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        write!(
+            s,
+            "GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).unwrap();
+        text.contains("\"in_flight\":1")
+    });
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let mut text = String::new();

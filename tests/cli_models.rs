@@ -89,29 +89,22 @@ fn every_model_runs_every_workload_with_the_same_checksum() {
 #[test]
 fn concurrency_overlaps_delays() {
     // 10 × 50 ms: seq takes ≥ 500 ms, every concurrent model far less. Generous bounds.
-    let mut args: Vec<&str> = vec!["-w", "sleep:50ms", "-n", "10", "-r", "1"];
-    for m in [
-        "seq",
+    const CONCURRENT: &[&str] = &[
         "thread",
         "pool:10",
         "async:10",
         "async-local:10",
         "fork",
         "actor:10",
-    ] {
+    ];
+    let mut args: Vec<&str> = vec!["-w", "sleep:50ms", "-n", "10", "-r", "1", "-m", "seq"];
+    for m in CONCURRENT {
         args.extend(["-m", m]);
     }
     let (_, lines) = run_study(&args);
     let wall = |m: &str| runs_of(&lines, m)[0]["wall_s"].as_f64().unwrap();
     assert!(wall("seq") >= 0.5);
-    for m in [
-        "thread",
-        "pool:10",
-        "async:10",
-        "async-local:10",
-        "fork",
-        "actor:10",
-    ] {
+    for m in CONCURRENT {
         assert!(
             wall(m) < wall("seq") / 3.0,
             "{m}: {} vs seq {}",

@@ -14,18 +14,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::wait_for;
 use concur::jobs::worker::{work, WorkOptions};
 use concur::jobs::{self, Backend, FailedSet, Job, RetrySchedule};
 use serde_json::Value;
-
-/// Waits for `cond` until `limit`, panicking with `what` when it never holds.
-fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 /// A `redis-server` of our own on a free loopback port, in a temporary directory, with the
 /// append-only file on (fsync on every write), stopped when dropped.

@@ -42,16 +42,6 @@ impl LatencyRecorder {
         self.hist.saturating_record(us.max(1));
     }
 
-    /// How many values were recorded.
-    pub fn len(&self) -> u64 {
-        self.hist.len()
-    }
-
-    /// Whether nothing was recorded.
-    pub fn is_empty(&self) -> bool {
-        self.hist.is_empty()
-    }
-
     /// The percentiles, or `None` when nothing was recorded.
     pub fn summary(&self) -> Option<LatencySummary> {
         if self.hist.is_empty() {

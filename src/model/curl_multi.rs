@@ -92,7 +92,7 @@ impl Model for CurlMulti {
         self.workers.min(tasks)
     }
     fn check(&self, w: &dyn Workload, _gil: bool) -> Result<(), String> {
-        if w.spec().starts_with("http:") {
+        if w.is_http() {
             Ok(())
         } else {
             Err("curl runs http workloads only".into())

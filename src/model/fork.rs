@@ -45,9 +45,6 @@ impl Model for Fork {
     fn parallelism(&self, tasks: usize) -> usize {
         tasks
     }
-    fn needs_single_thread(&self) -> bool {
-        true
-    }
     fn run(&self, ctx: &RunCtx) -> ModelOutcome {
         match process::thread_count() {
             Some(1) => {}

@@ -85,10 +85,6 @@ pub trait Model: Send + Sync {
     fn workers(&self) -> Option<usize>;
     /// How many of `tasks` tasks may run at once.
     fn parallelism(&self, tasks: usize) -> usize;
-    /// Whether the model must start from a single-threaded process (fork).
-    fn needs_single_thread(&self) -> bool {
-        false
-    }
     /// Whether this model can run `w` (with the interpreter-lock emulation on or off); the
     /// reason when it cannot. Checked once, when the plan is built.
     fn check(&self, _w: &dyn Workload, _gil: bool) -> Result<(), String> {

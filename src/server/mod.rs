@@ -36,6 +36,16 @@ pub struct ServerOptions {
     pub shutdown_grace: Duration,
 }
 
+impl ServerOptions {
+    /// The defaults, on a free loopback port: what studies and tests start in-process.
+    pub fn ephemeral() -> Self {
+        ServerOptions {
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            ..Default::default()
+        }
+    }
+}
+
 impl Default for ServerOptions {
     fn default() -> Self {
         ServerOptions {
@@ -170,13 +180,10 @@ pub struct InProcessServer {
 }
 
 impl InProcessServer {
-    /// Starts the server on an ephemeral loopback port (or `opts.addr`) with `workers` runtime
-    /// threads.
-    pub fn start(mut opts: ServerOptions, workers: usize) -> Result<Self> {
+    /// Starts the server on `opts.addr` (see [`ServerOptions::ephemeral`]) with `workers`
+    /// runtime threads.
+    pub fn start(opts: ServerOptions, workers: usize) -> Result<Self> {
         crate::process::raise_nofile_limit();
-        if opts.addr.port() == 8080 {
-            opts.addr = SocketAddr::from(([127, 0, 0, 1], 0));
-        }
         let std_listener = bind(opts.addr)?;
         let addr = std_listener
             .local_addr()

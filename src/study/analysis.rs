@@ -149,11 +149,10 @@ pub fn analyze(runs: &[RunResult], cores: usize) -> Analysis {
         let run = first_run[&k];
         // Waiting overlaps without using cores: a delay-bound or network cell's best speedup
         // is its concurrency, a CPU-bound cell's the cores.
-        let waits = run.delay_s.is_some() || run.nature == "net";
         if let Some(base) = base.filter(|_| wall > 0.0) {
             let speedup = base / wall;
             c.speedup = Some(speedup);
-            let cap = if waits { usize::MAX } else { cores };
+            let cap = if c.waits { usize::MAX } else { cores };
             let p = c.parallelism.min(cap).min(k.tasks).max(1);
             c.efficiency = Some(speedup / p as f64);
         }
@@ -208,11 +207,7 @@ fn warnings(cells: &[CellResult], cores: usize) -> Vec<String> {
     }
     let over: Vec<String> = cells
         .iter()
-        .filter(|c| {
-            c.parallelism.min(c.key.tasks) > cores
-                && !c.key.workload.starts_with("http:")
-                && !c.key.workload.starts_with("sleep:")
-        })
+        .filter(|c| c.parallelism.min(c.key.tasks) > cores && !c.waits)
         .map(|c| c.key.label())
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()

@@ -10,7 +10,7 @@
 //! pool (no layers beyond that), and the green model a minimal HTTP/1.1 client on `may`'s
 //! coroutine sockets. The `curl` model drives libcurl itself from [`Workload::url`].
 
-use std::io::{Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -100,7 +100,9 @@ pub struct Http {
     addr: OnceLock<Result<SocketAddr, String>>,
     agent: OnceLock<ureq::Agent>,
     async_pool: Mutex<Vec<SendRequest<Empty<Bytes>>>>,
-    green_pool: Mutex<Vec<may::net::TcpStream>>,
+    /// Idle coroutine connections, buffered: the response parser reads headers a byte at a
+    /// time, which must come from the buffer, not one system call each.
+    green_pool: Mutex<Vec<BufReader<may::net::TcpStream>>>,
 }
 
 /// 10 lowercase letters from a seed (splitmix64), for cache-busting URLs.
@@ -210,8 +212,27 @@ impl Http {
         Ok(n)
     }
 
+    /// [`Http::addr`] without blocking the event loop: a name is resolved by tokio's resolver
+    /// (getaddrinfo on the blocking pool) the first time, then cached like the blocking path's.
+    async fn addr_async(&self) -> Result<SocketAddr, TaskError> {
+        self.check_server()?;
+        if let Some(cached) = self.addr.get() {
+            return cached.clone().map_err(|e| err("connect", e));
+        }
+        let resolved = match tokio::net::lookup_host(self.authority.as_str()).await {
+            Ok(mut addrs) => addrs
+                .next()
+                .ok_or_else(|| format!("'{}' resolves to no address", self.authority)),
+            Err(e) => Err(format!("cannot resolve '{}': {e}", self.authority)),
+        };
+        self.addr
+            .get_or_init(|| resolved)
+            .clone()
+            .map_err(|e| err("connect", e))
+    }
+
     async fn connect_async(&self) -> Result<SendRequest<Empty<Bytes>>, TaskError> {
-        let addr = self.addr()?;
+        let addr = self.addr_async().await?;
         let stream = tokio::net::TcpStream::connect(addr)
             .await
             .map_err(|e| err("connect", format!("{addr}: {e}")))?;
@@ -283,7 +304,7 @@ impl Http {
                 let _ = s.set_nodelay(true);
                 let _ = s.set_read_timeout(Some(self.timeout));
                 let _ = s.set_write_timeout(Some(self.timeout));
-                s
+                BufReader::with_capacity(16 << 10, s)
             }
         };
         let request = format!(
@@ -298,7 +319,7 @@ impl Http {
             };
             err(kind, e.to_string())
         };
-        stream.write_all(request.as_bytes()).map_err(io)?;
+        stream.get_mut().write_all(request.as_bytes()).map_err(io)?;
         let (status, n, keep) = read_response(&mut stream).map_err(io)?;
         if keep {
             self.green_pool
@@ -431,6 +452,9 @@ impl Workload for Http {
         self.fetch_green(index)
     }
     fn supports_green(&self) -> bool {
+        true
+    }
+    fn is_http(&self) -> bool {
         true
     }
     fn url(&self, index: usize) -> Option<String> {

@@ -104,8 +104,12 @@ pub trait Workload: Send + Sync + 'static {
     fn supports_green(&self) -> bool {
         self.nature() == Nature::Cpu
     }
-    /// The URL task `index` fetches, for workloads that are HTTP requests (the `curl` model
-    /// drives them itself).
+    /// Whether each task is one HTTP GET of [`Workload::url`], so that a model may make the
+    /// request itself (`curl`).
+    fn is_http(&self) -> bool {
+        false
+    }
+    /// The URL task `index` fetches, for HTTP workloads once the run's server is known.
     fn url(&self, _index: usize) -> Option<String> {
         None
     }

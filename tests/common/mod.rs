@@ -8,6 +8,18 @@ use std::process::Output;
 use assert_cmd::Command;
 use serde_json::Value;
 
+/// Waits for `cond` until `limit`, panicking with `what` when it never holds.
+pub fn wait_for(what: &str, limit: std::time::Duration, mut cond: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + limit;
+    while !cond() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 /// The concur binary under test.
 pub fn concur() -> Command {
     Command::cargo_bin("concur").expect("binary built")
