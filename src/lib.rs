@@ -6,6 +6,7 @@
 //! every repetition of every cell in a fresh child process of our own binary; results are
 //! written as JSON Lines ([`report::results`]) and rendered by [`report`].
 
+pub mod analysis;
 pub mod error;
 pub mod gil;
 pub mod jobs;
@@ -30,9 +31,10 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use report::results::{read_results, Line, Meta, ResultsFile, ResultsWriter, RunResult};
-use report::{advice, compare, Format};
-use study::analysis::Analysis;
+use analysis::results::{read_results, Line, Meta, ResultsFile, ResultsWriter, RunResult};
+use analysis::Analysis;
+use analysis::{advice, compare};
+use report::Format;
 
 /// Where and how results are shown and saved.
 #[derive(Debug, Clone)]
@@ -151,7 +153,7 @@ fn emit_all(
 /// Writes the renderings an [`Outputs`] asks for: files first, then stdout.
 fn emit(
     a: &Analysis,
-    machine: Option<&report::results::Machine>,
+    machine: Option<&analysis::results::Machine>,
     out: &Outputs,
     files: OpenFiles,
     full: &report::Report,
@@ -309,7 +311,7 @@ pub fn report_file(path: &Path, out: &Outputs) -> Result<(), Error> {
         .meta
         .as_ref()
         .map_or_else(model::cores, |m| m.machine.cores);
-    let analysis = study::analysis::analyze(&results.runs, cores);
+    let analysis = analysis::analyze(&results.runs, cores);
     emit_all(
         &analysis,
         results.meta.as_ref(),

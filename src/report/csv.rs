@@ -1,6 +1,6 @@
 //! CSV: one row per cell with raw numbers (seconds, KiB), for spreadsheets and scripts.
 
-use crate::study::analysis::Analysis;
+use crate::analysis::Analysis;
 
 /// The CSV columns, in order.
 pub const COLUMNS: &[&str] = &[

@@ -6,8 +6,9 @@
 use std::collections::BTreeMap;
 
 use super::charts::{self, Bar, Chart, Curve, HRow};
-use super::{columns, compare, groups, machine_line, Group, Report};
-use crate::report::results::{CellKey, CellResult};
+use super::{columns, groups, machine_line, Group, Report};
+use crate::analysis::compare;
+use crate::analysis::results::{CellKey, CellResult};
 use crate::units::{fmt_kib, fmt_secs};
 
 /// The chart kinds a group can show, as in each figure's `data-kind`.
@@ -540,7 +541,7 @@ pub fn render(r: &Report) -> String {
                 escape(&a.group),
                 escape(&a.text)
             ));
-            if let Some(l) = super::advice::amdahl_line(&a.amdahl) {
+            if let Some(l) = crate::analysis::advice::amdahl_line(&a.amdahl) {
                 h.push_str(&format!("<br>{}", escape(&l)));
             }
             h.push_str("</div>\n");

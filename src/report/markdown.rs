@@ -1,8 +1,8 @@
 //! Markdown: one pipe table per (study, workload, lock), failures as a list below it.
 
 use super::{columns, footnotes, groups, machine_line};
-use crate::report::results::Machine;
-use crate::study::analysis::Analysis;
+use crate::analysis::results::Machine;
+use crate::analysis::Analysis;
 
 fn escape(s: &str) -> String {
     s.replace('|', "\\|")

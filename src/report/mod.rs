@@ -3,58 +3,19 @@
 //! same [`Analysis`]; the HTML file, the baseline comparison ([`compare`]) and the advice
 //! ([`advice`]) also draw on the runs, gathered in a [`Report`].
 
-pub mod advice;
 pub mod charts;
-pub mod compare;
 pub mod csv;
 pub mod html;
 pub mod markdown;
-pub mod results;
 pub mod ruby;
 pub mod table;
 
-use crate::report::advice::Advice;
-use crate::report::compare::Comparison;
-use crate::report::results::{CellResult, Machine, Meta, RunResult};
-use crate::study::analysis::Analysis;
+use crate::analysis::advice::Advice;
+use crate::analysis::compare::Comparison;
+use crate::analysis::results::{CellResult, Machine, Meta, RunResult};
+use crate::analysis::{advice, compare, Analysis};
+pub use crate::analysis::{groups, Group};
 use crate::units::{fmt_kib, fmt_secs};
-
-/// The cells of one table: same study, workload and lock setting.
-pub struct Group<'a> {
-    /// e.g. `gil · spin:60000000 · with --gil`.
-    pub title: String,
-    /// The cells, in run order.
-    pub cells: Vec<&'a CellResult>,
-}
-
-/// Splits cells into tables by (study, workload, lock), in order of first appearance.
-pub fn groups(a: &Analysis) -> Vec<Group<'_>> {
-    let mut out: Vec<Group> = Vec::new();
-    let mut keys: Vec<(String, String, bool)> = Vec::new();
-    for c in &a.cells {
-        let k = (c.key.study.clone(), c.key.workload.clone(), c.key.gil);
-        match keys.iter().position(|x| *x == k) {
-            Some(i) => out[i].cells.push(c),
-            None => {
-                out.push(Group {
-                    title: format!(
-                        "{} · {} · {}",
-                        k.0,
-                        k.1,
-                        if k.2 {
-                            "with --gil (emulated interpreter lock)"
-                        } else {
-                            "no interpreter lock"
-                        }
-                    ),
-                    cells: vec![c],
-                });
-                keys.push(k);
-            }
-        }
-    }
-    out
-}
 
 /// Column headers of the cell tables (terminal and Markdown).
 pub const HEADERS: &[&str] = &[

@@ -1,7 +1,7 @@
 //! The classic Ruby `Benchmark.bm` lines: `user system total (real)` per cell, medians.
 
 use super::groups;
-use crate::study::analysis::Analysis;
+use crate::analysis::Analysis;
 
 /// Renders every group as `Benchmark.bm` output.
 pub fn render(a: &Analysis) -> String {

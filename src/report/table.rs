@@ -3,8 +3,8 @@
 use comfy_table::{presets, CellAlignment, ContentArrangement, Table, TableComponent};
 
 use super::{columns, footnotes, groups, machine_line};
-use crate::report::results::Machine;
-use crate::study::analysis::Analysis;
+use crate::analysis::results::Machine;
+use crate::analysis::Analysis;
 
 /// A terminal table in the house style: horizontal rules only, every column but the first
 /// right-aligned.

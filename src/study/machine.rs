@@ -1,7 +1,7 @@
 //! The machine a study runs on, as recorded in every results file, and the wall-clock time.
 
+use crate::analysis::results::Machine;
 use crate::model::cores;
-use crate::report::results::Machine;
 
 fn read(path: &str) -> Option<String> {
     std::fs::read_to_string(path)

@@ -1,7 +1,6 @@
 //! Studies: the plan (matrix of cells), the built-in presets, the fresh-process runner, the
 //! child side of a run, machine metadata, and the analysis from runs to cells.
 
-pub mod analysis;
 pub mod child;
 pub mod machine;
 pub mod plan;
@@ -14,9 +13,9 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 pub use plan::{Plan, RunOptions};
 
+use crate::analysis::results::{Line, Meta, ResultsWriter, RunResult, RunStatus, SCHEMA};
+use crate::analysis::{self, Analysis};
 use crate::error::{Error, Result};
-use crate::report::results::{Line, Meta, ResultsWriter, RunResult, RunStatus, SCHEMA};
-use analysis::Analysis;
 
 /// What a study produced.
 #[derive(Debug, Clone)]

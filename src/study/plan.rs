@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
+use crate::analysis::results::CellKey;
 use crate::error::{Error, Result};
 use crate::gil::DEFAULT_SWITCH_INTERVAL;
 use crate::model::{self, os_thread::DEFAULT_STACK};
-use crate::report::results::CellKey;
 use crate::study::presets;
 use crate::workload::{self, MailSink, Nature, WorkloadOptions};
 

@@ -11,11 +11,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use crate::analysis::results::{RunResult, RunStatus};
 use crate::measure::memory::TreeSampler;
 use crate::measure::rusage::{self, ChildUsage};
 use crate::model::TaskEnv;
 use crate::process;
-use crate::report::results::{RunResult, RunStatus};
 use crate::server::Stats;
 use crate::study::child::{ChildReport, RunRequest};
 use crate::study::plan::{CellPlan, Plan};

@@ -1,10 +1,15 @@
 //! From runs to cells: statistics per cell, speedup over `seq`, efficiency, effective cores,
-//! the ideal time and the distance to it, and the warnings a careful reader needs.
+//! the ideal time and the distance to it, and the warnings a careful reader needs; the
+//! results file's types ([`results`]), baselines ([`compare`]) and advice ([`advice`]).
+
+pub mod advice;
+pub mod compare;
+pub mod results;
 
 use std::collections::BTreeMap;
 
-use crate::report::results::{CellKey, CellResult, RunResult, RunStatus};
 use crate::stats;
+use results::{CellKey, CellResult, RunResult, RunStatus};
 
 /// Runs shorter than this are dominated by start-up noise.
 pub const TOO_SHORT_S: f64 = 0.005;
@@ -219,4 +224,41 @@ fn warnings(cells: &[CellResult], cores: usize) -> Vec<String> {
         ));
     }
     w
+}
+
+/// The cells of one table: same study, workload and lock setting.
+pub struct Group<'a> {
+    /// e.g. `gil · spin:60000000 · with --gil`.
+    pub title: String,
+    /// The cells, in run order.
+    pub cells: Vec<&'a CellResult>,
+}
+
+/// Splits cells into tables by (study, workload, lock), in order of first appearance.
+pub fn groups(a: &Analysis) -> Vec<Group<'_>> {
+    let mut out: Vec<Group> = Vec::new();
+    let mut keys: Vec<(String, String, bool)> = Vec::new();
+    for c in &a.cells {
+        let k = (c.key.study.clone(), c.key.workload.clone(), c.key.gil);
+        match keys.iter().position(|x| *x == k) {
+            Some(i) => out[i].cells.push(c),
+            None => {
+                out.push(Group {
+                    title: format!(
+                        "{} · {} · {}",
+                        k.0,
+                        k.1,
+                        if k.2 {
+                            "with --gil (emulated interpreter lock)"
+                        } else {
+                            "no interpreter lock"
+                        }
+                    ),
+                    cells: vec![c],
+                });
+                keys.push(k);
+            }
+        }
+    }
+    out
 }

@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::analysis::results::{CellKey, Machine, RunResult};
 use crate::error::{Error, Result};
-use crate::report::results::{CellKey, Machine, RunResult};
 use crate::stats;
 use crate::units::fmt_secs;
 

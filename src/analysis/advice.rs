@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 
 use super::groups;
-use crate::report::results::{CellResult, RunResult};
-use crate::study::analysis::{Analysis, TOO_SHORT_S};
+use crate::analysis::results::{CellResult, RunResult};
+use crate::analysis::{Analysis, TOO_SHORT_S};
 use crate::units::{fmt_kib, fmt_secs};
 
 /// Effective cores of one task at a time above which a workload is CPU-bound.
@@ -399,7 +399,7 @@ pub fn amdahl_line(fits: &[AmdahlFit]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::results::CellKey;
+    use crate::analysis::results::CellKey;
 
     fn cell(workload: &str, model: &str, par: usize, wall: f64, user: f64, sys: f64) -> CellResult {
         CellResult {
