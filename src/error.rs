@@ -17,9 +17,10 @@ pub enum Error {
     /// A failure of the tool itself (a child that broke the protocol, for instance).
     #[error("{0}")]
     Internal(String),
-    /// The user interrupted the work (Ctrl-C); everything finished so far was kept.
-    #[error("interrupted")]
-    Interrupted,
+    /// Standard output was closed by its reader (`concur run … | head -1`): not a failure,
+    /// the binary ends quietly with 0, as ripgrep does.
+    #[error("standard output was closed")]
+    ClosedStdout,
 }
 
 impl Error {
@@ -36,11 +37,20 @@ impl Error {
         }
     }
 
+    /// Wraps an error writing to standard output: a closed pipe is [`Error::ClosedStdout`].
+    pub fn stdout(source: std::io::Error) -> Self {
+        if source.kind() == std::io::ErrorKind::BrokenPipe {
+            Error::ClosedStdout
+        } else {
+            Error::io("writing to standard output", source)
+        }
+    }
+
     /// The exit code the binary should use for this error.
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Usage(_) => 2,
-            Error::Interrupted => 130,
+            Error::ClosedStdout => 0,
             _ => 1,
         }
     }

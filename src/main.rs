@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
-use concur::report::Format;
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use concur::report::{Export, Target};
 use concur::study::RunOptions;
 use concur::workload::MailSink;
 use concur::{units, Error, Outputs};
@@ -43,6 +43,11 @@ enum Command {
     /// Background jobs: enqueue, work, stats, retry and dead sets (SQLite or Redis)
     #[command(subcommand)]
     Jobs(JobsCommand),
+    /// Print a shell completion script: concur completions bash > /etc/bash_completion.d/concur
+    Completions {
+        /// The shell
+        shell: clap_complete::Shell,
+    },
     #[command(name = "__run", hide = true)]
     InternalRun { request: String },
     #[command(name = "__task", hide = true)]
@@ -66,22 +71,32 @@ struct OutputArgs {
     /// Save these results as a baseline under concur-results/baselines/NAME.jsonl
     #[arg(long, value_name = "NAME")]
     save_baseline: Option<String>,
-    /// What stdout shows: tables, the classic Ruby `user system total (real)` lines, markdown or csv
-    #[arg(long, value_enum, default_value = "table")]
-    format: Format,
+    /// What stdout shows (FORMATS)
+    #[arg(long, value_name = "FORMAT", default_value = "table")]
+    format: String,
+    /// Also write a rendering to a file, FORMAT=FILE ('-' for stdout), repeatable (FORMATS)
+    #[arg(long, value_name = "FORMAT=FILE", value_parser = Export::parse)]
+    export: Vec<Export>,
     /// No progress bar, notes or warnings on stderr
     #[arg(long, short)]
     quiet: bool,
 }
 
 #[derive(Args)]
+struct FailureArgs {
+    /// Exit 0 even when runs or tasks failed (they are still counted and shown)
+    #[arg(long, short = 'i')]
+    ignore_failures: bool,
+}
+
+#[derive(Args)]
 struct RunArgs {
-    /// Built-in study: tour (default: every study, quick), gil, mailer
+    /// Built-in study (STUDIES)
     study: Option<String>,
-    /// Workload spec for a free-form study (repeatable): fib:N, spin:N, read[:PATH[:BYTESxCOUNT]], sleep:DURATION, mail[:FIB], crash:KIND
+    /// Workload spec for a free-form study, repeatable (WORKLOADS)
     #[arg(long = "workload", short = 'w', value_name = "SPEC")]
     workloads: Vec<String>,
-    /// Model spec for a free-form study (repeatable): seq, thread, spawn, fork, pool:W, rayon:W, async:W, async-local:W, actor:W, jobs:W, jobs-procs:W, jobs-memory:W, jobs-redis:W
+    /// Model spec for a free-form study, repeatable (MODELS)
     #[arg(long = "model", short = 'm', value_name = "SPEC")]
     models: Vec<String>,
     /// Task counts for a free-form study (repeatable or comma-separated; default 10)
@@ -132,6 +147,8 @@ struct RunArgs {
     json: Option<PathBuf>,
     #[command(flatten)]
     out: OutputArgs,
+    #[command(flatten)]
+    failures: FailureArgs,
 }
 
 #[derive(Args)]
@@ -144,7 +161,7 @@ struct CrawlArgs {
     /// How many at once (the model's W)
     #[arg(short = 'c', long, default_value_t = 100)]
     concurrency: usize,
-    /// The model: async, async-local, curl, green, pool, rayon (with -c as W), thread, seq
+    /// The model (MODELS); -c is its W
     #[arg(long, default_value = "async")]
     model: String,
     /// Counted runs
@@ -158,6 +175,8 @@ struct CrawlArgs {
     json: Option<PathBuf>,
     #[command(flatten)]
     out: OutputArgs,
+    #[command(flatten)]
+    failures: FailureArgs,
 }
 
 #[derive(Args)]
@@ -171,11 +190,16 @@ struct AdviseArgs {
     /// Counted runs per cell
     #[arg(long, short = 'r', value_name = "R", default_value = "3")]
     repeat: usize,
-    /// The JSON Lines results file ('-' for stdout; default concur-results/custom-TIME.jsonl)
+    /// Write the advice, the cells and the warnings as one JSON document to FILE ('-' for stdout)
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    /// The JSON Lines results file of the runs (default concur-results/custom-TIME.jsonl)
+    #[arg(long, value_name = "FILE")]
+    results: Option<PathBuf>,
     #[command(flatten)]
     out: OutputArgs,
+    #[command(flatten)]
+    failures: FailureArgs,
 }
 
 #[derive(Args)]
@@ -346,16 +370,34 @@ fn parse_size(s: &str) -> Result<u64, String> {
     units::parse_size(s)
 }
 
-fn outputs(o: OutputArgs, json: Option<PathBuf>) -> Outputs {
+/// The renderings asked for: the file flags and `--export`, and stdout's `--format` unless
+/// one of them, or the results file, already goes to stdout.
+fn outputs(o: OutputArgs, results: Option<PathBuf>, ignore_failures: bool) -> Outputs {
+    let mut exports: Vec<Export> = [("csv", o.csv), ("markdown", o.markdown), ("html", o.html)]
+        .into_iter()
+        .filter_map(|(format, file)| {
+            file.map(|f| Export {
+                format: format.into(),
+                target: Target::from_arg(f),
+            })
+        })
+        .chain(o.export)
+        .collect();
+    let stdout_taken = exports.iter().any(|e| e.target == Target::Stdout)
+        || results.as_deref() == Some(std::path::Path::new("-"));
+    if !stdout_taken {
+        exports.push(Export {
+            format: o.format,
+            target: Target::Stdout,
+        });
+    }
     Outputs {
-        json,
-        csv: o.csv,
-        markdown: o.markdown,
-        html: o.html,
+        results,
+        exports,
         baseline: o.baseline,
         save_baseline: o.save_baseline,
-        format: o.format,
         quiet: o.quiet,
+        ignore_failures,
     }
 }
 
@@ -366,16 +408,15 @@ fn list() {
     }
     println!("\nModels (--model SPEC; W defaults to the core count):");
     for e in concur::model::REGISTRY {
-        let usage = if e.takes_workers {
-            format!("{}:W", e.name)
-        } else {
-            e.name.to_string()
-        };
-        println!("  {usage:28} {}", e.help);
+        println!("  {:28} {}", e.usage(), e.help);
     }
     println!("\nStudies (concur run STUDY):");
     for (name, help) in concur::study::presets::STUDIES {
         println!("  {name:28} {help}");
+    }
+    println!("\nOutput formats (--format FORMAT, --export FORMAT=FILE):");
+    for f in concur::report::FORMATS {
+        println!("  {:28} {}", f.name, f.help);
     }
 }
 
@@ -401,9 +442,13 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
                 full: a.full,
                 jobs_backend: a.jobs_backend,
             };
-            concur::run(&opts, &outputs(a.out, a.json), std::env::args().collect())
+            concur::run(
+                &opts,
+                &outputs(a.out, a.json, a.failures.ignore_failures),
+                std::env::args().collect(),
+            )
         }
-        Command::Report(a) => concur::report_file(&a.file, &outputs(a.out, None)).map(|_| 0),
+        Command::Report(a) => concur::report_file(&a.file, &outputs(a.out, None, false)),
         Command::Crawl(a) => {
             let takes_workers = concur::model::REGISTRY
                 .iter()
@@ -422,7 +467,11 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
                 request_timeout: a.request_timeout,
                 ..RunOptions::default()
             };
-            concur::run(&opts, &outputs(a.out, a.json), std::env::args().collect())
+            concur::run(
+                &opts,
+                &outputs(a.out, a.json, a.failures.ignore_failures),
+                std::env::args().collect(),
+            )
         }
         Command::Serve(a) => {
             let opts = concur::server::ServerOptions {
@@ -434,13 +483,25 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
             };
             concur::server::run_foreground(opts, a.quiet).map(|_| 0)
         }
-        Command::Advise(a) => concur::advise(
-            &a.workload,
-            a.tasks,
-            a.repeat,
-            &outputs(a.out, a.json),
-            std::env::args().collect(),
-        ),
+        Command::Advise(mut a) => {
+            if let Some(file) = a.json.take() {
+                a.out.export.push(Export {
+                    format: "json".into(),
+                    target: Target::from_arg(file),
+                });
+            }
+            concur::advise(
+                &a.workload,
+                a.tasks,
+                a.repeat,
+                &outputs(a.out, a.results, a.failures.ignore_failures),
+                std::env::args().collect(),
+            )
+        }
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut command(), "concur", &mut std::io::stdout());
+            Ok(0)
+        }
         Command::Jobs(c) => jobs(c),
         Command::List => {
             list();
@@ -453,10 +514,64 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
     }
 }
 
+/// The command line's definition, with the lists in its help made from the registries (so a
+/// new workload, model, study or format cannot be missing from them).
+fn command() -> clap::Command {
+    let workloads = concur::workload::REGISTRY
+        .iter()
+        .map(|e| e.usage)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let models = concur::model::REGISTRY
+        .iter()
+        .map(|e| e.usage())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let studies = concur::study::presets::STUDIES
+        .iter()
+        .map(|(n, _)| *n)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let formats = concur::report::format_names().join(", ");
+    let fill = |a: clap::Arg| -> clap::Arg {
+        let help = a.get_help().map(|h| h.to_string()).unwrap_or_default();
+        if !help.contains(char::is_uppercase) {
+            return a;
+        }
+        let filled = help
+            .replace("(WORKLOADS)", &format!("({workloads})"))
+            .replace("(MODELS)", &format!("({models})"))
+            .replace("(STUDIES)", &format!("(default tour; {studies})"))
+            .replace("(FORMATS)", &format!("({formats})"));
+        if filled == help {
+            a
+        } else {
+            a.help(filled)
+        }
+    };
+    let fill_all = |c: clap::Command| -> clap::Command {
+        let ids: Vec<String> = c.get_arguments().map(|a| a.get_id().to_string()).collect();
+        ids.iter().fold(c, |c, id| c.mut_arg(id, fill))
+    };
+    let mut cmd = Cli::command();
+    let names: Vec<String> = cmd
+        .get_subcommands()
+        .map(|s| s.get_name().to_string())
+        .collect();
+    for n in names {
+        cmd = cmd.mut_subcommand(n, fill_all);
+    }
+    cmd
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::from_arg_matches(&command().get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     match dispatch(cli) {
         Ok(code) => ExitCode::from(code as u8),
+        Err(Error::ClosedStdout) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("concur: {e}");
             ExitCode::from(e.exit_code() as u8)

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 #[test]
 fn panics_fail_tasks_and_crashes_fail_runs_and_the_study_goes_on() {
-    let (out, lines) = run_study(&[
+    // Failed runs make the exit status 1, after every result was written.
+    let (_, lines) = run_failing_study(&[
         "-w",
         "crash:panic",
         "-w",
@@ -28,7 +29,6 @@ fn panics_fail_tasks_and_crashes_fail_runs_and_the_study_goes_on() {
         "-r",
         "1",
     ]);
-    assert!(out.status.success());
     let runs = of_type(&lines, "run");
     assert_eq!(runs.len(), 12);
     for r in &runs {
@@ -77,7 +77,7 @@ fn panics_fail_tasks_and_crashes_fail_runs_and_the_study_goes_on() {
 #[test]
 fn a_run_past_its_timeout_is_killed_and_recorded() {
     let t = Instant::now();
-    let (_, lines) = run_study(&[
+    let (_, lines) = run_failing_study(&[
         "-w",
         "sleep:60s",
         "-m",
@@ -104,7 +104,8 @@ fn a_run_past_its_timeout_is_killed_and_recorded() {
 #[test]
 fn thread_exhaustion_ends_cleanly() {
     // Far more threads than this kind of machine allows at once (about 32,000 raw pthreads:
-    // vm.max_map_count and pid_max). Either it succeeds, or the run ends with a clean reason.
+    // vm.max_map_count and pid_max). Either it succeeds, or the run ends with a clean reason;
+    // -i accepts the failure (exit 0).
     let (_, lines) = run_study(&[
         "-w",
         "sleep:0",
@@ -116,6 +117,7 @@ fn thread_exhaustion_ends_cleanly() {
         "1",
         "--stack-size",
         "64k",
+        "-i",
     ]);
     let r = of_type(&lines, "run")[0];
     let ok = r["tasks_ok"].as_u64().unwrap();
@@ -180,4 +182,96 @@ fn ctrl_c_keeps_every_finished_run() {
         1,
         "the finished runs are summarised"
     );
+}
+
+#[test]
+fn failed_tasks_exit_1_unless_ignored_and_the_reason_is_printed() {
+    // Every task fails: the study writes everything, says why on stderr, and exits 1.
+    let (out, lines) = run_failing_study(&["-w", "crash:panic", "-m", "seq", "-n", "2", "-r", "2"]);
+    assert_eq!(of_type(&lines, "run").len(), 2);
+    assert_eq!(of_type(&lines, "cell").len(), 1);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // -q silences the explanation; the status alone tells.
+    assert!(stderr.is_empty(), "{stderr}");
+    // Without -q the reason is one line naming the first failure and the way out (-i).
+    let (_dir, path) = results_path();
+    let out = concur()
+        .args([
+            "run",
+            "-w",
+            "crash:panic",
+            "-m",
+            "seq",
+            "-n",
+            "2",
+            "-r",
+            "1",
+        ])
+        .args(["--warmup", "0", "--json"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr
+            .contains("error: 1 of 1 runs failed (first: crash:panic seq ×2: 2 of 2 tasks failed")
+            && stderr.contains("-i/--ignore-failures"),
+        "{stderr}"
+    );
+    // The advice says the runs failed and why, not what bounds the workload.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("No run of crash:panic succeeded"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("CPU-bound"), "{stdout}");
+    // -i accepts the failures.
+    let (_, lines) = run_study(&["-w", "crash:panic", "-m", "seq", "-n", "2", "-r", "1", "-i"]);
+    assert_eq!(of_type(&lines, "run")[0]["status"], "failed");
+}
+
+#[test]
+fn a_crawl_of_a_closed_port_exits_1() {
+    // Nothing listens on port 1 of the loopback: every request is a connect error.
+    let (_dir, path) = results_path();
+    let out = concur()
+        .args([
+            "crawl",
+            "http://127.0.0.1:1/x",
+            "-n",
+            "20",
+            "-c",
+            "5",
+            "-q",
+            "--json",
+        ])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines = read_lines(&path);
+    let r = of_type(&lines, "run")[0];
+    assert_eq!(r["failures"]["connect"], 20, "{r}");
+    let out = concur()
+        .args([
+            "crawl",
+            "http://127.0.0.1:1/x",
+            "-n",
+            "5",
+            "-c",
+            "5",
+            "-q",
+            "-i",
+            "--json",
+        ])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
 }

@@ -375,7 +375,15 @@ fn advise_runs_the_cells_and_explains() {
     let (_dir, json) = results_path();
     let out = concur()
         .args([
-            "advise", "-w", "fib:20", "-n", "4", "-r", "2", "-q", "--json",
+            "advise",
+            "-w",
+            "fib:20",
+            "-n",
+            "4",
+            "-r",
+            "2",
+            "-q",
+            "--results",
         ])
         .arg(&json)
         .output()
@@ -412,7 +420,7 @@ fn advise_runs_the_cells_and_explains() {
             "-r",
             "2",
             "-q",
-            "--json",
+            "--results",
         ])
         .arg(&json)
         .arg("--html")

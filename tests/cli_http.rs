@@ -151,7 +151,7 @@ fn a_closed_port_gives_connect_errors_and_the_run_finishes() {
     ] {
         args.extend(["-m", m]);
     }
-    let (_, lines) = run_study(&args);
+    let (_, lines) = run_failing_study(&args);
     assert!(t.elapsed() < Duration::from_secs(30));
     for r in of_type(&lines, "run") {
         assert_eq!(r["status"], "failed", "{r}");

@@ -71,7 +71,7 @@ fn bad_specs_and_flags_are_refused() {
                 "--markdown",
                 "-",
             ],
-            "only one of",
+            "only one output can go to stdout",
         ),
     ];
     for (args, needle) in cases {

@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use super::groups;
-use crate::analysis::results::{CellResult, RunResult};
+use super::{groups, Group};
+use crate::analysis::results::{CellResult, Nature};
 use crate::analysis::{Analysis, TOO_SHORT_S};
 use crate::units::{fmt_kib, fmt_secs};
 
@@ -26,6 +26,8 @@ pub enum Class {
     Delay,
     /// Neither clearly.
     Mixed,
+    /// No run of the group succeeded: nothing was measured.
+    Failed,
 }
 
 /// Amdahl's law fitted to one model's speedups: `S(p) = 1 / (s + (1 - s) / p)`.
@@ -76,11 +78,11 @@ pub fn amdahl_fit(points: &[(f64, f64)]) -> Option<f64> {
 /// Classifies a workload from its cells (every cell of that workload, both lock settings):
 /// the seq cells' effective cores, lock-free ones first, tell what one task needs. Between the
 /// thresholds, the workload's declared nature decides (a busy machine lowers the measure).
-fn classify(cells: &[&CellResult], nature: Option<&str>, cores: usize) -> (Class, Option<f64>) {
+fn classify(cells: &[&CellResult], nature: Nature, cores: usize) -> (Class, Option<f64>) {
     let seq = |gil: bool| {
         let v: Vec<f64> = cells
             .iter()
-            .filter(|c| c.key.model == "seq" && c.key.gil == gil)
+            .filter(|c| c.traits.baseline && c.key.gil == gil)
             .filter_map(|c| c.effective_cores)
             .collect();
         crate::stats::median(&v)
@@ -96,15 +98,15 @@ fn classify(cells: &[&CellResult], nature: Option<&str>, cores: usize) -> (Class
         crate::stats::median(&per_slot)
     });
     let declared = match nature {
-        Some("cpu") => Some(Class::Cpu),
-        Some("delay") => Some(Class::Delay),
-        Some("io") => Some(Class::Io),
-        _ => None,
+        Nature::Cpu => Some(Class::Cpu),
+        Nature::Delay => Some(Class::Delay),
+        Nature::Io => Some(Class::Io),
+        Nature::Net => None,
     };
     let class = match e {
         Some(e) if e >= CPU_BOUND => Class::Cpu,
         Some(e) if e <= WAIT_BOUND => {
-            if nature == Some("delay") {
+            if nature == Nature::Delay {
                 Class::Delay
             } else {
                 Class::Io
@@ -132,28 +134,45 @@ fn spread(c: &CellResult) -> (f64, f64) {
     c.wall_ci95_s.map_or((m, m), |[lo, hi]| (lo, hi))
 }
 
-/// Advice for every group of `a`, given its runs (for the workloads' declared nature) and the
-/// machine's core count.
-pub fn advise(a: &Analysis, runs: &[RunResult], cores: usize) -> Vec<Advice> {
-    let nature: BTreeMap<&str, &str> = runs
-        .iter()
-        .map(|r| (r.key.workload.as_str(), r.nature.as_str()))
-        .collect();
+/// The advice for a group none of whose runs succeeded: that they failed, and the first
+/// reason, rather than a guess at what bounds the workload from failed runs.
+fn failed_group(g: &Group, workload: &str) -> Advice {
+    let runs: usize = g.cells.iter().map(|c| c.runs).sum();
+    let first = g.cells.iter().find_map(|c| c.error.clone());
+    Advice {
+        group: g.title.clone(),
+        class: Class::Failed,
+        winner: None,
+        text: format!(
+            "No run of {workload} succeeded ({runs} runs in {} cells failed), so nothing was measured: neither what bounds it nor which model suits it can be told. {}",
+            g.cells.len(),
+            match first {
+                Some(e) => format!("The first error: {e}."),
+                None => "No error was recorded.".into(),
+            }
+        ),
+        amdahl: Vec::new(),
+    }
+}
+
+/// Advice for every group of `a`, on the machine the runs were made on.
+pub fn advise(a: &Analysis) -> Vec<Advice> {
+    let cores = a.cores;
     groups(a)
         .into_iter()
         .filter_map(|g| {
             let workload = g.cells.first()?.key.workload.clone();
             let gil = g.cells.first()?.key.gil;
+            if g.cells.iter().all(|c| c.runs_failed == c.runs) {
+                return Some(failed_group(&g, &workload));
+            }
+            let nature = g.cells.first()?.traits.nature;
             let same_workload: Vec<&CellResult> = a
                 .cells
                 .iter()
                 .filter(|c| c.key.study == g.cells[0].key.study && c.key.workload == workload)
                 .collect();
-            let (class, e) = classify(
-                &same_workload,
-                nature.get(workload.as_str()).copied(),
-                cores,
-            );
+            let (class, e) = classify(&same_workload, nature, cores);
             let n = judged_tasks(&g.cells)?;
             let mut at_n: Vec<&CellResult> = g
                 .cells
@@ -171,7 +190,7 @@ pub fn advise(a: &Analysis, runs: &[RunResult], cores: usize) -> Vec<Advice> {
             // own start-up dominated a short run.
             let kernel: Vec<f64> = same_workload
                 .iter()
-                .filter(|c| c.key.model == "seq")
+                .filter(|c| c.traits.baseline)
                 .filter_map(|c| {
                     let (u, s) = (c.user_median_s?, c.sys_median_s?);
                     (u + s > 0.0).then(|| s / (u + s))
@@ -203,7 +222,7 @@ pub fn advise(a: &Analysis, runs: &[RunResult], cores: usize) -> Vec<Advice> {
                 Class::Delay => format!(
                     "{workload} mostly waits: one task at a time keeps only {busy}, so the more tasks in flight the better, up to the ideal ceil(N / workers) × delay."
                 ),
-                Class::Mixed => format!(
+                Class::Mixed | Class::Failed => format!(
                     "{workload} is mixed: one task at a time keeps {busy}, so both cores and overlap matter."
                 ),
             });
@@ -218,7 +237,7 @@ pub fn advise(a: &Analysis, runs: &[RunResult], cores: usize) -> Vec<Advice> {
                     .vs_ideal
                     .map(|v| format!(", {v:.2}× the ideal"))
                     .unwrap_or_default();
-                let mut line = if w.key.model == "seq" {
+                let mut line = if w.traits.baseline {
                     format!(
                         "With {n} tasks{}, seq won in {}: no model beat running the tasks one after another",
                         if gil { " under the interpreter lock" } else { "" },
@@ -282,20 +301,12 @@ pub fn advise(a: &Analysis, runs: &[RunResult], cores: usize) -> Vec<Advice> {
 }
 
 fn why(class: Class, gil: bool, w: &CellResult, cells: &[&CellResult], cores: usize) -> String {
-    let family = |c: &CellResult| {
-        c.key
-            .model
-            .split(':')
-            .next()
-            .unwrap_or_default()
-            .to_string()
-    };
     // The slowest concurrent model, when clearly slower than the winner (10%, CIs apart).
     let worst = cells
         .iter()
         .rev()
         .copied()
-        .find(|c| c.key.model != "seq")
+        .find(|c| !c.traits.baseline)
         .filter(|c| {
             let (_, whi) = spread(w);
             let (clo, _) = spread(c);
@@ -309,8 +320,7 @@ fn why(class: Class, gil: bool, w: &CellResult, cells: &[&CellResult], cores: us
         .filter(|c| !matches!(cells.get(1), Some(r) if r.key == c.key));
     match class {
         Class::Cpu if gil => {
-            let procs = matches!(family(w).as_str(), "fork" | "spawn");
-            if procs {
+            if w.traits.task_processes {
                 "Why: the interpreter lock lets one thread compute at a time, so only separate processes, each with its own lock, use the other cores.".into()
             } else {
                 "Why: the interpreter lock lets one thread compute at a time; with more tasks than one, processes (fork, spawn) would use the other cores.".into()
@@ -323,7 +333,7 @@ fn why(class: Class, gil: bool, w: &CellResult, cells: &[&CellResult], cores: us
                 .and_then(|x| Some(format!(", which is why {} was slowest ({})", x.key.model, fmt_secs(x.wall_median_s?))))
                 .unwrap_or_default()
         ),
-        Class::Io | Class::Delay | Class::Mixed => {
+        Class::Io | Class::Delay | Class::Mixed | Class::Failed => {
             let mem = |c: &CellResult| c.tree_pss_kib.or(c.max_rss_kib);
             let heaviest = cells
                 .iter()
@@ -335,7 +345,7 @@ fn why(class: Class, gil: bool, w: &CellResult, cells: &[&CellResult], cores: us
                 w.key.model,
                 w.parallelism.min(w.key.tasks)
             );
-            if w.key.model == "seq" {
+            if w.traits.baseline {
                 return "Why: overlapping these tasks gained nothing measurable here: between waits they keep a core (or the kernel) busy, and starting threads or processes costs more than the overlap saves.".into();
             }
             if let (Some(h), Some(wm), Some(hm)) = (heaviest, mem(w), heaviest.and_then(mem)) {
@@ -358,7 +368,7 @@ fn why(class: Class, gil: bool, w: &CellResult, cells: &[&CellResult], cores: us
 fn fits(cells: &[&CellResult], cores: usize) -> Vec<AmdahlFit> {
     let mut by_model: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
     for c in cells {
-        if c.key.model == "seq" {
+        if c.traits.baseline {
             continue;
         }
         let Some(s) = c.speedup else { continue };
@@ -399,7 +409,7 @@ pub fn amdahl_line(fits: &[AmdahlFit]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::results::CellKey;
+    use crate::analysis::results::{CellKey, Traits};
 
     fn cell(workload: &str, model: &str, par: usize, wall: f64, user: f64, sys: f64) -> CellResult {
         CellResult {
@@ -437,25 +447,55 @@ mod tests {
             failures: Default::default(),
             tasks_per_s: None,
             server_peak_in_flight: None,
-            waits: false,
+            traits: Traits {
+                family: model.split(':').next().unwrap_or_default().into(),
+                baseline: model == "seq",
+                ..Traits::default()
+            },
         }
     }
 
-    fn advice_for(cells: Vec<CellResult>, nature: &str) -> Advice {
-        let runs: Vec<RunResult> = serde_json::from_value(serde_json::json!([{
-            "study": "custom", "workload": cells[0].key.workload, "model": "seq", "tasks": 8,
-            "gil": false, "workers": null, "parallelism": 1, "nature": nature, "delay_s": null,
-            "rep": 0, "status": "ok", "wall_s": 1.0, "user_s": 1.0, "sys_s": 0.0,
-            "max_rss_kib": 1, "tree_pss_kib": null, "ctx_voluntary": 0, "ctx_involuntary": 0,
-            "threads_created": 0, "processes_created": 0, "tasks_ok": 8, "tasks_failed": 0,
-            "bytes": 8, "error": null, "latency_us": null
-        }]))
-        .unwrap();
+    fn advice_for(mut cells: Vec<CellResult>, nature: &str) -> Advice {
+        let nature: Nature = serde_json::from_value(serde_json::json!(nature)).unwrap();
+        for c in &mut cells {
+            c.traits.nature = nature;
+            c.traits.waits = nature.waits();
+        }
         let a = Analysis {
             cells,
             warnings: vec![],
+            cores: 2,
         };
-        advise(&a, &runs, 2).remove(0)
+        advise(&a).remove(0)
+    }
+
+    #[test]
+    fn a_group_that_only_failed_says_so_and_why() {
+        let mut cells = vec![
+            cell("http:http://127.0.0.1:1/x", "seq", 1, 0.01, 0.01, 0.0),
+            cell("http:http://127.0.0.1:1/x", "pool:2", 2, 0.01, 0.01, 0.0),
+        ];
+        for c in &mut cells {
+            c.runs_failed = c.runs;
+            c.error = Some("8 of 8 tasks failed (first: connect: refused)".into());
+        }
+        let a = advice_for(cells, "net");
+        assert_eq!(a.class, Class::Failed);
+        assert_eq!(a.winner, None);
+        assert!(
+            a.text.contains(
+                "No run of http:http://127.0.0.1:1/x succeeded (10 runs in 2 cells failed)"
+            ),
+            "{}",
+            a.text
+        );
+        assert!(
+            a.text
+                .contains("The first error: 8 of 8 tasks failed (first: connect: refused)."),
+            "{}",
+            a.text
+        );
+        assert!(!a.text.contains("CPU-bound"), "{}", a.text);
     }
 
     #[test]

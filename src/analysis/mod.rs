@@ -9,7 +9,7 @@ pub mod results;
 use std::collections::BTreeMap;
 
 use crate::stats;
-use results::{CellKey, CellResult, RunResult, RunStatus};
+use results::{CellKey, CellResult, Machine, RunResult, RunStatus};
 
 /// Runs shorter than this are dominated by start-up noise.
 pub const TOO_SHORT_S: f64 = 0.005;
@@ -23,6 +23,9 @@ pub struct Analysis {
     pub cells: Vec<CellResult>,
     /// Things the reader should know (printed on stderr, kept in reports).
     pub warnings: Vec<String>,
+    /// The cores of the machine the runs were made on (from the results file's meta line,
+    /// never from the machine that renders them).
+    pub cores: usize,
 }
 
 fn median_u64(xs: impl Iterator<Item = u64>) -> Option<u64> {
@@ -93,12 +96,13 @@ fn summarize_cell(key: &CellKey, runs: &[&RunResult]) -> CellResult {
             .filter(|r| r.wall_s > 0.0)
             .map(|r| r.tasks_ok as f64 / r.wall_s),
         server_peak_in_flight: runs.iter().filter_map(|r| r.server_peak_in_flight).max(),
-        waits: first.is_some_and(|r| r.delay_s.is_some() || r.nature == "net"),
+        traits: first.map(|r| r.traits.clone()).unwrap_or_default(),
     }
 }
 
-/// Computes every cell of `runs` on a machine with `cores` cores.
-pub fn analyze(runs: &[RunResult], cores: usize) -> Analysis {
+/// Computes every cell of `runs`, made on `machine`.
+pub fn analyze(runs: &[RunResult], machine: &Machine) -> Analysis {
+    let cores = machine.cores.max(1);
     let mut order: Vec<CellKey> = Vec::new();
     let mut groups: BTreeMap<CellKey, Vec<&RunResult>> = BTreeMap::new();
     for r in runs {
@@ -117,7 +121,7 @@ pub fn analyze(runs: &[RunResult], cores: usize) -> Analysis {
     // workload from its lock-free seq cells (the hardware's ideal knows no interpreter lock).
     let seq: BTreeMap<(String, String, usize, bool), f64> = cells
         .iter()
-        .filter(|c| c.key.model == "seq")
+        .filter(|c| c.traits.baseline)
         .filter_map(|c| {
             let k = &c.key;
             Some((
@@ -157,11 +161,11 @@ pub fn analyze(runs: &[RunResult], cores: usize) -> Analysis {
         if let Some(base) = base.filter(|_| wall > 0.0) {
             let speedup = base / wall;
             c.speedup = Some(speedup);
-            let cap = if c.waits { usize::MAX } else { cores };
+            let cap = if c.traits.waits { usize::MAX } else { cores };
             let p = c.parallelism.min(cap).min(k.tasks).max(1);
             c.efficiency = Some(speedup / p as f64);
         }
-        let ideal = match run.delay_s {
+        let ideal = match run.traits.delay_s {
             Some(delay) => {
                 let p = c.parallelism.min(k.tasks).max(1);
                 Some(k.tasks.div_ceil(p) as f64 * delay)
@@ -175,8 +179,21 @@ pub fn analyze(runs: &[RunResult], cores: usize) -> Analysis {
         c.vs_ideal = ideal.filter(|i| *i > 0.0).map(|i| wall / i);
     }
 
-    let warnings = warnings(&cells, cores);
-    Analysis { cells, warnings }
+    let mut warnings = warnings(&cells, cores);
+    if machine.loaded() {
+        warnings.insert(
+            0,
+            format!(
+                "the machine was {:.0}% busy with other work when the study started: timings may be inflated",
+                100.0 * machine.cpu_busy.unwrap_or(0.0)
+            ),
+        );
+    }
+    Analysis {
+        cells,
+        warnings,
+        cores,
+    }
 }
 
 fn warnings(cells: &[CellResult], cores: usize) -> Vec<String> {
@@ -212,7 +229,7 @@ fn warnings(cells: &[CellResult], cores: usize) -> Vec<String> {
     }
     let over: Vec<String> = cells
         .iter()
-        .filter(|c| c.parallelism.min(c.key.tasks) > cores && !c.waits)
+        .filter(|c| c.parallelism.min(c.key.tasks) > cores && !c.traits.waits)
         .map(|c| c.key.label())
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()

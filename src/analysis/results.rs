@@ -47,6 +47,16 @@ pub struct Machine {
     pub cpu_busy: Option<f64>,
 }
 
+/// Fraction of all CPU time busy, before a study, above which the machine counts as loaded.
+pub const BUSY_THRESHOLD: f64 = 0.25;
+
+impl Machine {
+    /// Whether other work kept the machine busy when the study started.
+    pub fn loaded(&self) -> bool {
+        self.cpu_busy.is_some_and(|b| b > BUSY_THRESHOLD)
+    }
+}
+
 /// The meta line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Meta {
@@ -113,6 +123,74 @@ impl CellKey {
     }
 }
 
+/// What bounds a workload's time, as the results record it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Nature {
+    /// Computation: parallelism is bounded by the cores.
+    #[default]
+    Cpu,
+    /// Blocking system calls that work in the kernel (reads): bounded by the cores too.
+    Io,
+    /// A fixed delay (sleep, the delay server): bounded only by concurrency.
+    Delay,
+    /// Network requests whose server time is unknown.
+    Net,
+}
+
+impl Nature {
+    /// Whether tasks of this nature wait rather than compute, so that their ideal speedup is
+    /// their concurrency, not the cores. The one definition of "waits" (analysis, advice and
+    /// every report use it).
+    pub fn waits(self) -> bool {
+        matches!(self, Nature::Delay | Nature::Net)
+    }
+
+    /// The word written in the results file.
+    pub fn word(self) -> &'static str {
+        match self {
+            Nature::Cpu => "cpu",
+            Nature::Io => "io",
+            Nature::Delay => "delay",
+            Nature::Net => "net",
+        }
+    }
+}
+
+/// What a cell is, decided once when the plan is built from the workload and model objects,
+/// and carried on every run and cell line so that the analysis and the reports never look at
+/// spec strings or model names.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Traits {
+    /// What bounds the workload.
+    pub nature: Nature,
+    /// The workload's fixed delay in seconds, for delay-bound workloads.
+    #[serde(default)]
+    pub delay_s: Option<f64>,
+    /// Whether tasks wait rather than compute ([`Nature::waits`]).
+    #[serde(default)]
+    pub waits: bool,
+    /// Whether each task is one HTTP request (tables show throughput and latency).
+    #[serde(default)]
+    pub http: bool,
+    /// The model's name without its worker count (`pool` for `pool:4`), for grouping curves.
+    #[serde(default)]
+    pub family: String,
+    /// Whether this model is the reference the speedups are taken over (`seq`).
+    #[serde(default)]
+    pub baseline: bool,
+    /// Whether the model runs each task (or worker) in a process of its own.
+    #[serde(default)]
+    pub task_processes: bool,
+    /// Whether the model runs tasks as jobs through a queue (read as jobs/s).
+    #[serde(default)]
+    pub queue: bool,
+    /// Whether the study planned this cell to fail (a thread-exhaustion cell): its failures
+    /// do not make the exit status 1.
+    #[serde(default)]
+    pub expected_failure: bool,
+}
+
 /// One run line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
@@ -123,10 +201,9 @@ pub struct RunResult {
     pub workers: Option<usize>,
     /// How many tasks could run at once under this model.
     pub parallelism: usize,
-    /// What bounds the workload: `cpu`, `io` or `delay`.
-    pub nature: String,
-    /// The workload's fixed delay in seconds, for delay-bound workloads.
-    pub delay_s: Option<f64>,
+    /// What the cell is (nature, waits, http, baseline...), decided when the plan was built.
+    #[serde(flatten)]
+    pub traits: Traits,
     /// Repetition number, 0-based.
     pub rep: usize,
     /// How the run ended.
@@ -239,10 +316,9 @@ pub struct CellResult {
     /// The largest server peak in-flight over the runs.
     #[serde(default)]
     pub server_peak_in_flight: Option<i64>,
-    /// Whether the workload waits (a delay or the network) rather than computes: its ideal
-    /// speedup is its concurrency, not the cores.
-    #[serde(default)]
-    pub waits: bool,
+    /// What the cell is, as its runs recorded it.
+    #[serde(flatten)]
+    pub traits: Traits,
 }
 
 /// Appends lines to a results file, flushing each so an interrupted study keeps every
@@ -293,7 +369,10 @@ impl ResultsWriter {
         let text = serde_json::to_string(line).map_err(|e| Error::Internal(e.to_string()))?;
         writeln!(self.out, "{text}")
             .and_then(|_| self.out.flush())
-            .map_err(|e| Error::io("writing results", e))
+            .map_err(|e| match self.path {
+                Some(_) => Error::io("writing results", e),
+                None => Error::stdout(e),
+            })
     }
 }
 
@@ -304,6 +383,26 @@ pub struct ResultsFile {
     pub meta: Option<Meta>,
     /// Every run line, in file order.
     pub runs: Vec<RunResult>,
+}
+
+/// Fills in the traits of a run line written before they were recorded (concur 0.1 wrote
+/// only `nature` and `delay_s`): the only place where they are read off the specs, and only
+/// for such old files.
+fn legacy_traits(r: &mut RunResult) {
+    let family = r
+        .key
+        .model
+        .split(':')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let t = &mut r.traits;
+    t.waits = t.nature.waits();
+    t.http = r.key.workload.starts_with("http:");
+    t.baseline = family == "seq";
+    t.task_processes = matches!(family.as_str(), "fork" | "spawn" | "jobs-procs");
+    t.queue = family.starts_with("jobs");
+    t.family = family;
 }
 
 /// Reads a results file; a malformed line is an error naming the file and line number.
@@ -340,13 +439,20 @@ pub fn read_results(path: &Path) -> Result<ResultsFile> {
                 }
                 out.meta = Some(m)
             }
-            Line::Run(r) => out.runs.push(r),
+            Line::Run(mut r) => {
+                if r.traits.family.is_empty() {
+                    legacy_traits(&mut r);
+                }
+                out.runs.push(r)
+            }
             Line::Cell(_) => {}
         }
     }
-    if out.runs.is_empty() && out.meta.is_none() {
+    if out.meta.is_none() {
+        // The meta line names the machine the runs were made on, which the analysis needs
+        // (its cores): a file without one was not written by concur.
         return Err(Error::usage(format!(
-            "'{}' holds no concur results",
+            "'{}' holds no concur results (no meta line)",
             path.display()
         )));
     }

@@ -45,6 +45,9 @@ impl Model for Fork {
     fn parallelism(&self, tasks: usize) -> usize {
         tasks
     }
+    fn task_processes(&self) -> bool {
+        true
+    }
     fn run(&self, ctx: &RunCtx) -> ModelOutcome {
         match process::thread_count() {
             Some(1) => {}

@@ -202,6 +202,15 @@ impl Model for Jobs {
     fn workers(&self) -> Option<usize> {
         Some(self.workers)
     }
+    fn task_processes(&self) -> bool {
+        self.kind == Kind::Procs
+    }
+    fn is_queue(&self) -> bool {
+        true
+    }
+    fn needs_redis(&self) -> bool {
+        self.kind == Kind::Redis
+    }
     fn parallelism(&self, tasks: usize) -> usize {
         self.workers.min(tasks)
     }

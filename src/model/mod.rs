@@ -92,6 +92,27 @@ pub trait Model: Send + Sync {
     }
     /// Runs `ctx.tasks` tasks and returns their records.
     fn run(&self, ctx: &RunCtx) -> ModelOutcome;
+    /// The model's name without its worker count (`pool` for `pool:4`).
+    fn family(&self) -> String {
+        let spec = self.spec();
+        spec.split(':').next().unwrap_or_default().to_string()
+    }
+    /// Whether this is the reference model that speedups are taken over (`seq`).
+    fn is_baseline(&self) -> bool {
+        false
+    }
+    /// Whether each task (or worker) runs in a process of its own.
+    fn task_processes(&self) -> bool {
+        false
+    }
+    /// Whether tasks go through a job queue, so that the cell reads as jobs per second.
+    fn is_queue(&self) -> bool {
+        false
+    }
+    /// Whether the model needs the Redis server that `--jobs-backend` names.
+    fn needs_redis(&self) -> bool {
+        false
+    }
 }
 
 /// Runs task `index` on the calling thread and records it.
@@ -151,6 +172,17 @@ pub struct Entry {
     pub build: fn(Option<usize>) -> Box<dyn Model>,
 }
 
+impl Entry {
+    /// The spec grammar: `pool:W`, or `seq` for models without workers.
+    pub fn usage(&self) -> String {
+        if self.takes_workers {
+            format!("{}:W", self.name)
+        } else {
+            self.name.to_string()
+        }
+    }
+}
+
 /// Every built-in model. A new model is one file plus one line here.
 pub const REGISTRY: &[Entry] = &[
     seq::ENTRY,
@@ -183,13 +215,7 @@ pub fn cores() -> usize {
 fn allowed() -> String {
     REGISTRY
         .iter()
-        .map(|e| {
-            if e.takes_workers {
-                format!("{}:W", e.name)
-            } else {
-                e.name.to_string()
-            }
-        })
+        .map(Entry::usage)
         .collect::<Vec<_>>()
         .join(", ")
 }

@@ -23,6 +23,9 @@ impl Model for Seq {
     fn parallelism(&self, _tasks: usize) -> usize {
         1
     }
+    fn is_baseline(&self) -> bool {
+        true
+    }
     fn run(&self, ctx: &RunCtx) -> ModelOutcome {
         ModelOutcome {
             records: (0..ctx.tasks).map(|i| execute(&*ctx.workload, i)).collect(),

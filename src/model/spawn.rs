@@ -30,6 +30,9 @@ impl Model for Spawn {
     fn parallelism(&self, tasks: usize) -> usize {
         tasks
     }
+    fn task_processes(&self) -> bool {
+        true
+    }
     fn run(&self, ctx: &RunCtx) -> ModelOutcome {
         let fail = |e: String| ModelOutcome {
             error: Some(e),

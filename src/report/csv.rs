@@ -1,5 +1,6 @@
 //! CSV: one row per cell with raw numbers (seconds, KiB), for spreadsheets and scripts.
 
+use super::{Exporter, FormatEntry, Report};
 use crate::analysis::Analysis;
 
 /// The CSV columns, in order.
@@ -82,4 +83,20 @@ pub fn render(a: &Analysis) -> String {
         .ok()
         .and_then(|b| String::from_utf8(b).ok())
         .unwrap_or_default()
+}
+
+/// The `csv` format: one row per cell.
+pub(super) const FORMAT: FormatEntry = FormatEntry {
+    name: "csv",
+    help: "CSV, one row per cell, raw numbers",
+    stdout: true,
+    exporter: &CsvExporter,
+};
+
+struct CsvExporter;
+
+impl Exporter for CsvExporter {
+    fn render(&self, r: &Report) -> String {
+        render(r.analysis)
+    }
 }

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use super::charts::{self, Bar, Chart, Curve, HRow};
-use super::{columns, groups, machine_line, Group, Report};
+use super::{columns, groups, machine_line, FormatEntry, Group, Report};
 use crate::analysis::compare;
 use crate::analysis::results::{CellKey, CellResult};
 use crate::units::{fmt_kib, fmt_secs};
@@ -95,10 +95,6 @@ fn model_colors(g: &Group) -> BTreeMap<String, usize> {
     m
 }
 
-fn family(model: &str) -> &str {
-    model.split(':').next().unwrap_or(model)
-}
-
 fn speedup_chart(g: &Group, cores: usize) -> Option<String> {
     let cells: Vec<&CellResult> = g
         .cells
@@ -120,7 +116,7 @@ fn speedup_chart(g: &Group, cores: usize) -> Option<String> {
         let name = if by_tasks {
             c.key.model.clone()
         } else {
-            family(&c.key.model).to_string()
+            c.traits.family.clone()
         };
         let x = if by_tasks {
             c.key.tasks as f64
@@ -154,7 +150,7 @@ fn speedup_chart(g: &Group, cores: usize) -> Option<String> {
     xs.dedup();
     // Waiting (a delay, the network) overlaps without cores: its ideal speedup is the
     // concurrency itself, CPU work's is capped by the cores.
-    let waits = g.cells.iter().any(|c| c.waits);
+    let waits = g.cells.iter().any(|c| c.traits.waits);
     let cap = if waits { f64::INFINITY } else { cores as f64 };
     let ideal: Vec<(f64, f64)> = xs.iter().map(|&x| (x, x.min(cap))).collect();
     let (lo, hi) = (
@@ -180,7 +176,7 @@ fn speedup_chart(g: &Group, cores: usize) -> Option<String> {
 /// Job cells are read as throughput: ` · 123 jobs/s`.
 fn throughput(c: &CellResult) -> String {
     match c.wall_median_s {
-        Some(w) if w > 0.0 && family(&c.key.model) == "jobs" => {
+        Some(w) if w > 0.0 && c.traits.queue => {
             format!(" · {:.0} jobs/s", c.key.tasks as f64 / w)
         }
         _ => String::new(),
@@ -471,25 +467,21 @@ fn embedded_json(r: &Report) -> String {
 
 /// Renders the whole report as one HTML document.
 pub fn render(r: &Report) -> String {
-    let cores = r.meta.map_or_else(crate::model::cores, |m| m.machine.cores);
+    let cores = r.analysis.cores;
     let mut spans: BTreeMap<&CellKey, &Vec<[u64; 2]>> = BTreeMap::new();
     for run in r.runs {
         if let Some(t) = &run.timeline_us {
             spans.entry(&run.key).or_insert(t);
         }
     }
-    let nature: BTreeMap<&String, &str> = r
-        .runs
-        .iter()
-        .map(|run| (&run.key.workload, run.nature.as_str()))
-        .collect();
     let gs = groups(r.analysis);
     let mut h = String::from("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>concur report</title>\n");
     h.push_str(&format!(
         "<style>{CSS}</style>\n</head>\n<body>\n<h1>concur report</h1>\n"
     ));
     h.push_str("<dl class=\"meta\">\n");
-    if let Some(m) = r.meta {
+    {
+        let m = r.meta;
         h.push_str(&format!(
             "<dt>machine</dt><dd>{}</dd>\n<dt>started</dt><dd>{} (concur {})</dd>\n",
             escape(&machine_line(&m.machine)),
@@ -564,11 +556,7 @@ pub fn render(r: &Report) -> String {
         }
         h.push_str(&wall_chart(g));
         h.push_str(&memory_chart(g));
-        let waits = g
-            .cells
-            .first()
-            .and_then(|c| nature.get(&c.key.workload))
-            .is_some_and(|n| *n != "cpu");
+        let waits = g.cells.iter().any(|c| c.traits.waits);
         if let Some(l) = latency_section(g, &spans, waits) {
             h.push_str(&l);
         }
@@ -582,4 +570,20 @@ pub fn render(r: &Report) -> String {
     ));
     h.push_str("</body>\n</html>\n");
     h
+}
+
+/// The `html` format: one self-contained file with charts.
+pub(super) const FORMAT: FormatEntry = FormatEntry {
+    name: "html",
+    help: "one self-contained HTML file with charts (a file, not stdout)",
+    stdout: false,
+    exporter: &HtmlExporter,
+};
+
+struct HtmlExporter;
+
+impl super::Exporter for HtmlExporter {
+    fn render(&self, r: &Report) -> String {
+        render(r)
+    }
 }

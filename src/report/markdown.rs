@@ -1,6 +1,6 @@
 //! Markdown: one pipe table per (study, workload, lock), failures as a list below it.
 
-use super::{columns, footnotes, groups, machine_line};
+use super::{columns, footnotes, groups, machine_line, Exporter, FormatEntry, Report};
 use crate::analysis::results::Machine;
 use crate::analysis::Analysis;
 
@@ -45,4 +45,20 @@ pub fn render(a: &Analysis, machine: Option<&Machine>) -> String {
         }
     }
     out
+}
+
+/// The `markdown` format: the tables, then the comparison and the advice as sections.
+pub(super) const FORMAT: FormatEntry = FormatEntry {
+    name: "markdown",
+    help: "Markdown tables, with the comparison and the advice",
+    stdout: true,
+    exporter: &MarkdownExporter,
+};
+
+struct MarkdownExporter;
+
+impl Exporter for MarkdownExporter {
+    fn render(&self, r: &Report) -> String {
+        render(r.analysis, Some(&r.meta.machine)) + &super::extras_markdown(r)
+    }
 }

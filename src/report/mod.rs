@@ -1,14 +1,18 @@
-//! Reports: the results file ([`results`]) and its renderings (terminal table, Markdown, CSV,
-//! Ruby's `Benchmark` lines, one self-contained HTML file). All renderings are built from the
-//! same [`Analysis`]; the HTML file, the baseline comparison ([`compare`]) and the advice
-//! ([`advice`]) also draw on the runs, gathered in a [`Report`].
+//! Reports: the renderings of an analysed study (terminal table, Markdown, CSV, Ruby's
+//! `Benchmark` lines, a JSON summary, one self-contained HTML file), each an [`Exporter`]
+//! registered in [`FORMATS`] and written through the [`ExportManager`]. Every rendering draws
+//! on one [`Report`]: the cells, the runs, the meta line, the comparison and the advice.
 
 pub mod charts;
 pub mod csv;
+pub mod export;
 pub mod html;
+pub mod json;
 pub mod markdown;
 pub mod ruby;
 pub mod table;
+
+pub use export::{Export, ExportManager, Exporter, FormatEntry, Target};
 
 use crate::analysis::advice::Advice;
 use crate::analysis::compare::Comparison;
@@ -115,7 +119,7 @@ pub type RowFn = fn(&CellResult) -> Vec<String>;
 
 /// The headers and row builder for a group: HTTP tables for http cells, CPU tables otherwise.
 pub fn columns(g: &Group) -> (&'static [&'static str], RowFn) {
-    if g.cells.iter().any(|c| c.key.workload.starts_with("http:")) {
+    if g.cells.iter().any(|c| c.traits.http) {
         (HTTP_HEADERS, http_row)
     } else {
         (HEADERS, row)
@@ -147,27 +151,19 @@ pub fn machine_line(m: &Machine) -> String {
     )
 }
 
-/// The output formats for stdout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    /// Tables grouped by workload (the default).
-    Table,
-    /// The classic Ruby `Benchmark` lines: `user system total (real)`.
-    Ruby,
-    /// Markdown tables.
-    Markdown,
-    /// CSV, one row per cell.
-    Csv,
-}
+/// Every output format. A new format is one file (an [`Exporter`]) plus one line here.
+pub const FORMATS: &[FormatEntry] = &[
+    table::FORMAT,
+    markdown::FORMAT,
+    csv::FORMAT,
+    ruby::FORMAT,
+    json::FORMAT,
+    html::FORMAT,
+];
 
-/// Renders the analysis in `format`.
-pub fn render(format: Format, a: &Analysis, machine: Option<&Machine>) -> String {
-    match format {
-        Format::Table => table::render(a, machine),
-        Format::Ruby => ruby::render(a),
-        Format::Markdown => markdown::render(a, machine),
-        Format::Csv => csv::render(a),
-    }
+/// The names of every format, for help and errors.
+pub fn format_names() -> Vec<&'static str> {
+    FORMATS.iter().map(|f| f.name).collect()
 }
 
 /// Everything the full reports draw on: the cells, the runs behind them (timelines, per-run
@@ -176,8 +172,8 @@ pub fn render(format: Format, a: &Analysis, machine: Option<&Machine>) -> String
 pub struct Report<'a> {
     /// Cells and warnings.
     pub analysis: &'a Analysis,
-    /// The results file's meta line, if any.
-    pub meta: Option<&'a Meta>,
+    /// The results file's meta line (the machine the runs were made on).
+    pub meta: &'a Meta,
     /// Every counted run.
     pub runs: &'a [RunResult],
     /// The comparison with `--baseline`, if asked for.

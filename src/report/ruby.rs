@@ -1,6 +1,6 @@
 //! The classic Ruby `Benchmark.bm` lines: `user system total (real)` per cell, medians.
 
-use super::groups;
+use super::{groups, Exporter, FormatEntry, Report};
 use crate::analysis::Analysis;
 
 /// Renders every group as `Benchmark.bm` output.
@@ -38,4 +38,20 @@ pub fn render(a: &Analysis) -> String {
         out.push('\n');
     }
     out
+}
+
+/// The `ruby` format: the classic `Benchmark.bm` lines.
+pub(super) const FORMAT: FormatEntry = FormatEntry {
+    name: "ruby",
+    help: "the classic Ruby Benchmark lines: user system total (real)",
+    stdout: true,
+    exporter: &RubyExporter,
+};
+
+struct RubyExporter;
+
+impl Exporter for RubyExporter {
+    fn render(&self, r: &Report) -> String {
+        render(r.analysis)
+    }
 }

@@ -2,7 +2,7 @@
 
 use comfy_table::{presets, CellAlignment, ContentArrangement, Table, TableComponent};
 
-use super::{columns, footnotes, groups, machine_line};
+use super::{columns, footnotes, groups, machine_line, Exporter, FormatEntry, Report};
 use crate::analysis::results::Machine;
 use crate::analysis::Analysis;
 
@@ -43,4 +43,20 @@ pub fn render(a: &Analysis, machine: Option<&Machine>) -> String {
         }
     }
     out
+}
+
+/// The `table` format: the tables, then the comparison with a baseline and the advice.
+pub(super) const FORMAT: FormatEntry = FormatEntry {
+    name: "table",
+    help: "terminal tables grouped by workload, with the advice (the default)",
+    stdout: true,
+    exporter: &TableExporter,
+};
+
+struct TableExporter;
+
+impl Exporter for TableExporter {
+    fn render(&self, r: &Report) -> String {
+        render(r.analysis, Some(&r.meta.machine)) + &super::extras_text(r)
+    }
 }

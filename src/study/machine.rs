@@ -100,14 +100,6 @@ pub fn busy_fraction(window: std::time::Duration) -> Option<f64> {
     Some(b1.saturating_sub(b0) as f64 / total as f64)
 }
 
-/// Above this busy fraction the machine counts as loaded.
-pub const BUSY_THRESHOLD: f64 = 0.25;
-
-/// Whether other work kept the machine busy when it was measured.
-pub fn loaded(m: &Machine) -> bool {
-    m.cpu_busy.is_some_and(|b| b > BUSY_THRESHOLD)
-}
-
 #[cfg(test)]
 mod tests {
     #[test]

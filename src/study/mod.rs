@@ -111,16 +111,7 @@ pub fn execute(
         }
     }
     bar.finish_and_clear();
-    let mut analysis = analysis::analyze(&runs, machine.cores);
-    if machine::loaded(&machine) {
-        analysis.warnings.insert(
-            0,
-            format!(
-                "the machine was {:.0}% busy with other work when the study started: timings may be inflated",
-                100.0 * machine.cpu_busy.unwrap_or(0.0)
-            ),
-        );
-    }
+    let analysis = analysis::analyze(&runs, &machine);
     for c in &analysis.cells {
         writer.write(&Line::Cell(c.clone()))?;
     }

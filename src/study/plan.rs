@@ -3,12 +3,12 @@
 
 use std::time::Duration;
 
-use crate::analysis::results::CellKey;
+use crate::analysis::results::{CellKey, Nature, Traits};
 use crate::error::{Error, Result};
 use crate::gil::DEFAULT_SWITCH_INTERVAL;
-use crate::model::{self, os_thread::DEFAULT_STACK};
+use crate::model::{self, os_thread::DEFAULT_STACK, Model};
 use crate::study::presets;
-use crate::workload::{self, MailSink, Nature, WorkloadOptions};
+use crate::workload::{self, MailSink, Workload, WorkloadOptions};
 
 /// The most tasks a cell may have.
 pub const MAX_TASKS: usize = 1_000_000;
@@ -86,8 +86,12 @@ pub struct CellPlan {
     pub workers: Option<usize>,
     /// How many tasks may run at once.
     pub parallelism: usize,
-    /// What bounds the workload.
-    pub nature: Nature,
+    /// What the cell is (nature, waits, http, baseline, expected failure), for the results.
+    pub traits: Traits,
+    /// Whether the workload goes to the run's own server (`http:/PATH` without `--url`).
+    pub needs_server: bool,
+    /// Whether the model needs the Redis of `--jobs-backend`.
+    pub needs_redis: bool,
 }
 
 /// A validated study: cells, repetitions and run settings.
@@ -128,15 +132,14 @@ pub struct CellRequest {
     pub tasks: usize,
     /// Interpreter-lock emulation.
     pub gil: bool,
+    /// The study plans this cell to fail (it shows an OS limit): failures do not count.
+    pub expected_failure: bool,
 }
 
 impl Plan {
     /// Whether some cell fetches `http:/PATH` from the run's own server and none was given.
     pub fn needs_server(&self) -> bool {
-        self.options.base_url.is_none()
-            && self.cells.iter().any(|c| {
-                c.key.workload.starts_with("http:/") && !c.key.workload.starts_with("http://")
-            })
+        self.cells.iter().any(|c| c.needs_server)
     }
 }
 
@@ -166,8 +169,31 @@ pub fn cell(req: &CellRequest, opts: &WorkloadOptions) -> Result<CellPlan> {
         },
         workers: m.workers(),
         parallelism: m.parallelism(req.tasks),
-        nature: w.nature(),
+        traits: traits(&*w, &*m, req.expected_failure),
+        needs_server: w.needs_server(),
+        needs_redis: m.needs_redis(),
     })
+}
+
+/// What a cell is, from its workload and model: the one place that decides it.
+fn traits(w: &dyn Workload, m: &dyn Model, expected_failure: bool) -> Traits {
+    let (nature, delay_s) = match w.nature() {
+        workload::Nature::Cpu => (Nature::Cpu, None),
+        workload::Nature::BlockingIo => (Nature::Io, None),
+        workload::Nature::Delay(d) => (Nature::Delay, Some(d.as_secs_f64())),
+        workload::Nature::Network => (Nature::Net, None),
+    };
+    Traits {
+        nature,
+        delay_s,
+        waits: nature.waits(),
+        http: w.is_http(),
+        family: m.family(),
+        baseline: m.is_baseline(),
+        task_processes: m.task_processes(),
+        queue: m.is_queue(),
+        expected_failure,
+    }
 }
 
 fn check_range(flag: &str, value: usize, lo: usize, hi: usize) -> Result<usize> {
@@ -246,6 +272,7 @@ pub fn build(o: &RunOptions) -> Result<Plan> {
                         model: m.clone(),
                         tasks: n,
                         gil: o.gil,
+                        expected_failure: false,
                     });
                 }
             }
@@ -266,7 +293,7 @@ pub fn build(o: &RunOptions) -> Result<Plan> {
         .map(|c| cell(c, &options))
         .collect::<Result<Vec<_>>>()?;
     // jobs-redis:W needs a Redis, which must answer now rather than fail every run later.
-    if cells.iter().any(|c| c.key.model.starts_with("jobs-redis:")) {
+    if cells.iter().any(|c| c.needs_redis) {
         let url = redis_url.ok_or_else(|| {
             Error::usage("jobs-redis:W needs --jobs-backend redis://HOST:PORT/DB")
         })?;
@@ -372,6 +399,49 @@ mod tests {
                 other => panic!("{o:?} gave {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn only_the_stress_cell_is_planned_to_fail() {
+        let p = build(&RunOptions {
+            study: Some("mailer".into()),
+            stress: true,
+            ..opts()
+        })
+        .unwrap();
+        let planned: Vec<&CellPlan> = p
+            .cells
+            .iter()
+            .filter(|c| c.traits.expected_failure)
+            .collect();
+        assert_eq!(planned.len(), 1);
+        assert_eq!(planned[0].key.label(), "thread ×30000");
+    }
+
+    #[test]
+    fn traits_come_from_the_workload_and_model_objects() {
+        let o = WorkloadOptions::default();
+        let req = |w: &str, m: &str| CellRequest {
+            study: "custom".into(),
+            workload: w.into(),
+            model: m.into(),
+            tasks: 4,
+            gil: false,
+            expected_failure: false,
+        };
+        let seq = cell(&req("sleep:10ms", "seq"), &o).unwrap();
+        assert_eq!(seq.traits.nature, Nature::Delay);
+        assert_eq!(seq.traits.delay_s, Some(0.01));
+        assert!(seq.traits.waits && seq.traits.baseline && !seq.traits.http);
+        let fork = cell(&req("read", "fork"), &o).unwrap();
+        assert_eq!(fork.traits.nature, Nature::Io);
+        assert!(!fork.traits.waits && fork.traits.task_processes && !fork.traits.baseline);
+        assert_eq!(fork.traits.family, "fork");
+        let http = cell(&req("http:/add?delay=1", "pool:3"), &o).unwrap();
+        assert!(http.traits.http && http.needs_server && !http.needs_redis);
+        assert_eq!(http.traits.family, "pool");
+        let jobs = cell(&req("fib:1", "jobs-redis:2"), &o).unwrap();
+        assert!(jobs.traits.queue && jobs.needs_redis && jobs.traits.nature == Nature::Cpu);
     }
 
     #[test]

@@ -51,6 +51,7 @@ fn cell(study: &str, workload: &str, model: &str, tasks: usize, gil: bool) -> Ce
         model: model.into(),
         tasks,
         gil,
+        expected_failure: false,
     }
 }
 
@@ -105,7 +106,12 @@ fn mailer_study(quick: bool, stress: bool, gil: bool, redis: bool) -> Preset {
     }
     cells.push(cell("mailer", mail, "thread", 10_000, gil));
     if stress {
-        cells.push(cell("mailer", mail, "thread", 30_000, gil));
+        // Past what some machines allow: the study shows the OS's limit, so a failure here is
+        // expected and does not fail the study.
+        cells.push(CellRequest {
+            expected_failure: true,
+            ..cell("mailer", mail, "thread", 30_000, gil)
+        });
     }
     let mut notes = vec![format!(
         "mailer: task {mail} ({}); thread ×10,000 is the classic's thread-exhaustion cell{}",

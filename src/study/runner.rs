@@ -19,7 +19,7 @@ use crate::process;
 use crate::server::Stats;
 use crate::study::child::{ChildReport, RunRequest};
 use crate::study::plan::{CellPlan, Plan};
-use crate::workload::{MailSink, Nature};
+use crate::workload::MailSink;
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
@@ -48,23 +48,12 @@ pub fn interrupted() -> bool {
 /// The last lines a child wrote on stderr, for crash reasons.
 const STDERR_TAIL: usize = 20;
 
-fn nature_fields(n: Nature) -> (&'static str, Option<f64>) {
-    match n {
-        Nature::Cpu => ("cpu", None),
-        Nature::BlockingIo => ("io", None),
-        Nature::Delay(d) => ("delay", Some(d.as_secs_f64())),
-        Nature::Network => ("net", None),
-    }
-}
-
 fn blank(cell: &CellPlan, rep: usize, status: RunStatus, wall_s: f64, error: String) -> RunResult {
-    let (nature, delay_s) = nature_fields(cell.nature);
     RunResult {
         key: cell.key.clone(),
         workers: cell.workers,
         parallelism: cell.parallelism,
-        nature: nature.into(),
-        delay_s,
+        traits: cell.traits.clone(),
         rep,
         status,
         wall_s,

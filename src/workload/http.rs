@@ -457,6 +457,9 @@ impl Workload for Http {
     fn is_http(&self) -> bool {
         true
     }
+    fn needs_server(&self) -> bool {
+        self.relative && !self.has_base
+    }
     fn url(&self, index: usize) -> Option<String> {
         if self.relative && !self.has_base {
             return None;

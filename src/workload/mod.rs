@@ -109,6 +109,11 @@ pub trait Workload: Send + Sync + 'static {
     fn is_http(&self) -> bool {
         false
     }
+    /// Whether tasks go to the run's own server (`http:/PATH`), which the study must provide
+    /// (`--url`, or a server started in-process) when none is configured yet.
+    fn needs_server(&self) -> bool {
+        false
+    }
     /// The URL task `index` fetches, for HTTP workloads once the run's server is known.
     fn url(&self, _index: usize) -> Option<String> {
         None

@@ -46,8 +46,9 @@ pub fn of_type<'a>(lines: &'a [Value], ty: &str) -> Vec<&'a Value> {
     lines.iter().filter(|l| l["type"] == ty).collect()
 }
 
-/// Runs `concur run ARGS --json FILE -q` and returns the process output and the lines.
-pub fn run_study(args: &[&str]) -> (Output, Vec<Value>) {
+/// Runs `concur run ARGS --json FILE -q`, checks that it exits with `code`, and returns the
+/// process output and the lines.
+pub fn run_study_exiting(args: &[&str], code: i32) -> (Output, Vec<Value>) {
     let (_dir, path) = results_path();
     let out = concur()
         .arg("run")
@@ -56,13 +57,40 @@ pub fn run_study(args: &[&str]) -> (Output, Vec<Value>) {
         .arg(&path)
         .output()
         .expect("concur runs");
-    assert!(
-        out.status.success(),
-        "concur run {args:?} failed: {}",
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "concur run {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     let lines = read_lines(&path);
     (out, lines)
+}
+
+/// Runs `concur run ARGS -q --json PATH`, which must succeed, writing the results to `path`.
+pub fn run_study_to(path: &Path, args: &[&str]) {
+    let out = concur()
+        .arg("run")
+        .args(args)
+        .args(["--warmup", "0", "-q", "--json"])
+        .arg(path)
+        .output()
+        .expect("concur runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Runs a study that must succeed (exit 0) and returns the process output and the lines.
+pub fn run_study(args: &[&str]) -> (Output, Vec<Value>) {
+    run_study_exiting(args, 0)
+}
+
+/// Runs a study some of whose runs fail: it must exit 1 after writing every result.
+pub fn run_failing_study(args: &[&str]) -> (Output, Vec<Value>) {
+    run_study_exiting(args, 1)
 }
 
 /// The run lines of `lines` for one model.

@@ -1,0 +1,215 @@
+//! Publishing an analysed study: the comparison with a baseline, the advice, every rendering
+//! through the [`ExportManager`], the saved baseline, the warnings on stderr, and the exit
+//! status the results call for. `concur run`, `report` and `advise` all end here.
+
+use std::path::PathBuf;
+
+use crate::analysis::results::{Line, Meta, ResultsFile, ResultsWriter, RunResult, RunStatus};
+use crate::analysis::{advice, compare, results, Analysis};
+use crate::error::Result;
+use crate::report::{Export, ExportManager, Report, Target};
+
+/// Where and how results are shown and saved.
+#[derive(Debug, Clone, Default)]
+pub struct Outputs {
+    /// The JSON Lines results file (`-` for stdout); `None` picks `concur-results/STUDY-TIME.jsonl`.
+    pub results: Option<PathBuf>,
+    /// The renderings asked for, stdout's among them (`--format`, `--csv`, `--export`...).
+    pub exports: Vec<Export>,
+    /// Compare with this baseline: a saved name or a results file.
+    pub baseline: Option<String>,
+    /// Save the results as a baseline of this name.
+    pub save_baseline: Option<String>,
+    /// No progress bar, notes or warnings on stderr.
+    pub quiet: bool,
+    /// Accept failed runs and tasks: exit 0 all the same (`-i`, as hyperfine's).
+    pub ignore_failures: bool,
+}
+
+/// The outputs, checked before any work: the renderings' files are open, the baseline is read.
+pub struct Prepared {
+    exports: ExportManager,
+    baseline: Option<(String, ResultsFile)>,
+}
+
+/// Checks every output before any work: renderings (at most one on stdout, files creatable),
+/// the name to save a baseline under, the baseline to compare with.
+pub fn prepare(out: &Outputs) -> Result<Prepared> {
+    if let Some(name) = &out.save_baseline {
+        compare::baseline_path(name)?;
+    }
+    let results_on_stdout = out
+        .results
+        .as_ref()
+        .is_some_and(|p| Target::from_arg(p.clone()) == Target::Stdout);
+    let exports = ExportManager::open(&out.exports, results_on_stdout)?;
+    let baseline = match &out.baseline {
+        Some(spec) => {
+            let path = compare::resolve_baseline(spec)?;
+            Some((spec.clone(), results::read_results(&path)?))
+        }
+        None => None,
+    };
+    Ok(Prepared { exports, baseline })
+}
+
+/// Compares with the baseline (if any), advises, writes every rendering, saves the baseline
+/// and prints the warnings.
+pub fn publish(
+    a: &Analysis,
+    meta: &Meta,
+    runs: &[RunResult],
+    prepared: Prepared,
+    out: &Outputs,
+) -> Result<()> {
+    let comparison = prepared.baseline.map(|(label, b)| {
+        compare::compare(
+            &label,
+            &b.runs,
+            b.meta.as_ref().map(|m| &m.machine),
+            runs,
+            Some(&meta.machine),
+        )
+    });
+    let advice = advice::advise(a);
+    let report = Report {
+        analysis: a,
+        meta,
+        runs,
+        comparison: comparison.as_ref(),
+        advice: &advice,
+    };
+    prepared.exports.write(&report)?;
+    if !out.quiet {
+        for w in a
+            .warnings
+            .iter()
+            .chain(comparison.iter().flat_map(|c| &c.warnings))
+        {
+            eprintln!("warning: {w}");
+        }
+    }
+    if let Some(name) = &out.save_baseline {
+        save_baseline(name, a, meta, runs, out.quiet)?;
+    }
+    Ok(())
+}
+
+fn save_baseline(
+    name: &str,
+    a: &Analysis,
+    meta: &Meta,
+    runs: &[RunResult],
+    quiet: bool,
+) -> Result<()> {
+    let path = compare::baseline_path(name)?;
+    let mut w = ResultsWriter::create(&path)?;
+    w.write(&Line::Meta(meta.clone()))?;
+    for r in runs {
+        w.write(&Line::Run(r.clone()))?;
+    }
+    for c in &a.cells {
+        w.write(&Line::Cell(c.clone()))?;
+    }
+    if !quiet {
+        eprintln!("baseline '{name}' saved: {}", path.display());
+    }
+    Ok(())
+}
+
+/// Counted runs that failed (a failed task, a crash, a timeout, a process that could not
+/// start), leaving out the cells a study plans to fail.
+pub fn failed_runs(runs: &[RunResult]) -> Vec<&RunResult> {
+    runs.iter()
+        .filter(|r| r.status != RunStatus::Ok && !r.traits.expected_failure)
+        .collect()
+}
+
+/// The exit status the runs call for: 0 when every counted run finished with no failed task
+/// (or the user accepts failures), 1 otherwise, saying so on stderr.
+pub fn exit_status(runs: &[RunResult], out: &Outputs) -> i32 {
+    let failed = failed_runs(runs);
+    let Some(first) = failed.first() else {
+        return 0;
+    };
+    if out.ignore_failures {
+        return 0;
+    }
+    if !out.quiet {
+        eprintln!(
+            "error: {} of {} runs failed (first: {} {}: {}); exit status 1 (-i/--ignore-failures accepts failures)",
+            failed.len(),
+            runs.len(),
+            first.key.workload,
+            first.key.label(),
+            first.error.as_deref().unwrap_or("failed tasks")
+        );
+    }
+    1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::results::{CellKey, Traits};
+
+    fn run(status: RunStatus, expected_failure: bool) -> RunResult {
+        RunResult {
+            key: CellKey {
+                study: "mailer".into(),
+                workload: "mail".into(),
+                model: "thread".into(),
+                tasks: 30_000,
+                gil: false,
+            },
+            workers: None,
+            parallelism: 30_000,
+            traits: Traits {
+                expected_failure,
+                ..Traits::default()
+            },
+            rep: 0,
+            status,
+            wall_s: 1.0,
+            user_s: 0.0,
+            sys_s: 0.0,
+            max_rss_kib: 0,
+            tree_pss_kib: None,
+            ctx_voluntary: 0,
+            ctx_involuntary: 0,
+            threads_created: 0,
+            processes_created: 0,
+            tasks_ok: 0,
+            tasks_failed: 1,
+            failures: Default::default(),
+            bytes: 0,
+            gil_switches: 0,
+            error: Some("could create 1 of 30000 threads".into()),
+            latency_us: None,
+            server_peak_in_flight: None,
+            timeline_us: None,
+        }
+    }
+
+    #[test]
+    fn failures_a_study_plans_do_not_count_and_others_do_unless_ignored() {
+        let quiet = Outputs {
+            quiet: true,
+            ..Outputs::default()
+        };
+        let ok = run(RunStatus::Ok, false);
+        let planned = run(RunStatus::Failed, true);
+        let failed = run(RunStatus::Crashed, false);
+        assert_eq!(exit_status(&[ok.clone(), planned.clone()], &quiet), 0);
+        assert_eq!(
+            exit_status(&[ok.clone(), planned.clone(), failed.clone()], &quiet),
+            1
+        );
+        assert_eq!(failed_runs(&[ok, planned, failed.clone()]), vec![&failed]);
+        let ignoring = Outputs {
+            ignore_failures: true,
+            ..quiet
+        };
+        assert_eq!(exit_status(&[failed], &ignoring), 0);
+    }
+}

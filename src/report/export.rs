@@ -1,0 +1,161 @@
+//! The exporter seam (hyperfine's `export/`): every output format is an [`Exporter`] in a file
+//! of its own plus one line in [`super::FORMATS`]; an [`ExportManager`] checks the targets
+//! before any work (at most one on stdout, every file creatable), then writes each rendering.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::PathBuf;
+
+use super::Report;
+use crate::error::{Error, Result};
+
+/// One output format: renders a whole report (cells, comparison, advice) as text.
+pub trait Exporter: Sync {
+    /// The rendering.
+    fn render(&self, r: &Report) -> String;
+}
+
+/// One registered format: its name (for `--format` and `--export`), a line of help, whether
+/// it may go to stdout, and the exporter.
+pub struct FormatEntry {
+    /// The name users type.
+    pub name: &'static str,
+    /// What it is, in one line.
+    pub help: &'static str,
+    /// Whether it may be written to stdout (HTML is a file to open).
+    pub stdout: bool,
+    /// The renderer.
+    pub exporter: &'static dyn Exporter,
+}
+
+/// Where a rendering goes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Target {
+    /// Standard output.
+    Stdout,
+    /// A file, created (or truncated) before any work.
+    File(PathBuf),
+}
+
+impl Target {
+    /// `-` is stdout, anything else a file.
+    pub fn from_arg(p: PathBuf) -> Target {
+        if p.as_os_str() == "-" {
+            Target::Stdout
+        } else {
+            Target::File(p)
+        }
+    }
+}
+
+/// One rendering asked for: a format name and its target.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Export {
+    /// A name from [`super::FORMATS`].
+    pub format: String,
+    /// Where it goes.
+    pub target: Target,
+}
+
+impl Export {
+    /// Parses `FORMAT=FILE` (`--export`), `-` as the file meaning stdout.
+    pub fn parse(arg: &str) -> std::result::Result<Export, String> {
+        let (format, file) = arg.split_once('=').ok_or_else(|| {
+            format!(
+                "'{arg}' is not FORMAT=FILE (formats: {})",
+                super::format_names().join(", ")
+            )
+        })?;
+        if file.is_empty() {
+            return Err(format!(
+                "'{arg}' names no file (FORMAT=FILE, '-' for stdout)"
+            ));
+        }
+        Ok(Export {
+            format: format.to_string(),
+            target: Target::from_arg(PathBuf::from(file)),
+        })
+    }
+}
+
+/// Looks a format up by name; the error names it and the allowed ones.
+pub fn format(name: &str) -> Result<&'static FormatEntry> {
+    super::FORMATS
+        .iter()
+        .find(|f| f.name == name)
+        .ok_or_else(|| {
+            Error::usage(format!(
+                "unknown output format '{name}' (allowed: {})",
+                super::format_names().join(", ")
+            ))
+        })
+}
+
+/// The renderings of a study, checked and with their files open, waiting for the report.
+pub struct ExportManager {
+    outputs: Vec<(&'static FormatEntry, Option<File>)>,
+}
+
+impl ExportManager {
+    /// Checks every export and creates its file now, so that a bad name or an unwritable path
+    /// is refused before any work; `stdout_taken` says whether something else (the results
+    /// file) already writes to stdout.
+    pub fn open(exports: &[Export], stdout_taken: bool) -> Result<ExportManager> {
+        let mut outputs = Vec::new();
+        let mut on_stdout: Vec<&str> = Vec::new();
+        if stdout_taken {
+            on_stdout.push("the results file");
+        }
+        for e in exports {
+            let f = format(&e.format)?;
+            match &e.target {
+                Target::Stdout => {
+                    if !f.stdout {
+                        return Err(Error::usage(format!(
+                            "the {} report needs a file name, not '-'",
+                            f.name
+                        )));
+                    }
+                    on_stdout.push(f.name);
+                    outputs.push((f, None));
+                }
+                Target::File(p) => {
+                    let file = File::create(p).map_err(|err| {
+                        Error::usage(format!(
+                            "cannot write {} file '{}': {err}",
+                            f.name,
+                            p.display()
+                        ))
+                    })?;
+                    outputs.push((f, Some(file)));
+                }
+            }
+        }
+        if on_stdout.len() > 1 {
+            return Err(Error::usage(format!(
+                "only one output can go to stdout ('-'), got {}",
+                on_stdout.join(" and ")
+            )));
+        }
+        Ok(ExportManager { outputs })
+    }
+
+    /// Writes every rendering: files first, then stdout.
+    pub fn write(self, r: &Report) -> Result<()> {
+        let mut stdout = Vec::new();
+        for (f, file) in self.outputs {
+            let text = f.exporter.render(r);
+            match file {
+                Some(mut file) => file
+                    .write_all(text.as_bytes())
+                    .map_err(|e| Error::io(format!("writing the {} report", f.name), e))?,
+                None => stdout.push(text),
+            }
+        }
+        let mut so = std::io::stdout().lock();
+        for text in stdout {
+            so.write_all(text.as_bytes()).map_err(Error::stdout)?;
+        }
+        so.flush().map_err(Error::stdout)
+    }
+}
