@@ -13,6 +13,7 @@ pub mod measure;
 pub mod model;
 pub mod process;
 pub mod report;
+pub mod secret;
 pub mod server;
 pub mod stats;
 pub mod study;
