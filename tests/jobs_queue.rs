@@ -101,6 +101,12 @@ impl Drop for RedisServer {
     }
 }
 
+/// Opens a backend from its URL text.
+fn open(url: &str) -> Arc<dyn Backend> {
+    let url: jobs::BackendUrl = url.parse().expect("a backend URL");
+    jobs::open(&url).expect("the backend opens")
+}
+
 fn sqlite_url(dir: &Path) -> String {
     format!("sqlite:{}", dir.join("q.sqlite").display())
 }
@@ -187,7 +193,7 @@ fn every_backend_round_trips_jobs() {
     let dir = tempfile::tempdir().unwrap();
     let redis = RedisServer::start();
     for url in ["memory".to_string(), sqlite_url(dir.path()), redis.url()] {
-        round_trip(&*jobs::open(&url).unwrap());
+        round_trip(&*open(&url));
     }
 }
 
@@ -196,7 +202,7 @@ fn redis_rescues_a_job_moved_into_a_live_workers_list_whose_reply_was_lost() {
     // The server persisted an LMOVE into our private list and died before replying: the
     // worker is alive (the reaper leaves its list alone) but never saw the job.
     let redis = RedisServer::start();
-    let b = jobs::open(&redis.url()).unwrap();
+    let b = open(&redis.url());
     let q = vec!["default".to_string()];
     b.heartbeat("w1", Duration::from_secs(30)).unwrap();
     assert!(b.fetch("w1", &q, Duration::ZERO).unwrap().is_none());
@@ -247,7 +253,7 @@ fn a_failing_job_goes_through_its_retries_to_the_dead_set() {
     let dir = tempfile::tempdir().unwrap();
     let redis = RedisServer::start();
     for url in ["memory".to_string(), sqlite_url(dir.path()), redis.url()] {
-        let b = jobs::open(&url).unwrap();
+        let b = open(&url);
         let jid = enqueue(&*b, "crash:panic", 1, Value::from(2))[0].clone();
         enqueue(&*b, "fib:5", 2, Value::Bool(true));
         drain(b.clone(), RetrySchedule::Fixed(Duration::from_millis(10)));
@@ -271,7 +277,7 @@ fn malformed_jobs_land_in_the_dead_set_with_their_parse_error() {
     let dir = tempfile::tempdir().unwrap();
     let redis = RedisServer::start();
     for url in ["memory".to_string(), sqlite_url(dir.path()), redis.url()] {
-        let b = jobs::open(&url).unwrap();
+        let b = open(&url);
         let bad_spec = Job::task("nope:1", 0, "default");
         b.enqueue(
             "default",
@@ -401,7 +407,7 @@ fn audit(log: &Path, jids: &[String], url: &str) -> usize {
 }
 
 fn kill_9_mid_run_loses_nothing(url: &str, dir: &Path) {
-    let b = jobs::open(url).unwrap();
+    let b = open(url);
     // 200 × 50 ms on 4 threads: 2.5 s, so the kill at 50 done lands mid-run even on a busy
     // machine.
     let jids = enqueue(&*b, "sleep:50ms", 200, Value::Bool(true));
@@ -468,7 +474,7 @@ fn redis_restart_with_aof_mid_run_loses_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let mut redis = RedisServer::start();
     let url = redis.url();
-    let b = jobs::open(&url).unwrap();
+    let b = open(&url);
     let jids = enqueue(&*b, "sleep:20ms", 300, Value::Bool(true));
     let log = dir.path().join("done.log");
     let mut w = worker(&url, &log, "5s", &[]);
@@ -479,7 +485,7 @@ fn redis_restart_with_aof_mid_run_loses_nothing() {
         Duration::from_secs(120),
         || unique(&log) >= 300,
     );
-    let b = jobs::open(&url).unwrap();
+    let b = open(&url);
     wait_for("the queue to settle", Duration::from_secs(60), || {
         b.stats()
             .is_ok_and(|s| s.enqueued == 0 && s.busy == 0 && s.processed == 300)
@@ -499,7 +505,7 @@ fn redis_restart_with_aof_mid_run_loses_nothing() {
 fn sigterm_returns_unfinished_jobs_after_the_deadline() {
     let dir = tempfile::tempdir().unwrap();
     let url = sqlite_url(dir.path());
-    let b = jobs::open(&url).unwrap();
+    let b = open(&url);
     enqueue(&*b, "sleep:30s", 1, Value::Bool(true));
     let log = dir.path().join("done.log");
     let mut w = worker(&url, &log, "30s", &["--shutdown-timeout", "200ms"]);
@@ -588,7 +594,7 @@ fn cli_enqueue_stats_and_bad_backends() {
 }
 
 fn several_workers_share_one_queue(url: &str, dir: &Path) {
-    let b = jobs::open(url).unwrap();
+    let b = open(url);
     let jids = enqueue(&*b, "sleep:5ms", 300, Value::Bool(true));
     let log = dir.join("done.log");
     let mut ws: Vec<Proc> = (0..3)
@@ -650,9 +656,9 @@ fn the_jobs_models_run_every_task_with_the_same_checksum_as_seq() {
     }
     // jobs:2 and jobs-procs:2 used the SQLite file named, jobs-redis:3 our Redis (on queues
     // of their own, left empty and forgotten).
-    let s = jobs::open(&db).unwrap().stats().unwrap();
+    let s = open(&db).stats().unwrap();
     assert_eq!((s.processed, s.enqueued, s.busy), (80, 0, 0));
-    let s = jobs::open(&url).unwrap().stats().unwrap();
+    let s = open(&url).stats().unwrap();
     assert_eq!((s.processed, s.enqueued, s.busy), (40, 0, 0));
     let mut c = redis::Client::open(url.as_str())
         .unwrap()
