@@ -25,10 +25,21 @@ struct RedisServer {
     port: u16,
     dir: tempfile::TempDir,
     child: Option<Child>,
+    /// `--requirepass`, when set.
+    password: Option<String>,
 }
 
 impl RedisServer {
     fn start() -> Self {
+        Self::start_with(None)
+    }
+
+    /// A server that answers only clients that give `password`.
+    fn start_with_password(password: &str) -> Self {
+        Self::start_with(Some(password.to_string()))
+    }
+
+    fn start_with(password: Option<String>) -> Self {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free port")
@@ -37,6 +48,7 @@ impl RedisServer {
             port,
             dir: tempfile::tempdir().expect("tempdir"),
             child: None,
+            password,
         };
         s.launch();
         s
@@ -55,6 +67,11 @@ impl RedisServer {
             ])
             .arg("--dir")
             .arg(self.dir.path())
+            .args(
+                self.password
+                    .iter()
+                    .flat_map(|p| ["--requirepass", p.as_str()]),
+            )
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -75,8 +92,17 @@ impl RedisServer {
         self.launch();
     }
 
+    /// The URL, with the password when the server requires one.
     fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/0", self.port)
+        self.url_with(self.password.as_deref())
+    }
+
+    /// The URL with `password` in it (or none).
+    fn url_with(&self, password: Option<&str>) -> String {
+        match password {
+            Some(p) => format!("redis://:{p}@127.0.0.1:{}/0", self.port),
+            None => format!("redis://127.0.0.1:{}/0", self.port),
+        }
     }
 }
 
@@ -88,8 +114,10 @@ fn ping(port: u16) -> bool {
     let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
     let mut buf = [0u8; 16];
     s.write_all(b"PING\r\n").is_ok()
-        && s.read(&mut buf)
-            .is_ok_and(|n| buf[..n].starts_with(b"+PONG"))
+        && s.read(&mut buf).is_ok_and(|n| {
+            // A server with --requirepass answers, but refuses.
+            buf[..n].starts_with(b"+PONG") || buf[..n].starts_with(b"-NOAUTH")
+        })
 }
 
 impl Drop for RedisServer {
@@ -669,4 +697,142 @@ fn the_jobs_models_run_every_task_with_the_same_checksum_as_seq() {
         queues.is_empty(),
         "runs left their queues listed: {queues:?}"
     );
+}
+
+/// Runs `concur ARGS` and returns its exit code, stdout and stderr.
+fn concur_cli(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = common::concur().args(args).output().expect("concur runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_cli_never_shows_a_redis_password() {
+    const PASSWORD: &str = "Pa55-w0rd-s3cret";
+    const WRONG: &str = "Wr0ng-guess-77";
+    let redis = RedisServer::start_with_password(PASSWORD);
+    let port = redis.port;
+    let url = redis.url();
+    let masked = format!("redis://:***@127.0.0.1:{port}/0");
+    let hidden = |what: &str, out: &str, err: &str| {
+        for secret in [PASSWORD, WRONG] {
+            assert!(
+                !out.contains(secret) && !err.contains(secret),
+                "{what} showed a password:\n{out}\n{err}"
+            );
+        }
+    };
+
+    // The right password works; what is printed names the server, masked.
+    let (code, out, err) = concur_cli(&[
+        "jobs",
+        "enqueue",
+        "-w",
+        "fib:10",
+        "-n",
+        "5",
+        "--backend",
+        &url,
+    ]);
+    hidden("enqueue", &out, &err);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        out.trim(),
+        format!("enqueued 5 jobs of fib:10 on default ({masked})")
+    );
+    let (code, out, err) = concur_cli(&["jobs", "stats", "--backend", &url]);
+    hidden("stats", &out, &err);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("enqueued       5"), "{out}");
+    let (code, out, err) = concur_cli(&["jobs", "work", "--until-empty", "--backend", &url]);
+    hidden("work", &out, &err);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains(&masked), "{err}");
+    let with_user = format!("redis://default:{PASSWORD}@127.0.0.1:{port}/0");
+    let (code, out, err) = concur_cli(&["jobs", "stats", "--json", "--backend", &with_user]);
+    hidden("stats with a user name", &out, &err);
+    assert_eq!(code, Some(0), "{err}");
+    let s: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (s["processed"].as_u64(), s["enqueued"].as_u64()),
+        (Some(5), Some(0))
+    );
+
+    // A wrong or missing password, a bad URL, a server that is not there: one line, exit 2,
+    // the URL shown masked.
+    let free = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    for (bad, shown) in [
+        (redis.url_with(Some(WRONG)), masked.clone()),
+        (
+            format!("redis://default:{WRONG}@127.0.0.1:{port}/0"),
+            format!("redis://default:***@127.0.0.1:{port}/0"),
+        ),
+        (redis.url_with(None), redis.url_with(None)),
+        (
+            format!("redis://:{PASSWORD}@127.0.0.1:{port}/db"),
+            format!("redis://:***@127.0.0.1:{port}/db"),
+        ),
+        (
+            format!("redis://:{PASSWORD}@127.0.0.1:{free}/0"),
+            format!("redis://:***@127.0.0.1:{free}/0"),
+        ),
+        (
+            format!("mysql://root:{PASSWORD}@127.0.0.1/db"),
+            "mysql://root:***@127.0.0.1/db".to_string(),
+        ),
+    ] {
+        for cmd in [
+            &["jobs", "stats"][..],
+            &["jobs", "enqueue", "--noop", "-n", "1"],
+            &["jobs", "dead"],
+            &["jobs", "work", "--until-empty"],
+        ] {
+            let args = [cmd, &["--backend", &bad]].concat();
+            let (code, out, err) = concur_cli(&args);
+            hidden(&shown, &out, &err);
+            assert_eq!(code, Some(2), "{args:?}: {err}");
+            assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+            assert!(err.contains(&shown), "{args:?}: {err}");
+        }
+    }
+
+    // A study on this Redis: its table, progress and errors show no password either.
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("r.jsonl");
+    let results = results.to_str().unwrap();
+    let study = |backend: &str| {
+        concur_cli(&[
+            "run",
+            "-w",
+            "fib:5",
+            "-m",
+            "jobs-redis:2",
+            "-n",
+            "4",
+            "-r",
+            "1",
+            "--warmup",
+            "0",
+            "--jobs-backend",
+            backend,
+            "--json",
+            results,
+        ])
+    };
+    let (code, out, err) = study(&url);
+    hidden("run", &out, &err);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("jobs-redis:2"), "{out}");
+    let (code, out, err) = study(&redis.url_with(Some(WRONG)));
+    hidden("run with a wrong password", &out, &err);
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains(&masked), "{err}");
 }
