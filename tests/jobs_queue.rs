@@ -836,3 +836,153 @@ fn the_cli_never_shows_a_redis_password() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains(&masked), "{err}");
 }
+
+/// `concur jobs stats --json`.
+fn cli_stats(url: &str) -> Value {
+    let (code, out, err) = concur_cli(&["jobs", "stats", "--json", "--backend", url]);
+    assert_eq!(code, Some(0), "{err}");
+    serde_json::from_str(&out).expect("one JSON object")
+}
+
+/// Lists a failed set with `concur jobs retry|dead`: one JSON job a line.
+fn cli_list(url: &str, set: &str, extra: &[&str]) -> Vec<Value> {
+    let (code, out, err) = concur_cli(&[&["jobs", set, "--backend", url][..], extra].concat());
+    assert_eq!(code, Some(0), "{set}: {err}");
+    out.lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON job a line"))
+        .collect()
+}
+
+fn jids_of(jobs: &[Value]) -> BTreeSet<String> {
+    jobs.iter()
+        .map(|j| j["jid"].as_str().expect("a jid").to_string())
+        .collect()
+}
+
+/// `concur jobs retry|dead --requeue`, which must say it moved `n` jobs and leave the set
+/// empty; returns the counts after it.
+fn cli_requeue(url: &str, set: &str, n: usize) -> Value {
+    let (code, out, err) = concur_cli(&["jobs", set, "--requeue", "--backend", url]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(out.trim(), format!("requeued {n} jobs from {set}"));
+    let s = cli_stats(url);
+    assert_eq!(s[set].as_u64(), Some(0), "{set} left after --requeue: {s}");
+    s
+}
+
+/// Fills the dead set (`retry` 0 and 1) and the retry set (a retry an hour away) with a
+/// worker process, lists both with the CLI, then requeues them with the CLI.
+fn failed_sets_from_the_cli(url: &str, dir: &Path) {
+    let b = open(url);
+    let log = dir.join("done.log");
+    let no_retry: BTreeSet<String> = enqueue(&*b, "crash:panic", 2, Value::from(0))
+        .into_iter()
+        .collect();
+    let one_retry: BTreeSet<String> = enqueue(&*b, "crash:panic", 1, Value::from(1))
+        .into_iter()
+        .collect();
+    enqueue(&*b, "fib:5", 1, Value::Bool(true));
+    // --until-empty waits for the retry set too, so the retry (due in 50 ms) runs first.
+    let mut w = worker(
+        url,
+        &log,
+        "30s",
+        &["--until-empty", "--retry-delay", "50ms"],
+    );
+    assert!(
+        wait_exit(&mut w, Duration::from_secs(60)).success(),
+        "{url}"
+    );
+    let s = cli_stats(url);
+    let counts =
+        ["processed", "failed", "retry", "dead", "enqueued", "busy"].map(|k| s[k].as_u64());
+    assert_eq!(counts, [1, 4, 0, 3, 0, 0].map(Some), "{url}: {s}");
+    assert!(cli_list(url, "retry", &[]).is_empty(), "{url}");
+    let dead = cli_list(url, "dead", &[]);
+    assert_eq!(
+        jids_of(&dead),
+        no_retry.union(&one_retry).cloned().collect(),
+        "{url}"
+    );
+    for d in &dead {
+        let retried = one_retry.contains(d["jid"].as_str().unwrap());
+        assert_eq!(d["class"], "Concur::Task", "{url}: {d}");
+        assert_eq!(d["args"][0], "crash:panic", "{url}: {d}");
+        assert_eq!(d["queue"], "default", "{url}: {d}");
+        assert_eq!(d["error_class"], "panic", "{url}: {d}");
+        assert_eq!(d["retry_count"], u32::from(retried), "{url}: {d}");
+        assert_eq!(d["retried_at"].is_f64(), retried, "{url}: {d}");
+    }
+
+    let retrying: BTreeSet<String> = enqueue(&*b, "crash:panic", 2, Value::from(5))
+        .into_iter()
+        .collect();
+    let mut w = worker(url, &log, "30s", &["--retry-delay", "3600s"]);
+    wait_for("two jobs in the retry set", Duration::from_secs(60), || {
+        if let Some(status) = w.try_wait().unwrap() {
+            panic!("{url}: the worker ended early: {status:?}");
+        }
+        b.stats().is_ok_and(|s| s.retry == 2 && s.busy == 0)
+    });
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(w.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    assert!(
+        wait_exit(&mut w, Duration::from_secs(30)).success(),
+        "{url}"
+    );
+    let listed = cli_list(url, "retry", &[]);
+    assert_eq!(jids_of(&listed), retrying, "{url}");
+    for r in &listed {
+        assert_eq!(r["class"], "Concur::Task", "{url}: {r}");
+        assert_eq!(r["error_class"], "panic", "{url}: {r}");
+        assert_eq!(r["retry_count"], 0, "{url}: {r}");
+        assert_eq!(r["retry"], 5, "{url}: {r}");
+    }
+    assert_eq!(cli_list(url, "retry", &["--limit", "1"]).len(), 1, "{url}");
+    assert_eq!(cli_list(url, "dead", &["--limit", "2"]).len(), 2, "{url}");
+
+    let s = cli_requeue(url, "retry", 2);
+    assert_eq!(
+        (s["enqueued"].as_u64(), s["dead"].as_u64()),
+        (Some(2), Some(3)),
+        "{url}"
+    );
+    let s = cli_requeue(url, "dead", 3);
+    assert_eq!(
+        (s["enqueued"].as_u64(), s["retry"].as_u64()),
+        (Some(5), Some(0)),
+        "{url}"
+    );
+    assert!(cli_list(url, "dead", &[]).is_empty(), "{url}");
+    // Exactly those five jobs wait on their queue, their failures recorded.
+    let q = vec!["default".to_string()];
+    b.heartbeat("check", Duration::from_secs(30)).unwrap();
+    let mut back = BTreeSet::new();
+    while let Some(c) = b.fetch("check", &q, Duration::ZERO).unwrap() {
+        let j = Job::parse(&c.raw).unwrap();
+        assert_eq!(j.error_class.as_deref(), Some("panic"), "{url}: {}", c.raw);
+        back.insert(j.jid);
+    }
+    let all: BTreeSet<String> = [no_retry, one_retry, retrying]
+        .into_iter()
+        .flatten()
+        .collect();
+    assert_eq!(back, all, "{url}");
+    assert_eq!(b.release("check").unwrap(), 5);
+}
+
+#[test]
+fn cli_lists_and_requeues_the_retry_and_dead_sets_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    failed_sets_from_the_cli(&sqlite_url(dir.path()), dir.path());
+}
+
+#[test]
+fn cli_lists_and_requeues_the_retry_and_dead_sets_on_redis() {
+    let dir = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start();
+    failed_sets_from_the_cli(&redis.url(), dir.path());
+}
