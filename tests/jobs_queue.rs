@@ -1,7 +1,8 @@
 //! The job queue: every backend round-trips jobs; failing jobs go through their retries to
 //! the dead set; malformed jobs are buried with their parse error; a worker killed with
 //! SIGKILL loses nothing (SQLite and Redis); a Redis restart (AOF on) mid-run loses nothing;
-//! SIGTERM returns unfinished jobs. Redis tests start their own `redis-server` on a free
+//! SIGTERM returns unfinished jobs; the CLI lists and requeues the retry and dead sets; no
+//! command shows a Redis password. Redis tests start their own `redis-server` on a free
 //! loopback port (CI installs it; these tests are never skipped).
 
 mod common;
