@@ -15,6 +15,7 @@ pub mod model;
 pub mod process;
 pub mod publish;
 pub mod report;
+pub mod secret;
 pub mod server;
 pub mod stats;
 pub mod study;

@@ -329,7 +329,7 @@ fn jobs(c: JobsCommand) -> Result<i32, Error> {
             queue,
             retry,
             b,
-        } => cli::enqueue(&b.backend, workload.as_deref(), n, &queue, retry),
+        } => cli::enqueue(&b.backend.parse()?, workload.as_deref(), n, &queue, retry),
         JobsCommand::Work {
             concurrency,
             queues,
@@ -352,13 +352,15 @@ fn jobs(c: JobsCommand) -> Result<i32, Error> {
                 records,
                 ..Default::default()
             };
-            cli::work_main(&b.backend, &opts)
+            cli::work_main(&b.backend.parse()?, &opts)
         }
-        JobsCommand::Stats { json, b } => cli::stats(&b.backend, json),
+        JobsCommand::Stats { json, b } => cli::stats(&b.backend.parse()?, json),
         JobsCommand::Retry(a) => {
-            cli::failed_set(&a.b.backend, FailedSet::Retry, a.requeue, a.limit)
+            cli::failed_set(&a.b.backend.parse()?, FailedSet::Retry, a.requeue, a.limit)
         }
-        JobsCommand::Dead(a) => cli::failed_set(&a.b.backend, FailedSet::Dead, a.requeue, a.limit),
+        JobsCommand::Dead(a) => {
+            cli::failed_set(&a.b.backend.parse()?, FailedSet::Dead, a.requeue, a.limit)
+        }
     }
 }
 

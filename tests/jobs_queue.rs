@@ -1,7 +1,8 @@
 //! The job queue: every backend round-trips jobs; failing jobs go through their retries to
 //! the dead set; malformed jobs are buried with their parse error; a worker killed with
 //! SIGKILL loses nothing (SQLite and Redis); a Redis restart (AOF on) mid-run loses nothing;
-//! SIGTERM returns unfinished jobs. Redis tests start their own `redis-server` on a free
+//! SIGTERM returns unfinished jobs; the CLI lists and requeues the retry and dead sets; no
+//! command shows a Redis password. Redis tests start their own `redis-server` on a free
 //! loopback port (CI installs it; these tests are never skipped).
 
 mod common;
@@ -25,10 +26,21 @@ struct RedisServer {
     port: u16,
     dir: tempfile::TempDir,
     child: Option<Child>,
+    /// `--requirepass`, when set.
+    password: Option<String>,
 }
 
 impl RedisServer {
     fn start() -> Self {
+        Self::start_with(None)
+    }
+
+    /// A server that answers only clients that give `password`.
+    fn start_with_password(password: &str) -> Self {
+        Self::start_with(Some(password.to_string()))
+    }
+
+    fn start_with(password: Option<String>) -> Self {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free port")
@@ -37,6 +49,7 @@ impl RedisServer {
             port,
             dir: tempfile::tempdir().expect("tempdir"),
             child: None,
+            password,
         };
         s.launch();
         s
@@ -55,6 +68,11 @@ impl RedisServer {
             ])
             .arg("--dir")
             .arg(self.dir.path())
+            .args(
+                self.password
+                    .iter()
+                    .flat_map(|p| ["--requirepass", p.as_str()]),
+            )
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -75,8 +93,17 @@ impl RedisServer {
         self.launch();
     }
 
+    /// The URL, with the password when the server requires one.
     fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/0", self.port)
+        self.url_with(self.password.as_deref())
+    }
+
+    /// The URL with `password` in it (or none).
+    fn url_with(&self, password: Option<&str>) -> String {
+        match password {
+            Some(p) => format!("redis://:{p}@127.0.0.1:{}/0", self.port),
+            None => format!("redis://127.0.0.1:{}/0", self.port),
+        }
     }
 }
 
@@ -88,8 +115,10 @@ fn ping(port: u16) -> bool {
     let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
     let mut buf = [0u8; 16];
     s.write_all(b"PING\r\n").is_ok()
-        && s.read(&mut buf)
-            .is_ok_and(|n| buf[..n].starts_with(b"+PONG"))
+        && s.read(&mut buf).is_ok_and(|n| {
+            // A server with --requirepass answers, but refuses.
+            buf[..n].starts_with(b"+PONG") || buf[..n].starts_with(b"-NOAUTH")
+        })
 }
 
 impl Drop for RedisServer {
@@ -99,6 +128,12 @@ impl Drop for RedisServer {
             let _ = c.wait();
         }
     }
+}
+
+/// Opens a backend from its URL text.
+fn open(url: &str) -> Arc<dyn Backend> {
+    let url: jobs::BackendUrl = url.parse().expect("a backend URL");
+    jobs::open(&url).expect("the backend opens")
 }
 
 fn sqlite_url(dir: &Path) -> String {
@@ -187,7 +222,7 @@ fn every_backend_round_trips_jobs() {
     let dir = tempfile::tempdir().unwrap();
     let redis = RedisServer::start();
     for url in ["memory".to_string(), sqlite_url(dir.path()), redis.url()] {
-        round_trip(&*jobs::open(&url).unwrap());
+        round_trip(&*open(&url));
     }
 }
 
@@ -196,7 +231,7 @@ fn redis_rescues_a_job_moved_into_a_live_workers_list_whose_reply_was_lost() {
     // The server persisted an LMOVE into our private list and died before replying: the
     // worker is alive (the reaper leaves its list alone) but never saw the job.
     let redis = RedisServer::start();
-    let b = jobs::open(&redis.url()).unwrap();
+    let b = open(&redis.url());
     let q = vec!["default".to_string()];
     b.heartbeat("w1", Duration::from_secs(30)).unwrap();
     assert!(b.fetch("w1", &q, Duration::ZERO).unwrap().is_none());
@@ -247,7 +282,7 @@ fn a_failing_job_goes_through_its_retries_to_the_dead_set() {
     let dir = tempfile::tempdir().unwrap();
     let redis = RedisServer::start();
     for url in ["memory".to_string(), sqlite_url(dir.path()), redis.url()] {
-        let b = jobs::open(&url).unwrap();
+        let b = open(&url);
         let jid = enqueue(&*b, "crash:panic", 1, Value::from(2))[0].clone();
         enqueue(&*b, "fib:5", 2, Value::Bool(true));
         drain(b.clone(), RetrySchedule::Fixed(Duration::from_millis(10)));
@@ -271,7 +306,7 @@ fn malformed_jobs_land_in_the_dead_set_with_their_parse_error() {
     let dir = tempfile::tempdir().unwrap();
     let redis = RedisServer::start();
     for url in ["memory".to_string(), sqlite_url(dir.path()), redis.url()] {
-        let b = jobs::open(&url).unwrap();
+        let b = open(&url);
         let bad_spec = Job::task("nope:1", 0, "default");
         b.enqueue(
             "default",
@@ -401,7 +436,7 @@ fn audit(log: &Path, jids: &[String], url: &str) -> usize {
 }
 
 fn kill_9_mid_run_loses_nothing(url: &str, dir: &Path) {
-    let b = jobs::open(url).unwrap();
+    let b = open(url);
     // 200 × 50 ms on 4 threads: 2.5 s, so the kill at 50 done lands mid-run even on a busy
     // machine.
     let jids = enqueue(&*b, "sleep:50ms", 200, Value::Bool(true));
@@ -468,7 +503,7 @@ fn redis_restart_with_aof_mid_run_loses_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let mut redis = RedisServer::start();
     let url = redis.url();
-    let b = jobs::open(&url).unwrap();
+    let b = open(&url);
     let jids = enqueue(&*b, "sleep:20ms", 300, Value::Bool(true));
     let log = dir.path().join("done.log");
     let mut w = worker(&url, &log, "5s", &[]);
@@ -479,7 +514,7 @@ fn redis_restart_with_aof_mid_run_loses_nothing() {
         Duration::from_secs(120),
         || unique(&log) >= 300,
     );
-    let b = jobs::open(&url).unwrap();
+    let b = open(&url);
     wait_for("the queue to settle", Duration::from_secs(60), || {
         b.stats()
             .is_ok_and(|s| s.enqueued == 0 && s.busy == 0 && s.processed == 300)
@@ -499,7 +534,7 @@ fn redis_restart_with_aof_mid_run_loses_nothing() {
 fn sigterm_returns_unfinished_jobs_after_the_deadline() {
     let dir = tempfile::tempdir().unwrap();
     let url = sqlite_url(dir.path());
-    let b = jobs::open(&url).unwrap();
+    let b = open(&url);
     enqueue(&*b, "sleep:30s", 1, Value::Bool(true));
     let log = dir.path().join("done.log");
     let mut w = worker(&url, &log, "30s", &["--shutdown-timeout", "200ms"]);
@@ -588,7 +623,7 @@ fn cli_enqueue_stats_and_bad_backends() {
 }
 
 fn several_workers_share_one_queue(url: &str, dir: &Path) {
-    let b = jobs::open(url).unwrap();
+    let b = open(url);
     let jids = enqueue(&*b, "sleep:5ms", 300, Value::Bool(true));
     let log = dir.join("done.log");
     let mut ws: Vec<Proc> = (0..3)
@@ -650,9 +685,9 @@ fn the_jobs_models_run_every_task_with_the_same_checksum_as_seq() {
     }
     // jobs:2 and jobs-procs:2 used the SQLite file named, jobs-redis:3 our Redis (on queues
     // of their own, left empty and forgotten).
-    let s = jobs::open(&db).unwrap().stats().unwrap();
+    let s = open(&db).stats().unwrap();
     assert_eq!((s.processed, s.enqueued, s.busy), (80, 0, 0));
-    let s = jobs::open(&url).unwrap().stats().unwrap();
+    let s = open(&url).stats().unwrap();
     assert_eq!((s.processed, s.enqueued, s.busy), (40, 0, 0));
     let mut c = redis::Client::open(url.as_str())
         .unwrap()
@@ -663,4 +698,292 @@ fn the_jobs_models_run_every_task_with_the_same_checksum_as_seq() {
         queues.is_empty(),
         "runs left their queues listed: {queues:?}"
     );
+}
+
+/// Runs `concur ARGS` and returns its exit code, stdout and stderr.
+fn concur_cli(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = common::concur().args(args).output().expect("concur runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_cli_never_shows_a_redis_password() {
+    const PASSWORD: &str = "Pa55-w0rd-s3cret";
+    const WRONG: &str = "Wr0ng-guess-77";
+    let redis = RedisServer::start_with_password(PASSWORD);
+    let port = redis.port;
+    let url = redis.url();
+    let masked = format!("redis://:***@127.0.0.1:{port}/0");
+    let hidden = |what: &str, out: &str, err: &str| {
+        for secret in [PASSWORD, WRONG] {
+            assert!(
+                !out.contains(secret) && !err.contains(secret),
+                "{what} showed a password:\n{out}\n{err}"
+            );
+        }
+    };
+
+    // The right password works; what is printed names the server, masked.
+    let (code, out, err) = concur_cli(&[
+        "jobs",
+        "enqueue",
+        "-w",
+        "fib:10",
+        "-n",
+        "5",
+        "--backend",
+        &url,
+    ]);
+    hidden("enqueue", &out, &err);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        out.trim(),
+        format!("enqueued 5 jobs of fib:10 on default ({masked})")
+    );
+    let (code, out, err) = concur_cli(&["jobs", "stats", "--backend", &url]);
+    hidden("stats", &out, &err);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("enqueued       5"), "{out}");
+    let (code, out, err) = concur_cli(&["jobs", "work", "--until-empty", "--backend", &url]);
+    hidden("work", &out, &err);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains(&masked), "{err}");
+    let with_user = format!("redis://default:{PASSWORD}@127.0.0.1:{port}/0");
+    let (code, out, err) = concur_cli(&["jobs", "stats", "--json", "--backend", &with_user]);
+    hidden("stats with a user name", &out, &err);
+    assert_eq!(code, Some(0), "{err}");
+    let s: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (s["processed"].as_u64(), s["enqueued"].as_u64()),
+        (Some(5), Some(0))
+    );
+
+    // A wrong or missing password, a bad URL, a server that is not there: one line, exit 2,
+    // the URL shown masked.
+    let free = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    for (bad, shown) in [
+        (redis.url_with(Some(WRONG)), masked.clone()),
+        (
+            format!("redis://default:{WRONG}@127.0.0.1:{port}/0"),
+            format!("redis://default:***@127.0.0.1:{port}/0"),
+        ),
+        (redis.url_with(None), redis.url_with(None)),
+        (
+            format!("redis://:{PASSWORD}@127.0.0.1:{port}/db"),
+            format!("redis://:***@127.0.0.1:{port}/db"),
+        ),
+        (
+            format!("redis://:{PASSWORD}@127.0.0.1:{free}/0"),
+            format!("redis://:***@127.0.0.1:{free}/0"),
+        ),
+        (
+            format!("mysql://root:{PASSWORD}@127.0.0.1/db"),
+            "mysql://root:***@127.0.0.1/db".to_string(),
+        ),
+    ] {
+        for cmd in [
+            &["jobs", "stats"][..],
+            &["jobs", "enqueue", "--noop", "-n", "1"],
+            &["jobs", "dead"],
+            &["jobs", "work", "--until-empty"],
+        ] {
+            let args = [cmd, &["--backend", &bad]].concat();
+            let (code, out, err) = concur_cli(&args);
+            hidden(&shown, &out, &err);
+            assert_eq!(code, Some(2), "{args:?}: {err}");
+            assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+            assert!(err.contains(&shown), "{args:?}: {err}");
+        }
+    }
+
+    // A study on this Redis: its table, progress and errors show no password either.
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("r.jsonl");
+    let results = results.to_str().unwrap();
+    let study = |backend: &str| {
+        concur_cli(&[
+            "run",
+            "-w",
+            "fib:5",
+            "-m",
+            "jobs-redis:2",
+            "-n",
+            "4",
+            "-r",
+            "1",
+            "--warmup",
+            "0",
+            "--jobs-backend",
+            backend,
+            "--json",
+            results,
+        ])
+    };
+    let (code, out, err) = study(&url);
+    hidden("run", &out, &err);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("jobs-redis:2"), "{out}");
+    let (code, out, err) = study(&redis.url_with(Some(WRONG)));
+    hidden("run with a wrong password", &out, &err);
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains(&masked), "{err}");
+}
+
+/// `concur jobs stats --json`.
+fn cli_stats(url: &str) -> Value {
+    let (code, out, err) = concur_cli(&["jobs", "stats", "--json", "--backend", url]);
+    assert_eq!(code, Some(0), "{err}");
+    serde_json::from_str(&out).expect("one JSON object")
+}
+
+/// Lists a failed set with `concur jobs retry|dead`: one JSON job a line.
+fn cli_list(url: &str, set: &str, extra: &[&str]) -> Vec<Value> {
+    let (code, out, err) = concur_cli(&[&["jobs", set, "--backend", url][..], extra].concat());
+    assert_eq!(code, Some(0), "{set}: {err}");
+    out.lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON job a line"))
+        .collect()
+}
+
+fn jids_of(jobs: &[Value]) -> BTreeSet<String> {
+    jobs.iter()
+        .map(|j| j["jid"].as_str().expect("a jid").to_string())
+        .collect()
+}
+
+/// `concur jobs retry|dead --requeue`, which must say it moved `n` jobs and leave the set
+/// empty; returns the counts after it.
+fn cli_requeue(url: &str, set: &str, n: usize) -> Value {
+    let (code, out, err) = concur_cli(&["jobs", set, "--requeue", "--backend", url]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(out.trim(), format!("requeued {n} jobs from {set}"));
+    let s = cli_stats(url);
+    assert_eq!(s[set].as_u64(), Some(0), "{set} left after --requeue: {s}");
+    s
+}
+
+/// Fills the dead set (`retry` 0 and 1) and the retry set (a retry an hour away) with a
+/// worker process, lists both with the CLI, then requeues them with the CLI.
+fn failed_sets_from_the_cli(url: &str, dir: &Path) {
+    let b = open(url);
+    let log = dir.join("done.log");
+    let no_retry: BTreeSet<String> = enqueue(&*b, "crash:panic", 2, Value::from(0))
+        .into_iter()
+        .collect();
+    let one_retry: BTreeSet<String> = enqueue(&*b, "crash:panic", 1, Value::from(1))
+        .into_iter()
+        .collect();
+    enqueue(&*b, "fib:5", 1, Value::Bool(true));
+    // --until-empty waits for the retry set too, so the retry (due in 50 ms) runs first.
+    let mut w = worker(
+        url,
+        &log,
+        "30s",
+        &["--until-empty", "--retry-delay", "50ms"],
+    );
+    assert!(
+        wait_exit(&mut w, Duration::from_secs(60)).success(),
+        "{url}"
+    );
+    let s = cli_stats(url);
+    let counts =
+        ["processed", "failed", "retry", "dead", "enqueued", "busy"].map(|k| s[k].as_u64());
+    assert_eq!(counts, [1, 4, 0, 3, 0, 0].map(Some), "{url}: {s}");
+    assert!(cli_list(url, "retry", &[]).is_empty(), "{url}");
+    let dead = cli_list(url, "dead", &[]);
+    assert_eq!(
+        jids_of(&dead),
+        no_retry.union(&one_retry).cloned().collect(),
+        "{url}"
+    );
+    for d in &dead {
+        let retried = one_retry.contains(d["jid"].as_str().unwrap());
+        assert_eq!(d["class"], "Concur::Task", "{url}: {d}");
+        assert_eq!(d["args"][0], "crash:panic", "{url}: {d}");
+        assert_eq!(d["queue"], "default", "{url}: {d}");
+        assert_eq!(d["error_class"], "panic", "{url}: {d}");
+        assert_eq!(d["retry_count"], u32::from(retried), "{url}: {d}");
+        assert_eq!(d["retried_at"].is_f64(), retried, "{url}: {d}");
+    }
+
+    let retrying: BTreeSet<String> = enqueue(&*b, "crash:panic", 2, Value::from(5))
+        .into_iter()
+        .collect();
+    let mut w = worker(url, &log, "30s", &["--retry-delay", "3600s"]);
+    wait_for("two jobs in the retry set", Duration::from_secs(60), || {
+        if let Some(status) = w.try_wait().unwrap() {
+            panic!("{url}: the worker ended early: {status:?}");
+        }
+        b.stats().is_ok_and(|s| s.retry == 2 && s.busy == 0)
+    });
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(w.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    assert!(
+        wait_exit(&mut w, Duration::from_secs(30)).success(),
+        "{url}"
+    );
+    let listed = cli_list(url, "retry", &[]);
+    assert_eq!(jids_of(&listed), retrying, "{url}");
+    for r in &listed {
+        assert_eq!(r["class"], "Concur::Task", "{url}: {r}");
+        assert_eq!(r["error_class"], "panic", "{url}: {r}");
+        assert_eq!(r["retry_count"], 0, "{url}: {r}");
+        assert_eq!(r["retry"], 5, "{url}: {r}");
+    }
+    assert_eq!(cli_list(url, "retry", &["--limit", "1"]).len(), 1, "{url}");
+    assert_eq!(cli_list(url, "dead", &["--limit", "2"]).len(), 2, "{url}");
+
+    let s = cli_requeue(url, "retry", 2);
+    assert_eq!(
+        (s["enqueued"].as_u64(), s["dead"].as_u64()),
+        (Some(2), Some(3)),
+        "{url}"
+    );
+    let s = cli_requeue(url, "dead", 3);
+    assert_eq!(
+        (s["enqueued"].as_u64(), s["retry"].as_u64()),
+        (Some(5), Some(0)),
+        "{url}"
+    );
+    assert!(cli_list(url, "dead", &[]).is_empty(), "{url}");
+    // Exactly those five jobs wait on their queue, their failures recorded.
+    let q = vec!["default".to_string()];
+    b.heartbeat("check", Duration::from_secs(30)).unwrap();
+    let mut back = BTreeSet::new();
+    while let Some(c) = b.fetch("check", &q, Duration::ZERO).unwrap() {
+        let j = Job::parse(&c.raw).unwrap();
+        assert_eq!(j.error_class.as_deref(), Some("panic"), "{url}: {}", c.raw);
+        back.insert(j.jid);
+    }
+    let all: BTreeSet<String> = [no_retry, one_retry, retrying]
+        .into_iter()
+        .flatten()
+        .collect();
+    assert_eq!(back, all, "{url}");
+    assert_eq!(b.release("check").unwrap(), 5);
+}
+
+#[test]
+fn cli_lists_and_requeues_the_retry_and_dead_sets_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    failed_sets_from_the_cli(&sqlite_url(dir.path()), dir.path());
+}
+
+#[test]
+fn cli_lists_and_requeues_the_retry_and_dead_sets_on_redis() {
+    let dir = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start();
+    failed_sets_from_the_cli(&redis.url(), dir.path());
 }

@@ -4,15 +4,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::worker::{work, WorkOptions};
-use super::{open, Backend, FailedSet, Job, DEFAULT_QUEUE, NOOP_CLASS};
+use super::{open, Backend, BackendUrl, FailedSet, Job, DEFAULT_QUEUE, NOOP_CLASS};
 use crate::error::{Error, Result};
 use crate::study::runner;
 use crate::workload::{self, WorkloadOptions};
 
 /// Opens the backend a command shares with other processes: `memory` lives and dies with one
 /// process, so it is refused here (the `jobs-memory:W` model uses it).
-fn open_shared(url: &str) -> Result<Arc<dyn Backend>> {
-    if url == "memory" {
+fn open_shared(url: &BackendUrl) -> Result<Arc<dyn Backend>> {
+    if *url == BackendUrl::Memory {
         return Err(Error::usage(
             "backend 'memory' lives inside one process, so separate `concur jobs` commands cannot share it; use sqlite, sqlite:PATH or redis://HOST:PORT/DB (or the jobs-memory:W model)",
         ));
@@ -34,7 +34,7 @@ pub fn check_queue(q: &str) -> Result<()> {
 /// `n` no-op jobs (class `Concur::Noop`) when `workload` is `None`; `retry` overrides
 /// Sidekiq's default of 25 retries. Prints the number enqueued.
 pub fn enqueue(
-    url: &str,
+    url: &BackendUrl,
     workload_spec: Option<&str>,
     n: usize,
     queue: &str,
@@ -78,7 +78,7 @@ pub fn enqueue(
 
 /// `concur jobs work`: runs until SIGTERM or Ctrl-C (or the queues drain, with
 /// `until_empty`), then stops gracefully.
-pub fn work_main(url: &str, opts: &WorkOptions) -> Result<i32> {
+pub fn work_main(url: &BackendUrl, opts: &WorkOptions) -> Result<i32> {
     for q in &opts.queues {
         check_queue(q)?;
     }
@@ -114,7 +114,7 @@ pub fn work_main(url: &str, opts: &WorkOptions) -> Result<i32> {
 }
 
 /// `concur jobs stats`: the counts, as a table or JSON.
-pub fn stats(url: &str, json: bool) -> Result<i32> {
+pub fn stats(url: &BackendUrl, json: bool) -> Result<i32> {
     let s = open_shared(url)?.stats()?;
     if json {
         println!(
@@ -135,7 +135,7 @@ pub fn stats(url: &str, json: bool) -> Result<i32> {
 
 /// `concur jobs retry|dead`: lists the set (one JSON payload a line), or with `requeue` moves
 /// all of it back onto its queues.
-pub fn failed_set(url: &str, set: FailedSet, requeue: bool, limit: usize) -> Result<i32> {
+pub fn failed_set(url: &BackendUrl, set: FailedSet, requeue: bool, limit: usize) -> Result<i32> {
     let backend = open_shared(url)?;
     if requeue {
         let n = backend.requeue(set)?;

@@ -19,7 +19,9 @@ use std::time::Duration;
 
 use redis::{Connection, Script};
 
-use super::{now, Backend, Claimed, FailedSet, Stats, DEAD_MAX_JOBS, DEAD_TIMEOUT};
+use super::{
+    now, Backend, Claimed, FailedSet, RedisUrl, Stats, BACKEND_URLS, DEAD_MAX_JOBS, DEAD_TIMEOUT,
+};
 use crate::error::{Error, Result};
 
 const INFLIGHT: &str = "concur:inflight:";
@@ -100,7 +102,7 @@ struct Held {
 /// A Sidekiq-compatible queue on a Redis server.
 pub struct Redis {
     held: Mutex<Held>,
-    url: String,
+    url: RedisUrl,
     client: redis::Client,
     pool: Mutex<Vec<Connection>>,
     scripts: Scripts,
@@ -115,18 +117,28 @@ struct Scripts {
     rescue: Script,
 }
 
-fn rerr(url: &str) -> impl Fn(redis::RedisError) -> Error + '_ {
-    move |e| Error::Internal(format!("redis {url}: {e}"))
+fn rerr(url: &RedisUrl) -> impl Fn(redis::RedisError) -> Error + '_ {
+    move |e| Error::Internal(format!("redis {url}: {}", url.scrub(&e.to_string())))
 }
 
 impl Redis {
-    /// Connects to `url` (`redis://HOST[:PORT][/DB]`); a bad URL or an unreachable server is
-    /// a usage error.
-    pub fn open(url: &str) -> Result<Self> {
-        let client = redis::Client::open(url)
-            .map_err(|e| Error::usage(format!("bad backend '{url}': {e}")))?;
+    /// Connects to `url`; a URL the client refuses or an unreachable server is a usage
+    /// error. Messages show the URL with its password masked.
+    pub fn open(url: &RedisUrl) -> Result<Self> {
+        let client = redis::Client::open(url.expose()).map_err(|e| {
+            Error::usage(format!(
+                "bad backend '{url}': {} (allowed: {BACKEND_URLS})",
+                url.scrub(&e.to_string())
+            ))
+        })?;
+        let unreachable = |e: redis::RedisError| {
+            Error::usage(format!(
+                "cannot reach redis at '{url}': {}",
+                url.scrub(&e.to_string())
+            ))
+        };
         let r = Redis {
-            url: url.to_string(),
+            url: url.clone(),
             client,
             pool: Mutex::new(Vec::new()),
             held: Mutex::new(Held::default()),
@@ -139,12 +151,10 @@ impl Redis {
                 rescue: Script::new(RESCUE),
             },
         };
-        let mut c = r
-            .connect()
-            .map_err(|e| Error::usage(format!("cannot reach redis at '{url}': {e}")))?;
+        let mut c = r.connect().map_err(unreachable)?;
         redis::cmd("PING")
             .query::<String>(&mut c)
-            .map_err(|e| Error::usage(format!("cannot reach redis at '{url}': {e}")))?;
+            .map_err(unreachable)?;
         r.put(c);
         Ok(r)
     }
@@ -388,7 +398,7 @@ impl Redis {
 
 impl Backend for Redis {
     fn describe(&self) -> String {
-        self.url.clone()
+        self.url.to_string()
     }
 
     fn enqueue(&self, queue: &str, payloads: &[String]) -> Result<()> {

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use super::{execute, never_started, Entry, Model, ModelOutcome, RunCtx};
 use crate::jobs::worker::{handle, new_worker_id, Performed};
-use crate::jobs::{self, Backend, Job, RetrySchedule, DEFAULT_LEASE};
+use crate::jobs::{self, Backend, BackendUrl, Job, RetrySchedule, DEFAULT_LEASE};
 use crate::measure::TaskRecord;
 
 pub(super) const ENTRY: Entry = Entry {
@@ -99,7 +99,7 @@ fn failed_run(tasks: usize, why: String) -> ModelOutcome {
 impl Jobs {
     /// Starts the worker processes, waits until they have reported every task (each record is
     /// written after the job's acknowledgement), then kills them: they are idle by then.
-    fn run_procs(&self, ctx: &RunCtx, url: &str, queue: &str) -> ModelOutcome {
+    fn run_procs(&self, ctx: &RunCtx, url: &BackendUrl, queue: &str) -> ModelOutcome {
         let log = TempDb(std::env::temp_dir().join(format!(
             "concur-records-{}-{:x}.jsonl",
             std::process::id(),
@@ -113,16 +113,9 @@ impl Jobs {
         let mut error = None;
         for k in 0..self.workers {
             let child = Command::new(&exe)
-                .args([
-                    "jobs",
-                    "work",
-                    "-c",
-                    "1",
-                    "--backend",
-                    url,
-                    "--queue",
-                    queue,
-                ])
+                .args(["jobs", "work", "-c", "1", "--backend"])
+                .arg(url.expose())
+                .args(["--queue", queue])
                 .arg("--records")
                 .arg(&log.0)
                 .stdin(Stdio::null())
@@ -216,23 +209,26 @@ impl Model for Jobs {
     }
     fn run(&self, ctx: &RunCtx) -> ModelOutcome {
         let mut _temp = None;
-        let given = ctx.env.jobs_backend.as_deref();
-        let url = if self.kind == Kind::Memory {
-            "memory".to_string()
-        } else if self.kind == Kind::Redis {
-            // The plan refuses jobs-redis without a Redis URL.
-            given.unwrap_or_default().to_string()
-        } else if let Some(u) = given.filter(|u| u.starts_with("sqlite:")) {
-            u.to_string()
-        } else {
-            let p = std::env::temp_dir().join(format!(
-                "concur-jobs-{}-{:x}.sqlite",
-                std::process::id(),
-                jobs::random_u64()
-            ));
-            let url = format!("sqlite:{}", p.display());
-            _temp = Some(TempDb(p));
-            url
+        let url = match (self.kind, &ctx.env.jobs_backend) {
+            (Kind::Memory, _) => BackendUrl::Memory,
+            (Kind::Redis, Some(u @ BackendUrl::Redis(_))) => u.clone(),
+            // The plan refuses this; a library caller may not have built a plan.
+            (Kind::Redis, _) => {
+                return failed_run(
+                    ctx.tasks,
+                    "jobs-redis:W needs --jobs-backend redis://HOST:PORT/DB".into(),
+                )
+            }
+            (Kind::Sqlite | Kind::Procs, Some(u @ BackendUrl::Sqlite(Some(_)))) => u.clone(),
+            (Kind::Sqlite | Kind::Procs, _) => {
+                let p = std::env::temp_dir().join(format!(
+                    "concur-jobs-{}-{:x}.sqlite",
+                    std::process::id(),
+                    jobs::random_u64()
+                ));
+                _temp = Some(TempDb(p.clone()));
+                BackendUrl::Sqlite(Some(p))
+            }
         };
         let backend: Arc<dyn Backend> = match jobs::open(&url) {
             Ok(b) => b,

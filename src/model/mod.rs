@@ -38,10 +38,10 @@ pub struct TaskEnv {
     pub gil: bool,
     /// The emulated lock's switch interval, microseconds.
     pub switch_interval_us: u64,
-    /// The jobs models' backend URL: `sqlite:PATH` for `jobs:W` (`None`: a fresh file per
-    /// run), `redis://...` for `jobs-redis:W`.
+    /// The jobs models' backend: `sqlite:PATH` for `jobs:W` (`None`: a fresh file per run),
+    /// `redis://...` for `jobs-redis:W`. Serialized whole (password included) for the child.
     #[serde(default)]
-    pub jobs_backend: Option<String>,
+    pub jobs_backend: Option<crate::jobs::BackendUrl>,
 }
 
 impl TaskEnv {

@@ -115,8 +115,8 @@ pub struct Plan {
     pub options: WorkloadOptions,
     /// What the reader should know about the plan (chosen sizes, scaled cells).
     pub notes: Vec<String>,
-    /// The jobs models' backend URL, checked (see [`RunOptions::jobs_backend`]).
-    pub jobs_backend: Option<String>,
+    /// The jobs models' backend, parsed (see [`RunOptions::jobs_backend`]).
+    pub jobs_backend: Option<crate::jobs::BackendUrl>,
 }
 
 /// A cell as a preset or the user names it, before validation.
@@ -233,19 +233,18 @@ pub fn build(o: &RunOptions) -> Result<Plan> {
         base_url: o.url.clone(),
         request_timeout_ms: o.request_timeout.as_millis().max(1) as u64,
     };
-    let redis_url = match o.jobs_backend.as_deref() {
-        Some("memory") => {
-            return Err(Error::usage(
-                "--jobs-backend 'memory': the in-process queue is the jobs-memory:W model; --jobs-backend takes sqlite:PATH (for jobs:W) or redis://HOST:PORT/DB (for jobs-redis:W)",
-            ))
-        }
-        Some(url) => {
-            crate::jobs::check_url(url)
-                .map_err(|e| Error::usage(format!("--jobs-backend: {e}")))?;
-            Some(url).filter(|u| u.starts_with("redis"))
-        }
-        None => None,
-    };
+    let jobs_backend = o
+        .jobs_backend
+        .as_deref()
+        .map(str::parse::<crate::jobs::BackendUrl>)
+        .transpose()
+        .map_err(|e| Error::usage(format!("--jobs-backend: {e}")))?;
+    if jobs_backend == Some(crate::jobs::BackendUrl::Memory) {
+        return Err(Error::usage(
+            "--jobs-backend 'memory': the in-process queue is the jobs-memory:W model; --jobs-backend takes sqlite:PATH (for jobs:W) or redis://HOST:PORT/DB (for jobs-redis:W)",
+        ));
+    }
+    let redis_url = jobs_backend.as_ref().filter(|u| u.is_redis());
     let preset = if freeform {
         if o.quick || o.stress {
             return Err(Error::usage(
@@ -309,7 +308,7 @@ pub fn build(o: &RunOptions) -> Result<Plan> {
         switch_interval: o.switch_interval,
         options,
         notes: preset.notes,
-        jobs_backend: o.jobs_backend.clone(),
+        jobs_backend,
     })
 }
 

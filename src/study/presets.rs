@@ -195,10 +195,10 @@ pub fn preset(name: &str, o: &RunOptions) -> Result<Preset> {
             "--stress adds the 30,000-thread cell to the mailer study; the gil study has none",
         ));
     }
-    let redis = o
-        .jobs_backend
-        .as_deref()
-        .is_some_and(|u| u.starts_with("redis"));
+    let redis = o.jobs_backend.as_deref().is_some_and(|u| {
+        u.parse::<crate::jobs::BackendUrl>()
+            .is_ok_and(|b| b.is_redis())
+    });
     match name {
         "gil" => {
             if o.gil {

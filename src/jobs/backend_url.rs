@@ -1,0 +1,246 @@
+//! Where a queue lives: the user's `--backend` or `--jobs-backend` text, parsed once into a
+//! [`BackendUrl`] that everything downstream matches on. Its `Display` and `Debug` hide a
+//! Redis password; only [`BackendUrl::expose`] gives the full text, for the Redis client and
+//! for the child processes that must open the same queue.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use redis::IntoConnectionInfo;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::error::{Error, Result};
+use crate::secret::{mask_credentials, passwords, MASK};
+
+/// The backend URLs accepted, for errors.
+pub const BACKEND_URLS: &str =
+    "memory, sqlite, sqlite:PATH, redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]";
+
+/// A queue backend, parsed from `memory`, `sqlite`, `sqlite:PATH` or `redis://...`.
+#[derive(Clone, PartialEq, Eq)]
+pub enum BackendUrl {
+    /// The in-process queue (`memory`): its jobs die with the process.
+    Memory,
+    /// SQLite. `None` (`sqlite`) is the default file: `concur-results/jobs.sqlite` for the
+    /// `concur jobs` commands, a fresh file per run for the jobs models.
+    Sqlite(Option<PathBuf>),
+    /// A Redis server.
+    Redis(RedisUrl),
+}
+
+/// A Redis URL that the Redis client accepts. It may hold a password: it shows masked.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RedisUrl(String);
+
+impl RedisUrl {
+    /// Checks `url` with the Redis client's own parser (no connection is made).
+    fn parse(url: &str) -> Result<Self> {
+        let url = RedisUrl(url.to_string());
+        match url.0.as_str().into_connection_info() {
+            Ok(_) => Ok(url),
+            Err(e) => Err(Error::usage(format!(
+                "bad backend '{url}': {} (allowed: {BACKEND_URLS})",
+                url.scrub(&e.to_string())
+            ))),
+        }
+    }
+
+    /// The full URL, password included: for the Redis client only; never print it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// Hides this URL's password in `text` (a message of ours or the Redis client's), as
+    /// written and as decoded, wherever it appears: the client's errors are not ours to
+    /// format, so we do not rely on them showing the password only inside the URL.
+    pub fn scrub(&self, text: &str) -> String {
+        let mut out = mask_credentials(text);
+        let decoded = self
+            .0
+            .as_str()
+            .into_connection_info()
+            .ok()
+            .and_then(|i| i.redis_settings().password().map(str::to_string));
+        let written = passwords(&self.0).into_iter().map(str::to_string);
+        for secret in written.chain(decoded) {
+            if !secret.is_empty() {
+                out = out.replace(&secret, MASK);
+            }
+        }
+        out
+    }
+}
+
+impl fmt::Display for RedisUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&mask_credentials(&self.0))
+    }
+}
+
+impl fmt::Debug for RedisUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "RedisUrl({self})")
+    }
+}
+
+impl BackendUrl {
+    /// The full text, a Redis password included, for a child process's command line or
+    /// request: it parses back to the same value. Never print it (use `Display`).
+    pub fn expose(&self) -> String {
+        match self {
+            BackendUrl::Redis(u) => u.expose().to_string(),
+            other => other.to_string(),
+        }
+    }
+
+    /// Whether it is a Redis server (the `jobs-redis:W` model's backend).
+    pub fn is_redis(&self) -> bool {
+        matches!(self, BackendUrl::Redis(_))
+    }
+}
+
+impl FromStr for BackendUrl {
+    type Err = Error;
+
+    /// Parses `memory`, `sqlite`, `sqlite:PATH` (or `sqlite://PATH`) and
+    /// `redis://`/`rediss://` URLs; anything else is a one-line usage error naming the value
+    /// (its password masked) and the allowed forms.
+    fn from_str(s: &str) -> Result<Self> {
+        if s == "memory" {
+            return Ok(BackendUrl::Memory);
+        }
+        if s == "sqlite" {
+            return Ok(BackendUrl::Sqlite(None));
+        }
+        if let Some(path) = s.strip_prefix("sqlite:") {
+            let path = path.strip_prefix("//").unwrap_or(path);
+            if path.is_empty() {
+                return Err(Error::usage(format!(
+                    "bad backend '{s}': sqlite:PATH needs a path (allowed: {BACKEND_URLS})"
+                )));
+            }
+            return Ok(BackendUrl::Sqlite(Some(PathBuf::from(path))));
+        }
+        if s.starts_with("redis://") || s.starts_with("rediss://") {
+            return RedisUrl::parse(s).map(BackendUrl::Redis);
+        }
+        Err(Error::usage(format!(
+            "bad backend '{}' (allowed: {BACKEND_URLS})",
+            mask_credentials(s)
+        )))
+    }
+}
+
+/// The form a user writes, the Redis password masked.
+impl fmt::Display for BackendUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BackendUrl::Memory => f.write_str("memory"),
+            BackendUrl::Sqlite(None) => f.write_str("sqlite"),
+            BackendUrl::Sqlite(Some(p)) => write!(f, "sqlite:{}", p.display()),
+            BackendUrl::Redis(u) => u.fmt(f),
+        }
+    }
+}
+
+impl fmt::Debug for BackendUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "BackendUrl({self})")
+    }
+}
+
+/// As the full text (see [`BackendUrl::expose`]): a child process opens the same queue.
+impl Serialize for BackendUrl {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(&self.expose())
+    }
+}
+
+impl<'de> Deserialize<'de> for BackendUrl {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> BackendUrl {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn every_form_parses_into_its_variant() {
+        assert_eq!(parse("memory"), BackendUrl::Memory);
+        assert_eq!(parse("sqlite"), BackendUrl::Sqlite(None));
+        assert_eq!(
+            parse("sqlite:/tmp/q.db"),
+            BackendUrl::Sqlite(Some("/tmp/q.db".into()))
+        );
+        assert_eq!(
+            parse("sqlite:///tmp/q.db"),
+            BackendUrl::Sqlite(Some("/tmp/q.db".into()))
+        );
+        assert_eq!(
+            parse("sqlite:q.db"),
+            BackendUrl::Sqlite(Some("q.db".into()))
+        );
+        let r = parse("redis://u:pw@127.0.0.1:6379/2");
+        assert!(r.is_redis() && !parse("sqlite").is_redis());
+        assert_eq!(r.expose(), "redis://u:pw@127.0.0.1:6379/2");
+    }
+
+    #[test]
+    fn bad_forms_are_one_line_usage_errors_naming_the_value_masked() {
+        for (bad, names) in [
+            ("mysql://x", "'mysql://x'"),
+            ("", "''"),
+            ("sqlite:", "'sqlite:'"),
+            ("Memory", "'Memory'"),
+            ("redis://", "'redis://'"),
+            ("redis://h/notanumber", "'redis://h/notanumber'"),
+            ("redis://:pw@h/x", "'redis://:***@h/x'"),
+            ("mysql://root:pw@h/db", "'mysql://root:***@h/db'"),
+        ] {
+            let e = bad.parse::<BackendUrl>().unwrap_err();
+            let msg = e.to_string();
+            assert!(matches!(e, Error::Usage(_)), "{bad}");
+            assert!(msg.contains(names), "{bad}: {msg}");
+            assert!(msg.contains(BACKEND_URLS), "{bad}: {msg}");
+            assert!(!msg.contains("pw") && !msg.contains('\n'), "{bad}: {msg}");
+        }
+    }
+
+    #[test]
+    fn shown_masked_serialized_whole() {
+        let u = parse("redis://:hunter2@host:6379/0");
+        assert_eq!(u.to_string(), "redis://:***@host:6379/0");
+        assert_eq!(format!("{u:?}"), "BackendUrl(redis://:***@host:6379/0)");
+        assert_eq!(
+            format!("{:?}", Some(&u)),
+            "Some(BackendUrl(redis://:***@host:6379/0))"
+        );
+        let json = serde_json::to_string(&u).unwrap();
+        assert_eq!(json, "\"redis://:hunter2@host:6379/0\"");
+        assert_eq!(serde_json::from_str::<BackendUrl>(&json).unwrap(), u);
+        for s in ["memory", "sqlite", "sqlite:/a/b.db", "redis://h:1/0"] {
+            assert_eq!(parse(s).to_string(), s);
+            assert_eq!(parse(&parse(s).expose()), parse(s));
+        }
+        assert!(serde_json::from_str::<BackendUrl>("\"mysql://x\"").is_err());
+    }
+
+    #[test]
+    fn scrub_hides_the_password_written_or_decoded() {
+        let BackendUrl::Redis(u) = parse("redis://:p%40ss@h/0") else {
+            panic!("a redis URL")
+        };
+        assert_eq!(
+            u.scrub("auth p@ss failed for redis://:p%40ss@h/0"),
+            "auth *** failed for redis://:***@h/0"
+        );
+    }
+}
