@@ -831,6 +831,10 @@ fn the_cli_never_shows_a_redis_password() {
     hidden("run", &out, &err);
     assert_eq!(code, Some(0), "{err}");
     assert!(out.contains("jobs-redis:2"), "{out}");
+    // The results file records the command line with the password masked.
+    let written = std::fs::read_to_string(results).unwrap();
+    hidden("the results file", &written, "");
+    assert!(written.contains(&masked), "{written}");
     let (code, out, err) = study(&redis.url_with(Some(WRONG)));
     hidden("run with a wrong password", &out, &err);
     assert_eq!(code, Some(2), "{err}");

@@ -61,7 +61,11 @@ pub fn execute(
         concur: crate::VERSION.into(),
         started: machine::now_rfc3339(),
         machine: machine.clone(),
-        command,
+        // The command line may hold a Redis password (--jobs-backend): never recorded.
+        command: command
+            .iter()
+            .map(|a| crate::secret::mask_credentials(a))
+            .collect(),
         notes: plan.notes.clone(),
     };
     writer.write(&Line::Meta(meta.clone()))?;

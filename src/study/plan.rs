@@ -284,7 +284,11 @@ pub fn build(o: &RunOptions) -> Result<Plan> {
             notes: vec![],
         }
     } else {
-        presets::preset(o.study.as_deref().unwrap_or(presets::TOUR), o)?
+        presets::preset(
+            o.study.as_deref().unwrap_or(presets::TOUR),
+            o,
+            redis_url.is_some(),
+        )?
     };
     let cells = preset
         .cells

@@ -184,7 +184,9 @@ fn crawl_study(quick: bool, full: bool, gil: bool) -> Preset {
 }
 
 /// The named study's cells for these options.
-pub fn preset(name: &str, o: &RunOptions) -> Result<Preset> {
+/// `redis` says whether `--jobs-backend` names a Redis (the plan parsed it), so that `mailer`
+/// adds its `jobs-redis:10` cell.
+pub fn preset(name: &str, o: &RunOptions, redis: bool) -> Result<Preset> {
     if o.full && name != "crawl" && name != TOUR {
         return Err(Error::usage(
             "--full runs the crawl study's seq cell at full size; it applies to crawl only",
@@ -195,10 +197,6 @@ pub fn preset(name: &str, o: &RunOptions) -> Result<Preset> {
             "--stress adds the 30,000-thread cell to the mailer study; the gil study has none",
         ));
     }
-    let redis = o.jobs_backend.as_deref().is_some_and(|u| {
-        u.parse::<crate::jobs::BackendUrl>()
-            .is_ok_and(|b| b.is_redis())
-    });
     match name {
         "gil" => {
             if o.gil {
