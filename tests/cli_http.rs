@@ -14,8 +14,8 @@ fn server() -> InProcessServer {
     InProcessServer::start(ServerOptions::ephemeral(), 2).expect("server starts")
 }
 
-/// One GET over a fresh connection: (status, body).
-fn get(s: &InProcessServer, path: &str) -> (u16, String) {
+/// One GET over a fresh connection: the whole response as text.
+fn get_raw(s: &InProcessServer, path: &str) -> String {
     let mut c = TcpStream::connect(s.addr).unwrap();
     write!(
         c,
@@ -24,6 +24,12 @@ fn get(s: &InProcessServer, path: &str) -> (u16, String) {
     .unwrap();
     let mut text = String::new();
     c.read_to_string(&mut text).unwrap();
+    text
+}
+
+/// One GET over a fresh connection: (status, body).
+fn get(s: &InProcessServer, path: &str) -> (u16, String) {
+    let text = get_raw(s, path);
     let status = text.split_whitespace().nth(1).unwrap().parse().unwrap();
     let body = text.split_once("\r\n\r\n").unwrap().1.to_string();
     (status, body)
@@ -62,6 +68,39 @@ fn server_answers_and_refuses_bad_input_with_json_400s() {
     let stats: serde_json::Value = serde_json::from_str(&get(&s, "/stats").1).unwrap();
     assert!(stats["requests"].as_u64().unwrap() >= 13);
     assert_eq!(stats["in_flight"], 0);
+}
+
+#[test]
+fn the_server_decodes_query_values_before_reading_them() {
+    let s = server();
+    // The delay the server slept is in its Server-Timing header.
+    for (path, slept) in [
+        ("/add?delay=%31%30", "delay;dur=10.000"),
+        ("/add?name=a+b%26c&delay=%37", "delay;dur=7.000"),
+        ("/add?d%65lay=3", "delay;dur=3.000"),
+        ("/add?delay=2&delay=9", "delay;dur=2.000"),
+    ] {
+        let text = get_raw(&s, path).to_ascii_lowercase();
+        assert!(text.starts_with("http/1.1 200"), "{path}: {text}");
+        assert!(
+            text.contains(&format!("server-timing: {slept}\r\n")),
+            "{path}: {text}"
+        );
+    }
+    // The error names the decoded value: what the server tried to read.
+    for (path, needle) in [
+        ("/add?delay=1+0", "'1 0'"),
+        ("/add?delay=%2D5", "'-5'"),
+        ("/add?delay=%zz", "'%zz'"),
+    ] {
+        let (status, body) = get(&s, path);
+        assert_eq!(status, 400, "{path}: {body}");
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert!(
+            v["error"].as_str().unwrap().contains(needle),
+            "{path}: {body}"
+        );
+    }
 }
 
 #[test]
