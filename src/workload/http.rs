@@ -107,7 +107,11 @@ impl Target {
         };
         match url.scheme() {
             "http" => {}
-            "https" => return refuse("uses https://, which is not supported yet".into()),
+            "https" => {
+                return Err(format!(
+                    "URL '{shown}': https:// is not supported yet ({ALLOWED})"
+                ))
+            }
             other => return refuse(format!("has the scheme '{other}:', which is not supported")),
         }
         // The URL parser forgives `http:host` and `http:///host` (WHATWG); the authority is
@@ -740,7 +744,10 @@ mod tests {
         for (url, needle) in [
             ("", "missing URL"),
             ("http://[::1", "does not parse"),
-            ("https://h/x", "uses https://, which is not supported yet"),
+            (
+                "https://h/x",
+                "'https://h/x': https:// is not supported yet",
+            ),
             ("ftp://h/x", "'ftp:'"),
             ("h:1/x", "not supported"),
             ("http://", "does not parse"),
