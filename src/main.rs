@@ -78,7 +78,7 @@ struct OutputArgs {
 struct RunArgs {
     /// Built-in study: tour (default: every study, quick), gil, mailer
     study: Option<String>,
-    /// Workload spec for a free-form study (repeatable): fib:N, spin:N, read[:PATH[:BYTESxCOUNT]], sleep:DURATION, mail[:FIB], crash:KIND
+    /// Workload spec for a free-form study (repeatable): fib:N, spin:N, read[:PATH[:BYTESxCOUNT]], sleep:DURATION, mail[:FIB], http:URL (fetched as given; every {rand} becomes 10 random letters), crash:KIND
     #[arg(long = "workload", short = 'w', value_name = "SPEC")]
     workloads: Vec<String>,
     /// Model spec for a free-form study (repeatable): seq, thread, spawn, fork, pool:W, rayon:W, async:W, async-local:W, actor:W, jobs:W, jobs-procs:W, jobs-memory:W, jobs-redis:W
@@ -136,7 +136,7 @@ struct RunArgs {
 
 #[derive(Args)]
 struct CrawlArgs {
-    /// The URL to GET (http://HOST:PORT/PATH; {rand} becomes 10 random letters)
+    /// The URL to GET, fetched as given (http://HOST:PORT/PATH); every {rand} becomes 10 random letters
     url: String,
     /// How many requests
     #[arg(short = 'n', long, default_value_t = 1000)]
