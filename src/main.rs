@@ -93,7 +93,7 @@ struct FailureArgs {
 struct RunArgs {
     /// Built-in study (STUDIES)
     study: Option<String>,
-    /// Workload spec for a free-form study, repeatable (WORKLOADS)
+    /// Workload spec for a free-form study, repeatable (WORKLOADS); an http URL is fetched as given, every {rand} in it becomes 10 random letters
     #[arg(long = "workload", short = 'w', value_name = "SPEC")]
     workloads: Vec<String>,
     /// Model spec for a free-form study, repeatable (MODELS)
@@ -153,7 +153,7 @@ struct RunArgs {
 
 #[derive(Args)]
 struct CrawlArgs {
-    /// The URL to GET (http://HOST:PORT/PATH; {rand} becomes 10 random letters)
+    /// The URL to GET, fetched as given (http://HOST:PORT/PATH); every {rand} becomes 10 random letters
     url: String,
     /// How many requests
     #[arg(short = 'n', long, default_value_t = 1000)]

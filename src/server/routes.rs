@@ -81,13 +81,11 @@ fn check_delay(state: &AppState, d: Duration, text: &str) -> Result<Duration, Ba
     Ok(d)
 }
 
-/// Parses `/add`'s `delay` (milliseconds, a non-negative number).
+/// Parses `/add`'s `delay` (milliseconds, a non-negative number). The query is decoded as
+/// every web framework decodes it (`%XX` escapes, `+` for a space) before the value is read;
+/// the first `delay` wins.
 fn add_delay(state: &AppState, query: &str) -> Result<Duration, BadRequest> {
-    let Some(text) = query
-        .split('&')
-        .filter_map(|kv| kv.split_once('=').or(Some((kv, ""))))
-        .find(|(k, _)| *k == "delay")
-        .map(|(_, v)| v)
+    let Some((_, text)) = form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == "delay")
     else {
         return Ok(Duration::ZERO);
     };
@@ -106,7 +104,7 @@ fn add_delay(state: &AppState, query: &str) -> Result<Duration, BadRequest> {
     if ms > 1e9 {
         return Err(bad("delay", format!("delay '{text}' is out of range")));
     }
-    check_delay(state, Duration::from_secs_f64(ms / 1e3), text)
+    check_delay(state, Duration::from_secs_f64(ms / 1e3), &text)
 }
 
 async fn add(State(state): State<AppState>, RawQuery(q): RawQuery) -> Response {

@@ -139,6 +139,8 @@ fn mailer_study(quick: bool, stress: bool, gil: bool, redis: bool) -> Preset {
 }
 
 /// The crawl study's request: the classic's `/add` with a 100 ms delay, on the run's server.
+/// The URL is fetched as given, so the classic's 10 random letters per request (its cache
+/// busting) are asked for with `{rand}`, inside `name` where the server ignores them.
 pub const CRAWL_WORKLOAD: &str = "http:/add?name=crawl{rand}&delay=100";
 
 fn crawl_study(quick: bool, full: bool, gil: bool) -> Preset {

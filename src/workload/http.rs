@@ -1,16 +1,23 @@
 //! `http:URL`: one GET per task, counting the body bytes actually read.
 //!
 //! `http:http://HOST:PORT/PATH` goes to that server; `http:/PATH` goes to the server of the
-//! run (`--url`, or the in-process `concur serve` a study starts). A `{rand}` in the URL
-//! becomes 10 random lowercase letters; without one they are appended, as the classic crawler
-//! did, so no two requests are alike.
+//! run (`--url`, or the in-process `concur serve` a study starts). The URL is fetched exactly
+//! as given, except that every `{rand}` in its path or query becomes 10 random lowercase
+//! letters (different for every request, to defeat caches). Nothing is appended: a URL without
+//! `{rand}` is the same for every request, as in wrk, hey, oha and curl.
+//!
+//! A URL that cannot work is refused when the spec is parsed (so when the plan is built),
+//! not task by task: it must parse as a URL (the `url` crate, the WHATWG rules browsers
+//! follow), use `http://`, name a host and a usable port, and have a path and query that
+//! hyper accepts as a request target.
 //!
 //! Three clients, one per kind of model: blocking models use ureq (one agent, keep-alive
 //! connections shared by the workers), async models raw hyper HTTP/1 connections from a small
 //! pool (no layers beyond that), and the green model a minimal HTTP/1.1 client on `may`'s
-//! coroutine sockets. The `curl` model drives libcurl itself from [`Workload::url`].
+//! coroutine sockets whose response heads `httparse` reads. The `curl` model drives libcurl
+//! itself from [`Workload::url`].
 
-use std::io::{BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -26,41 +33,44 @@ use crate::{gil, units};
 pub(super) const ENTRY: Entry = Entry {
     name: "http",
     usage: "http:URL",
-    help: "GET URL (http://HOST:PORT/PATH, or /PATH on the run's server); {rand} becomes 10 random letters",
+    help: "GET URL as given (http://HOST:PORT/PATH, or /PATH on the run's server); every {rand} becomes 10 random letters",
     parse,
 };
+
+/// The placeholder that becomes 10 random letters in every request.
+pub const RAND: &str = "{rand}";
+
+/// What an `http:` URL may be, for error messages.
+const ALLOWED: &str = "allowed: http://HOST[:PORT]/PATH, or /PATH on the run's server";
+
+/// Where a relative `http:/PATH` spec is checked when the run's server is not known yet (the
+/// plan is built before concur starts its own server); never connected to.
+const PLACEHOLDER_BASE: &str = "http://127.0.0.1:0";
 
 fn parse(args: &str, opts: &WorkloadOptions) -> Result<Arc<dyn Workload>, String> {
     if args.is_empty() {
         return Err("missing URL".into());
     }
     let relative = args.starts_with('/');
-    if !relative && !args.starts_with("http://") {
-        return Err(format!(
-            "URL '{args}' must start with http:// (TLS is not supported) or / (the run's server)"
-        ));
-    }
     let full = if relative {
-        match &opts.base_url {
-            Some(base) => format!("{}{args}", base.trim_end_matches('/')),
-            None => format!("http://127.0.0.1:0{args}"),
-        }
+        let base = opts.base_url.as_deref().unwrap_or(PLACEHOLDER_BASE);
+        format!("{}{args}", base.trim_end_matches('/'))
     } else {
         args.to_string()
     };
-    let rest = &full["http://".len()..];
-    let (authority, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, "/"),
+    // Without the server's URL, name the spec's own text: the placeholder means nothing to a user.
+    let shown = if relative && opts.base_url.is_none() {
+        args
+    } else {
+        full.as_str()
     };
-    if authority.is_empty() || authority.contains('@') {
-        return Err(format!("URL '{args}' has no usable host"));
-    }
-    let delay = delay_of(path);
+    let target = Target::parse(&full, shown, relative && opts.base_url.is_none())?;
+    let delay = delay_of(&target.path);
     Ok(Arc::new(Http {
         spec_url: args.to_string(),
-        authority: authority.to_string(),
-        path: path.to_string(),
+        host: target.host,
+        connect: target.connect,
+        path: target.path,
         delay,
         relative,
         has_base: opts.base_url.is_some(),
@@ -73,16 +83,111 @@ fn parse(args: &str, opts: &WorkloadOptions) -> Result<Arc<dyn Workload>, String
     }))
 }
 
-/// The server-side delay a URL asks for: `/add?...delay=MS` or `/delay/DURATION`.
+/// A checked URL, split the way the clients use it.
+#[derive(Debug, PartialEq)]
+struct Target {
+    /// The `Host` header: host as the URL parser normalised it, and the port if one was given.
+    host: String,
+    /// `HOST:PORT` to resolve and connect to (IPv6 literals in brackets).
+    connect: String,
+    /// The request target as given (origin form: `/PATH?QUERY`), `{rand}` still in it.
+    path: String,
+}
+
+impl Target {
+    /// Checks `text`, naming it as `shown` in errors; `placeholder` allows port 0 (see
+    /// [`PLACEHOLDER_BASE`]).
+    fn parse(text: &str, shown: &str, placeholder: bool) -> Result<Target, String> {
+        let refuse = |why: String| Err(format!("URL '{shown}' {why} ({ALLOWED})"));
+        // Letters are valid wherever `{rand}` may stand, so the URL is checked as it is sent.
+        let sample = text.replace(RAND, &letters(0));
+        let url = match url::Url::parse(&sample) {
+            Ok(u) => u,
+            Err(e) => return refuse(format!("does not parse: {e}")),
+        };
+        match url.scheme() {
+            "http" => {}
+            "https" => {
+                return Err(format!(
+                    "URL '{shown}': https:// is not supported yet ({ALLOWED})"
+                ))
+            }
+            other => return refuse(format!("has the scheme '{other}:', which is not supported")),
+        }
+        // The URL parser forgives `http:host` and `http:///host` (WHATWG); the authority is
+        // taken from the text, so it must be spelled out after `http://`.
+        let rest = match text.get(..7) {
+            Some(p) if p.eq_ignore_ascii_case("http://") => &text[7..],
+            _ => return refuse("must start with http://".into()),
+        };
+        let (authority, tail) = rest.split_at(rest.find(['/', '?', '#']).unwrap_or(rest.len()));
+        if authority.is_empty() {
+            return refuse("has no host".into());
+        }
+        if authority.contains(RAND) {
+            return refuse(format!(
+                "has {RAND} in the host; it may stand in the path or query only"
+            ));
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            return refuse("has user:password@ in it, which is not supported".into());
+        }
+        // What the parser read as the authority must be all of the text before the path:
+        // `http://h\x/` is host `h` and path `/x/` to it, but not to a server reading `h\x`.
+        let alone = url::Url::parse(&format!("http://{authority}/")).ok();
+        if alone.as_ref().map(|a| (a.path(), a.query())) != Some(("/", None)) {
+            return refuse(format!("has an unusable host and port '{authority}'"));
+        }
+        let (host, port) = match (url.host(), url.port_or_known_default()) {
+            (Some(h), Some(p)) => (h, p),
+            _ => return refuse("has no host".into()),
+        };
+        if port == 0 && !placeholder {
+            return refuse("has port 0, which cannot be connected to".into());
+        }
+        let connect = match host {
+            url::Host::Ipv6(ip) => format!("[{ip}]:{port}"),
+            url::Host::Ipv4(ip) => format!("{ip}:{port}"),
+            url::Host::Domain(d) => format!("{d}:{port}"),
+        };
+        let host = match url.port() {
+            Some(p) => format!("{host}:{p}"),
+            None => host.to_string(),
+        };
+        // A fragment is never sent; a bare query is asked of `/`.
+        let tail = tail.split('#').next().unwrap_or("");
+        let path = match tail.chars().next() {
+            None => "/".to_string(),
+            Some('?') => format!("/{tail}"),
+            Some(_) => tail.to_string(),
+        };
+        // hyper's parser (the async client's) decides which request targets can be sent as
+        // they are: a space or a control character in the path would otherwise fail every
+        // request at run time.
+        let sent = path.replace(RAND, &letters(0));
+        if sent.parse::<hyper::Uri>().is_err() {
+            return refuse(format!(
+                "has the path '{path}', which cannot be sent as it is (percent-encode spaces, quotes and control characters)"
+            ));
+        }
+        Ok(Target {
+            host,
+            connect,
+            path,
+        })
+    }
+}
+
+/// The server-side delay a URL asks for: `/add?...delay=MS` or `/delay/DURATION`. The query is
+/// decoded as the server decodes it.
 fn delay_of(path: &str) -> Option<Duration> {
     let (p, query) = path.split_once('?').unwrap_or((path, ""));
     if let Some(d) = p.strip_prefix("/delay/") {
         return units::parse_duration(d).ok();
     }
-    query
-        .split('&')
-        .find_map(|kv| kv.strip_prefix("delay="))
-        .and_then(|v| v.parse::<f64>().ok())
+    form_urlencoded::parse(query.as_bytes())
+        .find(|(k, _)| k == "delay")
+        .and_then(|(_, v)| v.parse::<f64>().ok())
         .filter(|ms| ms.is_finite() && *ms >= 0.0)
         .map(|ms| Duration::from_secs_f64(ms / 1e3))
 }
@@ -90,7 +195,11 @@ fn delay_of(path: &str) -> Option<Duration> {
 /// GET requests to one server.
 pub struct Http {
     spec_url: String,
-    authority: String,
+    /// The `Host` header and the authority of the URLs handed to ureq and libcurl.
+    host: String,
+    /// `HOST:PORT` to resolve.
+    connect: String,
+    /// The request target, `{rand}` still in it.
     path: String,
     delay: Option<Duration>,
     relative: bool,
@@ -100,8 +209,8 @@ pub struct Http {
     addr: OnceLock<Result<SocketAddr, String>>,
     agent: OnceLock<ureq::Agent>,
     async_pool: Mutex<Vec<SendRequest<Empty<Bytes>>>>,
-    /// Idle coroutine connections, buffered: the response parser reads headers a byte at a
-    /// time, which must come from the buffer, not one system call each.
+    /// Idle coroutine connections, buffered: a response head and its body usually arrive in
+    /// one read, and the buffer keeps what `httparse` did not consume for the body.
     green_pool: Mutex<Vec<BufReader<may::net::TcpStream>>>,
 }
 
@@ -135,11 +244,11 @@ fn status_error(code: u16) -> TaskError {
 
 impl Http {
     fn path_for(&self, index: usize) -> String {
-        let r = letters(self.nonce.wrapping_add(index as u64));
-        if self.path.contains("{rand}") {
-            self.path.replace("{rand}", &r)
+        if self.path.contains(RAND) {
+            self.path
+                .replace(RAND, &letters(self.nonce.wrapping_add(index as u64)))
         } else {
-            format!("{}{r}", self.path)
+            self.path.clone()
         }
     }
 
@@ -157,11 +266,11 @@ impl Http {
         self.check_server()?;
         self.addr
             .get_or_init(|| {
-                self.authority
+                self.connect
                     .to_socket_addrs()
-                    .map_err(|e| format!("cannot resolve '{}': {e}", self.authority))?
+                    .map_err(|e| format!("cannot resolve '{}': {e}", self.connect))?
                     .next()
-                    .ok_or_else(|| format!("'{}' resolves to no address", self.authority))
+                    .ok_or_else(|| format!("'{}' resolves to no address", self.connect))
             })
             .clone()
             .map_err(|e| err("connect", e))
@@ -179,7 +288,7 @@ impl Http {
 
     fn fetch_blocking(&self, index: usize) -> Result<u64, TaskError> {
         self.check_server()?;
-        let url = format!("http://{}{}", self.authority, self.path_for(index));
+        let url = format!("http://{}{}", self.host, self.path_for(index));
         let resp = match self.agent().get(&url).call() {
             Ok(r) => r,
             Err(ureq::Error::Status(code, r)) => {
@@ -219,11 +328,11 @@ impl Http {
         if let Some(cached) = self.addr.get() {
             return cached.clone().map_err(|e| err("connect", e));
         }
-        let resolved = match tokio::net::lookup_host(self.authority.as_str()).await {
+        let resolved = match tokio::net::lookup_host(self.connect.as_str()).await {
             Ok(mut addrs) => addrs
                 .next()
-                .ok_or_else(|| format!("'{}' resolves to no address", self.authority)),
-            Err(e) => Err(format!("cannot resolve '{}': {e}", self.authority)),
+                .ok_or_else(|| format!("'{}' resolves to no address", self.connect)),
+            Err(e) => Err(format!("cannot resolve '{}': {e}", self.connect)),
         };
         self.addr
             .get_or_init(|| resolved)
@@ -261,7 +370,7 @@ impl Http {
             .await
             .map_err(|e| err("connect", e.to_string()))?;
         let req = hyper::Request::get(self.path_for(index))
-            .header(hyper::header::HOST, self.authority.as_str())
+            .header(hyper::header::HOST, self.host.as_str())
             .body(Empty::<Bytes>::new())
             .map_err(|e| err("request", e.to_string()))?;
         let resp = sender
@@ -310,7 +419,7 @@ impl Http {
         let request = format!(
             "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: concur\r\n\r\n",
             self.path_for(index),
-            self.authority
+            self.host
         );
         let io = |e: std::io::Error| {
             let kind = match e.kind() {
@@ -334,90 +443,186 @@ impl Http {
     }
 }
 
-/// Reads one HTTP/1.1 response: (status, body bytes read, whether the connection stays
-/// open). Handles `Content-Length` and chunked bodies.
-pub fn read_response(s: &mut impl Read) -> std::io::Result<(u16, u64, bool)> {
-    let bad = |m: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, m.to_string());
-    let mut head = Vec::with_capacity(512);
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        if s.read(&mut byte)? == 0 {
-            return Err(bad("connection closed before the response headers"));
-        }
-        head.push(byte[0]);
-        if head.len() > 64 << 10 {
-            return Err(bad("response headers over 64 KiB"));
+/// The longest response head accepted.
+const MAX_HEAD: usize = 64 << 10;
+
+/// The most header lines in a response head.
+const MAX_HEADERS: usize = 100;
+
+/// How a response's body is delimited.
+#[derive(Debug, PartialEq)]
+enum Body {
+    /// No body whatever the headers say (1xx, 204, 304).
+    Empty,
+    /// `Content-Length` bytes.
+    Length(u64),
+    /// `Transfer-Encoding: chunked`.
+    Chunked,
+    /// Until the server closes the connection.
+    UntilClose,
+}
+
+/// What the client needs from a response head.
+#[derive(Debug, PartialEq)]
+struct Head {
+    status: u16,
+    body: Body,
+    keep_alive: bool,
+}
+
+fn invalid(msg: impl Into<String>) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, msg.into())
+}
+
+/// Parses a complete head at the start of `bytes`: its length and content, or `None` when more
+/// bytes are needed.
+fn parse_head(bytes: &[u8]) -> std::io::Result<Option<(usize, Head)>> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut resp = httparse::Response::new(&mut headers);
+    let len = match resp.parse(bytes) {
+        Ok(httparse::Status::Complete(len)) => len,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(e) => return Err(invalid(format!("bad response head: {e}"))),
+    };
+    let status = resp.code.unwrap_or(0);
+    // HTTP/1.0 closes unless asked to keep the connection, HTTP/1.1 keeps it unless told.
+    let mut keep_alive = resp.version == Some(1);
+    let (mut length, mut chunked) = (None, false);
+    for h in resp.headers.iter() {
+        let value = std::str::from_utf8(h.value).unwrap_or("").trim();
+        if h.name.eq_ignore_ascii_case("content-length") {
+            length = Some(
+                value
+                    .parse::<u64>()
+                    .map_err(|_| invalid(format!("bad Content-Length '{value}'")))?,
+            );
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            chunked = value.to_ascii_lowercase().contains("chunked");
+        } else if h.name.eq_ignore_ascii_case("connection") {
+            let value = value.to_ascii_lowercase();
+            if value.contains("close") {
+                keep_alive = false;
+            } else if value.contains("keep-alive") {
+                keep_alive = true;
+            }
         }
     }
-    let text = String::from_utf8_lossy(&head);
-    let mut lines = text.split("\r\n");
-    let status: u16 = lines
-        .next()
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|c| c.parse().ok())
-        .ok_or_else(|| bad("no status line"))?;
-    let (mut length, mut chunked, mut keep) = (None, false, true);
-    for l in lines {
-        let Some((k, v)) = l.split_once(':') else {
-            continue;
-        };
-        let (k, v) = (k.trim().to_ascii_lowercase(), v.trim().to_ascii_lowercase());
-        match k.as_str() {
-            "content-length" => length = v.parse::<u64>().ok(),
-            "transfer-encoding" => chunked = v.contains("chunked"),
-            "connection" => keep = !v.contains("close"),
-            _ => {}
-        }
-    }
-    let mut n = 0u64;
-    let mut buf = [0u8; 16 << 10];
-    if chunked {
-        loop {
-            let mut size_line = Vec::new();
-            while !size_line.ends_with(b"\r\n") {
-                if s.read(&mut byte)? == 0 {
-                    return Err(bad("connection closed in a chunk header"));
-                }
-                size_line.push(byte[0]);
-            }
-            let hex = String::from_utf8_lossy(&size_line);
-            let size = u64::from_str_radix(hex.trim().split(';').next().unwrap_or(""), 16)
-                .map_err(|_| bad("bad chunk size"))?;
-            let mut left = size + 2;
-            while left > 0 {
-                let want = left.min(buf.len() as u64) as usize;
-                let got = s.read(&mut buf[..want])?;
-                if got == 0 {
-                    return Err(bad("connection closed in a chunk"));
-                }
-                left -= got as u64;
-            }
-            n += size;
-            if size == 0 {
-                break;
-            }
-        }
-    } else if let Some(mut left) = length {
-        while left > 0 {
-            let want = left.min(buf.len() as u64) as usize;
-            let got = s.read(&mut buf[..want])?;
-            if got == 0 {
-                return Err(bad("connection closed in the body"));
-            }
-            left -= got as u64;
-            n += got as u64;
-        }
+    // RFC 9112 section 6.3: these statuses have no body; chunked wins over a length.
+    let body = if (100..200).contains(&status) || status == 204 || status == 304 {
+        Body::Empty
+    } else if chunked {
+        Body::Chunked
+    } else if let Some(n) = length {
+        Body::Length(n)
     } else {
-        loop {
-            let got = s.read(&mut buf)?;
-            if got == 0 {
-                break;
-            }
-            n += got as u64;
+        keep_alive = false;
+        Body::UntilClose
+    };
+    Ok(Some((
+        len,
+        Head {
+            status,
+            body,
+            keep_alive,
+        },
+    )))
+}
+
+/// Reads a response head, consuming exactly its bytes from `s`.
+fn read_head(s: &mut impl BufRead) -> std::io::Result<Head> {
+    // Bytes of a head that spans reads; empty in the usual case of a head in one read, which
+    // is parsed in place.
+    let mut partial = Vec::new();
+    loop {
+        let buf = s.fill_buf()?;
+        if buf.is_empty() {
+            return Err(invalid("connection closed before the response head ended"));
         }
-        keep = false;
+        let got = buf.len();
+        let before = partial.len();
+        let parsed = if before == 0 {
+            parse_head(buf)?
+        } else {
+            partial.extend_from_slice(buf);
+            parse_head(&partial)?
+        };
+        if let Some((len, head)) = parsed {
+            s.consume(len - before);
+            return Ok(head);
+        }
+        if before == 0 {
+            partial.extend_from_slice(buf);
+        }
+        s.consume(got);
+        if partial.len() > MAX_HEAD {
+            return Err(invalid(format!(
+                "response head over {} KiB",
+                MAX_HEAD >> 10
+            )));
+        }
     }
-    Ok((status, n, keep))
+}
+
+/// Reads one line (chunk size or trailer) of at most 4 KiB, CRLF included.
+fn read_line(s: &mut impl BufRead) -> std::io::Result<Vec<u8>> {
+    let mut line = Vec::new();
+    s.by_ref().take(4 << 10).read_until(b'\n', &mut line)?;
+    if !line.ends_with(b"\n") {
+        return Err(invalid("connection closed in a chunk header"));
+    }
+    Ok(line)
+}
+
+/// Whether a line is empty but for its line end (servers may send a bare LF).
+fn is_blank(line: &[u8]) -> bool {
+    line == b"\r\n" || line == b"\n"
+}
+
+/// Reads and discards exactly `n` bytes.
+fn skip(s: &mut impl BufRead, n: u64, what: &str) -> std::io::Result<()> {
+    let got = std::io::copy(&mut s.by_ref().take(n), &mut std::io::sink())?;
+    if got < n {
+        return Err(invalid(format!("connection closed in {what}")));
+    }
+    Ok(())
+}
+
+/// Reads one HTTP/1.1 response: (status, body bytes read, whether the connection stays
+/// open). Handles `Content-Length`, chunked bodies (with trailers) and bodies that end when
+/// the server closes; consumes nothing past the response, so a kept connection is ready for
+/// the next one.
+pub fn read_response(s: &mut impl BufRead) -> std::io::Result<(u16, u64, bool)> {
+    let head = read_head(s)?;
+    let n = match head.body {
+        Body::Empty => 0,
+        Body::Length(n) => {
+            skip(s, n, "the body")?;
+            n
+        }
+        Body::UntilClose => std::io::copy(s, &mut std::io::sink())?,
+        Body::Chunked => {
+            let mut n = 0u64;
+            loop {
+                let line = read_line(s)?;
+                let size = match httparse::parse_chunk_size(&line) {
+                    Ok(httparse::Status::Complete((_, size))) => size,
+                    _ => return Err(invalid("bad chunk size")),
+                };
+                if size == 0 {
+                    break;
+                }
+                skip(s, size, "a chunk")?;
+                if !is_blank(&read_line(s)?) {
+                    return Err(invalid("a chunk does not end with CRLF"));
+                }
+                n += size;
+            }
+            // Trailer fields, if any, up to the empty line.
+            while !is_blank(&read_line(s)?) {}
+            n
+        }
+    };
+    Ok((head.status, n, head.keep_alive))
 }
 
 impl Workload for Http {
@@ -464,7 +669,7 @@ impl Workload for Http {
         if self.relative && !self.has_base {
             return None;
         }
-        Some(format!("http://{}{}", self.authority, self.path_for(index)))
+        Some(format!("http://{}{}", self.host, self.path_for(index)))
     }
 }
 
@@ -472,33 +677,110 @@ impl Workload for Http {
 mod tests {
     use super::*;
 
-    #[test]
-    fn urls_get_random_letters_and_delays_are_read() {
-        let o = WorkloadOptions {
+    fn with_base() -> WorkloadOptions {
+        WorkloadOptions {
             base_url: Some("http://127.0.0.1:9".into()),
             ..Default::default()
-        };
+        }
+    }
+
+    #[test]
+    fn urls_are_fetched_as_given_but_for_rand() {
+        let o = with_base();
         let w = parse("/add?name=a{rand}&delay=100", &o).unwrap();
         assert_eq!(w.nature(), Nature::Delay(Duration::from_millis(100)));
         let (u0, u1) = (w.url(0).unwrap(), w.url(1).unwrap());
         assert!(u0.starts_with("http://127.0.0.1:9/add?name=a") && u0.ends_with("&delay=100"));
+        assert_eq!(
+            u0.len(),
+            "http://127.0.0.1:9/add?name=a&delay=100".len() + 10
+        );
         assert_ne!(u0, u1);
         assert_eq!(w.spec(), "http:/add?name=a{rand}&delay=100");
-        let appended = parse("http://h:1/add?name=", &o).unwrap();
-        assert_eq!(
-            appended.url(3).unwrap().len(),
-            "http://h:1/add?name=".len() + 10
-        );
+        // Without {rand} nothing is appended: `delay=100` stays 100.
+        let plain = parse("http://h:1/add?name=c&delay=100", &o).unwrap();
+        assert_eq!(plain.url(3).unwrap(), "http://h:1/add?name=c&delay=100");
+        assert_eq!(plain.url(4).unwrap(), plain.url(3).unwrap());
+        let twice = parse("http://h:1/{rand}/x?a={rand}", &o).unwrap();
+        let u = twice.url(0).unwrap();
+        assert!(!u.contains("{rand}"), "{u}");
+        assert_eq!(u.len(), "http://h:1//x?a=".len() + 20);
+        // A bare query is asked of `/`; a fragment is never sent.
+        let q = parse("http://h:1?delay=5#frag", &o).unwrap();
+        assert_eq!(q.url(0).unwrap(), "http://h:1/?delay=5");
+        assert_eq!(q.nature(), Nature::Delay(Duration::from_millis(5)));
         assert_eq!(
             parse("http://h:1/delay/250ms", &o).unwrap().nature(),
             Nature::Delay(Duration::from_millis(250))
         );
         assert_eq!(
+            parse("http://h:1/add?delay=%32%35", &o).unwrap().nature(),
+            Nature::Delay(Duration::from_millis(25))
+        );
+        assert_eq!(
             parse("http://h:1/bytes/5", &o).unwrap().nature(),
             Nature::Network
         );
-        assert!(parse("https://h/x", &o).is_err());
-        assert!(parse("", &o).is_err());
+    }
+
+    #[test]
+    fn hosts_and_ports_are_split_for_connecting() {
+        let t = |u: &str| Target::parse(u, u, false).unwrap();
+        let v6 = t("http://[::1]:8080/x?y={rand}");
+        assert_eq!(
+            (v6.host.as_str(), v6.connect.as_str(), v6.path.as_str()),
+            ("[::1]:8080", "[::1]:8080", "/x?y={rand}")
+        );
+        let default_port = t("http://Example.COM");
+        assert_eq!(
+            (default_port.host.as_str(), default_port.connect.as_str()),
+            ("example.com", "example.com:80")
+        );
+        assert_eq!(t("HTTP://127.0.0.1:80/").connect, "127.0.0.1:80");
+        // The run's server, before it is known, may be checked against a placeholder.
+        assert!(parse("/add?x={rand}", &WorkloadOptions::default()).is_ok());
+    }
+
+    #[test]
+    fn urls_that_cannot_work_are_refused_naming_the_value() {
+        let o = with_base();
+        for (url, needle) in [
+            ("", "missing URL"),
+            ("http://[::1", "does not parse"),
+            (
+                "https://h/x",
+                "'https://h/x': https:// is not supported yet",
+            ),
+            ("ftp://h/x", "'ftp:'"),
+            ("h:1/x", "not supported"),
+            ("http://", "does not parse"),
+            ("http:///x", "no host"),
+            ("http:h/x", "must start with http://"),
+            ("http://h:99999/", "does not parse"),
+            ("http://h:port/", "does not parse"),
+            ("http://h:0/", "port 0"),
+            ("http://u:p@h/", "user:password@"),
+            ("http://{rand}.h/", "in the host"),
+            ("http://h\\x/y", "unusable host"),
+            ("http://h/a b", "cannot be sent"),
+            ("/a\tb", "cannot be sent"),
+        ] {
+            let e = match parse(url, &o) {
+                Ok(_) => panic!("{url} was accepted"),
+                Err(e) => e,
+            };
+            assert!(e.contains(needle), "{url}: {e}");
+            assert!(!e.contains('\n'), "{url}: {e}");
+            if !url.is_empty() && !url.starts_with('/') {
+                assert!(e.contains(&format!("'{url}'")), "{url}: {e}");
+            }
+            assert!(url.is_empty() || e.contains("allowed: http://"), "{e}");
+        }
+        // A relative URL names the run's server it was joined to, or itself alone.
+        let e = parse("/a b", &WorkloadOptions::default()).err().unwrap();
+        assert!(e.contains("'/a b'"), "{e}");
+        let e = parse("/a b", &o).err().unwrap();
+        assert!(e.contains("'http://127.0.0.1:9/a b'"), "{e}");
     }
 
     #[test]
@@ -507,5 +789,96 @@ mod tests {
         assert_eq!(read_response(&mut r).unwrap(), (200, 5, true));
         let mut c: &[u8] = b"HTTP/1.1 503 X\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n";
         assert_eq!(read_response(&mut c).unwrap(), (503, 5, false));
+    }
+
+    /// A reader that hands out one piece per read, as a socket does when a response arrives
+    /// in several segments.
+    struct Pieces(std::collections::VecDeque<Vec<u8>>);
+
+    impl Read for Pieces {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            let Some(mut piece) = self.0.pop_front() else {
+                return Ok(0);
+            };
+            let n = piece.len().min(out.len());
+            out[..n].copy_from_slice(&piece[..n]);
+            if n < piece.len() {
+                self.0.push_front(piece.split_off(n));
+            }
+            Ok(n)
+        }
+    }
+
+    fn pieces(parts: &[&[u8]], capacity: usize) -> BufReader<Pieces> {
+        BufReader::with_capacity(capacity, Pieces(parts.iter().map(|p| p.to_vec()).collect()))
+    }
+
+    #[test]
+    fn heads_split_across_reads_and_larger_than_one_read_are_parsed() {
+        // Split inside the status line, inside a header, and between CR and LF of the end.
+        let mut r = pieces(
+            &[
+                b"HTTP/1.",
+                b"1 200 OK\r\nContent-Le",
+                b"ngth: 10\r\n\r",
+                b"\nok: added\n",
+            ],
+            16 << 10,
+        );
+        assert_eq!(read_response(&mut r).unwrap(), (200, 10, true));
+        // A head of about 3 KiB through an 8-byte buffer: hundreds of reads.
+        let mut long = b"HTTP/1.1 200 OK\r\n".to_vec();
+        for i in 0..60 {
+            long.extend_from_slice(format!("X-Filler-{i}: {}\r\n", "v".repeat(40)).as_bytes());
+        }
+        long.extend_from_slice(b"Transfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\n0\r\n\r\n");
+        let mut r = pieces(&[&long], 8);
+        assert_eq!(read_response(&mut r).unwrap(), (200, 4, true));
+        assert_eq!(
+            r.fill_buf().unwrap(),
+            b"",
+            "the whole response was consumed"
+        );
+    }
+
+    #[test]
+    fn kept_connections_are_left_at_the_next_response() {
+        let two: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabcHTTP/1.1 404 Not Found\r\ntransfer-encoding: Chunked\r\n\r\n2;ext=1\r\nxy\r\n0\r\nTrailer: t\r\n\r\nHTTP/1.1 204 No Content\r\nContent-Length: 9\r\n\r\n";
+        let mut r = pieces(&[two], 5);
+        assert_eq!(read_response(&mut r).unwrap(), (200, 3, true));
+        assert_eq!(read_response(&mut r).unwrap(), (404, 2, true));
+        assert_eq!(read_response(&mut r).unwrap(), (204, 0, true));
+        // HTTP/1.0 closes unless asked; a body without a length runs to the close.
+        let mut r: &[u8] = b"HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\nx";
+        assert_eq!(read_response(&mut r).unwrap(), (200, 1, false));
+        let mut r: &[u8] =
+            b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 1\r\n\r\nx";
+        assert_eq!(read_response(&mut r).unwrap(), (200, 1, true));
+        let mut r: &[u8] = b"HTTP/1.1 200 OK\r\n\r\nuntil close";
+        assert_eq!(read_response(&mut r).unwrap(), (200, 11, false));
+    }
+
+    #[test]
+    fn broken_responses_are_errors() {
+        for bytes in [
+            &b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"[..],
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nabc",
+            b"HTTP/1.1 200 OK\r\nContent-Length: five\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcX\r\n",
+            b"SMTP ready\r\n\r\n",
+            b"",
+        ] {
+            let mut r = bytes;
+            let e = read_response(&mut r).unwrap_err();
+            assert_eq!(e.kind(), std::io::ErrorKind::InvalidData, "{bytes:?}");
+        }
+        let mut huge = b"HTTP/1.1 200 OK\r\n".to_vec();
+        huge.extend(std::iter::repeat_n(b'x', MAX_HEAD + 10));
+        let mut r = pieces(&[&huge], 4096);
+        assert!(read_response(&mut r)
+            .unwrap_err()
+            .to_string()
+            .contains("over 64 KiB"));
     }
 }

@@ -199,21 +199,64 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_canonical_spec_parses_back() {
+    fn every_canonical_spec_prints_back_as_given() {
+        // Compared with the input, not with a second parse: a parser that read `fib:20` as
+        // `fib:2` would print and re-read `fib:2` consistently.
         let o = WorkloadOptions::default();
         for spec in [
             "fib:20",
+            "fib:0",
+            "fib:50",
             "spin:1000",
-            "read",
+            "spin:1099511627776",
+            "read:/dev/urandom:1024x100",
+            "read:/dev/zero:1x7",
             "sleep:5ms",
+            "sleep:250us",
+            "sleep:2s",
             "mail",
             "mail:20",
             "crash:panic",
+            "crash:abort",
+            "crash:segv",
+            "http:/add?name={rand}&delay=100",
+            "http:/add?name=c&delay=100",
+            "http:http://127.0.0.1:8080/delay/10ms",
+            "http:http://h:1/{rand}/x?a=b&c={rand}",
+            "http:http://[::1]:9/bytes/5",
         ] {
-            let w = parse(spec, &o).unwrap();
-            let again = parse(&w.spec(), &o).unwrap();
-            assert_eq!(w.spec(), again.spec(), "{spec}");
+            let w = parse(spec, &o).unwrap_or_else(|e| panic!("{spec}: {e}"));
+            assert_eq!(w.spec(), spec);
         }
+    }
+
+    #[test]
+    fn other_spellings_print_their_canonical_spec() {
+        let o = WorkloadOptions::default();
+        for (spec, canonical) in [
+            ("read", "read:/dev/urandom:1024x100"),
+            ("sleep:1000ms", "sleep:1s"),
+            ("sleep:0.5ms", "sleep:500us"),
+            ("fib:007", "fib:7"),
+            ("mail:30", "mail"),
+        ] {
+            let w = parse(spec, &o).unwrap_or_else(|e| panic!("{spec}: {e}"));
+            assert_eq!(w.spec(), canonical, "{spec}");
+        }
+    }
+
+    #[test]
+    fn parsed_values_are_the_ones_given() {
+        let o = WorkloadOptions::default();
+        let nature = |spec: &str| parse(spec, &o).unwrap().nature();
+        assert_eq!(nature("sleep:5ms"), Nature::Delay(Duration::from_millis(5)));
+        assert_eq!(
+            nature("http:/add?delay=100"),
+            Nature::Delay(Duration::from_millis(100))
+        );
+        assert_eq!(nature("fib:20"), Nature::Cpu);
+        let bytes = parse("read:/dev/zero:10x3", &o).unwrap().run(0).unwrap();
+        assert_eq!(bytes, 30, "10 bytes read 3 times");
     }
 
     #[test]
