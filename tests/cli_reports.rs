@@ -1,50 +1,9 @@
-//! The results file follows its schema, and every rendering can be made again from it.
+//! Every rendering can be made again from a results file (its schema is checked in
+//! `tests/results_schema.rs`).
 
 mod common;
 
 use common::*;
-
-const RUN_FIELDS: &[&str] = &[
-    "type",
-    "study",
-    "workload",
-    "model",
-    "workers",
-    "tasks",
-    "gil",
-    "rep",
-    "wall_s",
-    "user_s",
-    "sys_s",
-    "max_rss_kib",
-    "tree_pss_kib",
-    "ctx_voluntary",
-    "ctx_involuntary",
-    "tasks_ok",
-    "tasks_failed",
-    "bytes",
-    "error",
-    "latency_us",
-    "status",
-    "threads_created",
-    "processes_created",
-];
-const CELL_FIELDS: &[&str] = &[
-    "type",
-    "study",
-    "workload",
-    "model",
-    "workers",
-    "tasks",
-    "gil",
-    "wall_median_s",
-    "wall_ci95_s",
-    "speedup",
-    "efficiency",
-    "effective_cores",
-    "ideal_s",
-    "vs_ideal",
-];
 
 fn small_study() -> (tempfile::TempDir, std::path::PathBuf) {
     let (dir, path) = results_path();
@@ -57,48 +16,6 @@ fn small_study() -> (tempfile::TempDir, std::path::PathBuf) {
         .assert()
         .success();
     (dir, path)
-}
-
-#[test]
-fn results_file_follows_the_schema() {
-    let (_dir, path) = small_study();
-    let lines = read_lines(&path);
-    let meta = &lines[0];
-    assert_eq!(meta["type"], "meta");
-    assert_eq!(meta["schema"], 1);
-    for k in ["cpu", "cores", "kernel", "load1"] {
-        assert!(!meta["machine"][k].is_null(), "machine.{k}");
-    }
-    assert!(meta["started"].as_str().unwrap().ends_with('Z'));
-    let runs = of_type(&lines, "run");
-    assert_eq!(runs.len(), 6);
-    for r in &runs {
-        for f in RUN_FIELDS {
-            assert!(r.get(*f).is_some(), "run line lacks {f}: {r}");
-        }
-        for p in ["p50", "p90", "p99", "p999", "max"] {
-            assert!(r["latency_us"][p].as_u64().is_some());
-        }
-    }
-    let cells = of_type(&lines, "cell");
-    assert_eq!(cells.len(), 2);
-    for c in &cells {
-        for f in CELL_FIELDS {
-            assert!(c.get(*f).is_some(), "cell line lacks {f}: {c}");
-        }
-        let [lo, hi] = [
-            c["wall_ci95_s"][0].as_f64().unwrap(),
-            c["wall_ci95_s"][1].as_f64().unwrap(),
-        ];
-        let m = c["wall_median_s"].as_f64().unwrap();
-        assert!(lo <= m && m <= hi);
-    }
-    let seq = cells.iter().find(|c| c["model"] == "seq").unwrap();
-    assert_eq!(seq["speedup"], 1.0);
-    // Lines come in order: meta, runs (as they finish), cells.
-    let types: Vec<&str> = lines.iter().map(|l| l["type"].as_str().unwrap()).collect();
-    assert_eq!(types.first(), Some(&"meta"));
-    assert_eq!(types.last(), Some(&"cell"));
 }
 
 #[test]

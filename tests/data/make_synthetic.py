@@ -32,7 +32,7 @@ def run(model, workers, par, tasks, rep, wall, cpu_per_wall):
             "max_rss_kib": 4000 + 100 * par, "tree_pss_kib": 1500 + 50 * par,
             "ctx_voluntary": 10, "ctx_involuntary": 2, "threads_created": par if model != "seq" else 0,
             "processes_created": 0, "tasks_ok": tasks, "tasks_failed": 0, "failures": {},
-            "bytes": 8 * tasks, "gil_switches": 0, "error": None,
+            "bytes": 8 * tasks, "gil_switches": 0, "error": None, "server_peak_in_flight": None,
             "latency_us": {"p50": int(task * 1e6), "p90": int(task * 1.1e6), "p99": int(task * 1.2e6),
                            "p999": int(task * 1.2e6), "max": int(task * 1.25e6)}}
     if timeline is not None:
