@@ -223,6 +223,9 @@ fn good_run() -> Value {
     })
 }
 
+/// Breaks one field of a good line.
+type Breaks = Box<dyn Fn(&mut Value)>;
+
 #[test]
 fn the_schema_catches_drift() {
     let s = schema();
@@ -235,7 +238,7 @@ fn the_schema_catches_drift() {
         "expected_failure is allowed"
     );
 
-    let broken: Vec<(&str, Box<dyn Fn(&mut Value)>)> = vec![
+    let broken: Vec<(&str, Breaks)> = vec![
         (
             "an unknown field",
             Box::new(|r| r["wall_seconds"] = json!(1.0)),
