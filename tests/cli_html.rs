@@ -151,8 +151,16 @@ fn report_renders_the_same_html_again() {
     assert_eq!(figures(&a).len(), KINDS.len());
 }
 
+/// Set (to anything but `0` or empty) where a browser must be present: `.ci/run` sets it, so
+/// in CI a missing Chromium fails the browser checks instead of skipping them.
+const REQUIRE_BROWSER: &str = "CONCUR_REQUIRE_BROWSER";
+
+fn browser_required() -> bool {
+    std::env::var(REQUIRE_BROWSER).is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
 fn find_chromium() -> Option<&'static str> {
-    ["chromium", "chromium-browser", "google-chrome"]
+    let found = ["chromium", "chromium-browser", "google-chrome"]
         .into_iter()
         .find(|b| {
             std::process::Command::new(b)
@@ -160,7 +168,24 @@ fn find_chromium() -> Option<&'static str> {
                 .output()
                 .map(|o| o.status.success())
                 .unwrap_or(false)
-        })
+        });
+    assert!(
+        found.is_some() || !browser_required(),
+        "{REQUIRE_BROWSER} is set but no chromium, chromium-browser or google-chrome runs here"
+    );
+    found
+}
+
+#[test]
+fn a_required_browser_is_found() {
+    // Without the variable a missing browser is a skip; with it, find_chromium fails the test.
+    match find_chromium() {
+        Some(b) => eprintln!("browser checks use {b}"),
+        None => eprintln!(
+            "skipped: no chromium on this machine, so the browser checks are skipped \
+             (.ci/run installs it and sets {REQUIRE_BROWSER}=1 to make its absence fail)"
+        ),
+    }
 }
 
 fn chromium(browser: &str, extra: &[&str], page: &Path) -> std::process::Output {
@@ -191,7 +216,10 @@ fn chromium(browser: &str, extra: &[&str], page: &Path) -> std::process::Output 
 #[test]
 fn headless_chromium_opens_the_report() {
     let Some(browser) = find_chromium() else {
-        eprintln!("skipped: no chromium on this machine (.ci/run installs it)");
+        eprintln!(
+            "skipped: no chromium on this machine (.ci/run installs it, and sets \
+             {REQUIRE_BROWSER}=1 so that there its absence fails)"
+        );
         return;
     };
     let (dir, _json, _html) = real_html();

@@ -59,4 +59,13 @@ mod tests {
         assert_eq!(super::fib(20), 6765);
         assert_eq!(super::fib(30), 832040);
     }
+
+    #[test]
+    fn a_task_produces_the_8_bytes_of_its_result() {
+        use super::super::WorkloadOptions;
+        let w = super::parse("20", &WorkloadOptions::default()).unwrap();
+        assert_eq!(w.spec(), "fib:20");
+        assert_eq!(w.run(3).unwrap(), 8);
+        assert!(super::parse("", &WorkloadOptions::default()).is_err());
+    }
 }

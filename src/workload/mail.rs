@@ -162,8 +162,17 @@ mod tests {
     }
 
     #[test]
-    fn same_index_same_bytes() {
+    fn a_delivery_renders_its_known_bytes() {
         let w = parse("20", &WorkloadOptions::default()).unwrap();
-        assert_eq!(w.run(7).unwrap(), w.run(7).unwrap());
+        assert_eq!(w.spec(), "mail:20");
+        let seven = "From: concur@example.com\r\nTo: user7@example.com\r\nSubject: Delivery 7\r\n\r\nHello user 7, fib(20) = 6765.\r\n";
+        assert_eq!(seven.len(), 103);
+        assert_eq!(w.run(7).unwrap(), 103);
+        // Index 10 has one more digit in each of its three places.
+        assert_eq!(w.run(10).unwrap(), 106);
+        assert_eq!(
+            parse("", &WorkloadOptions::default()).unwrap().spec(),
+            "mail"
+        );
     }
 }

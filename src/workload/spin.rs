@@ -57,3 +57,38 @@ impl Workload for Spin {
         Ok(std::mem::size_of_val(&std::hint::black_box(v)) as u64)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The loop without the chunks that offer the interpreter lock.
+    fn reference(n: u64) -> u64 {
+        let (mut a, mut b) = (3u64, 5u64);
+        for _ in 0..n {
+            let next = a.wrapping_mul(b) | 1;
+            a = b;
+            b = next;
+        }
+        b
+    }
+
+    #[test]
+    fn known_values_across_chunk_boundaries() {
+        assert_eq!(spin(0), 5);
+        assert_eq!(spin(1), 15);
+        assert_eq!(spin(2), 75);
+        assert_eq!(spin(3), 1125);
+        for n in [
+            TICK_EVERY - 1,
+            TICK_EVERY,
+            TICK_EVERY + 1,
+            3 * TICK_EVERY + 7,
+        ] {
+            assert_eq!(spin(n), reference(n), "n = {n}");
+        }
+        let w = parse("1000", &WorkloadOptions::default()).unwrap();
+        assert_eq!(w.spec(), "spin:1000");
+        assert_eq!(w.run(0).unwrap(), 8);
+    }
+}

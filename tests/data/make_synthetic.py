@@ -32,7 +32,7 @@ def run(model, workers, par, tasks, rep, wall, cpu_per_wall):
             "max_rss_kib": 4000 + 100 * par, "tree_pss_kib": 1500 + 50 * par,
             "ctx_voluntary": 10, "ctx_involuntary": 2, "threads_created": par if model != "seq" else 0,
             "processes_created": 0, "tasks_ok": tasks, "tasks_failed": 0, "failures": {},
-            "bytes": 8 * tasks, "gil_switches": 0, "error": None,
+            "bytes": 8 * tasks, "gil_switches": 0, "error": None, "server_peak_in_flight": None,
             "latency_us": {"p50": int(task * 1e6), "p90": int(task * 1.1e6), "p99": int(task * 1.2e6),
                            "p999": int(task * 1.2e6), "max": int(task * 1.25e6)}}
     if timeline is not None:
@@ -50,3 +50,35 @@ def write(path, walls):
 CELLS = [("seq", None, 1, 1.0), ("thread", None, 4, 1.9), ("pool:2", 2, 2, 1.9)]
 write("base.jsonl", [0.400, 0.300, 0.210])
 write("new.jsonl", [0.400, 0.210, 0.273])
+
+# quoting.jsonl: specs and errors holding the characters CSV must quote (`,`, `"`) or that
+# other formats treat specially (`&`, `:`, `|`), with three runs per cell so the median is one
+# of them. Its numbers are arbitrary but fixed.
+QUOTING = [
+    # (workload, model, workers, par, nature, delay_s, walls, error)
+    ("http:/add?a=1,2&delay=1", "seq", None, 1, "delay", 0.001, [0.012, 0.010, 0.011], None),
+    ("http:/add?a=1,2&delay=1", "pool:2", 2, 2, "delay", 0.001, [0.007, 0.006, 0.008], None),
+    ('read:/tmp/a "b",c|d:1024x1', "seq", None, 1, "io", None, [0.003, 0.002, 0.004],
+     'read failed: "/tmp/a \\"b\\",c|d": No such file, or directory'),
+]
+
+def quoting_run(workload, model, workers, par, nature, delay_s, rep, wall, error):
+    ok = 0 if error else 2
+    return {"type": "run", "study": "custom", "workload": workload, "model": model, "tasks": 2,
+            "gil": False, "workers": workers, "parallelism": par, "nature": nature,
+            "delay_s": delay_s, "rep": rep, "status": "failed" if error else "ok",
+            "wall_s": wall, "user_s": round(wall / 4, 6), "sys_s": round(wall / 8, 6),
+            "max_rss_kib": 5000 + rep, "tree_pss_kib": 2000 + rep, "ctx_voluntary": 4,
+            "ctx_involuntary": 1, "threads_created": 0 if model == "seq" else 2,
+            "processes_created": 0, "tasks_ok": ok, "tasks_failed": 2 - ok,
+            "failures": {"io": 2} if error else {}, "bytes": 0 if error else 20,
+            "gil_switches": 0, "error": error,
+            "latency_us": None if error else {"p50": 5000, "p90": 5500, "p99": 6000, "p999": 6000, "max": 6000},
+            "server_peak_in_flight": None if error or nature != "delay" else par}
+
+with open("quoting.jsonl", "w") as f:
+    meta = dict(META, command=["concur", "run", "-w", "http:/add?a=1,2&delay=1"])
+    f.write(json.dumps(meta) + "\n")
+    for rep in range(3):
+        for (w, m, workers, par, nature, delay_s, walls, error) in QUOTING:
+            f.write(json.dumps(quoting_run(w, m, workers, par, nature, delay_s, rep, walls[rep], error)) + "\n")
