@@ -458,3 +458,33 @@ pub fn read_results(path: &Path) -> Result<ResultsFile> {
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_lines_of_old_files_get_their_traits_from_the_specs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.jsonl");
+        let meta = r#"{"type":"meta","schema":1,"concur":"0.1.0","started":"2026-01-01T00:00:00Z","machine":{"cpu":"x","cores":2,"kernel":"6","load1":0.0,"governor":null,"mem_total_kib":null}}"#;
+        let run = |workload: &str, model: &str, nature: &str| {
+            format!(
+                r#"{{"type":"run","study":"custom","workload":"{workload}","model":"{model}","tasks":2,"gil":false,"workers":null,"parallelism":1,"nature":"{nature}","delay_s":null,"rep":0,"status":"ok","wall_s":1.0,"user_s":1.0,"sys_s":0.0,"max_rss_kib":1,"tree_pss_kib":null,"ctx_voluntary":0,"ctx_involuntary":0,"threads_created":0,"processes_created":0,"tasks_ok":2,"tasks_failed":0,"bytes":2,"error":null,"latency_us":null}}"#
+            )
+        };
+        let text = [
+            meta.to_string(),
+            run("fib:5", "seq", "cpu"),
+            run("http:/x", "jobs-procs:2", "net"),
+        ]
+        .join("\n");
+        std::fs::write(&path, text).unwrap();
+        let f = read_results(&path).unwrap();
+        let (seq, jobs) = (&f.runs[0].traits, &f.runs[1].traits);
+        assert!(seq.baseline && !seq.http && !seq.waits && seq.family == "seq");
+        assert!(jobs.http && jobs.waits && jobs.queue && jobs.task_processes);
+        assert_eq!(jobs.family, "jobs-procs");
+        assert_eq!(jobs.nature, Nature::Net);
+    }
+}

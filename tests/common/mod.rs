@@ -100,3 +100,65 @@ pub fn runs_of<'a>(lines: &'a [Value], model: &str) -> Vec<&'a Value> {
         .filter(|r| r["model"] == model)
         .collect()
 }
+
+/// Runs `concur run ARGS --warmup 0 -q --json PATH` in `dir` and returns its output, whatever
+/// its exit status: studies in which tasks fail may exit 0 or 1.
+pub fn run_into(dir: &Path, path: &Path, args: &[&str]) -> Output {
+    concur()
+        .current_dir(dir)
+        .arg("run")
+        .args(args)
+        .args(["--warmup", "0", "-q", "--json"])
+        .arg(path)
+        .output()
+        .expect("concur runs")
+}
+
+/// The failing study: panicking tasks (failed runs), aborting processes (crashed runs),
+/// sleeps past `--timeout` (timed-out runs), and one workload that succeeds.
+pub const FAILING_STUDY: &[&str] = &[
+    "-w",
+    "crash:panic",
+    "-w",
+    "crash:abort",
+    "-w",
+    "sleep:5s",
+    "-w",
+    "fib:15",
+    "-m",
+    "seq",
+    "-m",
+    "pool:2",
+    "-n",
+    "2",
+    "-r",
+    "1",
+    "--timeout",
+    "3s",
+];
+
+/// Writes the failing study's results to `dir/failures.jsonl`. Its exit status is not checked
+/// (0 or 1, as failed tasks may make `concur run` exit 1); what it recorded is.
+pub fn failing_study(dir: &Path) -> PathBuf {
+    let path = dir.join("failures.jsonl");
+    let out = run_into(dir, &path, FAILING_STUDY);
+    assert!(
+        out.status.code() == Some(1),
+        "concur run {FAILING_STUDY:?}: {:?} {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines = read_lines(&path);
+    let status = |w: &str| -> Vec<String> {
+        of_type(&lines, "run")
+            .into_iter()
+            .filter(|r| r["workload"] == w)
+            .map(|r| r["status"].as_str().unwrap_or("?").to_string())
+            .collect()
+    };
+    assert_eq!(status("crash:panic"), ["failed", "failed"]);
+    assert_eq!(status("crash:abort"), ["crashed", "crashed"]);
+    assert_eq!(status("sleep:5s"), ["timeout", "timeout"]);
+    assert_eq!(status("fib:15"), ["ok", "ok"]);
+    path
+}

@@ -12,6 +12,14 @@ META = {"type": "meta", "schema": 1, "concur": "0.1.0", "started": "2026-01-01T0
 # Per-run wall offsets: a fixed spread around each cell's median.
 SPREAD = [1.00, 0.98, 1.03, 0.99, 1.02]
 
+def traits(workload, model, nature, delay_s):
+    """The cell traits concur records on every run line (decided from the workload and model)."""
+    family = model.split(":")[0]
+    return {"nature": nature, "delay_s": delay_s, "waits": nature in ("delay", "net"),
+            "http": workload.startswith("http:"), "family": family, "baseline": family == "seq",
+            "task_processes": family in ("fork", "spawn", "jobs-procs"),
+            "queue": family.startswith("jobs"), "expected_failure": False}
+
 def run(model, workers, par, tasks, rep, wall, cpu_per_wall):
     task = wall / (tasks / min(par, 2)) if model != "seq" else wall / tasks
     timeline = None
@@ -35,6 +43,7 @@ def run(model, workers, par, tasks, rep, wall, cpu_per_wall):
             "bytes": 8 * tasks, "gil_switches": 0, "error": None, "server_peak_in_flight": None,
             "latency_us": {"p50": int(task * 1e6), "p90": int(task * 1.1e6), "p99": int(task * 1.2e6),
                            "p999": int(task * 1.2e6), "max": int(task * 1.25e6)}}
+    line.update(traits("spin:1000000", model, "cpu", None))
     if timeline is not None:
         line["timeline_us"] = timeline
     return line
@@ -74,7 +83,8 @@ def quoting_run(workload, model, workers, par, nature, delay_s, rep, wall, error
             "failures": {"io": 2} if error else {}, "bytes": 0 if error else 20,
             "gil_switches": 0, "error": error,
             "latency_us": None if error else {"p50": 5000, "p90": 5500, "p99": 6000, "p999": 6000, "max": 6000},
-            "server_peak_in_flight": None if error or nature != "delay" else par}
+            "server_peak_in_flight": None if error or nature != "delay" else par,
+            **traits(workload, model, nature, delay_s)}
 
 with open("quoting.jsonl", "w") as f:
     meta = dict(META, command=["concur", "run", "-w", "http:/add?a=1,2&delay=1"])
