@@ -9,6 +9,7 @@
 pub mod analysis;
 pub mod error;
 pub mod gil;
+pub mod interrupt;
 pub mod jobs;
 pub mod measure;
 pub mod model;

@@ -65,14 +65,14 @@ pub fn execute(
         notes: plan.notes.clone(),
     };
     writer.write(&Line::Meta(meta.clone()))?;
-    runner::install_interrupt_handler();
+    crate::interrupt::install_interrupt_handler();
     let total = plan.cells.len() * (plan.warmup + plan.repeat);
     let bar = progress_bar(total as u64, progress);
     let mut runs = Vec::with_capacity(plan.cells.len() * plan.repeat);
     let mut interrupted = false;
     'warm: for cell in &plan.cells {
         for _ in 0..plan.warmup {
-            if runner::interrupted() {
+            if crate::interrupt::interrupted() {
                 interrupted = true;
                 break 'warm;
             }
@@ -95,7 +95,7 @@ pub fn execute(
             plan.cells.iter().rev().collect()
         };
         for cell in order {
-            if runner::interrupted() {
+            if crate::interrupt::interrupted() {
                 interrupted = true;
                 break 'rounds;
             }

@@ -7,11 +7,11 @@ use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::analysis::results::{RunResult, RunStatus};
+use crate::interrupt::interrupted;
 use crate::measure::memory::TreeSampler;
 use crate::measure::rusage::{self, ChildUsage};
 use crate::model::TaskEnv;
@@ -20,30 +20,6 @@ use crate::server::Stats;
 use crate::study::child::{ChildReport, RunRequest};
 use crate::study::plan::{CellPlan, Plan};
 use crate::workload::{MailSink, Nature};
-
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-}
-
-/// Catches Ctrl-C and SIGTERM so the current run's process tree is killed and every finished
-/// run is kept. A second Ctrl-C while stopping is honoured by the same flag.
-pub fn install_interrupt_handler() {
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_signal as *const () as usize;
-        libc::sigemptyset(&mut sa.sa_mask);
-        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
-        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
-    }
-}
-
-/// Whether the user asked to stop.
-pub fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::SeqCst)
-}
 
 /// The last lines a child wrote on stderr, for crash reasons.
 const STDERR_TAIL: usize = 20;
