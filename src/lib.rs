@@ -266,13 +266,8 @@ pub fn run(opts: &study::RunOptions, out: &Outputs, command: Vec<String>) -> Res
             s.base_url()
         );
     }
-    let outcome = study::execute(
-        &plan,
-        &mut writer,
-        command,
-        progress,
-        server.as_ref().map(|s| &*s.stats),
-    )?;
+    let executor = study::ProcessExecutor::new(server.as_ref().map(|s| &*s.stats))?;
+    let outcome = study::execute(&plan, &executor, &mut writer, command, progress)?;
     drop(server);
     emit_all(
         &outcome.analysis,
