@@ -15,6 +15,7 @@ pub mod measure;
 pub mod model;
 pub mod process;
 pub mod report;
+pub mod selfcall;
 pub mod server;
 pub mod stats;
 pub mod study;

@@ -16,8 +16,8 @@ use std::time::Instant;
 use crate::analysis::results::{Machine, RunResult};
 use crate::error::{Error, Result};
 use crate::model::TaskEnv;
+use crate::selfcall::RunRequest;
 use crate::server::Stats;
-use crate::study::child::RunRequest;
 use crate::study::machine;
 use crate::study::plan::{CellPlan, Plan};
 
@@ -108,7 +108,7 @@ fn request(plan: &Plan, cell: &CellPlan) -> RunRequest {
 /// One run in a fresh child of `exe`: spawn, supervise, classify, convert.
 fn run_child(exe: &Path, plan: &Plan, cell: &CellPlan, rep: usize) -> RunResult {
     let started = Instant::now();
-    let child = match supervise::spawn(exe, &request(plan, cell)) {
+    let child = match supervise::spawn(exe, request(plan, cell)) {
         Ok(c) => c,
         Err(e) => return convert::not_started(cell, rep, &e),
     };

@@ -5,18 +5,16 @@
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{ChildStderr, Command, Stdio};
+use std::process::ChildStderr;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::measure::memory::TreeSampler;
 use crate::measure::rusage::{self, ChildUsage};
-use crate::process;
-use crate::study::child::{ChildReport, RunRequest};
-use crate::workload::MailSink;
+use crate::selfcall::{RunRequest, SelfCall};
+use crate::study::child::ChildReport;
 
 /// The last lines a child wrote on stderr, for crash reasons.
 const STDERR_TAIL: usize = 20;
@@ -57,30 +55,13 @@ pub(crate) struct Ended {
     pub stderr_tail: Vec<String>,
 }
 
-/// Starts `concur __run` for `request` in a process group of its own.
-pub(super) fn spawn(exe: &Path, request: &RunRequest) -> std::io::Result<Started> {
-    let json = serde_json::to_string(request).map_err(std::io::Error::other)?;
-    let mut cmd = Command::new(exe);
-    cmd.arg("__run")
-        .arg(json)
-        .stdin(Stdio::null())
-        .stderr(Stdio::piped())
-        .stdout(if request.env.options.mail_sink == MailSink::Stdout {
-            Stdio::inherit()
-        } else {
-            Stdio::null()
-        });
-    // SAFETY: setpgid is async-signal-safe; a group of its own lets us kill the run's whole
-    // tree (forked and spawned tasks included) on timeout, and keeps Ctrl-C ours to handle.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::setpgid(0, 0) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let (mut child, report) = process::spawn_with_report(&mut cmd)?;
+/// Starts `concur __run` for `request`, in a process group of its own, tied to the calling
+/// thread's life (which waits for it in [`supervise`]).
+pub(super) fn spawn(exe: &Path, request: RunRequest) -> std::io::Result<Started> {
+    let (mut child, report) = SelfCall::Run(request).spawn(exe)?;
+    let Some(report) = report else {
+        return Err(std::io::Error::other("a run child has a report pipe"));
+    };
     Ok(Started {
         pid: child.id() as i32,
         report,
