@@ -44,10 +44,10 @@ enum Command {
     #[command(subcommand)]
     Jobs(JobsCommand),
     /// One run of one cell, started by `concur run` (its request comes on fd 4, never argv)
-    #[command(name = "__run", hide = true)]
+    #[command(name = concur::selfcall::SelfCall::RUN, hide = true)]
     InternalRun(InternalArgs),
     /// One task of the spawn model, started by a run (its request comes on fd 4)
-    #[command(name = "__task", hide = true)]
+    #[command(name = concur::selfcall::SelfCall::TASK, hide = true)]
     InternalTask(InternalArgs),
 }
 
