@@ -9,6 +9,7 @@
 pub mod analysis;
 pub mod error;
 pub mod gil;
+pub mod interrupt;
 pub mod jobs;
 pub mod measure;
 pub mod model;
@@ -16,6 +17,7 @@ pub mod process;
 pub mod publish;
 pub mod report;
 pub mod secret;
+pub mod selfcall;
 pub mod server;
 pub mod stats;
 pub mod study;
@@ -78,13 +80,8 @@ pub fn run(opts: &study::RunOptions, out: &Outputs, command: Vec<String>) -> Res
             s.base_url()
         );
     }
-    let outcome = study::execute(
-        &plan,
-        &mut writer,
-        command,
-        progress,
-        server.as_ref().map(|s| &*s.stats),
-    )?;
+    let executor = study::ProcessExecutor::new(server.as_ref().map(|s| &*s.stats))?;
+    let outcome = study::execute(&plan, &executor, &mut writer, command, progress)?;
     drop(server);
     publish::publish(
         &outcome.analysis,

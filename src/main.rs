@@ -48,10 +48,21 @@ enum Command {
         /// The shell
         shell: clap_complete::Shell,
     },
-    #[command(name = "__run", hide = true)]
-    InternalRun { request: String },
-    #[command(name = "__task", hide = true)]
-    InternalTask { env: String, index: usize },
+    /// One run of one cell, started by `concur run` (its request comes on fd 4, never argv)
+    #[command(name = concur::selfcall::SelfCall::RUN, hide = true)]
+    InternalRun(InternalArgs),
+    /// One task of the spawn model, started by a run (its request comes on fd 4)
+    #[command(name = concur::selfcall::SelfCall::TASK, hide = true)]
+    InternalTask(InternalArgs),
+}
+
+/// The hidden commands take nothing on argv (their request comes on fd 4). Whatever is given
+/// there anyway is accepted and ignored, so that every hand-made invocation, old-style
+/// request argument included, gets the same one-line "run by concur itself" refusal.
+#[derive(Args)]
+struct InternalArgs {
+    #[arg(hide = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    _ignored: Vec<String>,
 }
 
 #[derive(Args)]
@@ -509,10 +520,8 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
             list();
             Ok(0)
         }
-        Command::InternalRun { request } => concur::study::child::run_main(&request).map(|_| 0),
-        Command::InternalTask { env, index } => {
-            concur::study::child::task_main(&env, index).map(|_| 0)
-        }
+        Command::InternalRun(_) => concur::study::child::run_main().map(|_| 0),
+        Command::InternalTask(_) => concur::study::child::task_main().map(|_| 0),
     }
 }
 

@@ -1,29 +1,79 @@
-//! Child processes of our own binary that report back over a pipe on file descriptor 3,
-//! leaving their stdout and stderr free (the `mail` workload may print on stdout).
+//! Child processes of our own binary: they read their request from file descriptor 4 (never
+//! from argv, which every local user can read with `ps`) and report back over a pipe on file
+//! descriptor 3, leaving their stdout and stderr free (the `mail` workload may print on
+//! stdout). And every process we start dies with the thread that started it.
 
 use std::fs::File;
-use std::io;
-use std::os::fd::{AsRawFd, FromRawFd};
+use std::io::{self, Read, Seek, Write};
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
 
 /// The descriptor on which a child writes its report.
 pub const REPORT_FD: i32 = 3;
 
-/// Spawns `cmd` with a fresh pipe's write end as its fd 3; returns the child and the read end.
-pub fn spawn_with_report(cmd: &mut Command) -> io::Result<(Child, File)> {
+/// The descriptor from which a child reads its request.
+pub const REQUEST_FD: i32 = 4;
+
+/// Descriptors below this are left alone while [`spawn_with_report`] moves descriptors into
+/// place (stdio, fd 3 and fd 4).
+const FIRST_FREE_FD: i32 = 10;
+
+/// A file holding `bytes`, positioned at its start, that no other process can open by name:
+/// a memfd, or where memfds are missing an unlinked file of mode 0600 in the temporary
+/// directory. A file rather than a pipe, so the whole request is there before the child
+/// starts, whatever its size, and the parent never blocks writing it.
+pub fn request_file(bytes: &[u8]) -> io::Result<File> {
+    let mut f = memfd().or_else(|_| unlinked_temp_file())?;
+    f.write_all(bytes)?;
+    f.rewind()?;
+    Ok(f)
+}
+
+fn memfd() -> io::Result<File> {
+    // SAFETY: the name is a NUL-terminated literal; a non-negative result is a descriptor that
+    // nothing else owns, so the File may take it.
+    unsafe {
+        let fd = libc::memfd_create(c"concur-request".as_ptr(), libc::MFD_CLOEXEC);
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(File::from_raw_fd(fd))
+    }
+}
+
+fn unlinked_temp_file() -> io::Result<File> {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!("concur-request-{}-{n}", std::process::id()));
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)?;
+    std::fs::remove_file(&path)?;
+    Ok(f)
+}
+
+/// Spawns `cmd` with a fresh pipe's write end as its fd 3 and, when given, `request` as its
+/// fd 4; returns the child and the pipe's read end.
+pub fn spawn_with_report(cmd: &mut Command, request: Option<&File>) -> io::Result<(Child, File)> {
     let (read_end, write_end) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
     let wfd = write_end.as_raw_fd();
+    let rfd = request.map(|f| f.as_raw_fd());
     // SAFETY: the closure runs between fork and exec and only calls async-signal-safe
-    // functions (dup2, fcntl) on descriptors that exist.
+    // functions (fcntl, dup2) on descriptors that exist in the child.
     unsafe {
         cmd.pre_exec(move || {
-            if wfd != REPORT_FD && libc::dup2(wfd, REPORT_FD) < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            // dup2 clears close-on-exec on the copy; when the pipe already was fd 3 clear it.
-            if libc::fcntl(REPORT_FD, libc::F_SETFD, 0) < 0 {
-                return Err(io::Error::last_os_error());
+            // Copy every source above the targets first: a source may itself sit on fd 3 or
+            // 4, where moving the other one into place would clobber it.
+            let report = lift(wfd)?;
+            let request = rfd.map(lift).transpose()?;
+            place(report, REPORT_FD)?;
+            if let Some(r) = request {
+                place(r, REQUEST_FD)?;
             }
             Ok(())
         });
@@ -33,14 +83,102 @@ pub fn spawn_with_report(cmd: &mut Command) -> io::Result<(Child, File)> {
     Ok((child, File::from(read_end)))
 }
 
+/// In a child between fork and exec: a close-on-exec copy of `fd` at or above
+/// [`FIRST_FREE_FD`]. Async-signal-safe.
+fn lift(fd: RawFd) -> io::Result<RawFd> {
+    // SAFETY: F_DUPFD_CLOEXEC only creates a descriptor; `fd` is open in the child.
+    let copy = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, FIRST_FREE_FD) };
+    if copy < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(copy)
+}
+
+/// In a child between fork and exec: `fd` copied onto `target`, open across exec. dup2
+/// clears close-on-exec on the copy. Async-signal-safe.
+fn place(fd: RawFd, target: RawFd) -> io::Result<()> {
+    // SAFETY: both descriptors are plain integers in the child's table; dup2 replaces target.
+    if unsafe { libc::dup2(fd, target) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The error a hidden command gives when it was not started by concur (no fd 3 or fd 4).
+fn by_hand(what: &str, fd: i32) -> io::Error {
+    io::Error::other(format!(
+        "no {what} on fd {fd}: this command is run by concur itself, not by hand"
+    ))
+}
+
+/// In a child started by [`spawn_with_report`]: reads the whole request from fd 4 and closes
+/// it (so nothing the child starts inherits it), or an error saying that this hidden command
+/// is only for concur's own use.
+pub fn take_request() -> io::Result<String> {
+    // SAFETY: F_GETFD only inspects the descriptor table.
+    if unsafe { libc::fcntl(REQUEST_FD, libc::F_GETFD) } < 0 {
+        return Err(by_hand("request", REQUEST_FD));
+    }
+    // SAFETY: fd 4 is open (checked above) and nothing else in this process owns it; the File
+    // closes it when dropped.
+    let mut f = unsafe { File::from_raw_fd(REQUEST_FD) };
+    let mut text = String::new();
+    f.read_to_string(&mut text)?;
+    Ok(text)
+}
+
+/// Makes the child that `cmd` starts die (SIGKILL) when the thread that spawns it ends, so
+/// that no child outlives a killed parent (Linux's `PR_SET_PDEATHSIG`; elsewhere nothing).
+/// The death signal follows the spawning *thread*, not the process: spawn from a thread
+/// that outlives the child, and wait for the child on it.
+pub fn die_with_parent(cmd: &mut Command) {
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: the closure runs between fork and exec and only calls prctl and getppid, which
+    // are async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            if !tie_to(parent) {
+                return Err(io::Error::other("the parent died before the child started"));
+            }
+            Ok(())
+        });
+    }
+}
+
+/// In a child just forked from process `parent` (no exec follows): dies with SIGKILL when
+/// the forking thread ends; if the parent is gone already, exits at once. Async-signal-safe.
+pub fn die_with_forking_parent(parent: libc::pid_t) {
+    if !tie_to(parent) {
+        // SAFETY: _exit ends this forked child without running the parent's destructors.
+        unsafe { libc::_exit(1) }
+    }
+}
+
+/// Asks for SIGKILL at the parent thread's end; false when the parent `parent` already died
+/// (then we were re-parented before the request took effect, and it would never fire).
+fn tie_to(parent: libc::pid_t) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: prctl with PR_SET_PDEATHSIG takes a signal number and changes nothing else
+        // (should it fail, the child merely runs untied, as it did before); getppid cannot fail.
+        unsafe {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+            libc::getppid() == parent
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = parent;
+        true
+    }
+}
+
 /// In a child started by [`spawn_with_report`]: the report pipe, or an error saying that this
 /// hidden command is only for concur's own use.
 pub fn report_pipe() -> io::Result<File> {
     // SAFETY: F_GETFD only inspects the descriptor table.
     if unsafe { libc::fcntl(REPORT_FD, libc::F_GETFD) } < 0 {
-        return Err(io::Error::other(
-            "no report pipe on fd 3: this command is run by concur itself, not by hand",
-        ));
+        return Err(by_hand("report pipe", REPORT_FD));
     }
     // SAFETY: fd 3 is open (checked above) and nothing else in this process owns it.
     let f = unsafe { File::from_raw_fd(REPORT_FD) };

@@ -550,3 +550,102 @@ mod tests {
         assert!(amdahl_fit(&[(1.0, 1.0), (1.0, 1.0), (1.0, 1.0)]).is_none());
     }
 }
+
+#[cfg(test)]
+mod mock_tests {
+    use super::*;
+    use crate::analysis::analyze;
+    use crate::study::runner::mock::{mock_plan, MockEnd, MockExecutor};
+    use crate::study::runner::Executor;
+
+    fn advice_for(
+        workloads: &[&str],
+        models: &[&str],
+        tasks: &[usize],
+        mock: MockExecutor,
+    ) -> Vec<Advice> {
+        let plan = mock_plan(workloads, models, tasks, 3);
+        let runs = mock.runs(&plan);
+        let a = analyze(&runs, &mock.machine());
+        advise(&a)
+    }
+
+    #[test]
+    fn cpu_bound_work_names_the_fastest_model_and_fits_amdahl() {
+        let mock = MockExecutor::new(4)
+            .task_time("fib:20", 0.1)
+            .overhead("thread", 0.02)
+            .overhead("fork", 0.04);
+        let adv = advice_for(
+            &["fib:20"],
+            &["seq", "pool:4", "thread", "fork"],
+            &[2, 4, 8],
+            mock,
+        );
+        assert_eq!(adv.len(), 1);
+        let a = &adv[0];
+        assert_eq!(a.class, Class::Cpu);
+        assert_eq!(a.winner.as_deref(), Some("pool:4"));
+        assert_eq!(
+            a.text,
+            "fib:20 is CPU-bound: one task at a time keeps 1.00 cores busy, so no model can run it more than 4× faster on this 4-core machine. \
+With 8 tasks, pool:4 won in 200.0 ms, 4.00× the speed of seq, 1.00× the ideal; the next best, thread, took 220.0 ms (10% longer). \
+Why: every model that runs at least 4 tasks at once keeps the cores busy; what separates them is what each task costs to start \
+(a process more than a thread, a thread more than a pool's slot), which is why fork was slowest (240.0 ms)."
+        );
+        // pool:4 scales perfectly: no serial fraction. fork's 40 ms of start-up per run is
+        // one: least squares over (p, S) = (2, 0.2/0.14), (4, 0.4/0.14), (4, 0.8/0.24).
+        let fit = |m: &str| {
+            a.amdahl
+                .iter()
+                .find(|f| f.model == m)
+                .map(|f| (f.serial_fraction, f.points))
+        };
+        let (pool, n) = fit("pool:4").unwrap();
+        assert!(pool.abs() < 1e-9 && n == 3, "{pool} {n}");
+        let (fork, _) = fit("fork").unwrap();
+        assert!((fork - 0.2125 / 1.375).abs() < 1e-9, "{fork}");
+    }
+
+    #[test]
+    fn waiting_work_is_told_to_overlap() {
+        let adv = advice_for(
+            &["sleep:100ms"],
+            &["seq", "pool:4", "async:10"],
+            &[10],
+            MockExecutor::new(4),
+        );
+        let a = &adv[0];
+        assert_eq!(a.class, Class::Delay);
+        assert_eq!(a.winner.as_deref(), Some("async:10"));
+        assert!(a.amdahl.is_empty());
+        assert!(
+            a.text.starts_with(
+                "sleep:100ms mostly waits: one task at a time keeps only 0.00 cores busy"
+            ),
+            "{}",
+            a.text
+        );
+        assert!(
+            a.text.contains("With 10 tasks, async:10 won in 100.0 ms, 10.00× the speed of seq, 1.00× the ideal; the next best, pool:4, took 300.0 ms (200% longer)."),
+            "{}",
+            a.text
+        );
+        assert!(a.text.contains("(async:10 ran 10 at a time)"), "{}", a.text);
+    }
+
+    #[test]
+    fn a_failed_model_never_wins_and_a_group_with_no_measurement_has_no_winner() {
+        let mock = MockExecutor::new(4)
+            .task_time("fib:20", 0.1)
+            .failing("pool:4", MockEnd::Crash);
+        let adv = advice_for(&["fib:20"], &["seq", "pool:4", "thread"], &[8], mock);
+        assert_eq!(adv[0].winner.as_deref(), Some("thread"));
+
+        let mock = MockExecutor::new(4)
+            .failing("seq", MockEnd::Timeout)
+            .failing("pool:4", MockEnd::Crash);
+        let adv = advice_for(&["fib:20"], &["seq", "pool:4"], &[8], mock);
+        assert!(adv.iter().all(|a| a.winner.is_none()), "{adv:?}");
+    }
+}

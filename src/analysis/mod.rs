@@ -279,3 +279,150 @@ pub fn groups(a: &Analysis) -> Vec<Group<'_>> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::study::runner::mock::{mock_plan, MockEnd, MockExecutor};
+    use crate::study::runner::Executor;
+
+    fn close(a: Option<f64>, b: f64) -> bool {
+        a.is_some_and(|a| (a - b).abs() < 1e-9)
+    }
+
+    fn cell<'a>(a: &'a Analysis, model: &str, tasks: usize) -> &'a CellResult {
+        a.cells
+            .iter()
+            .find(|c| c.key.model == model && c.key.tasks == tasks)
+            .unwrap_or_else(|| panic!("no cell {model} ×{tasks}"))
+    }
+
+    /// fib:20 at 0.1 s a task, 8 tasks, on 4 cores: perfect pools, a thread per task, and a
+    /// fork that pays 40 ms of start-up.
+    fn cpu() -> (Vec<RunResult>, Analysis) {
+        let plan = mock_plan(
+            &["fib:20"],
+            &["seq", "pool:2", "pool:4", "thread", "fork"],
+            &[8],
+            3,
+        );
+        let runs = MockExecutor::new(4)
+            .task_time("fib:20", 0.1)
+            .overhead("fork", 0.04)
+            .runs(&plan);
+        let a = analyze(&runs, &MockExecutor::new(4).machine());
+        (runs, a)
+    }
+
+    #[test]
+    fn cpu_cells_scale_up_to_the_cores() {
+        let (_, a) = cpu();
+        let seq = cell(&a, "seq", 8);
+        assert!(close(seq.wall_median_s, 0.8));
+        assert!(close(seq.speedup, 1.0) && close(seq.efficiency, 1.0));
+        assert!(close(seq.ideal_s, 0.8) && close(seq.vs_ideal, 1.0));
+        assert!(close(seq.effective_cores, 1.0));
+        let pool2 = cell(&a, "pool:2", 8);
+        assert!(close(pool2.speedup, 2.0) && close(pool2.efficiency, 1.0));
+        assert!(close(pool2.ideal_s, 0.4) && close(pool2.vs_ideal, 1.0));
+        // Eight threads on four cores: four times faster at best, efficiency over the cores.
+        let thread = cell(&a, "thread", 8);
+        assert!(close(thread.speedup, 4.0) && close(thread.efficiency, 1.0));
+        assert!(close(thread.ideal_s, 0.2) && close(thread.effective_cores, 4.0));
+        let fork = cell(&a, "fork", 8);
+        assert!(close(fork.wall_median_s, 0.24));
+        assert!(close(fork.speedup, 0.8 / 0.24));
+        assert!(close(fork.efficiency, 0.8 / 0.24 / 4.0));
+        assert!(close(fork.ideal_s, 0.2) && close(fork.vs_ideal, 1.2));
+        assert_eq!(fork.bytes, Some(80));
+        assert!(fork.bytes_consistent && !fork.traits.waits);
+        let [lo, hi] = fork.wall_ci95_s.unwrap();
+        assert!(close(Some(lo), 0.24) && close(Some(hi), 0.24));
+        assert_eq!(
+            a.warnings,
+            ["fork ×8, thread ×8 run more tasks at once than the 4 cores: CPU work cannot go faster than 4×, and efficiency is taken over min(workers, cores)"]
+        );
+    }
+
+    #[test]
+    fn delay_cells_scale_with_concurrency_not_cores() {
+        let plan = mock_plan(&["sleep:100ms"], &["seq", "pool:5", "async:10"], &[10], 3);
+        let runs = MockExecutor::new(2).runs(&plan);
+        let a = analyze(&runs, &MockExecutor::new(2).machine());
+        let seq = cell(&a, "seq", 10);
+        assert!(close(seq.wall_median_s, 1.0) && close(seq.ideal_s, 1.0));
+        let pool = cell(&a, "pool:5", 10);
+        assert!(close(pool.speedup, 5.0) && close(pool.efficiency, 1.0));
+        assert!(close(pool.ideal_s, 0.2) && close(pool.vs_ideal, 1.0));
+        let asy = cell(&a, "async:10", 10);
+        assert!(close(asy.speedup, 10.0) && close(asy.efficiency, 1.0));
+        assert!(close(asy.ideal_s, 0.1) && close(asy.vs_ideal, 1.0));
+        assert!(asy.traits.waits);
+        assert!(close(asy.tasks_per_s, 100.0));
+        // Waiting does not compete for the 2 cores: no warning about oversubscription.
+        assert!(a.warnings.is_empty(), "{:?}", a.warnings);
+    }
+
+    #[test]
+    fn failed_runs_and_failed_tasks() {
+        let plan = mock_plan(&["fib:20"], &["seq", "pool:2", "thread", "fork"], &[4], 3);
+        let runs = MockExecutor::new(2)
+            .failing("pool:2", MockEnd::FailedTasks(1))
+            .failing("thread", MockEnd::Crash)
+            .failing("fork", MockEnd::NoStart)
+            .runs(&plan);
+        let a = analyze(&runs, &MockExecutor::new(2).machine());
+        // Failed tasks: the runs still measure.
+        let pool = cell(&a, "pool:2", 4);
+        assert_eq!((pool.runs, pool.runs_failed, pool.tasks_failed), (3, 3, 3));
+        assert_eq!(pool.failures.get("mock"), Some(&3));
+        assert_eq!(pool.bytes, Some(30));
+        assert!(close(pool.wall_median_s, 0.02) && close(pool.speedup, 2.0));
+        assert_eq!(
+            pool.error.as_deref(),
+            Some("1 of 4 tasks failed (first: mock: task failed)")
+        );
+        // Crashed and never-started runs measure nothing.
+        for (model, error) in [
+            ("thread", "killed by SIGSEGV: mock: segfault"),
+            (
+                "fork",
+                "could not start the run's process: entity not found",
+            ),
+        ] {
+            let c = cell(&a, model, 4);
+            assert_eq!((c.runs, c.runs_failed), (3, 3), "{model}");
+            assert_eq!(c.wall_median_s, None, "{model}");
+            assert_eq!((c.speedup, c.ideal_s), (None, None), "{model}");
+            assert_eq!(c.error.as_deref(), Some(error), "{model}");
+        }
+        let crashed = runs.iter().find(|r| r.key.model == "thread").unwrap();
+        assert_eq!(
+            (crashed.status, crashed.tasks_failed),
+            (RunStatus::Crashed, 4)
+        );
+        let unstarted = runs.iter().find(|r| r.key.model == "fork").unwrap();
+        assert_eq!(
+            (unstarted.status, unstarted.tasks_failed),
+            (RunStatus::Spawn, 0)
+        );
+    }
+
+    #[test]
+    fn spread_runs_give_a_median_an_interval_and_a_variation_warning() {
+        let plan = mock_plan(&["fib:20"], &["seq"], &[4], 3);
+        let runs = MockExecutor::new(2)
+            .task_time("fib:20", 0.25)
+            .jitter(0.2)
+            .runs(&plan);
+        let walls: Vec<f64> = runs.iter().map(|r| r.wall_s).collect();
+        assert_eq!(walls.len(), 3);
+        assert!((walls[0] - 1.0).abs() < 1e-9 && (walls[1] - 1.2).abs() < 1e-9);
+        let a = analyze(&runs, &MockExecutor::new(2).machine());
+        let seq = cell(&a, "seq", 4);
+        assert!(close(seq.wall_median_s, 1.0));
+        assert!(close(seq.wall_min_s, 0.8) && close(seq.wall_max_s, 1.2));
+        assert_eq!(a.warnings.len(), 1);
+        assert!(a.warnings[0].starts_with("fib:20 seq ×4: wall varies by 20%"));
+    }
+}

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::worker::{work, WorkOptions};
 use super::{open, Backend, BackendUrl, FailedSet, Job, DEFAULT_QUEUE, NOOP_CLASS};
 use crate::error::{Error, Result};
-use crate::study::runner;
+use crate::interrupt::{install_interrupt_handler, interrupted};
 use crate::workload::{self, WorkloadOptions};
 
 /// Opens the backend a command shares with other processes: `memory` lives and dies with one
@@ -89,11 +89,11 @@ pub fn work_main(url: &BackendUrl, opts: &WorkOptions) -> Result<i32> {
         )));
     }
     let backend = open_shared(url)?;
-    runner::install_interrupt_handler();
+    install_interrupt_handler();
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
     std::thread::spawn(move || loop {
-        if runner::interrupted() {
+        if interrupted() {
             flag.store(true, Ordering::SeqCst);
             return;
         }

@@ -1,6 +1,7 @@
 //! `fork`: one process per task with fork(2), from the single-threaded process of the run.
 //! Each child runs its task, writes its record to a shared pipe in one atomic write, and
-//! `_exit`s; the parent reads the records and reaps every child.
+//! `_exit`s; the parent reads the records and reaps every child. A child dies with the run's
+//! process, so none outlives a killed study.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
@@ -72,11 +73,15 @@ impl Model for Fork {
         };
         let mut children = Vec::with_capacity(ctx.tasks);
         let mut error = None;
+        // The only thread forks every child and reaps every one below: it outlives them, as
+        // their death-with-parent signal requires.
+        let parent = std::process::id() as libc::pid_t;
         for i in 0..ctx.tasks {
             // SAFETY: this process is single-threaded (checked above), so the child may run
             // ordinary Rust code; it leaves with _exit and never returns into our caller.
             match unsafe { nix::unistd::fork() } {
                 Ok(ForkResult::Child) => {
+                    process::die_with_forking_parent(parent);
                     let rec = execute(&*ctx.workload, i);
                     let _ = std::io::stdout().flush();
                     write_all_fd(write_end.as_raw_fd(), rec.to_line().as_bytes());

@@ -15,7 +15,6 @@
 
 use std::io::Read;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -24,6 +23,7 @@ use super::{execute, never_started, Entry, Model, ModelOutcome, RunCtx};
 use crate::jobs::worker::{handle, new_worker_id, Performed};
 use crate::jobs::{self, Backend, BackendUrl, Job, RetrySchedule, DEFAULT_LEASE};
 use crate::measure::TaskRecord;
+use crate::selfcall::SelfCall;
 
 pub(super) const ENTRY: Entry = Entry {
     name: "jobs",
@@ -109,21 +109,18 @@ impl Jobs {
             Ok(e) => e,
             Err(e) => return failed_run(ctx.tasks, format!("finding our own binary: {e}")),
         };
+        // Started and waited for on this thread, which therefore outlives the workers, as
+        // their death-with-parent signal requires.
+        let call = SelfCall::JobsWorker {
+            backend: url.expose().to_string(),
+            queue: queue.to_string(),
+            records: log.0.clone(),
+        };
         let mut children = Vec::with_capacity(self.workers);
         let mut error = None;
         for k in 0..self.workers {
-            let child = Command::new(&exe)
-                .args(["jobs", "work", "-c", "1", "--backend"])
-                .arg(url.expose())
-                .args(["--queue", queue])
-                .arg("--records")
-                .arg(&log.0)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn();
-            match child {
-                Ok(c) => children.push(c),
+            match call.spawn(&exe) {
+                Ok((c, _)) => children.push(c),
                 Err(e) => {
                     error = Some(format!(
                         "could start {k} of {} worker processes: {e}",

@@ -1,14 +1,14 @@
-//! `spawn`: one process per task by re-executing our own binary (`concur __task`), the way a
-//! language without fork (or `multiprocessing`'s spawn start method) does it. Each child
-//! reports its task record on its own pipe.
+//! `spawn`: one process per task by re-executing our own binary (`concur __task`, a
+//! [`SelfCall::Task`]), the way a language without fork (or `multiprocessing`'s spawn start
+//! method) does it. Each child reads its task on fd 4, reports its record on its own pipe, and
+//! dies with this process.
 
 use std::io::Read;
-use std::process::{Command, Stdio};
 
 use super::{never_started, Entry, Model, ModelOutcome, RunCtx};
 use crate::measure::{describe_exit, rusage, TaskError, TaskRecord};
 use crate::process;
-use crate::workload::MailSink;
+use crate::selfcall::SelfCall;
 
 pub(super) const ENTRY: Entry = Entry {
     name: "spawn",
@@ -42,24 +42,22 @@ impl Model for Spawn {
             Ok(p) => p,
             Err(e) => return fail(format!("cannot find our own binary: {e}")),
         };
-        let env = match serde_json::to_string(&ctx.env) {
-            Ok(s) => s,
-            Err(e) => return fail(format!("cannot encode the task: {e}")),
-        };
         process::raise_nofile_limit();
+        // This thread spawns every child and waits for every one below: it outlives them, as
+        // their death-with-parent signal requires.
         let mut children = Vec::with_capacity(ctx.tasks);
         let mut error = None;
         for i in 0..ctx.tasks {
-            let mut cmd = Command::new(&exe);
-            cmd.arg("__task")
-                .arg(&env)
-                .arg(i.to_string())
-                .stdin(Stdio::null());
-            if ctx.env.options.mail_sink != MailSink::Stdout {
-                cmd.stdout(Stdio::null());
-            }
-            match process::spawn_with_report(&mut cmd) {
-                Ok(pair) => children.push((i, pair)),
+            let call = SelfCall::Task {
+                env: ctx.env.clone(),
+                index: i,
+            };
+            match call.spawn(&exe) {
+                Ok((child, Some(pipe))) => children.push((i, (child, pipe))),
+                Ok((_, None)) => {
+                    error = Some("a task child has no report pipe".to_string());
+                    break;
+                }
                 Err(e) => {
                     error = Some(format!("could create {i} of {} processes: {e}", ctx.tasks));
                     break;

@@ -1,5 +1,6 @@
 //! The child side of a run: the hidden `__run` command (one repetition of one cell, in a fresh
-//! process) and `__task` (one task, for the `spawn` model). Both report JSON on fd 3.
+//! process) and `__task` (one task, for the `spawn` model). Both read their request from fd 4
+//! ([`SelfCall::receive`]) and report JSON on fd 3.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -9,21 +10,11 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::measure::latency::{LatencyRecorder, LatencySummary};
 use crate::measure::{self, mono_ns};
-use crate::model::{self, execute, ModelOutcome, RunCtx, TaskEnv};
+use crate::model::{self, execute, ModelOutcome, RunCtx};
+use crate::selfcall::SelfCall;
 use crate::{gil, process};
 
-/// What the runner asks a `__run` child to do.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RunRequest {
-    /// The workload and lock settings.
-    pub env: TaskEnv,
-    /// The model spec.
-    pub model: String,
-    /// How many tasks.
-    pub tasks: usize,
-    /// Thread stack size, bytes.
-    pub stack_size: usize,
-}
+pub use crate::selfcall::RunRequest;
 
 /// What a `__run` child reports back.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -91,14 +82,20 @@ fn pipe() -> Result<std::fs::File> {
     process::report_pipe().map_err(|e| Error::usage(e.to_string()))
 }
 
-fn decode<T: for<'de> Deserialize<'de>>(what: &str, json: &str) -> Result<T> {
-    serde_json::from_str(json).map_err(|e| Error::usage(format!("bad {what} request: {e}")))
+/// The error for a request meant for another hidden command than `name`.
+fn wrong_request(name: &str) -> Error {
+    Error::usage(format!(
+        "{name} was handed another command's request on fd 4"
+    ))
 }
 
-/// `concur __run REQUEST`: runs one repetition of one cell and reports it on fd 3.
-pub fn run_main(request: &str) -> Result<()> {
+/// `concur __run`: runs one repetition of one cell (the request on fd 4) and reports it on
+/// fd 3.
+pub fn run_main() -> Result<()> {
     let mut out = pipe()?;
-    let req: RunRequest = decode("run", request)?;
+    let SelfCall::Run(req) = SelfCall::receive()? else {
+        return Err(wrong_request(SelfCall::RUN));
+    };
     let workload = req.env.install()?;
     let model = model::parse(&req.model)?;
     process::raise_nofile_limit();
@@ -119,10 +116,13 @@ pub fn run_main(request: &str) -> Result<()> {
     writeln!(out, "{text}").map_err(|e| Error::io("writing the run report", e))
 }
 
-/// `concur __task ENV INDEX`: runs one task (the `spawn` model's child) and reports it on fd 3.
-pub fn task_main(env: &str, index: usize) -> Result<()> {
+/// `concur __task`: runs one task (the `spawn` model's child; the request on fd 4) and
+/// reports it on fd 3.
+pub fn task_main() -> Result<()> {
     let mut out = pipe()?;
-    let env: TaskEnv = decode("task", env)?;
+    let SelfCall::Task { env, index } = SelfCall::receive()? else {
+        return Err(wrong_request(SelfCall::TASK));
+    };
     let workload = env.install()?;
     let rec = execute(&*workload, index);
     let _ = std::io::stdout().flush();

@@ -7,15 +7,14 @@ pub mod plan;
 pub mod presets;
 pub mod runner;
 
-use std::path::PathBuf;
-
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 pub use plan::{Plan, RunOptions};
+pub use runner::{Executor, Iteration, ProcessExecutor};
 
 use crate::analysis::results::{Line, Meta, ResultsWriter, RunResult, RunStatus, SCHEMA};
 use crate::analysis::{self, Analysis};
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// What a study produced.
 #[derive(Debug, Clone)]
@@ -43,19 +42,18 @@ fn progress_bar(total: u64, show: bool) -> ProgressBar {
     bar
 }
 
-/// Runs every cell of `plan` (warm-ups first, then `repeat` rounds over the cells, alternating
-/// direction so drift spreads evenly), writing each run to `writer` as it finishes and the
-/// cells at the end. `progress` shows a bar on stderr.
+/// Runs every cell of `plan` through `executor` (warm-ups first, then `repeat` rounds over the
+/// cells, alternating direction so drift spreads evenly), writing each counted run to `writer`
+/// as it finishes and the cells at the end. `progress` shows a bar on stderr. An interrupt
+/// stops the study before the next run; the runs finished so far are kept.
 pub fn execute(
     plan: &Plan,
+    executor: &dyn Executor,
     writer: &mut ResultsWriter,
     command: Vec<String>,
     progress: bool,
-    server: Option<&crate::server::Stats>,
 ) -> Result<StudyOutcome> {
-    let exe: PathBuf =
-        std::env::current_exe().map_err(|e| Error::io("finding our own binary", e))?;
-    let machine = machine::machine();
+    let machine = executor.machine();
     let meta = Meta {
         schema: SCHEMA,
         concur: crate::VERSION.into(),
@@ -69,14 +67,13 @@ pub fn execute(
         notes: plan.notes.clone(),
     };
     writer.write(&Line::Meta(meta.clone()))?;
-    runner::install_interrupt_handler();
     let total = plan.cells.len() * (plan.warmup + plan.repeat);
     let bar = progress_bar(total as u64, progress);
     let mut runs = Vec::with_capacity(plan.cells.len() * plan.repeat);
     let mut interrupted = false;
     'warm: for cell in &plan.cells {
-        for _ in 0..plan.warmup {
-            if runner::interrupted() {
+        for i in 0..plan.warmup {
+            if executor.interrupted() {
                 interrupted = true;
                 break 'warm;
             }
@@ -85,7 +82,7 @@ pub fn execute(
                 cell.key.workload,
                 cell.key.label()
             ));
-            runner::run_once(&exe, plan, cell, 0, server);
+            executor.run(plan, cell, Iteration::Warmup(i));
             bar.inc(1);
         }
     }
@@ -99,12 +96,12 @@ pub fn execute(
             plan.cells.iter().rev().collect()
         };
         for cell in order {
-            if runner::interrupted() {
+            if executor.interrupted() {
                 interrupted = true;
                 break 'rounds;
             }
             bar.set_message(format!("{} {}", cell.key.workload, cell.key.label()));
-            let run = runner::run_once(&exe, plan, cell, rep, server);
+            let run = executor.run(plan, cell, Iteration::Counted(rep));
             if run.status == RunStatus::Interrupted {
                 interrupted = true;
                 break 'rounds;
@@ -125,4 +122,182 @@ pub fn execute(
         analysis,
         interrupted,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::runner::mock::{mock_plan, MockCall, MockExecutor};
+    use super::*;
+
+    /// Runs `plan` on `mock` into a temporary results file; returns the outcome and the
+    /// file's lines.
+    fn study(plan: &Plan, mock: &MockExecutor) -> (StudyOutcome, Vec<Line>) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.jsonl");
+        let mut w = ResultsWriter::create(&path).unwrap();
+        let out = execute(
+            plan,
+            mock,
+            &mut w,
+            vec!["concur".into(), "test".into()],
+            false,
+        )
+        .unwrap();
+        let lines = std::fs::read_to_string(&path)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        (out, lines)
+    }
+
+    fn call(plan: &Plan, cell: usize, iteration: Iteration) -> MockCall {
+        MockCall {
+            key: plan.cells[cell].key.clone(),
+            iteration,
+        }
+    }
+
+    fn two_cells(repeat: usize, warmup: usize) -> Plan {
+        let mut p = mock_plan(&["fib:20"], &["seq", "pool:2"], &[4], repeat);
+        p.warmup = warmup;
+        p
+    }
+
+    #[test]
+    fn warms_up_each_cell_then_alternates_the_order_of_the_rounds() {
+        use Iteration::{Counted, Warmup};
+        let plan = two_cells(3, 2);
+        let mock = MockExecutor::new(2);
+        let (out, _) = study(&plan, &mock);
+        let want = vec![
+            call(&plan, 0, Warmup(0)),
+            call(&plan, 0, Warmup(1)),
+            call(&plan, 1, Warmup(0)),
+            call(&plan, 1, Warmup(1)),
+            call(&plan, 0, Counted(0)),
+            call(&plan, 1, Counted(0)),
+            call(&plan, 1, Counted(1)),
+            call(&plan, 0, Counted(1)),
+            call(&plan, 0, Counted(2)),
+            call(&plan, 1, Counted(2)),
+        ];
+        assert_eq!(mock.calls(), want);
+        assert!(!out.interrupted);
+        // Warm-ups are not counted.
+        let reps: Vec<(String, usize)> = out
+            .runs
+            .iter()
+            .map(|r| (r.key.model.clone(), r.rep))
+            .collect();
+        let seq = || "seq".to_string();
+        let pool = || "pool:2".to_string();
+        assert_eq!(
+            reps,
+            [
+                (seq(), 0),
+                (pool(), 0),
+                (pool(), 1),
+                (seq(), 1),
+                (seq(), 2),
+                (pool(), 2)
+            ]
+        );
+    }
+
+    #[test]
+    fn writes_meta_then_one_line_per_counted_run_then_the_cells() {
+        let plan = two_cells(3, 1);
+        let (out, lines) = study(&plan, &MockExecutor::new(2));
+        assert_eq!(lines.len(), 1 + 6 + 2);
+        let Line::Meta(meta) = &lines[0] else {
+            panic!("first line {:?}", lines[0])
+        };
+        assert_eq!(meta.schema, SCHEMA);
+        assert_eq!(meta.machine.cores, 2);
+        assert_eq!(meta.command, ["concur", "test"]);
+        let runs: Vec<&RunResult> = lines[1..7]
+            .iter()
+            .map(|l| match l {
+                Line::Run(r) => r,
+                other => panic!("expected a run line, got {other:?}"),
+            })
+            .collect();
+        assert_eq!(runs, out.runs.iter().collect::<Vec<_>>());
+        for (line, cell) in lines[7..].iter().zip(&out.analysis.cells) {
+            assert_eq!(line, &Line::Cell(cell.clone()));
+        }
+        assert_eq!(out.analysis.cells[0].runs, 3);
+        assert_eq!(out.analysis.cells[1].key.model, "pool:2");
+    }
+
+    #[test]
+    fn an_interrupt_between_runs_keeps_the_finished_ones() {
+        let plan = two_cells(3, 0);
+        let mock = MockExecutor::new(2).interrupt_after(3);
+        let (out, lines) = study(&plan, &mock);
+        assert!(out.interrupted);
+        assert_eq!(mock.calls().len(), 3);
+        assert_eq!(out.runs.len(), 3);
+        let run_lines = lines.iter().filter(|l| matches!(l, Line::Run(_))).count();
+        let cell_lines = lines.iter().filter(|l| matches!(l, Line::Cell(_))).count();
+        assert_eq!((run_lines, cell_lines), (3, 2));
+        assert_eq!(out.analysis.cells[0].runs, 1);
+        assert_eq!(out.analysis.cells[1].runs, 2);
+    }
+
+    #[test]
+    fn a_run_interrupted_midway_is_dropped_and_the_study_stops() {
+        let plan = two_cells(3, 0);
+        let mock = MockExecutor::new(2).interrupt_during(2);
+        let (out, lines) = study(&plan, &mock);
+        assert!(out.interrupted);
+        assert_eq!(mock.calls().len(), 3);
+        assert_eq!(out.runs.len(), 2);
+        assert!(out.runs.iter().all(|r| r.status == RunStatus::Ok));
+        assert_eq!(
+            lines.iter().filter(|l| matches!(l, Line::Run(_))).count(),
+            2
+        );
+    }
+
+    #[test]
+    fn an_interrupt_during_the_warm_ups_counts_nothing() {
+        let plan = two_cells(3, 2);
+        let mock = MockExecutor::new(2).interrupt_after(1);
+        let (out, lines) = study(&plan, &mock);
+        assert!(out.interrupted);
+        assert_eq!(mock.calls().len(), 1);
+        assert!(out.runs.is_empty() && out.analysis.cells.is_empty());
+        assert_eq!(lines.len(), 1);
+    }
+
+    #[test]
+    fn failed_runs_are_written_and_counted() {
+        use super::runner::mock::MockEnd;
+        let plan = mock_plan(&["fib:20"], &["seq", "thread", "fork"], &[4], 2);
+        let mock = MockExecutor::new(2)
+            .failing("thread", MockEnd::Crash)
+            .failing("fork", MockEnd::Timeout);
+        let (out, _) = study(&plan, &mock);
+        assert!(!out.interrupted);
+        assert_eq!(out.runs.len(), 6);
+        let cell = |m: &str| {
+            out.analysis
+                .cells
+                .iter()
+                .find(|c| c.key.model == m)
+                .unwrap()
+        };
+        assert_eq!(cell("thread").runs_failed, 2);
+        assert_eq!(
+            cell("thread").error.as_deref(),
+            Some("killed by SIGSEGV: mock: segfault")
+        );
+        assert_eq!(
+            cell("fork").error.as_deref(),
+            Some("timed out after 60.000 s")
+        );
+        assert_eq!(cell("seq").runs_failed, 0);
+    }
 }

@@ -1,0 +1,196 @@
+//! Our own binary started again for part of the work, as one typed value: a run of a cell
+//! (`__run`, started by the study runner), one task (`__task`, by the `spawn` model) or a
+//! queue worker (`jobs work -c 1 --records FILE`, by `jobs-procs:W`). [`SelfCall::spawn`]
+//! is the one place that builds these command lines, and [`SelfCall::receive`] the one place
+//! a child decodes its request.
+//!
+//! Requests travel on file descriptor 4, never on argv: the request holds the workload spec,
+//! the options and the jobs backend URL, which may carry a password, and every local user
+//! can read any process's argv with `ps`. Every child dies with the thread that started it
+//! ([`process::die_with_parent`]), so nothing outlives a killed study.
+//!
+//! This module sits between the models (it carries their [`TaskEnv`]) and the study runner;
+//! it knows nothing of plans or results.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::model::TaskEnv;
+use crate::process;
+use crate::workload::MailSink;
+
+/// What the runner asks a `__run` child to do: one repetition of one cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRequest {
+    /// The workload and lock settings.
+    pub env: TaskEnv,
+    /// The model spec.
+    pub model: String,
+    /// How many tasks.
+    pub tasks: usize,
+    /// Thread stack size, bytes.
+    pub stack_size: usize,
+}
+
+/// A process of our own binary that concur starts for part of its work.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "call", rename_all = "lowercase")]
+pub enum SelfCall {
+    /// `concur __run`: one repetition of one cell, in a process group of its own; it reports
+    /// a [`crate::study::child::ChildReport`] on fd 3.
+    Run(RunRequest),
+    /// `concur __task`: task `index` of the workload in `env`; it reports the task's record on
+    /// fd 3.
+    Task {
+        /// The workload and lock settings.
+        env: TaskEnv,
+        /// Which task.
+        index: usize,
+    },
+    /// `concur jobs work -c 1 --backend URL --queue Q --records FILE`: one worker process of
+    /// `jobs-procs:W`, appending each acknowledged task's record to `records`.
+    JobsWorker {
+        /// The queue's backend URL (`sqlite:PATH`).
+        backend: String,
+        /// The run's own queue.
+        queue: String,
+        /// The file the records go to.
+        records: PathBuf,
+    },
+}
+
+impl SelfCall {
+    /// The hidden subcommand that receives a `Run`.
+    pub const RUN: &'static str = "__run";
+    /// The hidden subcommand that receives a `Task`.
+    pub const TASK: &'static str = "__task";
+
+    /// Starts this call as a child of `exe` (our own binary). `Run` and `Task` get their
+    /// request on fd 4 and a report pipe on fd 3, whose read end is returned; a `JobsWorker`
+    /// reports through its records file and returns none. The child dies with the calling
+    /// thread, which must outlive it (see [`process::die_with_parent`]).
+    pub fn spawn(&self, exe: &Path) -> io::Result<(Child, Option<File>)> {
+        let mut cmd = Command::new(exe);
+        cmd.stdin(Stdio::null());
+        match self {
+            SelfCall::Run(req) => {
+                cmd.arg(Self::RUN)
+                    .stdout(stdout_for(req.env.options.mail_sink))
+                    .stderr(Stdio::piped());
+                // SAFETY: setpgid is async-signal-safe; a group of its own lets the runner
+                // kill the run's whole tree (forked and spawned tasks included) on timeout,
+                // and keeps Ctrl-C the runner's to handle.
+                unsafe {
+                    cmd.pre_exec(|| {
+                        if libc::setpgid(0, 0) < 0 {
+                            return Err(io::Error::last_os_error());
+                        }
+                        Ok(())
+                    });
+                }
+            }
+            SelfCall::Task { env, .. } => {
+                cmd.arg(Self::TASK)
+                    .stdout(stdout_for(env.options.mail_sink));
+            }
+            // Workers run with the mail workload's default sink and report nothing but their
+            // records, so every standard stream is closed.
+            SelfCall::JobsWorker {
+                backend,
+                queue,
+                records,
+            } => {
+                cmd.args([
+                    "jobs",
+                    "work",
+                    "-c",
+                    "1",
+                    "--backend",
+                    backend,
+                    "--queue",
+                    queue,
+                ])
+                .arg("--records")
+                .arg(records)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            }
+        }
+        process::die_with_parent(&mut cmd);
+        if let SelfCall::JobsWorker { .. } = self {
+            return Ok((cmd.spawn()?, None));
+        }
+        let request = serde_json::to_vec(self).map_err(io::Error::other)?;
+        let request = process::request_file(&request)?;
+        let (child, report) = process::spawn_with_report(&mut cmd, Some(&request))?;
+        Ok((child, Some(report)))
+    }
+
+    /// In a `__run` or `__task` child: the request on fd 4, or the one-line error that this
+    /// command is run by concur itself when it is missing (someone typed the hidden command).
+    pub fn receive() -> Result<SelfCall> {
+        let text = process::take_request().map_err(|e| Error::usage(e.to_string()))?;
+        serde_json::from_str(&text).map_err(|e| Error::usage(format!("bad request on fd 4: {e}")))
+    }
+}
+
+/// A child's stdout: the terminal's when the mail workload prints there, else nowhere.
+fn stdout_for(sink: MailSink) -> Stdio {
+    if sink == MailSink::Stdout {
+        Stdio::inherit()
+    } else {
+        Stdio::null()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::WorkloadOptions;
+
+    fn env() -> TaskEnv {
+        TaskEnv {
+            workload: "sleep:1ms".into(),
+            options: WorkloadOptions::default(),
+            gil: false,
+            switch_interval_us: 5000,
+            jobs_backend: Some("redis://:hunter2@localhost:6379/0".parse().unwrap()),
+        }
+    }
+
+    #[test]
+    fn requests_round_trip_through_json() {
+        let calls = [
+            SelfCall::Run(RunRequest {
+                env: env(),
+                model: "pool:2".into(),
+                tasks: 3,
+                stack_size: 1 << 20,
+            }),
+            SelfCall::Task {
+                env: env(),
+                index: 7,
+            },
+        ];
+        for c in calls {
+            let text = serde_json::to_string(&c).unwrap();
+            assert!(text.contains("hunter2"), "{text}");
+            assert_eq!(serde_json::from_str::<SelfCall>(&text).unwrap(), c);
+        }
+    }
+
+    #[test]
+    fn a_request_file_reads_back_from_its_start() {
+        use std::io::Read;
+        let mut f = process::request_file(b"{\"call\":\"task\"}").unwrap();
+        let mut s = String::new();
+        f.read_to_string(&mut s).unwrap();
+        assert_eq!(s, "{\"call\":\"task\"}");
+    }
+}

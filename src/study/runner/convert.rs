@@ -1,0 +1,146 @@
+//! Judging and recording a run: [`classify`] decides how it ended (ok, failed, crashed, timed
+//! out, interrupted) and why, [`convert`] turns what the parent saw and the child reported
+//! into the run line.
+
+use std::time::Duration;
+
+use super::supervise::{Ended, Kill};
+use crate::analysis::results::{RunResult, RunStatus};
+use crate::study::plan::CellPlan;
+
+/// How a run ended, and why in one line when it did not end well.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Verdict {
+    /// The run's status.
+    pub status: RunStatus,
+    /// Null for a good run, else the reason.
+    pub error: Option<String>,
+}
+
+/// A run line of `cell` with nothing measured: what a run that never reported looks like,
+/// and the base every run line is filled in from.
+pub(crate) fn template(
+    cell: &CellPlan,
+    rep: usize,
+    status: RunStatus,
+    wall_s: f64,
+    error: Option<String>,
+) -> RunResult {
+    RunResult {
+        key: cell.key.clone(),
+        workers: cell.workers,
+        parallelism: cell.parallelism,
+        traits: cell.traits.clone(),
+        rep,
+        status,
+        wall_s,
+        user_s: 0.0,
+        sys_s: 0.0,
+        max_rss_kib: 0,
+        tree_pss_kib: None,
+        ctx_voluntary: 0,
+        ctx_involuntary: 0,
+        threads_created: 0,
+        processes_created: 0,
+        tasks_ok: 0,
+        tasks_failed: 0,
+        failures: Default::default(),
+        bytes: 0,
+        gil_switches: 0,
+        error,
+        latency_us: None,
+        server_peak_in_flight: None,
+        timeline_us: None,
+    }
+}
+
+/// The run line of a child that could not be started.
+pub(crate) fn not_started(cell: &CellPlan, rep: usize, why: &std::io::Error) -> RunResult {
+    template(
+        cell,
+        rep,
+        RunStatus::Spawn,
+        0.0,
+        Some(format!("could not start the run's process: {why}")),
+    )
+}
+
+/// Decides how a run ended. The parent's own verdict (it killed the run) comes first; then the
+/// child's report (its tasks failed or not); a child that never reported crashed, and the
+/// reason is how it exited plus the last thing it said on stderr.
+pub(crate) fn classify(ended: &Ended, timeout: Duration) -> Verdict {
+    let usage = match &ended.waited {
+        Ok(u) => u,
+        Err(e) => {
+            return Verdict {
+                status: RunStatus::Crashed,
+                error: Some(format!("could not wait for the run: {e}")),
+            }
+        }
+    };
+    let (status, error) = match (ended.killed_for, &ended.report) {
+        (Some(Kill::Timeout), _) => (
+            RunStatus::Timeout,
+            Some(format!(
+                "timed out after {}",
+                crate::units::fmt_secs(timeout.as_secs_f64())
+            )),
+        ),
+        (Some(Kill::Interrupt), _) => (RunStatus::Interrupted, Some("interrupted".to_string())),
+        (None, Some(r)) => match &r.error {
+            None => (RunStatus::Ok, None),
+            Some(e) => (RunStatus::Failed, Some(e.clone())),
+        },
+        (None, None) => {
+            let how = crate::measure::describe_exit(usage);
+            let last = ended
+                .stderr_tail
+                .iter()
+                .rev()
+                .find(|l| !l.trim().is_empty());
+            (
+                RunStatus::Crashed,
+                Some(match last {
+                    Some(l) => format!("{how}: {l}"),
+                    None => how,
+                }),
+            )
+        }
+    };
+    Verdict { status, error }
+}
+
+/// Builds the run line from what the parent measured (rusage, PSS, its own wall) and, for a
+/// run that measured, what the child reported (its own wall, tasks, bytes, latency).
+pub(crate) fn convert(cell: &CellPlan, rep: usize, ended: Ended, verdict: Verdict) -> RunResult {
+    let mut run = template(cell, rep, verdict.status, ended.wall_s, verdict.error);
+    // Without a wait status there is no rusage either: the line stays as the template.
+    let Ok(usage) = ended.waited else {
+        return run;
+    };
+    run.user_s = usage.user_s;
+    run.sys_s = usage.sys_s;
+    run.max_rss_kib = usage.max_rss_kib;
+    run.tree_pss_kib = ended.tree_pss_kib;
+    run.ctx_voluntary = usage.ctx_voluntary;
+    run.ctx_involuntary = usage.ctx_involuntary;
+    match ended.report {
+        Some(r) if verdict.status.measured() => {
+            run.wall_s = r.wall_s;
+            run.tasks_ok = r.tasks_ok;
+            run.tasks_failed = r.tasks_failed;
+            run.failures = r.failures;
+            run.bytes = r.bytes;
+            run.latency_us = r.latency_us;
+            run.threads_created = r.threads_created;
+            run.processes_created = r.processes_created;
+            run.gil_switches = r.gil_switches;
+            // One representative run per cell keeps its timeline: the results file stays small.
+            if rep == 0 {
+                run.timeline_us = r.timeline_us;
+            }
+        }
+        _ => run.tasks_failed = cell.key.tasks,
+    }
+    run
+}

@@ -1,0 +1,164 @@
+//! Starting a run's child and watching it until it ends: reap it with `wait4` (for its
+//! rusage), kill its process group at the timeout or on interrupt, sample the tree's PSS, and
+//! collect what it said (the report on fd 3, the tail of stderr).
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::process::ChildStderr;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::measure::memory::TreeSampler;
+use crate::measure::rusage::{self, ChildUsage};
+use crate::selfcall::{RunRequest, SelfCall};
+use crate::study::child::ChildReport;
+
+/// The last lines a child wrote on stderr, for crash reasons.
+const STDERR_TAIL: usize = 20;
+
+/// How often the supervisor looks at the clock and the interrupt flag while it waits.
+const POLL: Duration = Duration::from_millis(50);
+
+/// Why the parent killed a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kill {
+    /// It ran past the plan's timeout.
+    Timeout,
+    /// The user asked to stop.
+    Interrupt,
+}
+
+/// A run child that has started, with the pipes the parent reads.
+pub(super) struct Started {
+    pid: i32,
+    report: File,
+    stderr: Option<ChildStderr>,
+}
+
+/// Everything the parent saw of a run, before it is judged ([`super::convert::classify`]).
+#[derive(Debug)]
+pub(crate) struct Ended {
+    /// How the child ended and what it used, or why waiting for it failed.
+    pub waited: std::io::Result<ChildUsage>,
+    /// Whether, and why, the parent killed it.
+    pub killed_for: Option<Kill>,
+    /// Wall time seen by the parent, from before the spawn to the reap.
+    pub wall_s: f64,
+    /// Peak PSS of the run's process tree, when at least one sample was taken.
+    pub tree_pss_kib: Option<u64>,
+    /// The child's report, when it wrote one that decodes.
+    pub report: Option<ChildReport>,
+    /// The last lines of the child's stderr.
+    pub stderr_tail: Vec<String>,
+}
+
+/// Starts `concur __run` for `request`, in a process group of its own, tied to the calling
+/// thread's life (which waits for it in [`supervise`]).
+pub(super) fn spawn(exe: &Path, request: RunRequest) -> std::io::Result<Started> {
+    let (mut child, report) = SelfCall::Run(request).spawn(exe)?;
+    let Some(report) = report else {
+        return Err(std::io::Error::other("a run child has a report pipe"));
+    };
+    Ok(Started {
+        pid: child.id() as i32,
+        report,
+        stderr: child.stderr.take(),
+    })
+}
+
+/// Watches a started child until it ends: kills its group when `deadline` passes or
+/// `interrupted` says so, then kills whatever it left in its group, and gathers the rest.
+pub(super) fn supervise(
+    run: Started,
+    started: Instant,
+    deadline: Instant,
+    interrupted: &dyn Fn() -> bool,
+) -> Ended {
+    let pid = run.pid;
+    let sampler = TreeSampler::start(pid);
+    let stderr = read_tail(run.stderr);
+    let report = read_all(run.report);
+    let waiter = wait_in_thread(pid);
+    let mut killed_for: Option<Kill> = None;
+    let waited = loop {
+        match waiter.recv_timeout(POLL) {
+            Ok(r) => break r,
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                break Err(std::io::Error::other("the waiting thread died"))
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if killed_for.is_none() {
+                    killed_for = if interrupted() {
+                        Some(Kill::Interrupt)
+                    } else if Instant::now() >= deadline {
+                        Some(Kill::Timeout)
+                    } else {
+                        None
+                    };
+                    if killed_for.is_some() {
+                        kill_group(pid);
+                    }
+                }
+            }
+        }
+    };
+    let wall_s = started.elapsed().as_secs_f64();
+    // Whatever the run left behind in its group goes with it.
+    kill_group(pid);
+    let tree_pss_kib = sampler.finish();
+    let stderr_tail = stderr.join().map(Vec::from).unwrap_or_default();
+    let report_text = report.join().unwrap_or_default();
+    Ended {
+        waited,
+        killed_for,
+        wall_s,
+        tree_pss_kib,
+        report: serde_json::from_str(report_text.trim()).ok(),
+        stderr_tail,
+    }
+}
+
+/// Kills the process group that the run child leads (its pid is the group's id).
+fn kill_group(pid: i32) {
+    // SAFETY: kill(2) with a negative pid signals our own child's process group; ESRCH when
+    // the group is already empty is harmless.
+    unsafe { libc::kill(-pid, libc::SIGKILL) };
+}
+
+/// Keeps the last [`STDERR_TAIL`] lines of the child's stderr, on a thread of its own so a
+/// chatty child never blocks on a full pipe.
+fn read_tail(stderr: Option<ChildStderr>) -> JoinHandle<VecDeque<String>> {
+    std::thread::spawn(move || {
+        let mut tail = VecDeque::with_capacity(STDERR_TAIL);
+        if let Some(s) = stderr {
+            for line in BufReader::new(s).lines().map_while(|l| l.ok()) {
+                if tail.len() == STDERR_TAIL {
+                    tail.pop_front();
+                }
+                tail.push_back(line);
+            }
+        }
+        tail
+    })
+}
+
+/// Reads the report pipe to its end on a thread of its own.
+fn read_all(mut pipe: File) -> JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = pipe.read_to_string(&mut text);
+        text
+    })
+}
+
+/// Blocks in `wait4` on a thread of its own, so the supervisor can keep time meanwhile.
+fn wait_in_thread(pid: i32) -> mpsc::Receiver<std::io::Result<ChildUsage>> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(rusage::wait_child(pid));
+    });
+    rx
+}
