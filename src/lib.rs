@@ -40,14 +40,15 @@ use analysis::results::{read_results, ResultsWriter};
 /// Returns the exit code: 0 when every counted run succeeded (or `-i`), 1 when some failed,
 /// 130 when interrupted (every finished run is kept).
 pub fn run(opts: &study::RunOptions, out: &Outputs, command: Vec<String>) -> Result<i32, Error> {
-    let mut plan = study::plan::build(opts)?;
+    let plan = study::plan::build(opts)?;
     let prepared = publish::prepare(out)?;
     // http:/PATH cells without --url get concur's own delay server, in this process, on a
     // free loopback port; its counters give each run the server's peak in-flight.
     let server = if plan.needs_server() {
-        let s = server::InProcessServer::start(server::ServerOptions::ephemeral(), model::cores())?;
-        plan.options.base_url = Some(s.base_url());
-        Some(s)
+        Some(server::InProcessServer::start(
+            server::ServerOptions::ephemeral(),
+            model::cores(),
+        )?)
     } else {
         None
     };
@@ -80,7 +81,10 @@ pub fn run(opts: &study::RunOptions, out: &Outputs, command: Vec<String>) -> Res
             s.base_url()
         );
     }
-    let executor = study::ProcessExecutor::new(server.as_ref().map(|s| &*s.stats))?;
+    let executor = study::ProcessExecutor::new(server.as_ref().map(|s| study::RunServer {
+        base_url: s.base_url(),
+        stats: &s.stats,
+    }))?;
     let outcome = study::execute(&plan, &executor, &mut writer, command, progress)?;
     drop(server);
     publish::publish(

@@ -219,7 +219,9 @@ fn good_run() -> Value {
         "threads_created": 2, "processes_created": 0, "tasks_ok": 2, "tasks_failed": 0,
         "failures": {}, "bytes": 16, "gil_switches": 0, "error": null,
         "latency_us": {"p50": 1, "p90": 2, "p99": 3, "p999": 3, "max": 3},
-        "server_peak_in_flight": null, "timeline_us": [[0, 5], [1, 6]]
+        "server_peak_in_flight": null, "timeline_us": [[0, 5], [1, 6]],
+        "waits": false, "http": false, "family": "pool", "baseline": false,
+        "task_processes": false, "queue": false, "expected_failure": false
     })
 }
 

@@ -232,17 +232,10 @@ pub fn parse(spec: &str) -> Result<Box<dyn Model>, Error> {
             allowed()
         ))
     })?;
-    let per_task = if name == "seq" {
-        "thread in all"
-    } else {
-        "thread or process"
-    };
     let workers = match (entry.takes_workers, workers) {
         (false, None) => None,
         (false, Some(w)) => {
-            let why = format!(
-                "{name} takes no worker count (it uses one {per_task} per task), got '{w}'"
-            );
+            let why = format!("{name} takes no worker count ({}), got '{w}'", entry.help);
             return Err(Error::usage(format!("bad model '{spec}': {why}")));
         }
         (true, None) => Some(cores()),

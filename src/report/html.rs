@@ -11,9 +11,6 @@ use crate::analysis::compare;
 use crate::analysis::results::{CellKey, CellResult};
 use crate::units::{fmt_kib, fmt_secs};
 
-/// The chart kinds a group can show, as in each figure's `data-kind`.
-pub const CHART_KINDS: &[&str] = &["speedup", "wall", "memory", "latency", "timeline"];
-
 /// Escapes text for HTML.
 pub fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());

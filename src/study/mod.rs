@@ -10,7 +10,7 @@ pub mod runner;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 pub use plan::{Plan, RunOptions};
-pub use runner::{Executor, Iteration, ProcessExecutor};
+pub use runner::{Executor, Iteration, ProcessExecutor, RunServer};
 
 use crate::analysis::results::{Line, Meta, ResultsWriter, RunResult, RunStatus, SCHEMA};
 use crate::analysis::{self, Analysis};

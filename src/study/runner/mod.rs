@@ -53,17 +53,26 @@ pub trait Executor {
     fn interrupted(&self) -> bool;
 }
 
+/// The server a study started for its `http:/PATH` cells: where it listens and its counters.
+/// It belongs to the execution, not to the plan, which stays as it was built.
+pub struct RunServer<'a> {
+    /// `http://127.0.0.1:PORT`.
+    pub base_url: String,
+    /// Its counters (each run records the peak in-flight).
+    pub stats: &'a Stats,
+}
+
 /// The real executor: every run in a fresh child process of our own binary.
 pub struct ProcessExecutor<'a> {
     exe: PathBuf,
-    server: Option<&'a Stats>,
+    server: Option<RunServer<'a>>,
 }
 
 impl<'a> ProcessExecutor<'a> {
     /// Finds our own binary and takes over Ctrl-C and SIGTERM (so a stopped study kills the
     /// current run's tree and keeps every finished run). With the in-process server's
     /// counters, each run records the server's peak in-flight.
-    pub fn new(server: Option<&'a Stats>) -> Result<Self> {
+    pub fn new(server: Option<RunServer<'a>>) -> Result<Self> {
         let exe = std::env::current_exe().map_err(|e| Error::io("finding our own binary", e))?;
         crate::interrupt::install_interrupt_handler();
         Ok(ProcessExecutor { exe, server })
@@ -76,11 +85,15 @@ impl Executor for ProcessExecutor<'_> {
     }
 
     fn run(&self, plan: &Plan, cell: &CellPlan, iteration: Iteration) -> RunResult {
-        if let Some(s) = self.server {
-            s.reset();
+        if let Some(s) = &self.server {
+            s.stats.reset();
         }
-        let mut run = run_child(&self.exe, plan, cell, iteration.rep());
-        run.server_peak_in_flight = self.server.map(|s| s.snapshot().peak_in_flight);
+        let base_url = self.server.as_ref().map(|s| s.base_url.as_str());
+        let mut run = run_child(&self.exe, plan, cell, iteration.rep(), base_url);
+        run.server_peak_in_flight = self
+            .server
+            .as_ref()
+            .map(|s| s.stats.snapshot().peak_in_flight);
         run
     }
 
@@ -89,12 +102,17 @@ impl Executor for ProcessExecutor<'_> {
     }
 }
 
-/// What the `__run` child is asked to do for `cell`.
-fn request(plan: &Plan, cell: &CellPlan) -> RunRequest {
+/// What the `__run` child is asked to do for `cell`; `base_url` is the study's own server,
+/// which `http:/PATH` workloads go to when no `--url` was given.
+fn request(plan: &Plan, cell: &CellPlan, base_url: Option<&str>) -> RunRequest {
+    let mut options = plan.options.clone();
+    if let Some(url) = base_url {
+        options.base_url.get_or_insert_with(|| url.to_string());
+    }
     RunRequest {
         env: TaskEnv {
             workload: cell.key.workload.clone(),
-            options: plan.options.clone(),
+            options,
             gil: cell.key.gil,
             switch_interval_us: plan.switch_interval.as_micros() as u64,
             jobs_backend: plan.jobs_backend.clone(),
@@ -106,9 +124,15 @@ fn request(plan: &Plan, cell: &CellPlan) -> RunRequest {
 }
 
 /// One run in a fresh child of `exe`: spawn, supervise, classify, convert.
-fn run_child(exe: &Path, plan: &Plan, cell: &CellPlan, rep: usize) -> RunResult {
+fn run_child(
+    exe: &Path,
+    plan: &Plan,
+    cell: &CellPlan,
+    rep: usize,
+    base_url: Option<&str>,
+) -> RunResult {
     let started = Instant::now();
-    let child = match supervise::spawn(exe, request(plan, cell)) {
+    let child = match supervise::spawn(exe, request(plan, cell, base_url)) {
         Ok(c) => c,
         Err(e) => return convert::not_started(cell, rep, &e),
     };
