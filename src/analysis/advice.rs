@@ -144,8 +144,10 @@ fn failed_group(g: &Group, workload: &str) -> Advice {
         class: Class::Failed,
         winner: None,
         text: format!(
-            "No run of {workload} succeeded ({runs} runs in {} cells failed), so nothing was measured: neither what bounds it nor which model suits it can be told. {}",
+            "No run of {workload} succeeded ({runs} run{} in {} cell{} failed), so nothing was measured: neither what bounds it nor which model suits it can be told. {}",
+            if runs == 1 { "" } else { "s" },
             g.cells.len(),
+            if g.cells.len() == 1 { "" } else { "s" },
             match first {
                 Some(e) => format!("The first error: {e}."),
                 None => "No error was recorded.".into(),
