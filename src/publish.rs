@@ -151,55 +151,25 @@ pub fn exit_status(runs: &[RunResult], out: &Outputs) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::results::{CellKey, Traits};
-
-    fn run(status: RunStatus, expected_failure: bool) -> RunResult {
-        RunResult {
-            key: CellKey {
-                study: "mailer".into(),
-                workload: "mail".into(),
-                model: "thread".into(),
-                tasks: 30_000,
-                gil: false,
-            },
-            workers: None,
-            parallelism: 30_000,
-            traits: Traits {
-                expected_failure,
-                ..Traits::default()
-            },
-            rep: 0,
-            status,
-            wall_s: 1.0,
-            user_s: 0.0,
-            sys_s: 0.0,
-            max_rss_kib: 0,
-            tree_pss_kib: None,
-            ctx_voluntary: 0,
-            ctx_involuntary: 0,
-            threads_created: 0,
-            processes_created: 0,
-            tasks_ok: 0,
-            tasks_failed: 1,
-            failures: Default::default(),
-            bytes: 0,
-            gil_switches: 0,
-            error: Some("could create 1 of 30000 threads".into()),
-            latency_us: None,
-            server_peak_in_flight: None,
-            timeline_us: None,
-        }
-    }
+    use crate::study::runner::mock::{mock_plan, MockEnd, MockExecutor};
 
     #[test]
     fn failures_a_study_plans_do_not_count_and_others_do_unless_ignored() {
+        let plan = mock_plan(&["fib:1"], &["seq", "thread"], &[2], 1);
+        let runs = MockExecutor::new(2)
+            .failing("thread", MockEnd::Crash)
+            .runs(&plan);
+        let (ok, failed) = (runs[0].clone(), runs[1].clone());
+        assert_eq!(
+            (ok.status, failed.status),
+            (RunStatus::Ok, RunStatus::Crashed)
+        );
+        let mut planned = failed.clone();
+        planned.traits.expected_failure = true;
         let quiet = Outputs {
             quiet: true,
             ..Outputs::default()
         };
-        let ok = run(RunStatus::Ok, false);
-        let planned = run(RunStatus::Failed, true);
-        let failed = run(RunStatus::Crashed, false);
         assert_eq!(exit_status(&[ok.clone(), planned.clone()], &quiet), 0);
         assert_eq!(
             exit_status(&[ok.clone(), planned.clone(), failed.clone()], &quiet),

@@ -234,44 +234,10 @@ fn failed_tasks_exit_1_unless_ignored_and_the_reason_is_printed() {
 #[test]
 fn a_crawl_of_a_closed_port_exits_1() {
     // Nothing listens on port 1 of the loopback: every request is a connect error.
-    let (_dir, path) = results_path();
-    let out = concur()
-        .args([
-            "crawl",
-            "http://127.0.0.1:1/x",
-            "-n",
-            "20",
-            "-c",
-            "5",
-            "-q",
-            "--json",
-        ])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let lines = read_lines(&path);
+    let (code, lines) = crawl(&["http://127.0.0.1:1/x", "-n", "20", "-c", "5"]);
+    assert_eq!(code, Some(1));
     let r = of_type(&lines, "run")[0];
     assert_eq!(r["failures"]["connect"], 20, "{r}");
-    let out = concur()
-        .args([
-            "crawl",
-            "http://127.0.0.1:1/x",
-            "-n",
-            "5",
-            "-c",
-            "5",
-            "-q",
-            "-i",
-            "--json",
-        ])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
+    let (code, _) = crawl(&["http://127.0.0.1:1/x", "-n", "5", "-c", "5", "-i"]);
+    assert_eq!(code, Some(0));
 }

@@ -319,31 +319,14 @@ fn a_crawl_whose_requests_all_get_400_exits_1() {
     // `delay=abc` is refused by the server with 400 on every request: the crawl writes its
     // results and exits 1 (with -i, 0).
     let s = server();
-    let (dir, path) = results_path();
     let url = format!("{}/add?name={{rand}}&delay=abc", s.base_url());
-    let out = concur()
-        .current_dir(dir.path())
-        .args(["crawl", &url, "-n", "30", "-c", "5", "-q", "--json"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let lines = read_lines(&path);
+    let (code, lines) = crawl(&[&url, "-n", "30", "-c", "5"]);
+    assert_eq!(code, Some(1));
     let r = of_type(&lines, "run")[0];
     assert_eq!(r["status"], "failed", "{r}");
     assert_eq!(r["failures"]["http_4xx"], 30, "{r}");
-    let out = concur()
-        .current_dir(dir.path())
-        .args(["crawl", &url, "-n", "5", "-c", "5", "-q", "-i", "--json"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
+    let (code, _) = crawl(&[&url, "-n", "5", "-c", "5", "-i"]);
+    assert_eq!(code, Some(0));
 }
 
 #[test]

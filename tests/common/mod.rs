@@ -83,6 +83,19 @@ pub fn run_study_to(path: &Path, args: &[&str]) {
     );
 }
 
+/// Runs `concur crawl ARGS -q --json FILE` and returns its exit code and the lines.
+pub fn crawl(args: &[&str]) -> (Option<i32>, Vec<Value>) {
+    let (_dir, path) = results_path();
+    let out = concur()
+        .arg("crawl")
+        .args(args)
+        .args(["-q", "--json"])
+        .arg(&path)
+        .output()
+        .expect("concur runs");
+    (out.status.code(), read_lines(&path))
+}
+
 /// Runs a study that must succeed (exit 0) and returns the process output and the lines.
 pub fn run_study(args: &[&str]) -> (Output, Vec<Value>) {
     run_study_exiting(args, 0)
