@@ -11,6 +11,7 @@ pub mod error;
 pub mod gil;
 pub mod interrupt;
 pub mod jobs;
+pub mod lab;
 pub mod measure;
 pub mod model;
 pub mod process;
@@ -25,9 +26,11 @@ pub mod units;
 pub mod workload;
 
 pub use error::Error;
+pub use lab::{init, Lab, LabReport};
 pub use model::Model;
 pub use publish::Outputs;
-pub use workload::Workload;
+pub use workload::custom::TaskOutput;
+pub use workload::{Nature, TaskError, Workload};
 
 /// The version written into every results file.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -438,6 +438,7 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
         Command::Run(a) => {
             let opts = RunOptions {
                 study: a.study,
+                name: None,
                 workloads: a.workloads,
                 models: a.models,
                 tasks: a.tasks,

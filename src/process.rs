@@ -127,6 +127,41 @@ pub fn take_request() -> io::Result<String> {
     Ok(text)
 }
 
+/// In a child started by [`spawn_with_report`]: the request on fd 4, read from its start
+/// without consuming or closing it (a library user's binary holds several labs, and only the
+/// one that owns the request's workload takes it with [`take_request`]).
+pub fn peek_request() -> io::Result<String> {
+    // SAFETY: F_GETFD only inspects the descriptor table.
+    if unsafe { libc::fcntl(REQUEST_FD, libc::F_GETFD) } < 0 {
+        return Err(by_hand("request", REQUEST_FD));
+    }
+    let mut bytes = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        // SAFETY: pread writes at most buf.len() bytes into our buffer and leaves the
+        // descriptor's offset alone; fd 4 is open (checked above).
+        let n = unsafe {
+            libc::pread(
+                REQUEST_FD,
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                bytes.len() as libc::off_t,
+            )
+        };
+        match n {
+            0 => break,
+            n if n > 0 => bytes.extend_from_slice(&buf[..n as usize]),
+            _ => {
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+        }
+    }
+    String::from_utf8(bytes).map_err(io::Error::other)
+}
+
 /// Makes the child that `cmd` starts die (SIGKILL) when the thread that spawns it ends, so
 /// that no child outlives a killed parent (Linux's `PR_SET_PDEATHSIG`; elsewhere nothing).
 /// The death signal follows the spawning *thread*, not the process: spawn from a thread

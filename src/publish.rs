@@ -95,7 +95,7 @@ pub fn publish(
     Ok(())
 }
 
-fn save_baseline(
+pub(crate) fn save_baseline(
     name: &str,
     a: &Analysis,
     meta: &Meta,

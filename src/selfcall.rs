@@ -132,6 +132,21 @@ impl SelfCall {
         Ok((child, Some(report)))
     }
 
+    /// The request on fd 4, left in place for [`SelfCall::receive`].
+    pub fn peek() -> Result<SelfCall> {
+        let text = process::peek_request().map_err(|e| Error::usage(e.to_string()))?;
+        serde_json::from_str(&text).map_err(|e| Error::usage(format!("bad request on fd 4: {e}")))
+    }
+
+    /// The workload spec the request is about (runs and tasks), if any.
+    pub fn workload(&self) -> Option<&str> {
+        match self {
+            SelfCall::Run(req) => Some(&req.env.workload),
+            SelfCall::Task { env, .. } => Some(&env.workload),
+            SelfCall::JobsWorker { .. } => None,
+        }
+    }
+
     /// In a `__run` or `__task` child: the request on fd 4, or the one-line error that this
     /// command is run by concur itself when it is missing (someone typed the hidden command).
     pub fn receive() -> Result<SelfCall> {

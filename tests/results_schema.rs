@@ -221,7 +221,8 @@ fn good_run() -> Value {
         "latency_us": {"p50": 1, "p90": 2, "p99": 3, "p999": 3, "max": 3},
         "server_peak_in_flight": null, "timeline_us": [[0, 5], [1, 6]],
         "waits": false, "http": false, "family": "pool", "baseline": false,
-        "task_processes": false, "queue": false, "expected_failure": false
+        "task_processes": false, "queue": false, "expected_failure": false,
+        "isolation": "fresh-process", "pid": 4242
     })
 }
 

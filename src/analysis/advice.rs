@@ -449,6 +449,7 @@ mod tests {
             failures: Default::default(),
             tasks_per_s: None,
             server_peak_in_flight: None,
+            isolation: Default::default(),
             traits: Traits {
                 family: model.split(':').next().unwrap_or_default().into(),
                 baseline: model == "seq",

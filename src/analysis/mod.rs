@@ -97,6 +97,7 @@ fn summarize_cell(key: &CellKey, runs: &[&RunResult]) -> CellResult {
             .map(|r| r.tasks_ok as f64 / r.wall_s),
         server_peak_in_flight: runs.iter().filter_map(|r| r.server_peak_in_flight).max(),
         traits: first.map(|r| r.traits.clone()).unwrap_or_default(),
+        isolation: first.map(|r| r.isolation).unwrap_or_default(),
     }
 }
 

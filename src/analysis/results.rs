@@ -191,6 +191,19 @@ pub struct Traits {
     pub expected_failure: bool,
 }
 
+/// Where a run happened: in a fresh process of its own (the CLI, and a library user's binary
+/// that calls [`crate::init`]), or inside the calling process (a library user's binary that
+/// does not), where runtimes, pools and the allocator carry over between runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Isolation {
+    /// A fresh child process per run.
+    #[default]
+    FreshProcess,
+    /// The calling process.
+    InProcess,
+}
+
 /// One run line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
@@ -206,6 +219,12 @@ pub struct RunResult {
     pub traits: Traits,
     /// Repetition number, 0-based.
     pub rep: usize,
+    /// Where the run happened.
+    #[serde(default)]
+    pub isolation: Isolation,
+    /// The process id of the run's process (null for lines written before it was recorded).
+    #[serde(default)]
+    pub pid: Option<u32>,
     /// How the run ended.
     pub status: RunStatus,
     /// Wall time of the tasks (measured by the run's process; by the parent when it crashed).
@@ -319,6 +338,9 @@ pub struct CellResult {
     /// What the cell is, as its runs recorded it.
     #[serde(flatten)]
     pub traits: Traits,
+    /// Where its runs happened.
+    #[serde(default)]
+    pub isolation: Isolation,
 }
 
 /// Appends lines to a results file, flushing each so an interrupted study keeps every
@@ -357,6 +379,14 @@ impl ResultsWriter {
             out: Box::new(file),
             path: Some(path.to_path_buf()),
         })
+    }
+
+    /// A writer that keeps nothing (a library lab without a results file).
+    pub fn sink() -> Self {
+        ResultsWriter {
+            out: Box::new(std::io::sink()),
+            path: Some(PathBuf::new()),
+        }
     }
 
     /// Where the results go (`None` for stdout).

@@ -60,6 +60,41 @@ pub fn wait_child(pid: i32) -> std::io::Result<ChildUsage> {
     })
 }
 
+/// This process's usage so far (all its threads) plus that of its reaped children, as one
+/// figure: what an in-process run is measured by, taken before and after it.
+pub fn self_usage() -> ChildUsage {
+    let get = |who: libc::c_int| {
+        // SAFETY: rusage is plain old data that getrusage overwrites.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid pointer to a local; RUSAGE_SELF and RUSAGE_CHILDREN always exist.
+        unsafe { libc::getrusage(who, &mut ru) };
+        ru
+    };
+    let (me, kids) = (get(libc::RUSAGE_SELF), get(libc::RUSAGE_CHILDREN));
+    ChildUsage {
+        exit_code: Some(0),
+        signal: None,
+        user_s: tv_secs(me.ru_utime) + tv_secs(kids.ru_utime),
+        sys_s: tv_secs(me.ru_stime) + tv_secs(kids.ru_stime),
+        max_rss_kib: me.ru_maxrss.max(kids.ru_maxrss).max(0) as u64,
+        ctx_voluntary: (me.ru_nvcsw + kids.ru_nvcsw).max(0) as u64,
+        ctx_involuntary: (me.ru_nivcsw + kids.ru_nivcsw).max(0) as u64,
+    }
+}
+
+/// What was used between two [`self_usage`] readings (the peak RSS is the later one's).
+pub fn usage_between(before: &ChildUsage, after: &ChildUsage) -> ChildUsage {
+    ChildUsage {
+        exit_code: after.exit_code,
+        signal: after.signal,
+        user_s: (after.user_s - before.user_s).max(0.0),
+        sys_s: (after.sys_s - before.sys_s).max(0.0),
+        max_rss_kib: after.max_rss_kib,
+        ctx_voluntary: after.ctx_voluntary.saturating_sub(before.ctx_voluntary),
+        ctx_involuntary: after.ctx_involuntary.saturating_sub(before.ctx_involuntary),
+    }
+}
+
 /// A signal's name (`SIGSEGV`), or its number when unknown.
 pub fn signal_name(sig: i32) -> String {
     nix::sys::signal::Signal::try_from(sig)

@@ -24,6 +24,7 @@ use crate::jobs::worker::{handle, new_worker_id, Performed};
 use crate::jobs::{self, Backend, BackendUrl, Job, RetrySchedule, DEFAULT_LEASE};
 use crate::measure::TaskRecord;
 use crate::selfcall::SelfCall;
+use crate::workload::Workload;
 
 pub(super) const ENTRY: Entry = Entry {
     name: "jobs",
@@ -194,6 +195,15 @@ impl Model for Jobs {
     }
     fn task_processes(&self) -> bool {
         self.kind == Kind::Procs
+    }
+    fn check(&self, w: &dyn Workload, _gil: bool) -> Result<(), String> {
+        if self.kind == Kind::Procs && !w.portable() {
+            return Err(format!(
+                "its workers are `concur jobs work` processes, which cannot re-create '{}' (a workload of this program's own); use jobs:W, which runs the same queue on threads",
+                w.spec()
+            ));
+        }
+        Ok(())
     }
     fn is_queue(&self) -> bool {
         true

@@ -37,6 +37,9 @@ pub struct ChildReport {
     pub threads_created: usize,
     /// Processes the model created.
     pub processes_created: usize,
+    /// The process id of the run (distinct for every fresh process).
+    #[serde(default)]
+    pub pid: u32,
     /// Forced hand-overs of the emulated lock (this process only).
     pub gil_switches: u64,
     /// Each task's `[start, end]`, µs from the model's start, at most
@@ -96,6 +99,15 @@ pub fn run_main() -> Result<()> {
     let SelfCall::Run(req) = SelfCall::receive()? else {
         return Err(wrong_request(SelfCall::RUN));
     };
+    let rep = run_cell(req)?;
+    let text = serde_json::to_string(&rep).map_err(|e| Error::Internal(e.to_string()))?;
+    let _ = std::io::stdout().flush();
+    writeln!(out, "{text}").map_err(|e| Error::io("writing the run report", e))
+}
+
+/// Runs one repetition of one cell in this process and condenses it into the report: the
+/// work of a `__run` child, and of a library user's in-process fallback.
+pub fn run_cell(req: RunRequest) -> Result<ChildReport> {
     let workload = req.env.install()?;
     let model = model::parse(&req.model)?;
     process::raise_nofile_limit();
@@ -111,9 +123,8 @@ pub fn run_main() -> Result<()> {
     let timeline = measure::timeline(&outcome.records, t0, measure::TIMELINE_CAP);
     let mut rep = report(outcome, wall_s);
     rep.timeline_us = Some(timeline);
-    let text = serde_json::to_string(&rep).map_err(|e| Error::Internal(e.to_string()))?;
-    let _ = std::io::stdout().flush();
-    writeln!(out, "{text}").map_err(|e| Error::io("writing the run report", e))
+    rep.pid = std::process::id();
+    Ok(rep)
 }
 
 /// `concur __task`: runs one task (the `spawn` model's child; the request on fd 4) and

@@ -10,6 +10,7 @@ pub mod runner;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 pub use plan::{Plan, RunOptions};
+pub use runner::in_process::InProcessExecutor;
 pub use runner::{Executor, Iteration, ProcessExecutor, RunServer};
 
 use crate::analysis::results::{Line, Meta, ResultsWriter, RunResult, RunStatus, SCHEMA};

@@ -18,6 +18,8 @@ pub const MAX_TASKS: usize = 1_000_000;
 pub struct RunOptions {
     /// A built-in study (`gil`, `mailer`, `tour`), or `None` for free-form / the tour.
     pub study: Option<String>,
+    /// The name of a free-form study (`custom` when `None`; a library lab's own name).
+    pub name: Option<String>,
     /// Free-form workload specs.
     pub workloads: Vec<String>,
     /// Free-form model specs.
@@ -57,6 +59,7 @@ impl Default for RunOptions {
     fn default() -> Self {
         RunOptions {
             study: None,
+            name: None,
             workloads: vec![],
             models: vec![],
             tasks: vec![],
@@ -261,12 +264,13 @@ pub fn build(o: &RunOptions) -> Result<Plan> {
         } else {
             o.tasks.clone()
         };
+        let name = o.name.clone().unwrap_or_else(|| "custom".into());
         let mut cells = Vec::new();
         for w in &o.workloads {
             for m in &o.models {
                 for &n in &tasks {
                     cells.push(CellRequest {
-                        study: "custom".into(),
+                        study: name.clone(),
                         workload: w.clone(),
                         model: m.clone(),
                         tasks: n,
@@ -277,7 +281,7 @@ pub fn build(o: &RunOptions) -> Result<Plan> {
             }
         }
         presets::Preset {
-            name: "custom".into(),
+            name,
             cells,
             repeat: 5,
             warmup: 1,

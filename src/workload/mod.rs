@@ -6,6 +6,7 @@
 //! loop (as a naive async program does) and blocking I/O on the runtime's blocking pool.
 
 mod crash;
+pub mod custom;
 mod fib;
 pub mod http;
 mod mail;
@@ -114,6 +115,12 @@ pub trait Workload: Send + Sync + 'static {
     fn needs_server(&self) -> bool {
         false
     }
+    /// Whether another process of any concur binary can re-create this workload from its spec
+    /// (built-in workloads can; a closure registered by a library user exists only in that
+    /// user's binary, so `jobs-procs`' `concur jobs work` processes cannot run it).
+    fn portable(&self) -> bool {
+        true
+    }
     /// The URL task `index` fetches, for HTTP workloads once the run's server is known.
     fn url(&self, _index: usize) -> Option<String> {
         None
@@ -126,14 +133,16 @@ pub fn guarded_run<W: Workload + ?Sized>(w: &W, index: usize) -> Result<u64, Tas
         let _held = gil::hold();
         w.run(index)
     }));
-    out.unwrap_or_else(|payload| {
-        let msg = payload
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "panic with a non-text payload".into());
-        Err(TaskError::new("panic", msg))
-    })
+    out.unwrap_or_else(|payload| Err(TaskError::new("panic", panic_message(&*payload))))
+}
+
+/// The text of a panic's payload.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic with a non-text payload".into())
 }
 
 /// Parses a workload's arguments (the text after `NAME:`) into the workload, or a reason.
@@ -164,6 +173,9 @@ pub const REGISTRY: &[Entry] = &[
 
 /// Parses a workload spec such as `fib:30` or `read:/dev/urandom:1024x100`.
 pub fn parse(spec: &str, opts: &WorkloadOptions) -> Result<Arc<dyn Workload>, Error> {
+    if let Some(w) = custom::find(spec) {
+        return Ok(w);
+    }
     let (name, args) = spec.split_once(':').unwrap_or((spec, ""));
     let entry = REGISTRY.iter().find(|e| e.name == name).ok_or_else(|| {
         Error::usage(format!(

@@ -18,7 +18,8 @@ def traits(workload, model, nature, delay_s):
     return {"nature": nature, "delay_s": delay_s, "waits": nature in ("delay", "net"),
             "http": workload.startswith("http:"), "family": family, "baseline": family == "seq",
             "task_processes": family in ("fork", "spawn", "jobs-procs"),
-            "queue": family.startswith("jobs"), "expected_failure": False}
+            "queue": family.startswith("jobs"), "expected_failure": False,
+            "isolation": "fresh-process"}
 
 def run(model, workers, par, tasks, rep, wall, cpu_per_wall):
     task = wall / (tasks / min(par, 2)) if model != "seq" else wall / tasks
@@ -44,6 +45,7 @@ def run(model, workers, par, tasks, rep, wall, cpu_per_wall):
             "latency_us": {"p50": int(task * 1e6), "p90": int(task * 1.1e6), "p99": int(task * 1.2e6),
                            "p999": int(task * 1.2e6), "max": int(task * 1.25e6)}}
     line.update(traits("spin:1000000", model, "cpu", None))
+    line["pid"] = 1000 + rep * 10 + len(model)
     if timeline is not None:
         line["timeline_us"] = timeline
     return line
@@ -84,7 +86,7 @@ def quoting_run(workload, model, workers, par, nature, delay_s, rep, wall, error
             "gil_switches": 0, "error": error,
             "latency_us": None if error else {"p50": 5000, "p90": 5500, "p99": 6000, "p999": 6000, "max": 6000},
             "server_peak_in_flight": None if error or nature != "delay" else par,
-            **traits(workload, model, nature, delay_s)}
+            "pid": 2000 + rep * 10 + len(model), **traits(workload, model, nature, delay_s)}
 
 with open("quoting.jsonl", "w") as f:
     meta = dict(META, command=["concur", "run", "-w", "http:/add?a=1,2&delay=1"])

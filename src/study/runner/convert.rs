@@ -32,6 +32,8 @@ pub(crate) fn template(
         parallelism: cell.parallelism,
         traits: cell.traits.clone(),
         rep,
+        isolation: Default::default(),
+        pid: None,
         status,
         wall_s,
         user_s: 0.0,
@@ -135,6 +137,7 @@ pub(crate) fn convert(cell: &CellPlan, rep: usize, ended: Ended, verdict: Verdic
             run.threads_created = r.threads_created;
             run.processes_created = r.processes_created;
             run.gil_switches = r.gil_switches;
+            run.pid = Some(r.pid);
             // One representative run per cell keeps its timeline: the results file stays small.
             if rep == 0 {
                 run.timeline_us = r.timeline_us;

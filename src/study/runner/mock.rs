@@ -192,6 +192,7 @@ impl MockExecutor {
             }),
             threads_created: 0,
             processes_created: 0,
+            pid: 10_000 + rep as u32,
             gil_switches: 0,
             timeline_us: Some(
                 (0..n.min(crate::measure::TIMELINE_CAP))

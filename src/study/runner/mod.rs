@@ -6,6 +6,7 @@
 //! that status and reason; the study goes on. Tests use the deterministic `mock` instead.
 
 pub(crate) mod convert;
+pub mod in_process;
 #[cfg(test)]
 pub(crate) mod mock;
 pub(crate) mod supervise;
@@ -104,7 +105,7 @@ impl Executor for ProcessExecutor<'_> {
 
 /// What the `__run` child is asked to do for `cell`; `base_url` is the study's own server,
 /// which `http:/PATH` workloads go to when no `--url` was given.
-fn request(plan: &Plan, cell: &CellPlan, base_url: Option<&str>) -> RunRequest {
+pub(crate) fn request(plan: &Plan, cell: &CellPlan, base_url: Option<&str>) -> RunRequest {
     let mut options = plan.options.clone();
     if let Some(url) = base_url {
         options.base_url.get_or_insert_with(|| url.to_string());

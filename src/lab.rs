@@ -1,0 +1,440 @@
+//! concur as a library: put a function of your own under every concurrency model, each run in
+//! a fresh process of your own binary, with the statistics, the advice and the reports of the
+//! command line.
+//!
+//! Your `main` calls [`init`] first. When concur's runner starts your binary again for one run
+//! (or one task of the `spawn` model), [`Lab::run`] then performs that run and ends the
+//! process; in the first process it runs the study and returns its [`LabReport`]. Without
+//! [`init`], every run happens inside the calling process: the lab warns once and records
+//! `"isolation": "in-process"`.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::analysis::advice::{self, Advice};
+use crate::analysis::compare::{self, Comparison};
+use crate::analysis::results::{self, CellResult, Meta, ResultsWriter, RunResult};
+use crate::analysis::Analysis;
+use crate::error::{Error, Result};
+use crate::report::{self, Report};
+use crate::selfcall::SelfCall;
+use crate::study::{self, Executor, InProcessExecutor, ProcessExecutor, RunOptions};
+use crate::workload::custom::{self, FnWorkload, TaskOutput};
+use crate::workload::{Nature, Workload};
+
+static INIT: AtomicBool = AtomicBool::new(false);
+static WARNED: AtomicBool = AtomicBool::new(false);
+
+/// Call first in `main`: it lets every run of a [`Lab`] happen in a fresh process of this
+/// binary. It returns at once; in a process that concur's runner started for one run, the
+/// next [`Lab::run`] performs that run and ends the process.
+pub fn init() {
+    INIT.store(true, Ordering::SeqCst);
+}
+
+/// Whether this process was started by concur's runner for one run (`__run`) or one task
+/// (`__task`), and which.
+fn child_call() -> Option<String> {
+    std::env::args()
+        .nth(1)
+        .filter(|a| a == SelfCall::RUN || a == SelfCall::TASK)
+}
+
+/// A study of workloads of your own under the models you name, built step by step.
+///
+/// ```no_run
+/// let report = concur::Lab::new("sum")
+///     .task(|i| (0..100_000u64).map(|x| x ^ i as u64).sum::<u64>() % 7)
+///     .models(["seq", "pool:2", "rayon:2", "async:4"])
+///     .tasks([10, 100])
+///     .repeat(3)
+///     .run()?;
+/// report.print()?;
+/// # Ok::<(), concur::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Lab {
+    name: String,
+    workloads: Vec<Arc<dyn Workload>>,
+    nature: Nature,
+    options: RunOptions,
+    baseline: Option<String>,
+    save_baseline: Option<String>,
+    results: Option<PathBuf>,
+}
+
+impl Lab {
+    /// A lab named `name`: the study's name, and the name of its first closure workload.
+    pub fn new(name: &str) -> Lab {
+        Lab {
+            name: name.to_string(),
+            workloads: Vec::new(),
+            nature: Nature::Cpu,
+            options: RunOptions {
+                name: Some(name.to_string()),
+                ..RunOptions::default()
+            },
+            baseline: None,
+            save_baseline: None,
+            results: None,
+        }
+    }
+
+    fn next_name(&self) -> String {
+        match self.workloads.len() {
+            0 => self.name.clone(),
+            n => format!("{}-{}", self.name, n + 1),
+        }
+    }
+
+    /// What bounds the closures added after this call (CPU work unless declared otherwise):
+    /// the ideal time and the async models' handling of blocking closures follow from it.
+    pub fn nature(mut self, nature: Nature) -> Lab {
+        self.nature = nature;
+        self
+    }
+
+    /// Adds a blocking closure: task `i` runs `f(i)`, which returns nothing, a byte count (the
+    /// checksum's share), or a `Result` whose error fails that task with its message. A panic
+    /// fails the task too. Named after the lab (`NAME`, then `NAME-2`, ...).
+    pub fn task<F, T>(mut self, f: F) -> Lab
+    where
+        F: Fn(usize) -> T + Send + Sync + 'static,
+        T: TaskOutput,
+    {
+        let name = self.next_name();
+        self.workloads
+            .push(Arc::new(FnWorkload::blocking(&name, self.nature, f)));
+        self
+    }
+
+    /// Adds an async closure: task `i` awaits `f(i)`. The async models run it on their event
+    /// loop natively; the others on a small runtime of the worker's own.
+    pub fn async_task<F, Fut, T>(mut self, f: F) -> Lab
+    where
+        F: Fn(usize) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = T> + Send + 'static,
+        T: TaskOutput,
+    {
+        let name = self.next_name();
+        self.workloads
+            .push(Arc::new(FnWorkload::future(&name, self.nature, f)));
+        self
+    }
+
+    /// Adds a workload of your own type (its `spec` names it) or a built-in one by spec
+    /// (`"fib:30"`), to compare against.
+    pub fn workload(mut self, w: impl Workload) -> Lab {
+        self.workloads.push(Arc::new(w));
+        self
+    }
+
+    /// Adds a built-in workload by spec (`"fib:0"`, `"sleep:10ms"`), e.g. as a reference.
+    pub fn builtin(mut self, spec: &str) -> Lab {
+        self.options.workloads.push(spec.to_string());
+        self
+    }
+
+    /// The models, as on the command line (`seq`, `thread`, `pool:4`, `rayon:4`, `async:16`,
+    /// `fork`, ...).
+    pub fn models<I, S>(mut self, models: I) -> Lab
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.options.models = models.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The task counts: one cell per model and count.
+    pub fn tasks<I: IntoIterator<Item = usize>>(mut self, tasks: I) -> Lab {
+        self.options.tasks = tasks.into_iter().collect();
+        self
+    }
+
+    /// Counted runs per cell (5 by default).
+    pub fn repeat(mut self, n: usize) -> Lab {
+        self.options.repeat = Some(n);
+        self
+    }
+
+    /// Uncounted warm-up runs per cell (1 by default).
+    pub fn warmup(mut self, n: usize) -> Lab {
+        self.options.warmup = Some(n);
+        self
+    }
+
+    /// Kills a run that takes longer (fresh processes only; 300 s by default).
+    pub fn timeout(mut self, d: Duration) -> Lab {
+        self.options.timeout = d;
+        self
+    }
+
+    /// Runs every cell under the emulated interpreter lock (`--gil`).
+    pub fn gil(mut self, on: bool) -> Lab {
+        self.options.gil = on;
+        self
+    }
+
+    /// The emulated lock's switch interval (`--switch-interval`, 5 ms by default).
+    pub fn switch_interval(mut self, d: Duration) -> Lab {
+        self.options.switch_interval = d;
+        self
+    }
+
+    /// Stack size of the threads the models create (`--stack-size`).
+    pub fn stack_size(mut self, bytes: usize) -> Lab {
+        self.options.stack_size = bytes;
+        self
+    }
+
+    /// Also writes the JSON Lines results file (`--json FILE`).
+    pub fn results_file(mut self, path: impl Into<PathBuf>) -> Lab {
+        self.results = Some(path.into());
+        self
+    }
+
+    /// Compares with a baseline: a name saved with [`Lab::save_baseline`] or a results file.
+    pub fn baseline(mut self, name_or_file: &str) -> Lab {
+        self.baseline = Some(name_or_file.to_string());
+        self
+    }
+
+    /// Saves the results as a baseline under `concur-results/baselines/NAME.jsonl`.
+    pub fn save_baseline(mut self, name: &str) -> Lab {
+        self.save_baseline = Some(name.to_string());
+        self
+    }
+
+    /// Runs the study and returns its report; in a process concur's runner started for one
+    /// run, performs that run and ends the process instead. Bad input (an unknown model, a
+    /// workload name taken by a built-in one) is an [`Error::Usage`] before any run.
+    pub fn run(self) -> Result<LabReport> {
+        let mut opts = self.options.clone();
+        for w in &self.workloads {
+            custom::register(w.clone()).map_err(Error::usage)?;
+            opts.workloads.push(w.spec());
+        }
+        if let Some(call) = child_call() {
+            // In a run's process: the lab whose workload the request names performs it and
+            // ends the process; the binary's other labs step aside with an empty report.
+            let ours = SelfCall::peek()?
+                .workload()
+                .is_some_and(|spec| opts.workloads.iter().any(|w| w == spec));
+            if ours {
+                serve_child(&call);
+            }
+            return Ok(LabReport::empty());
+        }
+        if opts.models.is_empty() {
+            return Err(Error::usage(format!(
+                "lab '{}' has no models: add .models([\"seq\", \"pool:4\", ...])",
+                self.name
+            )));
+        }
+        if opts.workloads.is_empty() {
+            return Err(Error::usage(format!(
+                "lab '{}' has no workload: add .task(|i| ...), .async_task(...) or .workload(...)",
+                self.name
+            )));
+        }
+        let plan = study::plan::build(&opts)?;
+        let baseline = match &self.baseline {
+            Some(spec) => Some((
+                spec.clone(),
+                results::read_results(&compare::resolve_baseline(spec)?)?,
+            )),
+            None => None,
+        };
+        let mut writer = match &self.results {
+            Some(p) => ResultsWriter::create(p)?,
+            None => ResultsWriter::sink(),
+        };
+        let process;
+        let executor: &dyn Executor = if INIT.load(Ordering::SeqCst) {
+            process = ProcessExecutor::new(None)?;
+            &process
+        } else {
+            if !WARNED.swap(true, Ordering::SeqCst) {
+                eprintln!(
+                    "concur: warning: concur::init() was not called first in main, so every run of lab '{}' happens inside this process (runtimes, pools and the allocator carry over; --timeout cannot stop a run); results say \"isolation\": \"in-process\"",
+                    self.name
+                );
+            }
+            &InProcessExecutor
+        };
+        let outcome = study::execute(
+            &plan,
+            executor,
+            &mut writer,
+            std::env::args().collect(),
+            false,
+        )?;
+        let comparison = baseline.map(|(label, b)| {
+            compare::compare(
+                &label,
+                &b.runs,
+                b.meta.as_ref().map(|m| &m.machine),
+                &outcome.runs,
+                Some(&outcome.meta.machine),
+            )
+        });
+        let advice = advice::advise(&outcome.analysis);
+        if let Some(name) = &self.save_baseline {
+            crate::publish::save_baseline(
+                name,
+                &outcome.analysis,
+                &outcome.meta,
+                &outcome.runs,
+                true,
+            )?;
+        }
+        Ok(LabReport {
+            meta: outcome.meta,
+            runs: outcome.runs,
+            analysis: outcome.analysis,
+            advice,
+            comparison,
+        })
+    }
+}
+
+/// Performs the one run (or task) this process was started for, then ends it.
+fn serve_child(call: &str) -> ! {
+    let done = if call == SelfCall::RUN {
+        study::child::run_main()
+    } else {
+        study::child::task_main()
+    };
+    match done {
+        Ok(()) => std::process::exit(0),
+        Err(e) => {
+            eprintln!("concur: {e}");
+            std::process::exit(e.exit_code());
+        }
+    }
+}
+
+/// What a [`Lab`] measured: every run, the cells (median and CI, speedup, efficiency, ideal,
+/// memory, latency), the advice, and the comparison with a baseline if one was named.
+#[derive(Debug, Clone)]
+pub struct LabReport {
+    /// The meta line: machine, time, command.
+    pub meta: Meta,
+    /// Every counted run.
+    pub runs: Vec<RunResult>,
+    /// The cells and the warnings.
+    pub analysis: Analysis,
+    /// The advice per group of cells.
+    pub advice: Vec<Advice>,
+    /// The comparison with the baseline, if one was named.
+    pub comparison: Option<Comparison>,
+}
+
+impl LabReport {
+    /// The report of a lab that stepped aside in a run's process.
+    fn empty() -> LabReport {
+        let machine = crate::study::machine::machine();
+        LabReport {
+            meta: Meta {
+                schema: results::SCHEMA,
+                concur: crate::VERSION.into(),
+                started: crate::study::machine::now_rfc3339(),
+                machine,
+                command: Vec::new(),
+                notes: Vec::new(),
+            },
+            runs: Vec::new(),
+            analysis: Analysis::default(),
+            advice: Vec::new(),
+            comparison: None,
+        }
+    }
+
+    /// Every cell, in run order.
+    pub fn cells(&self) -> &[CellResult] {
+        &self.analysis.cells
+    }
+
+    /// The cell of `model` (its canonical spec, e.g. `pool:4`) at `tasks` tasks, of the
+    /// first workload that has one.
+    pub fn cell(&self, model: &str, tasks: usize) -> Option<&CellResult> {
+        self.analysis
+            .cells
+            .iter()
+            .find(|c| c.key.model == model && c.key.tasks == tasks)
+    }
+
+    /// Counted runs that failed (a failed task, a crash, a timeout).
+    pub fn failed_runs(&self) -> usize {
+        crate::publish::failed_runs(&self.runs).len()
+    }
+
+    /// The report in one of the command line's formats (`table`, `markdown`, `csv`, `ruby`,
+    /// `json`, `html`).
+    pub fn render(&self, format: &str) -> Result<String> {
+        let f = report::export::format(format)?;
+        Ok(f.exporter.render(&Report {
+            analysis: &self.analysis,
+            meta: &self.meta,
+            runs: &self.runs,
+            comparison: self.comparison.as_ref(),
+            advice: &self.advice,
+        }))
+    }
+
+    /// Prints the tables and the advice on stdout, as `concur run` does.
+    pub fn print(&self) -> Result<()> {
+        use std::io::Write;
+        let text = self.render("table")?;
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes()).map_err(Error::stdout)?;
+        out.flush().map_err(Error::stdout)
+    }
+
+    /// Writes the report in `format` to `path` (an HTML file, a CSV...).
+    pub fn write(&self, format: &str, path: impl AsRef<std::path::Path>) -> Result<()> {
+        let path = path.as_ref();
+        std::fs::write(path, self.render(format)?)
+            .map_err(|e| Error::io(format!("writing '{}'", path.display()), e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::results::{Isolation, RunStatus};
+
+    #[test]
+    fn without_init_runs_happen_in_process_and_say_so() {
+        // The test harness never calls init(): the lab falls back to this process.
+        let report = Lab::new("lab-in-process")
+            .task(|i| i as u64 + 1)
+            .models(["seq", "pool:2", "async:2"])
+            .tasks([5])
+            .repeat(2)
+            .warmup(0)
+            .run()
+            .unwrap();
+        assert!(WARNED.load(Ordering::SeqCst));
+        assert_eq!(report.runs.len(), 6);
+        for r in &report.runs {
+            assert_eq!(r.status, RunStatus::Ok, "{:?}", r.error);
+            assert_eq!(r.isolation, Isolation::InProcess);
+            assert_eq!(r.pid, Some(std::process::id()));
+            assert_eq!(r.bytes, 15);
+        }
+        for c in report.cells() {
+            assert_eq!(c.isolation, Isolation::InProcess);
+        }
+        let seq = report.cell("seq", 5).unwrap();
+        assert!(seq.traits.baseline && seq.speedup == Some(1.0));
+        let json: serde_json::Value =
+            serde_json::from_str(&report.render("json").unwrap()).unwrap();
+        assert_eq!(json["cells"][0]["isolation"], "in-process");
+        assert!(report.render("yaml").is_err());
+    }
+}

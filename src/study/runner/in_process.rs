@@ -1,0 +1,54 @@
+//! The fallback executor of a library user's binary that did not call [`crate::init`]: each
+//! run happens inside the calling process, measured by `getrusage` before and after and by
+//! sampling the process's own PSS. Runtimes, pools and the allocator carry over between runs
+//! (what fresh processes exist to prevent) and `--timeout` cannot stop a run, so the results
+//! say `"isolation": "in-process"` and the lab warns once.
+
+use std::time::Instant;
+
+use super::supervise::Ended;
+use super::{convert, request, Executor, Iteration};
+use crate::analysis::results::{Isolation, Machine, RunResult};
+use crate::measure::memory::TreeSampler;
+use crate::measure::rusage::{self_usage, usage_between};
+use crate::study::child;
+use crate::study::machine;
+use crate::study::plan::{CellPlan, Plan};
+
+/// Runs every cell in the calling process.
+pub struct InProcessExecutor;
+
+impl Executor for InProcessExecutor {
+    fn machine(&self) -> Machine {
+        machine::machine()
+    }
+
+    fn run(&self, plan: &Plan, cell: &CellPlan, iteration: Iteration) -> RunResult {
+        let started = Instant::now();
+        let sampler = TreeSampler::start(std::process::id() as i32);
+        let before = self_usage();
+        let report = child::run_cell(request(plan, cell, None));
+        let after = self_usage();
+        let tree_pss_kib = sampler.finish();
+        let (report, stderr_tail) = match report {
+            Ok(r) => (Some(r), Vec::new()),
+            Err(e) => (None, vec![e.to_string()]),
+        };
+        let ended = Ended {
+            waited: Ok(usage_between(&before, &after)),
+            killed_for: None,
+            wall_s: started.elapsed().as_secs_f64(),
+            tree_pss_kib,
+            report,
+            stderr_tail,
+        };
+        let verdict = convert::classify(&ended, plan.timeout);
+        let mut run = convert::convert(cell, iteration.rep(), ended, verdict);
+        run.isolation = Isolation::InProcess;
+        run
+    }
+
+    fn interrupted(&self) -> bool {
+        crate::interrupt::interrupted()
+    }
+}

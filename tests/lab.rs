@@ -1,0 +1,182 @@
+//! concur as a library, through a binary of its own (this test's `main`, which calls
+//! `concur::init()` first and is started again for every run): a closure gives the same
+//! checksum under every model, each run is a fresh process, and a closure's panic or `Err`
+//! becomes a failed task with its message.
+
+use std::collections::BTreeSet;
+
+use concur::Lab;
+
+/// Task i's bytes: known, so every model's checksum can be checked exactly.
+fn bytes(i: usize) -> u64 {
+    (i % 5 + 1) as u64
+}
+
+fn every_model_gives_the_same_checksum_in_fresh_processes(
+    report: &concur::LabReport,
+    models: &[String],
+) {
+    let n = N;
+    let want: u64 = (0..n).map(bytes).sum();
+    assert_eq!(report.runs.len(), 2 * models.len());
+    let mut pids = BTreeSet::new();
+    for r in &report.runs {
+        let what = r.key.label();
+        assert_eq!(
+            r.status,
+            concur::analysis::results::RunStatus::Ok,
+            "{what}: {:?}",
+            r.error
+        );
+        assert_eq!(r.bytes, want, "{what}");
+        assert_eq!(r.tasks_ok, n, "{what}");
+        assert_eq!(
+            r.isolation,
+            concur::analysis::results::Isolation::FreshProcess,
+            "{what}"
+        );
+        let pid = r.pid.expect("a run records its process id");
+        assert_ne!(
+            pid,
+            std::process::id(),
+            "{what} ran in the lab's own process"
+        );
+        assert!(
+            pids.insert(pid),
+            "{what}: pid {pid} reused: not a fresh process"
+        );
+    }
+    for m in models {
+        assert!(report.cells().iter().any(|c| &c.key.model == m), "{m}");
+    }
+    assert_eq!(report.failed_runs(), 0);
+    println!(
+        "ok: {} models, {} fresh processes, checksum {want}",
+        models.len(),
+        pids.len()
+    );
+}
+
+fn panics_and_errors_are_failed_tasks_with_their_message(
+    report: &concur::LabReport,
+    async_report: &concur::LabReport,
+) {
+    for r in &report.runs {
+        let what = r.key.label();
+        assert_eq!(
+            r.status,
+            concur::analysis::results::RunStatus::Failed,
+            "{what}: {:?}",
+            r.error
+        );
+        assert_eq!(r.tasks_ok, 2, "{what}");
+        assert_eq!(
+            r.failures.get("panic"),
+            Some(&1),
+            "{what}: {:?}",
+            r.failures
+        );
+        assert_eq!(
+            r.failures.get("error"),
+            Some(&1),
+            "{what}: {:?}",
+            r.failures
+        );
+        let e = r.error.as_deref().unwrap_or_default();
+        assert!(e.contains("2 of 4 tasks failed"), "{what}: {e}");
+        assert!(e.contains("closure 0 panicked"), "{what}: {e}");
+    }
+    assert_eq!(report.failed_runs(), 3);
+    // An async closure's panic is a failed task too.
+    for r in &async_report.runs {
+        assert_eq!(r.tasks_ok, 2, "{}: {:?}", r.key.label(), r.error);
+        assert_eq!(r.failures.get("panic"), Some(&1), "{}", r.key.label());
+    }
+    println!("ok: panics and errors are failed tasks");
+}
+
+fn bad_input_is_refused_before_any_run() {
+    for (lab, needle) in [
+        (
+            Lab::new("fib").task(|_| 1u64).models(["seq"]),
+            "taken by the built-in workload 'fib'",
+        ),
+        (
+            Lab::new("lab-procs")
+                .task(|_| 1u64)
+                .models(["jobs-procs:2"]),
+            "cannot re-create 'lab-procs'",
+        ),
+        (Lab::new("lab-none").models(["seq"]), "has no workload"),
+        (Lab::new("lab-nomodel").task(|_| 1u64), "has no models"),
+        (
+            Lab::new("lab-badmodel").task(|_| 1u64).models(["pool:0"]),
+            "bad model 'pool:0'",
+        ),
+    ] {
+        match lab.run() {
+            Err(concur::Error::Usage(e)) => assert!(e.contains(needle), "{e}"),
+            Err(e) => panic!("not a usage error: {e}"),
+            Ok(_) => panic!("accepted; wanted an error with {needle:?}"),
+        }
+    }
+    println!("ok: bad input refused");
+}
+
+const N: usize = 12;
+
+fn main() {
+    concur::init();
+    // Every lab runs before anything reads a report: in a run's process (this binary started
+    // again), the labs before the one that owns the run return empty reports.
+    // Every registered model that can run a closure here (jobs-redis needs a Redis server,
+    // jobs-procs' workers are `concur jobs work` processes and curl runs HTTP only).
+    let models: Vec<String> = concur::model::REGISTRY
+        .iter()
+        .map(|e| e.usage().replace(":W", ":3"))
+        .filter(|m| {
+            !m.starts_with("jobs-redis") && !m.starts_with("jobs-procs") && !m.starts_with("curl")
+        })
+        .collect();
+    let sum = Lab::new("lab-sum")
+        .task(|i| {
+            // Some work, so the models overlap.
+            let x = (0..20_000u64).fold(i as u64, |a, b| a.wrapping_mul(31) ^ b);
+            std::hint::black_box(x);
+            bytes(i)
+        })
+        .models(models.clone())
+        .tasks([N])
+        .repeat(2)
+        .warmup(0)
+        .run()
+        .expect("the lab runs");
+    let bad = Lab::new("lab-bad")
+        .task(|i| match i {
+            0 => panic!("closure {i} panicked"),
+            1 => Err(format!("closure {i} said no")),
+            _ => Ok(1u64),
+        })
+        .models(["seq", "pool:2", "async:2"])
+        .tasks([4])
+        .repeat(1)
+        .warmup(0)
+        .run()
+        .expect("the lab runs");
+    let bad_async = Lab::new("lab-bad-async")
+        .async_task(|i| async move {
+            if i == 0 {
+                panic!("async closure panicked");
+            }
+            1u64
+        })
+        .models(["async:2", "seq"])
+        .tasks([3])
+        .repeat(1)
+        .warmup(0)
+        .run()
+        .expect("the lab runs");
+    every_model_gives_the_same_checksum_in_fresh_processes(&sum, &models);
+    panics_and_errors_are_failed_tasks_with_their_message(&bad, &bad_async);
+    bad_input_is_refused_before_any_run();
+}
