@@ -1,26 +1,69 @@
-//! concur: run one workload under many concurrency models and show, side by side, what each
-//! costs (wall and CPU time, memory, latency) and how far each is from the ideal the hardware
-//! allows.
+//! concur: run one workload under many concurrency models — sequential, OS threads,
+//! processes, thread pools, work stealing, async event loops, green threads, actors, job
+//! queues — and see, side by side, what each costs: wall and CPU time, memory, latency, and the
+//! distance to the ideal the hardware allows.
 //!
-//! The pipeline: specs are parsed into a validated [`study::Plan`]; the [`study::runner`] runs
-//! every repetition of every cell in a fresh child process of our own binary; results are
-//! written as JSON Lines ([`report::results`]) and rendered by [`report`].
+//! As a library, [`Lab`] puts a function of yours under the models you name, with the same
+//! statistics, advice and reports as the `concur` command line:
+//!
+//! ```
+//! use concur::Lab;
+//!
+//! // A CPU-bound function of yours: task i's result counts as its bytes (the checksum).
+//! fn work(i: usize) -> u64 {
+//!     (0..50_000u64).fold(i as u64, |a, x| a.rotate_left(3) ^ x) % 10
+//! }
+//!
+//! fn main() -> Result<(), concur::Error> {
+//!     // First in main: every run then happens in a fresh process of this binary.
+//!     concur::init();
+//!     let report = Lab::new("work")
+//!         .task(work)
+//!         .models(["seq", "pool:2", "rayon:2", "async:4"])
+//!         .tasks([8])
+//!         .repeat(3)
+//!         .run()?;
+//!     let pool = report.cell("pool:2", 8).expect("the pool's cell");
+//!     println!("pool:2 ran {:.2}× as fast as seq", pool.speedup.unwrap_or(0.0));
+//!     report.print()?; // the tables and the advice; .write("html", "work.html") for a report
+//!     Ok(())
+//! }
+//! ```
+//!
+//! (This example runs as a doctest: the doctest's binary is started again for each run.)
+//! Without [`init`], every run happens inside the calling process: the lab warns once and
+//! records `"isolation": "in-process"` in the results.
+//!
+//! Workloads come as a blocking closure ([`Lab::task`]), an async closure ([`Lab::async_task`],
+//! which the async models run natively) or any type implementing [`Workload`]
+//! ([`Lab::workload`]). What a [`LabReport`] holds is the [`analysis`]: cells with the median
+//! and its 95% CI, speedup, efficiency, the ideal and the distance to it, memory and latency,
+//! the [`analysis::advice`], and the comparison with a baseline.
+//!
+//! The pipeline behind it (and behind the command line), one module a step:
+//! [`study::plan`] validates specs and options into a plan once; [`study::execute`] runs
+//! every repetition of every cell through an [`study::Executor`] (a fresh child process per
+//! run); [`analysis`] turns run lines into cells and advice; [`publish`] and [`report`] write
+//! them out. `docs/architecture.md` in the repository draws it.
+
+#![warn(missing_docs)]
 
 pub mod analysis;
 pub mod error;
-pub mod gil;
-pub mod interrupt;
+pub(crate) mod gil;
+pub(crate) mod interrupt;
 pub mod jobs;
 pub mod lab;
 pub mod measure;
 pub mod model;
-pub mod process;
+pub(crate) mod process;
 pub mod publish;
 pub mod report;
-pub mod secret;
+pub(crate) mod secret;
+#[doc(hidden)]
 pub mod selfcall;
 pub mod server;
-pub mod stats;
+pub(crate) mod stats;
 pub mod study;
 pub mod units;
 pub mod workload;
@@ -31,6 +74,7 @@ pub use model::Model;
 pub use publish::Outputs;
 pub use workload::custom::TaskOutput;
 pub use workload::{Nature, TaskError, Workload};
+pub use analysis::results::{CellResult, Isolation, RunResult};
 
 /// The version written into every results file.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

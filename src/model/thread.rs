@@ -1,7 +1,7 @@
 //! `thread`: one OS thread per task. All threads are created first and wait at a gate, then
 //! start together and are joined: N threads really are alive at once, so the OS's limits show
 //! (the classic's 10,000-thread failure). When creation fails, the threads already created
-//! still run and are joined, and the run reports "could create K of N threads: <OS error>".
+//! still run and are joined, and the run reports "could create K of N threads: OS-ERROR".
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;

@@ -1,8 +1,8 @@
 //! The parent side of a run, behind the [`Executor`] seam (hyperfine's executor, made for
 //! processes of our own binary): [`ProcessExecutor`] starts a fresh child (`__run`), watches
 //! it, judges how it ended and turns it into a run line, in four steps of one job each —
-//! [`supervise::spawn`], [`supervise::supervise`], [`convert::classify`] and
-//! [`convert::convert`]. A child that crashes, times out or cannot start becomes a run with
+//! `supervise::spawn`, `supervise::supervise`, `convert::classify` and
+//! `convert::convert`. A child that crashes, times out or cannot start becomes a run with
 //! that status and reason; the study goes on. Tests use the deterministic `mock` instead.
 
 pub(crate) mod convert;
