@@ -68,13 +68,13 @@ pub mod study;
 pub mod units;
 pub mod workload;
 
+pub use analysis::results::{CellResult, Isolation, RunResult};
 pub use error::Error;
 pub use lab::{init, Lab, LabReport};
 pub use model::Model;
 pub use publish::Outputs;
 pub use workload::custom::TaskOutput;
 pub use workload::{Nature, TaskError, Workload};
-pub use analysis::results::{CellResult, Isolation, RunResult};
 
 /// The version written into every results file.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

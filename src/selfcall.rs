@@ -7,7 +7,7 @@
 //! Requests travel on file descriptor 4, never on argv: the request holds the workload spec,
 //! the options and the jobs backend URL, which may carry a password, and every local user
 //! can read any process's argv with `ps`. Every child dies with the thread that started it
-//! ([`process::die_with_parent`]), so nothing outlives a killed study.
+//! (`process::die_with_parent`), so nothing outlives a killed study.
 //!
 //! This module sits between the models (it carries their [`TaskEnv`]) and the study runner;
 //! it knows nothing of plans or results.
@@ -74,7 +74,7 @@ impl SelfCall {
     /// Starts this call as a child of `exe` (our own binary). `Run` and `Task` get their
     /// request on fd 4 and a report pipe on fd 3, whose read end is returned; a `JobsWorker`
     /// reports through its records file and returns none. The child dies with the calling
-    /// thread, which must outlive it (see [`process::die_with_parent`]).
+    /// thread, which must outlive it (see `process::die_with_parent`).
     pub fn spawn(&self, exe: &Path) -> io::Result<(Child, Option<File>)> {
         let mut cmd = Command::new(exe);
         cmd.stdin(Stdio::null());
