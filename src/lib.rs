@@ -131,10 +131,12 @@ pub fn report_file(path: &Path, out: &Outputs) -> Result<i32, Error> {
 /// `concur advise`: runs the few cells that tell what bounds `workload` and which model suits
 /// it (seq, thread, a pool of one thread per core, async with every task in flight, fork), a
 /// few times each, and shows them with the advice. Returns the exit code as [`run`] does.
+/// `base` carries the flags that still apply (`--shell`, `--cmd-output`).
 pub fn advise(
     workload: &str,
     tasks: usize,
     repeat: usize,
+    base: study::RunOptions,
     out: &Outputs,
     command: Vec<String>,
 ) -> Result<i32, Error> {
@@ -151,7 +153,7 @@ pub fn advise(
         tasks: vec![tasks],
         repeat: Some(repeat),
         warmup: Some(0),
-        ..Default::default()
+        ..base
     };
     run(&opts, out, command)
 }

@@ -101,7 +101,7 @@ fn classify(cells: &[&CellResult], nature: Nature, cores: usize) -> (Class, Opti
         Nature::Cpu => Some(Class::Cpu),
         Nature::Delay => Some(Class::Delay),
         Nature::Io => Some(Class::Io),
-        Nature::Net => None,
+        Nature::Net | Nature::Measured => None,
     };
     let class = match e {
         Some(e) if e >= CPU_BOUND => Class::Cpu,

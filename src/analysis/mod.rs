@@ -96,6 +96,12 @@ fn summarize_cell(key: &CellKey, runs: &[&RunResult]) -> CellResult {
             .filter(|r| r.wall_s > 0.0)
             .map(|r| r.tasks_ok as f64 / r.wall_s),
         server_peak_in_flight: runs.iter().filter_map(|r| r.server_peak_in_flight).max(),
+        startup_median_s: stats::median(
+            &measured
+                .iter()
+                .filter_map(|r| r.startup_s)
+                .collect::<Vec<_>>(),
+        ),
         traits: first.map(|r| r.traits.clone()).unwrap_or_default(),
     }
 }
@@ -143,9 +149,32 @@ pub fn analyze(runs: &[RunResult], machine: &Machine) -> Analysis {
     };
     let first_run: BTreeMap<&CellKey, &RunResult> =
         order.iter().map(|k| (k, groups[k][0])).collect();
+    // A measured workload (another program's) waits when its seq cells keep less than
+    // advice::CPU_BOUND of a core busy: its ideal is then its concurrency, not the cores.
+    let measured_waits: BTreeMap<(String, String), bool> = {
+        let mut e: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
+        for c in cells
+            .iter()
+            .filter(|c| c.traits.baseline && c.traits.nature == results::Nature::Measured)
+        {
+            if let Some(x) = c.effective_cores {
+                e.entry((c.key.study.clone(), c.key.workload.clone()))
+                    .or_default()
+                    .push(x);
+            }
+        }
+        e.into_iter()
+            .filter_map(|(k, v)| Some((k, stats::median(&v)? < advice::CPU_BOUND)))
+            .collect()
+    };
 
     for c in cells.iter_mut() {
         let k = c.key.clone();
+        if c.traits.nature == results::Nature::Measured {
+            if let Some(w) = measured_waits.get(&(k.study.clone(), k.workload.clone())) {
+                c.traits.waits = *w;
+            }
+        }
         let Some(wall) = c.wall_median_s else {
             continue;
         };
@@ -169,6 +198,12 @@ pub fn analyze(runs: &[RunResult], machine: &Machine) -> Analysis {
             Some(delay) => {
                 let p = c.parallelism.min(k.tasks).max(1);
                 Some(k.tasks.div_ceil(p) as f64 * delay)
+            }
+            None if c.traits.nature == results::Nature::Measured && c.traits.waits => {
+                task_time(&k.workload, k.gil).map(|t| {
+                    let p = c.parallelism.min(k.tasks).max(1);
+                    k.tasks.div_ceil(p) as f64 * t
+                })
             }
             None => task_time(&k.workload, k.gil).map(|t| {
                 let p = c.parallelism.min(cores).min(k.tasks).max(1);
