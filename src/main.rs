@@ -43,6 +43,9 @@ enum Command {
     /// Background jobs: enqueue, work, stats, retry and dead sets (SQLite or Redis)
     #[command(subcommand)]
     Jobs(JobsCommand),
+    /// The classic experiments' programs in CPython and MRI that --classic runs: install, show
+    #[command(subcommand)]
+    Classic(ClassicCommand),
     /// Print a shell completion script: concur completions bash > /etc/bash_completion.d/concur
     Completions {
         /// The shell
@@ -375,6 +378,35 @@ enum JobsCommand {
     Dead(FailedSetArgs),
 }
 
+#[derive(Subcommand)]
+enum ClassicCommand {
+    /// Install Ruby, Celluloid, Sidekiq (apt-get) and the Python clients (a venv with pip)
+    Install,
+    /// Print a classic program's source (gil, crawl, mailer)
+    Show {
+        /// The program
+        name: String,
+    },
+    /// List the classic programs
+    List,
+}
+
+fn classic(c: ClassicCommand) -> Result<i32, Error> {
+    match c {
+        ClassicCommand::Install => concur::classic::install(),
+        ClassicCommand::Show { name } => {
+            print!("{}", concur::classic::show(&name)?);
+            Ok(0)
+        }
+        ClassicCommand::List => {
+            for p in concur::classic::PROGRAMS {
+                println!("  {:8} {:10} {}", p.name, p.file, p.help);
+            }
+            Ok(0)
+        }
+    }
+}
+
 #[derive(Args)]
 struct FailedSetArgs {
     /// Move every job of the set back onto its queue
@@ -586,6 +618,7 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
             Ok(0)
         }
         Command::Jobs(c) => jobs(c),
+        Command::Classic(c) => classic(c),
         Command::List => {
             list();
             Ok(0)

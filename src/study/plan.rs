@@ -423,8 +423,19 @@ fn check_range(flag: &str, value: usize, lo: usize, hi: usize) -> Result<usize> 
     Ok(value)
 }
 
+/// Whether `--classic` applies to these options: a built-in study, not a free-form one.
+pub fn check_classic(o: &RunOptions) -> Result<()> {
+    if o.classic && (!o.workloads.is_empty() || !o.models.is_empty() || !o.tasks.is_empty()) {
+        return Err(Error::usage(
+            "--classic adds the classic programs to the gil, mailer and crawl studies and the tour; a free-form study takes --peer LABEL=COMMAND instead",
+        ));
+    }
+    Ok(())
+}
+
 /// Builds the plan from the user's options; every bad value is a usage error naming it.
 pub fn build(o: &RunOptions) -> Result<Plan> {
+    check_classic(o)?;
     let freeform = !o.workloads.is_empty() || !o.models.is_empty() || !o.tasks.is_empty();
     if let (Some(study), true) = (&o.study, freeform) {
         return Err(Error::usage(format!(
