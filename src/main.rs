@@ -111,8 +111,8 @@ struct CmdArgs {
 #[derive(Args)]
 struct PeerArgs {
     /// An external program that brings its own concurrency, one more row per task count: LABEL=COMMAND, run with sh -c, {tasks} {workers} {url} replaced; a line `CONCUR {"wall_s":S}` on its stdout reports the work's own wall (repeatable)
-    #[arg(long = "peer", value_name = "LABEL=COMMAND", value_parser = parse_peer)]
-    peers: Vec<concur::study::plan::PeerRequest>,
+    #[arg(long = "peer", value_name = "LABEL=COMMAND")]
+    peers: Vec<String>,
     /// Command (sh -c) run once before each cell's first run
     #[arg(long, value_name = "CMD")]
     setup: Option<String>,
@@ -136,10 +136,14 @@ impl PeerArgs {
             cleanup: self.cleanup.clone(),
         }
     }
-}
 
-fn parse_peer(s: &str) -> Result<concur::study::plan::PeerRequest, String> {
-    concur::study::plan::PeerRequest::parse(s)
+    /// The `--peer` values, parsed; a bad one is a one-line usage error.
+    fn peers(&self) -> Result<Vec<concur::study::plan::PeerRequest>, Error> {
+        self.peers
+            .iter()
+            .map(|p| concur::study::plan::PeerRequest::parse(p).map_err(Error::usage))
+            .collect()
+    }
 }
 
 #[derive(Args)]
@@ -546,7 +550,7 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
                 shell: a.cmd.shell,
                 cmd_output: a.cmd.cmd_output,
                 hooks: a.peer.hooks(),
-                peers: a.peer.peers,
+                peers: a.peer.peers()?,
                 classic: a.classic,
             };
             concur::run(
@@ -573,7 +577,7 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
                 warmup: Some(0),
                 request_timeout: a.request_timeout,
                 hooks: a.peer.hooks(),
-                peers: a.peer.peers,
+                peers: a.peer.peers()?,
                 ..RunOptions::default()
             };
             concur::run(
