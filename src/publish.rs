@@ -188,6 +188,7 @@ mod tests {
             latency_us: None,
             server_peak_in_flight: None,
             timeline_us: None,
+            startup_s: None,
         }
     }
 

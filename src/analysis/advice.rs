@@ -447,6 +447,7 @@ mod tests {
             failures: Default::default(),
             tasks_per_s: None,
             server_peak_in_flight: None,
+            startup_median_s: None,
             traits: Traits {
                 family: model.split(':').next().unwrap_or_default().into(),
                 baseline: model == "seq",

@@ -144,7 +144,10 @@ fn speedup_chart(g: &Group, cores: usize) -> Option<String> {
         let i = if by_tasks {
             colors.get(&c.key.model).copied().unwrap_or(0)
         } else {
-            curves.iter().position(|k| k.name == name).unwrap_or(curves.len())
+            curves
+                .iter()
+                .position(|k| k.name == name)
+                .unwrap_or(curves.len())
         };
         match curves.iter_mut().find(|k| k.name == name) {
             Some(k) => k.points.push((x, s, lo, hi)),
