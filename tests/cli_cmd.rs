@@ -471,3 +471,68 @@ fn classic_show_prints_the_shipped_program() {
     let out = concur().args(["classic", "show", "nope"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// The shipped programs are valid Python and Ruby (Ruby is checked where it is installed;
+/// without it the reason is printed).
+#[test]
+fn the_shipped_classic_programs_compile() {
+    let dir = tempfile::tempdir().unwrap();
+    for p in concur::classic::PROGRAMS {
+        let path = dir.path().join(p.file);
+        std::fs::write(&path, p.text).unwrap();
+        let (prog, args): (&str, &[&str]) = if p.file.ends_with(".py") {
+            ("python3", &["-m", "py_compile"])
+        } else {
+            ("ruby", &["-c"])
+        };
+        match std::process::Command::new(prog)
+            .args(args)
+            .arg(&path)
+            .output()
+        {
+            Ok(out) => assert!(
+                out.status.success(),
+                "{}: {}",
+                p.file,
+                String::from_utf8_lossy(&out.stderr)
+            ),
+            Err(e) if prog == "ruby" => {
+                eprintln!("skipped {}: ruby is not installed ({e})", p.file)
+            }
+            Err(e) => panic!("{prog}: {e}"),
+        }
+    }
+}
+
+/// `crawl --classic` runs each Python client against the study's own server, or leaves it
+/// out with a note naming the package to install.
+#[test]
+fn classic_crawl_clients_run_or_are_left_out_with_a_note() {
+    let (_, lines) = run_study(&["crawl", "--quick", "--classic", "-r", "1"]);
+    let notes = of_type(&lines, "meta")[0]["notes"].to_string();
+    for label in [
+        "py:requests",
+        "py:gevent:100",
+        "py:tornado-curl:100",
+        "py:aiohttp:100",
+    ] {
+        let runs = runs_of(&lines, label);
+        if runs.is_empty() {
+            assert!(
+                notes.contains(&format!("{label} left out")),
+                "{label}: {notes}"
+            );
+            eprintln!("{label} was left out: {notes}");
+            continue;
+        }
+        for r in runs {
+            assert_eq!(r["status"], "ok", "{r}");
+            // Ten bytes a reply, as concur's own clients.
+            assert_eq!(
+                r["bytes"].as_u64(),
+                Some(10 * r["tasks"].as_u64().unwrap()),
+                "{r}"
+            );
+        }
+    }
+}

@@ -79,25 +79,7 @@ def tornado_client(args):
         "tornado.curl_httpclient.CurlAsyncHTTPClient", max_clients=args.c
     )
 
-    async def prepare_gevent():
-    from gevent import monkey
-
-    monkey.patch_all()
-    import gevent.pool  # noqa: F401
-    import requests  # noqa: F401
-
-
-# Imports (and gevent's patching) happen before the clock starts: the CONCUR wall is the
-# crawl's, and concur shows the rest of the process's wall as its start-up.
-PREPARE = {
-    "serial": lambda: __import__("requests"),
-    "gevent": prepare_gevent,
-    "tornado": lambda: __import__("tornado.curl_httpclient"),
-    "aiohttp": lambda: __import__("aiohttp"),
-}
-
-
-def main():
+    async def main():
         client = AsyncHTTPClient()
         res = await asyncio.gather(
             *(client.fetch(u, raise_error=False, request_timeout=30) for u in urls(args.url, args.n, args.delay))
@@ -139,6 +121,24 @@ CLIENTS = {
     "gevent": gevent_client,
     "tornado": tornado_client,
     "aiohttp": aiohttp_client,
+}
+
+
+def prepare_gevent():
+    from gevent import monkey
+
+    monkey.patch_all()
+    import gevent.pool  # noqa: F401
+    import requests  # noqa: F401
+
+
+# Imports (and gevent's patching) happen before the clock starts: the CONCUR wall is the
+# crawl's, and concur shows the rest of the process's wall as its start-up.
+PREPARE = {
+    "serial": lambda: __import__("requests"),
+    "gevent": prepare_gevent,
+    "tornado": lambda: __import__("tornado.curl_httpclient"),
+    "aiohttp": lambda: __import__("aiohttp"),
 }
 
 
