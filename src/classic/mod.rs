@@ -184,12 +184,15 @@ pub fn prepare(study: &str, o: &RunOptions, redis: Option<&str>) -> Result<Class
 const INSTALL: &str = "concur classic install";
 
 fn peer(label: &str, command: String, workload: &str, gil: bool, tasks: &[usize]) -> PeerRequest {
+    // The serial programs run one task at a time: their ideal is seq's.
+    let serial = ["py:plain", "py:requests", "rb:seq"].contains(&label);
     PeerRequest {
         label: label.into(),
         command,
         workload: Some(workload.into()),
         gil,
         tasks: Some(tasks.to_vec()),
+        workers: serial.then_some(1),
     }
 }
 

@@ -77,6 +77,9 @@ pub struct PeerRequest {
     pub gil: bool,
     /// The task counts to run it at; `None`: every task count of its table.
     pub tasks: Option<Vec<usize>>,
+    /// How many tasks it runs at once when its label has no `:W` (a serial program: 1);
+    /// `None`: all of them.
+    pub workers: Option<usize>,
 }
 
 impl PeerRequest {
@@ -375,7 +378,7 @@ fn peer_cells(
                 gil: peer.gil,
             },
             workers,
-            parallelism: workers.unwrap_or(n).min(n).max(1),
+            parallelism: workers.or(peer.workers).unwrap_or(n).min(n).max(1),
             traits: Traits {
                 family: family.clone(),
                 baseline: false,
