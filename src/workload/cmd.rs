@@ -310,7 +310,11 @@ mod tests {
     fn missing_programs_and_bad_quotes_are_refused() {
         assert!(refused("no-such-program-here x").contains("not found on PATH"));
         assert!(refused("/nonexistent/prog").contains("does not exist"));
-        assert!(refused("/etc/hostname").contains("not executable"));
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("plain");
+        std::fs::write(&plain, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&plain, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(refused(plain.to_str().unwrap()).contains("not executable"));
         assert!(refused("echo 'open").contains("unclosed quote"));
         assert!(refused("  ").contains("missing COMMAND"));
     }
