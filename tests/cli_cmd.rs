@@ -536,3 +536,40 @@ fn classic_crawl_clients_run_or_are_left_out_with_a_note() {
         }
     }
 }
+
+#[test]
+fn timeout_kills_an_external_programs_whole_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let pids = dir.path().join("pids");
+    let peer = format!(
+        "slow=sleep 300 & echo $! >> {p}; echo $$ >> {p}; wait",
+        p = pids.display()
+    );
+    let (_, lines) = run_failing_study(&[
+        "-w",
+        "cmd:true",
+        "-m",
+        "seq",
+        "-n",
+        "1",
+        "-r",
+        "1",
+        "--timeout",
+        "1s",
+        "--peer",
+        &peer,
+    ]);
+    let r = &external(&lines, "slow")[0];
+    assert_eq!(r["status"], "timeout", "{r}");
+    let recorded: Vec<u32> = std::fs::read_to_string(&pids)
+        .unwrap()
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
+        .collect();
+    assert_eq!(recorded.len(), 2);
+    wait_for(
+        "the external program's processes to die",
+        Duration::from_secs(10),
+        || recorded.iter().all(|p| !alive(*p)),
+    );
+}
