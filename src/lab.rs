@@ -72,7 +72,7 @@ impl Lab {
         Lab {
             name: name.to_string(),
             workloads: Vec::new(),
-            nature: Nature::Cpu,
+            nature: Nature::Measured,
             options: RunOptions {
                 name: Some(name.to_string()),
                 ..RunOptions::default()
@@ -90,8 +90,10 @@ impl Lab {
         }
     }
 
-    /// What bounds the closures added after this call (CPU work unless declared otherwise):
-    /// the ideal time and the async models' handling of blocking closures follow from it.
+    /// What bounds the closures added after this call. Undeclared, it is measured: the `seq`
+    /// cell's effective cores tell CPU-bound from waiting work, and the ideal follows. Declared
+    /// (`Nature::Cpu`, `Nature::BlockingIo`, `Nature::Delay(d)`), the ideal uses it, and the
+    /// async models run blocking closures on their blocking pool.
     pub fn nature(mut self, nature: Nature) -> Lab {
         self.nature = nature;
         self

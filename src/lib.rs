@@ -49,6 +49,7 @@
 #![warn(missing_docs)]
 
 pub mod analysis;
+pub mod classic;
 pub mod error;
 pub(crate) mod gil;
 pub(crate) mod interrupt;
@@ -87,7 +88,26 @@ use analysis::results::{read_results, ResultsWriter};
 /// Returns the exit code: 0 when every counted run succeeded (or `-i`), 1 when some failed,
 /// 130 when interrupted (every finished run is kept).
 pub fn run(opts: &study::RunOptions, out: &Outputs, command: Vec<String>) -> Result<i32, Error> {
-    let plan = study::plan::build(opts)?;
+    // --classic: the programs are written out, sized on this machine and added as external
+    // cells; their folder lives until the study ends.
+    let mut opts = std::borrow::Cow::Borrowed(opts);
+    let mut classic_notes = Vec::new();
+    let _classic_dir = if opts.classic {
+        study::plan::check_classic(&opts)?;
+        let study_name = opts
+            .study
+            .clone()
+            .unwrap_or_else(|| study::presets::TOUR.into());
+        let redis = opts.jobs_backend.clone().filter(|u| u.starts_with("redis"));
+        let c = classic::prepare(&study_name, &opts, redis.as_deref())?;
+        opts.to_mut().peers.extend(c.peers);
+        classic_notes = c.notes;
+        Some(c.dir)
+    } else {
+        None
+    };
+    let mut plan = study::plan::build(&opts)?;
+    plan.notes.extend(classic_notes);
     let prepared = publish::prepare(out)?;
     // http:/PATH cells without --url get concur's own delay server, in this process, on a
     // free loopback port; its counters give each run the server's peak in-flight.
@@ -178,10 +198,12 @@ pub fn report_file(path: &Path, out: &Outputs) -> Result<i32, Error> {
 /// `concur advise`: runs the few cells that tell what bounds `workload` and which model suits
 /// it (seq, thread, a pool of one thread per core, async with every task in flight, fork), a
 /// few times each, and shows them with the advice. Returns the exit code as [`run`] does.
+/// `base` carries the flags that still apply (`--shell`, `--cmd-output`).
 pub fn advise(
     workload: &str,
     tasks: usize,
     repeat: usize,
+    base: study::RunOptions,
     out: &Outputs,
     command: Vec<String>,
 ) -> Result<i32, Error> {
@@ -198,7 +220,7 @@ pub fn advise(
         tasks: vec![tasks],
         repeat: Some(repeat),
         warmup: Some(0),
-        ..Default::default()
+        ..base
     };
     run(&opts, out, command)
 }

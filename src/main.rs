@@ -43,6 +43,9 @@ enum Command {
     /// Background jobs: enqueue, work, stats, retry and dead sets (SQLite or Redis)
     #[command(subcommand)]
     Jobs(JobsCommand),
+    /// The classic experiments' programs in CPython and MRI that --classic runs: install, show
+    #[command(subcommand)]
+    Classic(ClassicCommand),
     /// Print a shell completion script: concur completions bash > /etc/bash_completion.d/concur
     Completions {
         /// The shell
@@ -91,6 +94,56 @@ struct OutputArgs {
     /// No progress bar, notes or warnings on stderr
     #[arg(long, short)]
     quiet: bool,
+}
+
+/// Flags of the `cmd:` workload.
+#[derive(Args)]
+struct CmdArgs {
+    /// Run cmd: workloads under sh -c (pipes, globs, variables) instead of splitting their words
+    #[arg(long)]
+    shell: bool,
+    /// Keep each cmd: task's stdout and stderr as DIR/MODEL-xN/task-I.out and .err (the last run's)
+    #[arg(long, value_name = "DIR")]
+    cmd_output: Option<PathBuf>,
+}
+
+/// External cells and hyperfine's hooks.
+#[derive(Args)]
+struct PeerArgs {
+    /// An external program that brings its own concurrency, one more row per task count: LABEL=COMMAND, run with sh -c, {tasks} {workers} {url} replaced; a line `CONCUR {"wall_s":S}` on its stdout reports the work's own wall (repeatable)
+    #[arg(long = "peer", value_name = "LABEL=COMMAND")]
+    peers: Vec<String>,
+    /// Command (sh -c) run once before each cell's first run
+    #[arg(long, value_name = "CMD")]
+    setup: Option<String>,
+    /// Command (sh -c) run before every run
+    #[arg(long, value_name = "CMD")]
+    prepare: Option<String>,
+    /// Command (sh -c) run after every run
+    #[arg(long, value_name = "CMD")]
+    conclude: Option<String>,
+    /// Command (sh -c) run once after each cell's last run
+    #[arg(long, value_name = "CMD")]
+    cleanup: Option<String>,
+}
+
+impl PeerArgs {
+    fn hooks(&self) -> concur::study::plan::Hooks {
+        concur::study::plan::Hooks {
+            setup: self.setup.clone(),
+            prepare: self.prepare.clone(),
+            conclude: self.conclude.clone(),
+            cleanup: self.cleanup.clone(),
+        }
+    }
+
+    /// The `--peer` values, parsed; a bad one is a one-line usage error.
+    fn peers(&self) -> Result<Vec<concur::study::plan::PeerRequest>, Error> {
+        self.peers
+            .iter()
+            .map(|p| concur::study::plan::PeerRequest::parse(p).map_err(Error::usage))
+            .collect()
+    }
 }
 
 #[derive(Args)]
@@ -153,9 +206,16 @@ struct RunArgs {
     /// Queue of the jobs models: sqlite:PATH for jobs:W (default: a fresh file per run), redis://HOST:PORT/DB for jobs-redis:W (mailer then adds it)
     #[arg(long, value_name = "URL")]
     jobs_backend: Option<String>,
+    /// gil, mailer, crawl, tour: add the classic programs in CPython and MRI as external cells (py:…, rb:…); see `concur classic`
+    #[arg(long)]
+    classic: bool,
     /// The JSON Lines results file, written as runs finish ('-' for stdout; default concur-results/STUDY-TIME.jsonl)
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    #[command(flatten)]
+    cmd: CmdArgs,
+    #[command(flatten)]
+    peer: PeerArgs,
     #[command(flatten)]
     out: OutputArgs,
     #[command(flatten)]
@@ -185,6 +245,8 @@ struct CrawlArgs {
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
     #[command(flatten)]
+    peer: PeerArgs,
+    #[command(flatten)]
     out: OutputArgs,
     #[command(flatten)]
     failures: FailureArgs,
@@ -207,6 +269,8 @@ struct AdviseArgs {
     /// The JSON Lines results file of the runs (default concur-results/custom-TIME.jsonl)
     #[arg(long, value_name = "FILE")]
     results: Option<PathBuf>,
+    #[command(flatten)]
+    cmd: CmdArgs,
     #[command(flatten)]
     out: OutputArgs,
     #[command(flatten)]
@@ -316,6 +380,35 @@ enum JobsCommand {
     Retry(FailedSetArgs),
     /// List the dead set (one JSON job a line), or requeue it all
     Dead(FailedSetArgs),
+}
+
+#[derive(Subcommand)]
+enum ClassicCommand {
+    /// Install Ruby, Celluloid, Sidekiq (apt-get) and the Python clients (a venv with pip)
+    Install,
+    /// Print a classic program's source (gil, crawl, mailer)
+    Show {
+        /// The program
+        name: String,
+    },
+    /// List the classic programs
+    List,
+}
+
+fn classic(c: ClassicCommand) -> Result<i32, Error> {
+    match c {
+        ClassicCommand::Install => concur::classic::install(),
+        ClassicCommand::Show { name } => {
+            print!("{}", concur::classic::show(&name)?);
+            Ok(0)
+        }
+        ClassicCommand::List => {
+            for p in concur::classic::PROGRAMS {
+                println!("  {:8} {:10} {}", p.name, p.file, p.help);
+            }
+            Ok(0)
+        }
+    }
 }
 
 #[derive(Args)]
@@ -455,6 +548,11 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
                 request_timeout: a.request_timeout,
                 full: a.full,
                 jobs_backend: a.jobs_backend,
+                shell: a.cmd.shell,
+                cmd_output: a.cmd.cmd_output,
+                hooks: a.peer.hooks(),
+                peers: a.peer.peers()?,
+                classic: a.classic,
             };
             concur::run(
                 &opts,
@@ -479,6 +577,8 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
                 repeat: Some(a.repeat),
                 warmup: Some(0),
                 request_timeout: a.request_timeout,
+                hooks: a.peer.hooks(),
+                peers: a.peer.peers()?,
                 ..RunOptions::default()
             };
             concur::run(
@@ -504,10 +604,16 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
                     target: Target::from_arg(file),
                 });
             }
+            let base = RunOptions {
+                shell: a.cmd.shell,
+                cmd_output: a.cmd.cmd_output,
+                ..RunOptions::default()
+            };
             concur::advise(
                 &a.workload,
                 a.tasks,
                 a.repeat,
+                base,
                 &outputs(a.out, a.results, a.failures.ignore_failures),
                 std::env::args().collect(),
             )
@@ -517,6 +623,7 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
             Ok(0)
         }
         Command::Jobs(c) => jobs(c),
+        Command::Classic(c) => classic(c),
         Command::List => {
             list();
             Ok(0)

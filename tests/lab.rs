@@ -138,7 +138,10 @@ fn main() {
             !m.starts_with("jobs-redis") && !m.starts_with("jobs-procs") && !m.starts_with("curl")
         })
         .collect();
+    // Declared CPU work: green runs only closures that cannot block (an undeclared nature is
+    // measured from the seq cell, and green refuses it).
     let sum = Lab::new("lab-sum")
+        .nature(concur::Nature::Cpu)
         .task(|i| {
             // Some work, so the models overlap.
             let x = (0..20_000u64).fold(i as u64, |a, b| a.wrapping_mul(31) ^ b);

@@ -311,3 +311,64 @@ fn the_schema_catches_drift() {
         "machine fields are closed"
     );
 }
+
+#[test]
+fn a_cmd_study_with_external_cells_failures_and_hooks_follows_the_schema() {
+    let (dir, path) = results_path();
+    let out = run_into(
+        dir.path(),
+        &path,
+        &[
+            "-w",
+            "cmd:if [ {i} = 1 ]; then exit 3; fi; if [ {i} = 2 ]; then kill -TERM $$; fi; echo ok",
+            "--shell",
+            "-m",
+            "seq",
+            "-m",
+            "pool:1,2",
+            "-n",
+            "3",
+            "-r",
+            "2",
+            "--peer",
+            r#"with=echo 'CONCUR {"wall_s": 0.01, "bytes": 3}'"#,
+            "--peer",
+            "without=true",
+            "--conclude",
+            "exit 0",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let lines = check_file(&path);
+    let runs = of_type(&lines, "run");
+    assert!(runs.iter().any(|r| r["failures"]["exit:3"] == 1));
+    assert!(runs.iter().any(|r| r["failures"]["signal:SIGTERM"] == 1));
+    assert!(runs
+        .iter()
+        .any(|r| r["external"] == true && r["startup_s"].is_f64()));
+    let cells = of_type(&lines, "cell");
+    assert!(cells.iter().any(|c| c["startup_median_s"].is_f64()));
+    assert!(cells.iter().all(|c| c["nature"] == "measured"));
+
+    // A failing hook's status is in the schema too.
+    let (dir, path) = results_path();
+    let out = run_into(
+        dir.path(),
+        &path,
+        &[
+            "-w",
+            "cmd:true",
+            "-m",
+            "seq",
+            "-n",
+            "1",
+            "-r",
+            "1",
+            "--prepare",
+            "exit 9",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let lines = check_file(&path);
+    assert_eq!(of_type(&lines, "run")[0]["status"], "hook");
+}

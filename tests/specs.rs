@@ -29,6 +29,10 @@ fn canonical_workload() -> impl Strategy<Value = String> {
         (1u64..=1 << 20, 1u64..=1000).prop_map(|(b, c)| format!("read:/dev/zero:{b}x{c}")),
         prop::sample::select(vec!["crash:panic", "crash:abort", "crash:segv", "mail"])
             .prop_map(String::from),
+        // cmd: keeps the command as typed (quotes and braces included).
+        "[a-z0-9 '{}=.-]{0,16}"
+            .prop_map(|a| format!("cmd:true {a}"))
+            .prop_filter("balanced quotes", |s| s.matches('\'').count() % 2 == 0),
         http_path().prop_map(|p| format!("http:{p}")),
         (1u16.., http_path()).prop_map(|(port, p)| format!("http:http://127.0.0.1:{port}{p}")),
     ]
@@ -177,7 +181,7 @@ proptest! {
 
     #[test]
     fn grammar_shaped_specs_are_stable_or_refused(
-        name in prop::sample::select(vec!["fib", "spin", "sleep", "mail", "read", "crash", "http", "seq", "pool", "rayon", "async", "async-local", "thread", "green", "curl"]),
+        name in prop::sample::select(vec!["fib", "spin", "sleep", "mail", "read", "crash", "http", "cmd", "seq", "pool", "rayon", "async", "async-local", "thread", "green", "curl"]),
         arg in prop::option::of("[0-9a-z.:x/?&={}-]{0,12}"),
     ) {
         // Arbitrary arguments need not be canonical: what is accepted must print a spec that

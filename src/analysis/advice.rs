@@ -101,7 +101,7 @@ fn classify(cells: &[&CellResult], nature: Nature, cores: usize) -> (Class, Opti
         Nature::Cpu => Some(Class::Cpu),
         Nature::Delay => Some(Class::Delay),
         Nature::Io => Some(Class::Io),
-        Nature::Net => None,
+        Nature::Net | Nature::Measured => None,
     };
     let class = match e {
         Some(e) if e >= CPU_BOUND => Class::Cpu,
@@ -450,6 +450,7 @@ mod tests {
             tasks_per_s: None,
             server_peak_in_flight: None,
             isolation: Default::default(),
+            startup_median_s: None,
             traits: Traits {
                 family: model.split(':').next().unwrap_or_default().into(),
                 baseline: model == "seq",

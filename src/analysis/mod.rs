@@ -96,6 +96,12 @@ fn summarize_cell(key: &CellKey, runs: &[&RunResult]) -> CellResult {
             .filter(|r| r.wall_s > 0.0)
             .map(|r| r.tasks_ok as f64 / r.wall_s),
         server_peak_in_flight: runs.iter().filter_map(|r| r.server_peak_in_flight).max(),
+        startup_median_s: stats::median(
+            &measured
+                .iter()
+                .filter_map(|r| r.startup_s)
+                .collect::<Vec<_>>(),
+        ),
         traits: first.map(|r| r.traits.clone()).unwrap_or_default(),
         isolation: first.map(|r| r.isolation).unwrap_or_default(),
     }
@@ -144,9 +150,39 @@ pub fn analyze(runs: &[RunResult], machine: &Machine) -> Analysis {
     };
     let first_run: BTreeMap<&CellKey, &RunResult> =
         order.iter().map(|k| (k, groups[k][0])).collect();
+    // A measured workload (another program's) is known by its seq cells' effective cores e:
+    // one task keeps e cores busy, so at most cores / e tasks run at full speed at once. That
+    // one number covers the whole range: e ≈ 1 is CPU-bound (the cores bound it), e ≈ 0 waits
+    // (its concurrency bounds it), and a command that half waits (process start-up, I/O) gets
+    // the slots in between.
+    let measured_e: BTreeMap<(String, String), f64> = {
+        let mut e: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
+        for c in cells
+            .iter()
+            .filter(|c| c.traits.baseline && c.traits.nature == results::Nature::Measured)
+        {
+            if let Some(x) = c.effective_cores {
+                e.entry((c.key.study.clone(), c.key.workload.clone()))
+                    .or_default()
+                    .push(x);
+            }
+        }
+        e.into_iter()
+            .filter_map(|(k, v)| Some((k, stats::median(&v)?)))
+            .collect()
+    };
 
     for c in cells.iter_mut() {
         let k = c.key.clone();
+        // How many tasks can run at full speed at once, for measured workloads.
+        let mut measured_slots = None;
+        if c.traits.nature == results::Nature::Measured {
+            if let Some(e) = measured_e.get(&(k.study.clone(), k.workload.clone())) {
+                c.traits.waits = *e <= advice::WAIT_BOUND;
+                let by_cores = (cores as f64 / e.max(1e-6)).max(1.0);
+                measured_slots = Some((c.parallelism.min(k.tasks).max(1) as f64).min(by_cores));
+            }
+        }
         let Some(wall) = c.wall_median_s else {
             continue;
         };
@@ -164,14 +200,17 @@ pub fn analyze(runs: &[RunResult], machine: &Machine) -> Analysis {
             c.speedup = Some(speedup);
             let cap = if c.traits.waits { usize::MAX } else { cores };
             let p = c.parallelism.min(cap).min(k.tasks).max(1);
-            c.efficiency = Some(speedup / p as f64);
+            c.efficiency = Some(speedup / measured_slots.unwrap_or(p as f64));
         }
-        let ideal = match run.traits.delay_s {
-            Some(delay) => {
+        let ideal = match (run.traits.delay_s, measured_slots) {
+            (Some(delay), _) => {
                 let p = c.parallelism.min(k.tasks).max(1);
                 Some(k.tasks.div_ceil(p) as f64 * delay)
             }
-            None => task_time(&k.workload, k.gil).map(|t| {
+            (None, Some(slots)) => {
+                task_time(&k.workload, k.gil).map(|t| k.tasks as f64 * t / slots)
+            }
+            (None, None) => task_time(&k.workload, k.gil).map(|t| {
                 let p = c.parallelism.min(cores).min(k.tasks).max(1);
                 k.tasks as f64 * t / p as f64
             }),
@@ -343,6 +382,36 @@ mod tests {
             a.warnings,
             ["fork ×8, thread ×8 run more tasks at once than the 4 cores: CPU work cannot go faster than 4×, and efficiency is taken over min(workers, cores)"]
         );
+    }
+
+    /// `cmd:` cells whose seq runs keep `busy` cores busy per task (0.1 s a task, 8 tasks,
+    /// 2 cores): the ideal's slots are min(W, N, cores / busy).
+    fn measured(busy: f64) -> Analysis {
+        let plan = mock_plan(&["cmd:true"], &["seq", "pool:2", "pool:8"], &[8], 1);
+        let mut runs = MockExecutor::new(2).task_time("cmd:true", 0.1).runs(&plan);
+        for r in runs.iter_mut() {
+            r.user_s *= busy;
+        }
+        analyze(&runs, &MockExecutor::new(2).machine())
+    }
+
+    #[test]
+    fn measured_cells_are_cpu_bound_or_waiting_as_the_seq_cell_measured() {
+        // Computing: the cores bound it, as any CPU work.
+        let a = measured(1.0);
+        let pool8 = cell(&a, "pool:8", 8);
+        assert!(!pool8.traits.waits && pool8.traits.nature == results::Nature::Measured);
+        assert!(close(pool8.ideal_s, 0.4), "{:?}", pool8.ideal_s);
+        // Waiting (a tenth of a core a task): 8 at once fit on 2 cores.
+        let a = measured(0.1);
+        let pool8 = cell(&a, "pool:8", 8);
+        assert!(pool8.traits.waits);
+        assert!(close(pool8.ideal_s, 0.1), "{:?}", pool8.ideal_s);
+        assert!(close(cell(&a, "pool:2", 8).ideal_s, 0.4));
+        // Half: 4 at once.
+        let a = measured(0.5);
+        assert!(close(cell(&a, "pool:8", 8).ideal_s, 0.2));
+        assert!(!cell(&a, "pool:8", 8).traits.waits);
     }
 
     #[test]

@@ -92,6 +92,9 @@ pub enum RunStatus {
     Spawn,
     /// The user interrupted the run.
     Interrupted,
+    /// A hook (`--setup`, `--prepare`, `--conclude`, `--cleanup`) failed: the run was not
+    /// made, or is not counted.
+    Hook,
 }
 
 impl RunStatus {
@@ -136,6 +139,9 @@ pub enum Nature {
     Delay,
     /// Network requests whose server time is unknown.
     Net,
+    /// Another program's work (`cmd:`): whether it computes or waits is measured from the
+    /// `seq` cell's effective cores when the cells are computed.
+    Measured,
 }
 
 impl Nature {
@@ -153,6 +159,7 @@ impl Nature {
             Nature::Io => "io",
             Nature::Delay => "delay",
             Nature::Net => "net",
+            Nature::Measured => "measured",
         }
     }
 }
@@ -189,6 +196,10 @@ pub struct Traits {
     /// do not make the exit status 1.
     #[serde(default)]
     pub expected_failure: bool,
+    /// Whether the cell is an external program (`--peer`, `--classic`), measured like a run
+    /// but bringing its own concurrency; its `model` is the label it was given.
+    #[serde(default)]
+    pub external: bool,
 }
 
 /// Where a run happened: in a fresh process of its own (the CLI, and a library user's binary
@@ -269,6 +280,10 @@ pub struct RunResult {
     /// first counted run (rep 0), evenly sampled down to 2,000 tasks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeline_us: Option<Vec<[u64; 2]>>,
+    /// External cells with a `CONCUR` line: the process's wall minus the work's own wall
+    /// (interpreter start-up, imports, teardown); null for every other run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub startup_s: Option<f64>,
 }
 
 /// One cell line: statistics over the cell's measured runs.
@@ -335,6 +350,9 @@ pub struct CellResult {
     /// The largest server peak in-flight over the runs.
     #[serde(default)]
     pub server_peak_in_flight: Option<i64>,
+    /// External cells with a `CONCUR` line: median start-up (process wall minus the work's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub startup_median_s: Option<f64>,
     /// What the cell is, as its runs recorded it.
     #[serde(flatten)]
     pub traits: Traits,

@@ -220,6 +220,69 @@ fn allowed() -> String {
         .join(", ")
 }
 
+/// Expands a worker scan into one spec per worker count: `pool:1,2,4,8` lists them,
+/// `async:1..64` takes the powers of two from the first to the last (both ends included,
+/// e.g. `3..20` is 3, 4, 8, 16, 20). Any other spec comes back alone, as typed.
+pub fn expand_scan(spec: &str) -> Result<Vec<String>, Error> {
+    let Some((name, list)) = spec.split_once(':') else {
+        return Ok(vec![spec.to_string()]);
+    };
+    if !list.contains(',') && !list.contains("..") {
+        return Ok(vec![spec.to_string()]);
+    }
+    let bad = |why: String| Error::usage(format!("bad model '{spec}': {why}"));
+    match REGISTRY.iter().find(|e| e.name == name) {
+        Some(e) if e.takes_workers => {}
+        Some(e) => {
+            return Err(bad(format!(
+                "{name} takes no worker count, so it cannot scan one ({})",
+                e.help
+            )))
+        }
+        None => {
+            return Err(Error::usage(format!(
+                "unknown model '{name}' in '{spec}' (allowed: {})",
+                allowed()
+            )))
+        }
+    }
+    let number = |w: &str| {
+        match w.trim().parse::<usize>() {
+        Ok(n) if (1..=MAX_WORKERS).contains(&n) => Ok(n),
+        _ => Err(bad(format!(
+            "workers '{w}' must be a whole number from 1 to {MAX_WORKERS} (a scan is W1,W2,… or LO..HI)"
+        ))),
+    }
+    };
+    let workers: Vec<usize> = match list.split_once("..") {
+        Some((lo, hi)) => {
+            let (lo, hi) = (number(lo)?, number(hi)?);
+            if lo > hi {
+                return Err(bad(format!("the scan {lo}..{hi} runs backwards")));
+            }
+            let mut v = vec![lo];
+            let mut p = lo.next_power_of_two();
+            while p < hi {
+                if p > lo {
+                    v.push(p);
+                }
+                p *= 2;
+            }
+            if hi > lo {
+                v.push(hi);
+            }
+            v
+        }
+        None => list.split(',').map(number).collect::<Result<_, _>>()?,
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    Ok(workers
+        .into_iter()
+        .filter(|w| seen.insert(*w))
+        .map(|w| format!("{name}:{w}"))
+        .collect())
+}
+
 /// Parses a model spec such as `seq`, `thread` or `pool:10`.
 pub fn parse(spec: &str) -> Result<Box<dyn Model>, Error> {
     let (name, workers) = match spec.split_once(':') {
@@ -253,6 +316,34 @@ pub fn parse(spec: &str) -> Result<Box<dyn Model>, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scans_expand_to_one_spec_per_worker_count() {
+        let e = |s: &str| expand_scan(s).unwrap();
+        assert_eq!(e("pool:1,2,4,8"), ["pool:1", "pool:2", "pool:4", "pool:8"]);
+        assert_eq!(
+            e("async:1..64"),
+            ["async:1", "async:2", "async:4", "async:8", "async:16", "async:32", "async:64"]
+        );
+        assert_eq!(
+            e("rayon:3..20"),
+            ["rayon:3", "rayon:4", "rayon:8", "rayon:16", "rayon:20"]
+        );
+        assert_eq!(e("pool:4"), ["pool:4"]);
+        assert_eq!(e("seq"), ["seq"]);
+        for (s, needle) in [
+            ("seq:1,2", "takes no worker count"),
+            ("pool:8..2", "backwards"),
+            ("pool:1,x", "'x'"),
+            ("nope:1,2", "unknown model 'nope'"),
+        ] {
+            let err = expand_scan(s).unwrap_err().to_string();
+            assert!(
+                err.contains(needle) && err.contains(s.split(':').next().unwrap()),
+                "{s}: {err}"
+            );
+        }
+    }
 
     #[test]
     fn specs_round_trip_and_bad_ones_are_named() {

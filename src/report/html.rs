@@ -105,13 +105,28 @@ fn speedup_chart(g: &Group, cores: usize) -> Option<String> {
     let mut tasks: Vec<usize> = cells.iter().map(|c| c.key.tasks).collect();
     tasks.sort_unstable();
     tasks.dedup();
-    let by_tasks = tasks.len() > 1;
+    // A worker scan (one family at several W, e.g. pool:1,2,4,8) is drawn against W, one
+    // curve per family and task count; otherwise several task counts are drawn against N.
+    let scan = {
+        let mut seen: std::collections::BTreeMap<&str, std::collections::BTreeSet<usize>> =
+            Default::default();
+        for c in &cells {
+            if let Some(w) = c.workers {
+                seen.entry(c.traits.family.as_str()).or_default().insert(w);
+            }
+        }
+        seen.values().any(|ws| ws.len() > 1)
+    };
+    let by_tasks = tasks.len() > 1 && !scan;
+    let per_tasks = tasks.len() > 1 && scan;
     let colors = model_colors(g);
     let mut curves: Vec<Curve> = Vec::new();
     let mut xs: Vec<f64> = Vec::new();
     for c in &cells {
         let name = if by_tasks {
             c.key.model.clone()
+        } else if per_tasks {
+            format!("{} ×{}", c.traits.family, c.key.tasks)
         } else {
             c.traits.family.clone()
         };
@@ -129,7 +144,10 @@ fn speedup_chart(g: &Group, cores: usize) -> Option<String> {
         let i = if by_tasks {
             colors.get(&c.key.model).copied().unwrap_or(0)
         } else {
-            curves.len()
+            curves
+                .iter()
+                .position(|k| k.name == name)
+                .unwrap_or(curves.len())
         };
         match curves.iter_mut().find(|k| k.name == name) {
             Some(k) => k.points.push((x, s, lo, hi)),

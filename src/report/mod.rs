@@ -126,12 +126,38 @@ pub fn columns(g: &Group) -> (&'static [&'static str], RowFn) {
     }
 }
 
-/// Footnotes of a group: why its failed cells failed.
+/// Footnotes of a group: why its failed cells failed, and what the wall of each external
+/// program is (the work it reported, or its whole process).
 pub fn footnotes(g: &Group) -> Vec<String> {
-    g.cells
+    let mut notes: Vec<String> = g
+        .cells
         .iter()
         .filter_map(|c| c.error.as_ref().map(|e| format!("{}: {e}", c.key.label())))
-        .collect()
+        .collect();
+    let mut seen = std::collections::BTreeSet::new();
+    for c in g.cells.iter().filter(|c| c.traits.external) {
+        if !seen.insert(c.key.model.as_str()) {
+            continue;
+        }
+        let startups: Vec<f64> = g
+            .cells
+            .iter()
+            .filter(|o| o.key.model == c.key.model)
+            .filter_map(|o| o.startup_median_s)
+            .collect();
+        notes.push(match crate::stats::median(&startups) {
+            Some(s) => format!(
+                "{}: external program; wall is the work it reported on its CONCUR line (its start-up and exit took {} more, which its CPU and memory include)",
+                c.key.model,
+                fmt_secs(s)
+            ),
+            None => format!(
+                "{}: external program; wall is its whole process, start-up included (it printed no CONCUR line)",
+                c.key.model
+            ),
+        });
+    }
+    notes
 }
 
 /// One line describing the machine.

@@ -72,8 +72,9 @@ pub fn execute(
     let bar = progress_bar(total as u64, progress);
     let mut runs = Vec::with_capacity(plan.cells.len() * plan.repeat);
     let mut interrupted = false;
-    'warm: for cell in &plan.cells {
-        for i in 0..plan.warmup {
+    let mut hooks = CellHooks::new(plan, executor);
+    'warm: for (i, cell) in plan.cells.iter().enumerate() {
+        for w in 0..plan.warmup {
             if executor.interrupted() {
                 interrupted = true;
                 break 'warm;
@@ -83,7 +84,7 @@ pub fn execute(
                 cell.key.workload,
                 cell.key.label()
             ));
-            executor.run(plan, cell, Iteration::Warmup(i));
+            hooks.run(i, Iteration::Warmup(w), false);
             bar.inc(1);
         }
     }
@@ -92,17 +93,17 @@ pub fn execute(
             break;
         }
         let order: Vec<_> = if rep % 2 == 0 {
-            plan.cells.iter().collect()
+            plan.cells.iter().enumerate().collect()
         } else {
-            plan.cells.iter().rev().collect()
+            plan.cells.iter().enumerate().rev().collect()
         };
-        for cell in order {
+        for (i, cell) in order {
             if executor.interrupted() {
                 interrupted = true;
                 break 'rounds;
             }
             bar.set_message(format!("{} {}", cell.key.workload, cell.key.label()));
-            let run = executor.run(plan, cell, Iteration::Counted(rep));
+            let run = hooks.run(i, Iteration::Counted(rep), rep + 1 == plan.repeat);
             if run.status == RunStatus::Interrupted {
                 interrupted = true;
                 break 'rounds;
@@ -111,6 +112,10 @@ pub fn execute(
             runs.push(run);
             bar.inc(1);
         }
+    }
+    // Cells set up but not cleaned up (an interrupted study) are cleaned up all the same.
+    for why in hooks.finish() {
+        eprintln!("warning: {why}");
     }
     bar.finish_and_clear();
     let analysis = analysis::analyze(&runs, &machine);
@@ -123,6 +128,82 @@ pub fn execute(
         analysis,
         interrupted,
     })
+}
+
+/// hyperfine's hooks around a study's runs: `--setup` before a cell's first run, `--prepare`
+/// and `--conclude` around each run, `--cleanup` after its last. A failing hook fails the
+/// runs it guards (status `hook`, the hook's reason as the error); the study goes on.
+struct CellHooks<'a> {
+    plan: &'a Plan,
+    executor: &'a dyn Executor,
+    /// Per cell: `None` until set up, then how `--setup` went.
+    set_up: Vec<Option<std::result::Result<(), String>>>,
+    cleaned: Vec<bool>,
+}
+
+impl<'a> CellHooks<'a> {
+    fn new(plan: &'a Plan, executor: &'a dyn Executor) -> Self {
+        CellHooks {
+            plan,
+            executor,
+            set_up: vec![None; plan.cells.len()],
+            cleaned: vec![false; plan.cells.len()],
+        }
+    }
+
+    /// One run of cell `i` with its hooks; `last` runs `--cleanup` after it.
+    fn run(&mut self, i: usize, iteration: Iteration, last: bool) -> RunResult {
+        use plan::Hook;
+        let cell = &self.plan.cells[i];
+        let setup = self.set_up[i]
+            .get_or_insert_with(|| self.executor.hook(self.plan, cell, Hook::Setup))
+            .clone();
+        let failed = |why: String| {
+            let mut run =
+                runner::convert::template(cell, iteration.rep(), RunStatus::Hook, 0.0, Some(why));
+            run.tasks_failed = cell.key.tasks;
+            run
+        };
+        let mut run = match setup.and_then(|_| self.executor.hook(self.plan, cell, Hook::Prepare)) {
+            Err(why) => failed(why),
+            Ok(()) => {
+                let mut run = self.executor.run(self.plan, cell, iteration);
+                if run.status != RunStatus::Interrupted {
+                    if let Err(why) = self.executor.hook(self.plan, cell, Hook::Conclude) {
+                        run.status = RunStatus::Hook;
+                        run.error = Some(why);
+                    }
+                }
+                run
+            }
+        };
+        if last && run.status != RunStatus::Interrupted {
+            if let Some(why) = self.cleanup(i) {
+                run.status = RunStatus::Hook;
+                run.error.get_or_insert(why);
+            }
+        }
+        run
+    }
+
+    /// `--cleanup` of cell `i` if it was set up and not cleaned up yet; the reason if it failed.
+    fn cleanup(&mut self, i: usize) -> Option<String> {
+        if self.cleaned[i] || !matches!(self.set_up[i], Some(Ok(()))) {
+            return None;
+        }
+        self.cleaned[i] = true;
+        let cell = &self.plan.cells[i];
+        self.executor
+            .hook(self.plan, cell, plan::Hook::Cleanup)
+            .err()
+    }
+
+    /// Cleans up every cell still set up; the reasons of the cleanups that failed.
+    fn finish(&mut self) -> Vec<String> {
+        (0..self.plan.cells.len())
+            .filter_map(|i| self.cleanup(i))
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -271,6 +352,37 @@ mod tests {
         assert_eq!(mock.calls().len(), 1);
         assert!(out.runs.is_empty() && out.analysis.cells.is_empty());
         assert_eq!(lines.len(), 1);
+    }
+
+    #[test]
+    fn a_failing_prepare_hook_fails_every_run_and_the_study_goes_on() {
+        let plan = two_cells(2, 1);
+        let mock = MockExecutor::new(2).failing_hook(plan::Hook::Prepare);
+        let (out, _) = study(&plan, &mock);
+        assert!(
+            mock.calls().is_empty(),
+            "no run is made after a failed --prepare"
+        );
+        assert_eq!(out.runs.len(), 4);
+        assert!(out.runs.iter().all(|r| r.status == RunStatus::Hook
+            && r.error.as_deref() == Some("--prepare 'mock' exited with code 3: mock hook")));
+    }
+
+    #[test]
+    fn a_failing_cleanup_hook_fails_each_cells_last_run() {
+        let plan = two_cells(2, 0);
+        let mock = MockExecutor::new(2).failing_hook(plan::Hook::Cleanup);
+        let (out, _) = study(&plan, &mock);
+        let statuses: Vec<RunStatus> = out.runs.iter().map(|r| r.status).collect();
+        assert_eq!(
+            statuses,
+            [
+                RunStatus::Ok,
+                RunStatus::Ok,
+                RunStatus::Hook,
+                RunStatus::Hook
+            ]
+        );
     }
 
     #[test]

@@ -53,6 +53,101 @@ pub struct RunOptions {
     /// The jobs models' backend: `sqlite:PATH` for `jobs:W` (`None`: a fresh file per run),
     /// `redis://...` for `jobs-redis:W` (which the `mailer` study then adds).
     pub jobs_backend: Option<String>,
+    /// `--shell`: `cmd:` workloads run under `sh -c`.
+    pub shell: bool,
+    /// `--cmd-output DIR`: `cmd:` tasks keep their stdout and stderr there.
+    pub cmd_output: Option<std::path::PathBuf>,
+    /// External cells (`--peer LABEL=COMMAND`, and the classic programs of `--classic`).
+    pub peers: Vec<PeerRequest>,
+    /// `--classic`: add the classic experiments' programs as external cells.
+    pub classic: bool,
+    /// hyperfine's hooks: commands run around each cell and each run.
+    pub hooks: Hooks,
+}
+
+/// An external cell as asked for: a program that brings its own concurrency.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PeerRequest {
+    /// Its row's label (the results' `model`); a trailing `:W` is its worker count.
+    pub label: String,
+    /// The command, run under `sh -c` after `{tasks}`, `{workers}` and `{url}` are replaced.
+    pub command: String,
+    /// The workload whose table it joins; `None`: the plan's first workload.
+    pub workload: Option<String>,
+    /// Whether it joins the table of the cells with the interpreter lock (a classic program
+    /// that has a real one).
+    pub gil: bool,
+    /// The task counts to run it at; `None`: every task count of its table.
+    pub tasks: Option<Vec<usize>>,
+    /// How many tasks it runs at once when its label has no `:W` (a serial program: 1);
+    /// `None`: all of them.
+    pub workers: Option<usize>,
+}
+
+impl PeerRequest {
+    /// Parses `--peer LABEL=COMMAND`; the reason when it is not of that form.
+    pub fn parse(text: &str) -> std::result::Result<Self, String> {
+        let (label, command) = text
+            .split_once('=')
+            .filter(|(l, c)| !l.trim().is_empty() && !c.trim().is_empty())
+            .ok_or_else(|| format!("--peer '{text}' must be LABEL=COMMAND"))?;
+        Ok(PeerRequest {
+            label: label.trim().to_string(),
+            command: command.to_string(),
+            ..Default::default()
+        })
+    }
+}
+
+/// hyperfine's hooks, each a shell command (`sh -c`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Hooks {
+    /// Once before a cell's first run.
+    pub setup: Option<String>,
+    /// Before every run (warm-ups included).
+    pub prepare: Option<String>,
+    /// After every run (warm-ups included).
+    pub conclude: Option<String>,
+    /// Once after a cell's last run.
+    pub cleanup: Option<String>,
+}
+
+/// Which hook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hook {
+    /// `--setup`.
+    Setup,
+    /// `--prepare`.
+    Prepare,
+    /// `--conclude`.
+    Conclude,
+    /// `--cleanup`.
+    Cleanup,
+}
+
+impl Hook {
+    /// The flag that sets it.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Hook::Setup => "--setup",
+            Hook::Prepare => "--prepare",
+            Hook::Conclude => "--conclude",
+            Hook::Cleanup => "--cleanup",
+        }
+    }
+}
+
+impl Hooks {
+    /// The command of `hook`, if one was given.
+    pub fn get(&self, hook: Hook) -> Option<&str> {
+        match hook {
+            Hook::Setup => self.setup.as_deref(),
+            Hook::Prepare => self.prepare.as_deref(),
+            Hook::Conclude => self.conclude.as_deref(),
+            Hook::Cleanup => self.cleanup.as_deref(),
+        }
+        .filter(|c| !c.trim().is_empty())
+    }
 }
 
 impl Default for RunOptions {
@@ -76,13 +171,32 @@ impl Default for RunOptions {
             request_timeout: Duration::from_secs(30),
             full: false,
             jobs_backend: None,
+            shell: false,
+            cmd_output: None,
+            peers: vec![],
+            classic: false,
+            hooks: Hooks::default(),
         }
     }
+}
+
+/// What runs for a cell: concur's own run of a model, or another program.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CellKind {
+    /// `concur __run`: the cell's model runs its workload in a fresh process of our binary.
+    Concur,
+    /// An external program that brings its own concurrency (`--peer`, `--classic`).
+    External {
+        /// The command as given, before `{tasks}`, `{workers}` and `{url}` are replaced.
+        command: String,
+    },
 }
 
 /// One cell of the plan, with what the runner and the statistics need to know of it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CellPlan {
+    /// What runs: concur's model, or an external program.
+    pub kind: CellKind,
     /// The cell's identity (canonical specs).
     pub key: CellKey,
     /// The model's worker count.
@@ -120,6 +234,8 @@ pub struct Plan {
     pub notes: Vec<String>,
     /// The jobs models' backend, parsed (see [`RunOptions::jobs_backend`]).
     pub jobs_backend: Option<crate::jobs::BackendUrl>,
+    /// Commands run around each cell and each run.
+    pub hooks: Hooks,
 }
 
 /// A cell as a preset or the user names it, before validation.
@@ -150,6 +266,12 @@ impl Plan {
 pub fn cell(req: &CellRequest, opts: &WorkloadOptions) -> Result<CellPlan> {
     let w = workload::parse(&req.workload, opts)?;
     let m = model::parse(&req.model)?;
+    if req.gil && !w.gil_governs() {
+        return Err(Error::usage(format!(
+            "workload '{}' cannot run with --gil: a lock inside concur does not govern another process",
+            req.workload
+        )));
+    }
     m.check(&*w, req.gil).map_err(|why| {
         Error::usage(format!(
             "model '{}' cannot run workload '{}': {why}",
@@ -163,6 +285,7 @@ pub fn cell(req: &CellRequest, opts: &WorkloadOptions) -> Result<CellPlan> {
         )));
     }
     Ok(CellPlan {
+        kind: CellKind::Concur,
         key: CellKey {
             study: req.study.clone(),
             workload: w.spec(),
@@ -178,6 +301,102 @@ pub fn cell(req: &CellRequest, opts: &WorkloadOptions) -> Result<CellPlan> {
     })
 }
 
+/// The external cells of `peer`: one per task count of the table it joins (the first
+/// workload's, or the one it names), in that table's traits, so that its speedup and ideal
+/// are taken over the same `seq` cell as concur's rows.
+fn peer_cells(
+    peer: &PeerRequest,
+    cells: &[CellPlan],
+    study: &str,
+    options: &WorkloadOptions,
+) -> Result<Vec<CellPlan>> {
+    let label = &peer.label;
+    if label.contains(char::is_whitespace) || label.contains('=') {
+        return Err(Error::usage(format!(
+            "--peer label '{label}' must be one word without '=' (e.g. parallel:4)"
+        )));
+    }
+    if model::REGISTRY
+        .iter()
+        .any(|e| e.name == label.split(':').next().unwrap_or(""))
+    {
+        return Err(Error::usage(format!(
+            "--peer label '{label}' names one of concur's models; choose another (e.g. my-{label})"
+        )));
+    }
+    let workers = match label.rsplit_once(':') {
+        Some((_, w)) if w.chars().all(|c| c.is_ascii_digit()) && !w.is_empty() => {
+            match w.parse::<usize>() {
+                Ok(n) if (1..=model::MAX_WORKERS).contains(&n) => Some(n),
+                _ => {
+                    return Err(Error::usage(format!(
+                        "--peer label '{label}': workers '{w}' must be from 1 to {}",
+                        model::MAX_WORKERS
+                    )))
+                }
+            }
+        }
+        _ => None,
+    };
+    let group: Vec<&CellPlan> = cells
+        .iter()
+        .filter(|c| c.kind == CellKind::Concur && c.key.gil == peer.gil)
+        .filter(|c| peer.workload.as_ref().is_none_or(|w| *w == c.key.workload))
+        .collect();
+    let Some(first) = group.first() else {
+        return Err(Error::usage(format!(
+            "--peer '{label}' has no table to join: the study has no cell of workload {}",
+            peer.workload.as_deref().unwrap_or("(any)")
+        )));
+    };
+    let workload = first.key.workload.clone();
+    let mut tasks: Vec<usize> = match &peer.tasks {
+        Some(t) => t.clone(),
+        None => group
+            .iter()
+            .filter(|c| c.key.workload == workload)
+            .map(|c| c.key.tasks)
+            .collect(),
+    };
+    tasks.dedup();
+    let mut seen = std::collections::BTreeSet::new();
+    tasks.retain(|n| seen.insert(*n));
+    let needs_server = peer.command.contains("{url}") && options.base_url.is_none();
+    let family = label
+        .rsplit_once(':')
+        .filter(|_| workers.is_some())
+        .map_or(label.as_str(), |(f, _)| f)
+        .to_string();
+    Ok(tasks
+        .into_iter()
+        .map(|n| CellPlan {
+            kind: CellKind::External {
+                command: peer.command.clone(),
+            },
+            key: CellKey {
+                study: study.to_string(),
+                workload: workload.clone(),
+                model: label.clone(),
+                tasks: n,
+                gil: peer.gil,
+            },
+            workers,
+            parallelism: workers.or(peer.workers).unwrap_or(n).min(n).max(1),
+            traits: Traits {
+                family: family.clone(),
+                baseline: false,
+                task_processes: false,
+                queue: false,
+                expected_failure: false,
+                external: true,
+                ..first.traits.clone()
+            },
+            needs_server,
+            needs_redis: false,
+        })
+        .collect())
+}
+
 /// What a cell is, from its workload and model: the one place that decides it.
 fn traits(w: &dyn Workload, m: &dyn Model, expected_failure: bool) -> Traits {
     let (nature, delay_s) = match w.nature() {
@@ -185,6 +404,7 @@ fn traits(w: &dyn Workload, m: &dyn Model, expected_failure: bool) -> Traits {
         workload::Nature::BlockingIo => (Nature::Io, None),
         workload::Nature::Delay(d) => (Nature::Delay, Some(d.as_secs_f64())),
         workload::Nature::Network => (Nature::Net, None),
+        workload::Nature::Measured => (Nature::Measured, None),
     };
     Traits {
         nature,
@@ -196,6 +416,7 @@ fn traits(w: &dyn Workload, m: &dyn Model, expected_failure: bool) -> Traits {
         task_processes: m.task_processes(),
         queue: m.is_queue(),
         expected_failure,
+        external: false,
     }
 }
 
@@ -208,8 +429,19 @@ fn check_range(flag: &str, value: usize, lo: usize, hi: usize) -> Result<usize> 
     Ok(value)
 }
 
+/// Whether `--classic` applies to these options: a built-in study, not a free-form one.
+pub fn check_classic(o: &RunOptions) -> Result<()> {
+    if o.classic && (!o.workloads.is_empty() || !o.models.is_empty() || !o.tasks.is_empty()) {
+        return Err(Error::usage(
+            "--classic adds the classic programs to the gil, mailer and crawl studies and the tour; a free-form study takes --peer LABEL=COMMAND instead",
+        ));
+    }
+    Ok(())
+}
+
 /// Builds the plan from the user's options; every bad value is a usage error naming it.
 pub fn build(o: &RunOptions) -> Result<Plan> {
+    check_classic(o)?;
     let freeform = !o.workloads.is_empty() || !o.models.is_empty() || !o.tasks.is_empty();
     if let (Some(study), true) = (&o.study, freeform) {
         return Err(Error::usage(format!(
@@ -235,6 +467,9 @@ pub fn build(o: &RunOptions) -> Result<Plan> {
         mail_sink: o.mail_sink,
         base_url: o.url.clone(),
         request_timeout_ms: o.request_timeout.as_millis().max(1) as u64,
+        cmd_shell: o.shell,
+        cmd_output: o.cmd_output.clone(),
+        cell_tasks: None,
     };
     let jobs_backend = o
         .jobs_backend
@@ -265,9 +500,13 @@ pub fn build(o: &RunOptions) -> Result<Plan> {
             o.tasks.clone()
         };
         let name = o.name.clone().unwrap_or_else(|| "custom".into());
+        let mut models = Vec::new();
+        for m in &o.models {
+            models.extend(model::expand_scan(m)?);
+        }
         let mut cells = Vec::new();
         for w in &o.workloads {
-            for m in &o.models {
+            for m in &models {
                 for &n in &tasks {
                     cells.push(CellRequest {
                         study: name.clone(),
@@ -294,11 +533,16 @@ pub fn build(o: &RunOptions) -> Result<Plan> {
             redis_url.is_some(),
         )?
     };
-    let cells = preset
+    let mut cells = preset
         .cells
         .iter()
         .map(|c| cell(c, &options))
         .collect::<Result<Vec<_>>>()?;
+    let mut peers = Vec::new();
+    for p in &o.peers {
+        peers.extend(peer_cells(p, &cells, &preset.name, &options)?);
+    }
+    cells.extend(peers);
     // jobs-redis:W needs a Redis, which must answer now rather than fail every run later.
     if cells.iter().any(|c| c.needs_redis) {
         let url = redis_url.ok_or_else(|| {
@@ -317,6 +561,7 @@ pub fn build(o: &RunOptions) -> Result<Plan> {
         options,
         notes: preset.notes,
         jobs_backend,
+        hooks: o.hooks.clone(),
     })
 }
 

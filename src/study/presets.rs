@@ -84,8 +84,21 @@ fn gil_study(quick: bool) -> Preset {
     }
 }
 
+/// Deliveries of the `mailer` study's main cells (the classic's 100).
+pub const MAILER_TASKS: usize = 100;
+
+/// The `mailer` study's task and the `fib` it computes: `mail` (fib(30)), or `mail:25` with
+/// `--quick`.
+pub fn mailer_task(quick: bool) -> (&'static str, u32) {
+    if quick {
+        ("mail:25", 25)
+    } else {
+        ("mail", 30)
+    }
+}
+
 fn mailer_study(quick: bool, stress: bool, gil: bool, redis: bool) -> Preset {
-    let mail = if quick { "mail:25" } else { "mail" };
+    let (mail, _) = mailer_task(quick);
     let mut cells: Vec<CellRequest> = [
         "seq",
         "fork",
@@ -99,7 +112,7 @@ fn mailer_study(quick: bool, stress: bool, gil: bool, redis: bool) -> Preset {
         "jobs-memory:10",
     ]
     .iter()
-    .map(|m| cell("mailer", mail, m, 100, gil))
+    .map(|m| cell("mailer", mail, m, MAILER_TASKS, gil))
     .collect();
     if redis {
         cells.push(cell("mailer", mail, "jobs-redis:10", 100, gil));
@@ -143,7 +156,8 @@ fn mailer_study(quick: bool, stress: bool, gil: bool, redis: bool) -> Preset {
 /// busting) are asked for with `{rand}`, inside `name` where the server ignores them.
 pub const CRAWL_WORKLOAD: &str = "http:/add?name=crawl{rand}&delay=100";
 
-fn crawl_study(quick: bool, full: bool, gil: bool) -> Preset {
+/// The `crawl` study's request count and its `seq` cell's (scaled down unless `--full`).
+pub fn crawl_sizes(quick: bool, full: bool) -> (usize, usize) {
     let n = if quick { 200 } else { 1000 };
     let seq_n = if full {
         n
@@ -152,6 +166,11 @@ fn crawl_study(quick: bool, full: bool, gil: bool) -> Preset {
     } else {
         50
     };
+    (n, seq_n)
+}
+
+fn crawl_study(quick: bool, full: bool, gil: bool) -> Preset {
+    let (n, seq_n) = crawl_sizes(quick, full);
     let mut cells = vec![cell("crawl", CRAWL_WORKLOAD, "seq", seq_n, gil)];
     for m in [
         "thread",

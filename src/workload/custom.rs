@@ -174,7 +174,11 @@ impl Workload for FnWorkload {
     fn run_async(self: Arc<Self>, index: usize) -> TaskFuture {
         match (&self.future, self.nature) {
             (Some(f), _) => Box::pin(CatchPanic(f(index))),
-            (None, Nature::Cpu) => Box::pin(async move { guarded_run(&*self, index) }),
+            // Computation, or a nature left to measure: inline on the event loop, as a naive
+            // async program runs a plain function.
+            (None, Nature::Cpu | Nature::Measured) => {
+                Box::pin(async move { guarded_run(&*self, index) })
+            }
             (None, _) => Box::pin(async move {
                 tokio::task::spawn_blocking(move || guarded_run(&*self, index))
                     .await

@@ -5,6 +5,7 @@
 //! and an async one ([`Workload::run_async`]) whose default runs CPU work inline on the event
 //! loop (as a naive async program does) and blocking I/O on the runtime's blocking pool.
 
+mod cmd;
 mod crash;
 pub mod custom;
 mod fib;
@@ -39,6 +40,9 @@ pub enum Nature {
     Delay(Duration),
     /// Network requests whose server time is unknown: no ideal can be computed.
     Network,
+    /// Unknown until measured (another program's work): the `seq` cell's effective cores
+    /// decide whether it computes or waits.
+    Measured,
 }
 
 /// Where the `mail` workload writes the mails it renders.
@@ -64,6 +68,15 @@ pub struct WorkloadOptions {
     /// How long one HTTP request may take (connect to last body byte), milliseconds.
     #[serde(default = "default_request_timeout_ms")]
     pub request_timeout_ms: u64,
+    /// `--shell`: `cmd:` commands run under `sh -c` instead of being split into words.
+    #[serde(default)]
+    pub cmd_shell: bool,
+    /// `--cmd-output DIR`: `cmd:` tasks keep their stdout and stderr there as files.
+    #[serde(default)]
+    pub cmd_output: Option<std::path::PathBuf>,
+    /// The task count of the cell being run, for `{n}` in `cmd:` (set for each run).
+    #[serde(default)]
+    pub cell_tasks: Option<usize>,
 }
 
 fn default_request_timeout_ms() -> u64 {
@@ -83,11 +96,13 @@ pub trait Workload: Send + Sync + 'static {
     fn run_async(self: Arc<Self>, index: usize) -> TaskFuture {
         match self.nature() {
             Nature::Cpu => Box::pin(async move { guarded_run(&*self, index) }),
-            Nature::BlockingIo | Nature::Delay(_) | Nature::Network => Box::pin(async move {
-                tokio::task::spawn_blocking(move || guarded_run(&*self, index))
-                    .await
-                    .map_err(|e| TaskError::new("panic", e.to_string()))?
-            }),
+            Nature::BlockingIo | Nature::Delay(_) | Nature::Network | Nature::Measured => {
+                Box::pin(async move {
+                    tokio::task::spawn_blocking(move || guarded_run(&*self, index))
+                        .await
+                        .map_err(|e| TaskError::new("panic", e.to_string()))?
+                })
+            }
         }
     }
     /// Runs task `index` inside a `may` coroutine (the `green` model). The default runs CPU
@@ -104,6 +119,12 @@ pub trait Workload: Send + Sync + 'static {
     /// Whether [`Workload::run_green`] is safe: no blocking std I/O inside a coroutine.
     fn supports_green(&self) -> bool {
         self.nature() == Nature::Cpu
+    }
+    /// Whether the interpreter-lock emulation can govern this workload's work: false for work
+    /// done by other processes, which a lock inside concur cannot hold back (`--gil` is then
+    /// refused).
+    fn gil_governs(&self) -> bool {
+        true
     }
     /// Whether each task is one HTTP GET of [`Workload::url`], so that a model may make the
     /// request itself (`curl`).
@@ -169,6 +190,7 @@ pub const REGISTRY: &[Entry] = &[
     mail::ENTRY,
     http::ENTRY,
     crash::ENTRY,
+    cmd::ENTRY,
 ];
 
 /// Parses a workload spec such as `fib:30` or `read:/dev/urandom:1024x100`.

@@ -53,6 +53,7 @@ pub(crate) fn template(
         latency_us: None,
         server_peak_in_flight: None,
         timeline_us: None,
+        startup_s: None,
     }
 }
 
@@ -144,6 +145,138 @@ pub(crate) fn convert(cell: &CellPlan, rep: usize, ended: Ended, verdict: Verdic
             }
         }
         _ => run.tasks_failed = cell.key.tasks,
+    }
+    run
+}
+
+/// What an external program may report on its `CONCUR {json}` line.
+#[derive(Debug, Clone, serde::Deserialize)]
+struct PeerReport {
+    /// The work's own wall time, seconds.
+    wall_s: f64,
+    #[serde(default)]
+    bytes: Option<u64>,
+    #[serde(default)]
+    tasks_ok: Option<usize>,
+    #[serde(default)]
+    tasks_failed: Option<usize>,
+}
+
+fn peer_report(ended: &Ended) -> Option<Result<PeerReport, String>> {
+    let text = ended.concur_line.as_ref()?;
+    Some(
+        serde_json::from_str::<PeerReport>(text)
+            .ok()
+            .filter(|r| r.wall_s.is_finite() && r.wall_s >= 0.0)
+            .ok_or_else(|| format!("its CONCUR line is not {{\"wall_s\": SECONDS, …}}: {text}")),
+    )
+}
+
+/// Decides how an external program's run ended: killed by the parent, a bad exit (its last
+/// stderr line as the reason), a bad `CONCUR` line, failed tasks it reported, or ok.
+pub(crate) fn classify_external(ended: &Ended, timeout: Duration) -> Verdict {
+    let usage = match &ended.waited {
+        Ok(u) => u,
+        Err(e) => {
+            return Verdict {
+                status: RunStatus::Crashed,
+                error: Some(format!("could not wait for the program: {e}")),
+            }
+        }
+    };
+    let (status, error) = match ended.killed_for {
+        Some(Kill::Timeout) => (
+            RunStatus::Timeout,
+            Some(format!(
+                "timed out after {}",
+                crate::units::fmt_secs(timeout.as_secs_f64())
+            )),
+        ),
+        Some(Kill::Interrupt) => (RunStatus::Interrupted, Some("interrupted".to_string())),
+        None if usage.exit_code == Some(0) => match peer_report(ended) {
+            Some(Err(why)) => (RunStatus::Failed, Some(why)),
+            Some(Ok(PeerReport {
+                tasks_failed: Some(k),
+                ..
+            })) if k > 0 => (
+                RunStatus::Failed,
+                Some(format!("{k} tasks failed (its CONCUR line)")),
+            ),
+            _ => (RunStatus::Ok, None),
+        },
+        None => {
+            let how = match (usage.exit_code, usage.signal) {
+                (_, Some(sig)) => format!("killed by {}", crate::measure::rusage::signal_name(sig)),
+                (Some(code), _) => format!("exited with code {code}"),
+                _ => "ended without a status".into(),
+            };
+            let last = ended
+                .stderr_tail
+                .iter()
+                .rev()
+                .find(|l| !l.trim().is_empty());
+            (
+                RunStatus::Crashed,
+                Some(match last {
+                    Some(l) => format!("{how}: {l}"),
+                    None => how,
+                }),
+            )
+        }
+    };
+    Verdict { status, error }
+}
+
+/// Builds an external program's run line: the parent's rusage and PSS, and as wall the work's
+/// own wall from its `CONCUR` line (the rest of the process's wall is its start-up) or, without
+/// one, the whole process's wall.
+pub(crate) fn convert_external(
+    cell: &CellPlan,
+    rep: usize,
+    ended: Ended,
+    verdict: Verdict,
+) -> RunResult {
+    let mut run = template(
+        cell,
+        rep,
+        verdict.status,
+        ended.wall_s,
+        verdict.error.clone(),
+    );
+    let Ok(usage) = &ended.waited else {
+        return run;
+    };
+    run.user_s = usage.user_s;
+    run.sys_s = usage.sys_s;
+    run.max_rss_kib = usage.max_rss_kib;
+    run.tree_pss_kib = ended.tree_pss_kib;
+    run.ctx_voluntary = usage.ctx_voluntary;
+    run.ctx_involuntary = usage.ctx_involuntary;
+    run.processes_created = 1;
+    if !verdict.status.measured() {
+        run.tasks_failed = cell.key.tasks;
+        return run;
+    }
+    let n = cell.key.tasks;
+    match peer_report(&ended) {
+        Some(Ok(r)) => {
+            run.wall_s = r.wall_s;
+            run.startup_s = Some((ended.wall_s - r.wall_s).max(0.0));
+            run.bytes = r.bytes.unwrap_or(0);
+            run.tasks_failed = r.tasks_failed.unwrap_or(0).min(n);
+            run.tasks_ok = r.tasks_ok.unwrap_or(n - run.tasks_failed);
+            if run.tasks_failed > 0 {
+                run.failures.insert("external".into(), run.tasks_failed);
+            }
+        }
+        _ => {
+            run.tasks_ok = if verdict.status == RunStatus::Ok {
+                n
+            } else {
+                0
+            };
+            run.tasks_failed = n - run.tasks_ok;
+        }
     }
     run
 }

@@ -7,7 +7,7 @@
 use std::time::Instant;
 
 use super::supervise::Ended;
-use super::{convert, request, Executor, Iteration};
+use super::{convert, external_command, request, run_hook, Executor, Hook, Iteration};
 use crate::analysis::results::{Isolation, Machine, RunResult};
 use crate::measure::memory::TreeSampler;
 use crate::measure::rusage::{self_usage, usage_between};
@@ -41,6 +41,7 @@ impl Executor for InProcessExecutor {
             tree_pss_kib,
             report,
             stderr_tail,
+            concur_line: None,
         };
         let verdict = convert::classify(&ended, plan.timeout);
         let mut run = convert::convert(cell, iteration.rep(), ended, verdict);
@@ -50,5 +51,17 @@ impl Executor for InProcessExecutor {
 
     fn interrupted(&self) -> bool {
         crate::interrupt::interrupted()
+    }
+
+    fn hook(&self, plan: &Plan, cell: &CellPlan, hook: Hook) -> std::result::Result<(), String> {
+        let Some(command) = plan.hooks.get(hook) else {
+            return Ok(());
+        };
+        run_hook(
+            hook,
+            command,
+            &external_command(command, plan, cell, None),
+            plan.timeout,
+        )
     }
 }

@@ -29,7 +29,7 @@ use crate::analysis::results::{CellKey, Machine, RunResult};
 use crate::measure::latency::LatencySummary;
 use crate::measure::rusage::ChildUsage;
 use crate::study::child::ChildReport;
-use crate::study::plan::{self, CellPlan, Plan, RunOptions};
+use crate::study::plan::{self, CellPlan, Hook, Plan, RunOptions};
 
 /// Seconds per task of a workload the mock was told nothing about.
 pub(crate) const DEFAULT_TASK_S: f64 = 0.01;
@@ -66,6 +66,7 @@ pub(crate) struct MockExecutor {
     jitter: f64,
     interrupt_after: Option<usize>,
     interrupt_during: Option<usize>,
+    failing_hook: Option<Hook>,
     calls: Mutex<Vec<MockCall>>,
 }
 
@@ -80,6 +81,7 @@ impl MockExecutor {
             jitter: 0.0,
             interrupt_after: None,
             interrupt_during: None,
+            failing_hook: None,
             calls: Mutex::new(Vec::new()),
         }
     }
@@ -119,6 +121,12 @@ impl MockExecutor {
     /// is killed and ends `interrupted`, as the real runner's would.
     pub(crate) fn interrupt_during(mut self, n: usize) -> Self {
         self.interrupt_during = Some(n);
+        self
+    }
+
+    /// Makes every `hook` fail with exit code 3 (whether or not the plan has one).
+    pub(crate) fn failing_hook(mut self, hook: Hook) -> Self {
+        self.failing_hook = Some(hook);
         self
     }
 
@@ -218,6 +226,7 @@ impl MockExecutor {
             wall_s: wall + 0.001,
             tree_pss_kib: Some(3000 + 100 * cell.parallelism as u64),
             report: Some(report),
+            concur_line: None,
             stderr_tail: vec![],
         }
     }
@@ -233,6 +242,7 @@ impl MockExecutor {
             wall_s,
             tree_pss_kib: Some(3000),
             report: None,
+            concur_line: None,
             stderr_tail: vec![],
         }
     }
@@ -278,6 +288,7 @@ impl Executor for MockExecutor {
                     wall_s: 0.02,
                     tree_pss_kib: Some(3000),
                     report: None,
+                    concur_line: None,
                     stderr_tail: vec!["mock: segfault".into(), String::new()],
                 },
                 Some(MockEnd::NoStart) => {
@@ -288,6 +299,16 @@ impl Executor for MockExecutor {
         };
         let verdict = classify(&ended, plan.timeout);
         convert(cell, rep, ended, verdict)
+    }
+
+    fn hook(&self, _plan: &Plan, _cell: &CellPlan, hook: Hook) -> Result<(), String> {
+        if self.failing_hook == Some(hook) {
+            return Err(format!(
+                "{} 'mock' exited with code 3: mock hook",
+                hook.flag()
+            ));
+        }
+        Ok(())
     }
 
     fn interrupted(&self) -> bool {

@@ -20,7 +20,7 @@ use crate::model::TaskEnv;
 use crate::selfcall::RunRequest;
 use crate::server::Stats;
 use crate::study::machine;
-use crate::study::plan::{CellPlan, Plan};
+use crate::study::plan::{CellKind, CellPlan, Hook, Plan};
 
 /// Which of a cell's runs an executor is asked for (hyperfine's `BenchmarkIteration`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +52,8 @@ pub trait Executor {
     fn run(&self, plan: &Plan, cell: &CellPlan, iteration: Iteration) -> RunResult;
     /// Whether the user asked to stop; the study checks it before every run.
     fn interrupted(&self) -> bool;
+    /// Runs `hook` of the plan for `cell`, if the plan has one; the reason when it failed.
+    fn hook(&self, plan: &Plan, cell: &CellPlan, hook: Hook) -> std::result::Result<(), String>;
 }
 
 /// The server a study started for its `http:/PATH` cells: where it listens and its counters.
@@ -90,7 +92,12 @@ impl Executor for ProcessExecutor<'_> {
             s.stats.reset();
         }
         let base_url = self.server.as_ref().map(|s| s.base_url.as_str());
-        let mut run = run_child(&self.exe, plan, cell, iteration.rep(), base_url);
+        let mut run = match &cell.kind {
+            CellKind::Concur => run_child(&self.exe, plan, cell, iteration.rep(), base_url),
+            CellKind::External { command } => {
+                run_external(command, plan, cell, iteration.rep(), base_url)
+            }
+        };
         run.server_peak_in_flight = self
             .server
             .as_ref()
@@ -101,6 +108,60 @@ impl Executor for ProcessExecutor<'_> {
     fn interrupted(&self) -> bool {
         crate::interrupt::interrupted()
     }
+
+    fn hook(&self, plan: &Plan, cell: &CellPlan, hook: Hook) -> std::result::Result<(), String> {
+        let Some(command) = plan.hooks.get(hook) else {
+            return Ok(());
+        };
+        let base_url = self.server.as_ref().map(|s| s.base_url.as_str());
+        run_hook(
+            hook,
+            command,
+            &external_command(command, plan, cell, base_url),
+            plan.timeout,
+        )
+    }
+}
+
+/// Runs a hook (`sh -c`, its own process group, dying with us) to its end, at most `timeout`;
+/// the reason when it failed: the flag, the command as typed, how it ended and the first line
+/// of its stderr.
+fn run_hook(
+    hook: Hook,
+    typed: &str,
+    line: &str,
+    timeout: std::time::Duration,
+) -> std::result::Result<(), String> {
+    let started = Instant::now();
+    let fail = |how: String| format!("{} '{typed}' {how}", hook.flag());
+    let child =
+        supervise::spawn_external(line).map_err(|e| fail(format!("could not start: {e}")))?;
+    let ended = supervise::supervise(
+        child,
+        started,
+        started + timeout,
+        &crate::interrupt::interrupted,
+    );
+    let usage = ended
+        .waited
+        .map_err(|e| fail(format!("could not be waited for: {e}")))?;
+    let how = match (ended.killed_for, usage.exit_code, usage.signal) {
+        (Some(_), _, _) => format!(
+            "was killed after {}",
+            crate::units::fmt_secs(timeout.as_secs_f64())
+        ),
+        (None, Some(0), _) => return Ok(()),
+        (None, Some(code), _) => format!("exited with code {code}"),
+        (None, _, Some(sig)) => {
+            format!("was killed by {}", crate::measure::rusage::signal_name(sig))
+        }
+        _ => "ended without a status".into(),
+    };
+    let first = ended.stderr_tail.iter().find(|l| !l.trim().is_empty());
+    Err(fail(match first {
+        Some(l) => format!("{how}: {l}"),
+        None => how,
+    }))
 }
 
 /// What the `__run` child is asked to do for `cell`; `base_url` is the study's own server,
@@ -109,6 +170,18 @@ pub(crate) fn request(plan: &Plan, cell: &CellPlan, base_url: Option<&str>) -> R
     let mut options = plan.options.clone();
     if let Some(url) = base_url {
         options.base_url.get_or_insert_with(|| url.to_string());
+    }
+    options.cell_tasks = Some(cell.key.tasks);
+    // Each cell keeps its commands' output in a folder of its own (the last run's).
+    if let Some(dir) = &options.cmd_output {
+        let sub = dir.join(format!(
+            "{}-x{}{}",
+            cell.key.model.replace('/', "_"),
+            cell.key.tasks,
+            if cell.key.gil { "-gil" } else { "" }
+        ));
+        let _ = std::fs::create_dir_all(&sub);
+        options.cmd_output = Some(sub);
     }
     RunRequest {
         env: TaskEnv {
@@ -145,4 +218,47 @@ fn run_child(
     );
     let verdict = convert::classify(&ended, plan.timeout);
     convert::convert(cell, rep, ended, verdict)
+}
+
+/// An external program's command for `cell`: `{tasks}`, `{workers}` (its label's `:W`, else
+/// the task count) and `{url}` (`--url`, else the study's own server) replaced.
+pub(crate) fn external_command(
+    command: &str,
+    plan: &Plan,
+    cell: &CellPlan,
+    base_url: Option<&str>,
+) -> String {
+    let url = plan.options.base_url.as_deref().or(base_url).unwrap_or("");
+    command
+        .replace("{tasks}", &cell.key.tasks.to_string())
+        .replace(
+            "{workers}",
+            &cell.workers.unwrap_or(cell.key.tasks).to_string(),
+        )
+        .replace("{url}", url)
+}
+
+/// One run of an external program (`sh -c`): spawn, supervise, classify, convert, as a run
+/// of concur's own, so both are measured the same way.
+fn run_external(
+    command: &str,
+    plan: &Plan,
+    cell: &CellPlan,
+    rep: usize,
+    base_url: Option<&str>,
+) -> RunResult {
+    let started = Instant::now();
+    let line = external_command(command, plan, cell, base_url);
+    let child = match supervise::spawn_external(&line) {
+        Ok(c) => c,
+        Err(e) => return convert::not_started(cell, rep, &e),
+    };
+    let ended = supervise::supervise(
+        child,
+        started,
+        started + plan.timeout,
+        &crate::interrupt::interrupted,
+    );
+    let verdict = convert::classify_external(&ended, plan.timeout);
+    convert::convert_external(cell, rep, ended, verdict)
 }

@@ -5,8 +5,9 @@
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::ChildStderr;
+use std::process::{ChildStderr, ChildStdout, Command, Stdio};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -31,12 +32,17 @@ pub(crate) enum Kill {
     Interrupt,
 }
 
-/// A run child that has started, with the pipes the parent reads.
+/// A run child that has started, with the pipes the parent reads: concur's own report on
+/// fd 3, or an external program's stdout (for its `CONCUR {json}` line).
 pub(super) struct Started {
     pid: i32,
-    report: File,
+    report: Option<File>,
+    stdout: Option<ChildStdout>,
     stderr: Option<ChildStderr>,
 }
+
+/// The prefix of the line on which an external program reports the work's own measurement.
+pub(crate) const CONCUR_PREFIX: &str = "CONCUR ";
 
 /// Everything the parent saw of a run, before it is judged ([`super::convert::classify`]).
 #[derive(Debug)]
@@ -51,6 +57,8 @@ pub(crate) struct Ended {
     pub tree_pss_kib: Option<u64>,
     /// The child's report, when it wrote one that decodes.
     pub report: Option<ChildReport>,
+    /// An external program's last `CONCUR {json}` line (the JSON only).
+    pub concur_line: Option<String>,
     /// The last lines of the child's stderr.
     pub stderr_tail: Vec<String>,
 }
@@ -64,9 +72,44 @@ pub(super) fn spawn(exe: &Path, request: RunRequest) -> std::io::Result<Started>
     };
     Ok(Started {
         pid: child.id() as i32,
-        report,
+        report: Some(report),
+        stdout: None,
         stderr: child.stderr.take(),
     })
+}
+
+/// Starts an external program (`sh -c COMMAND`) in a process group of its own, tied to the
+/// calling thread's life, with its stdout read for a `CONCUR {json}` line.
+pub(super) fn spawn_external(command: &str) -> std::io::Result<Started> {
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(command)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    own_group(&mut cmd);
+    crate::process::die_with_parent(&mut cmd);
+    let mut child = cmd.spawn()?;
+    Ok(Started {
+        pid: child.id() as i32,
+        report: None,
+        stdout: child.stdout.take(),
+        stderr: child.stderr.take(),
+    })
+}
+
+/// Puts the child that `cmd` starts in a process group of its own, so the runner can kill its
+/// whole tree.
+pub(super) fn own_group(cmd: &mut Command) {
+    // SAFETY: setpgid is async-signal-safe and changes only the new child's group.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setpgid(0, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
 }
 
 /// Watches a started child until it ends: kills its group when `deadline` passes or
@@ -80,7 +123,8 @@ pub(super) fn supervise(
     let pid = run.pid;
     let sampler = TreeSampler::start(pid);
     let stderr = read_tail(run.stderr);
-    let report = read_all(run.report);
+    let report = run.report.map(read_all);
+    let concur_line = run.stdout.map(read_concur_line);
     let waiter = wait_in_thread(pid);
     let mut killed_for: Option<Kill> = None;
     let waited = loop {
@@ -110,13 +154,17 @@ pub(super) fn supervise(
     kill_group(pid);
     let tree_pss_kib = sampler.finish();
     let stderr_tail = stderr.join().map(Vec::from).unwrap_or_default();
-    let report_text = report.join().unwrap_or_default();
+    let report_text = report
+        .map(|r| r.join().unwrap_or_default())
+        .unwrap_or_default();
+    let concur_line = concur_line.and_then(|r| r.join().ok().flatten());
     Ended {
         waited,
         killed_for,
         wall_s,
         tree_pss_kib,
         report: serde_json::from_str(report_text.trim()).ok(),
+        concur_line,
         stderr_tail,
     }
 }
@@ -151,6 +199,24 @@ fn read_all(mut pipe: File) -> JoinHandle<String> {
         let mut text = String::new();
         let _ = pipe.read_to_string(&mut text);
         text
+    })
+}
+
+/// Reads an external program's stdout to its end on a thread of its own, keeping the JSON
+/// of its last `CONCUR {json}` line.
+fn read_concur_line(stdout: ChildStdout) -> JoinHandle<Option<String>> {
+    std::thread::spawn(move || {
+        let mut last = None;
+        let mut reader = BufReader::new(stdout);
+        let mut line = Vec::new();
+        // Lines are read as bytes: a program may print anything else, in any encoding.
+        while reader.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
+            if let Some(rest) = line.strip_prefix(CONCUR_PREFIX.as_bytes()) {
+                last = Some(String::from_utf8_lossy(rest).trim().to_string());
+            }
+            line.clear();
+        }
+        last
     })
 }
 

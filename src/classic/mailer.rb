@@ -1,0 +1,155 @@
+#!/usr/bin/env ruby
+# frozen_string_literal: true
+#
+# The classic Ruby "mailer" experiment, one cell per process, as concur runs it (--classic):
+#
+#   mailer.rb MODE [--tasks N] [--fib F] [--workers W] [--redis URL]
+#
+# N deliveries; each builds a mail (from/to/subject/body through a small builder), computes
+# fib(F) recursively and renders the mail into a sink that is thrown away. MODE is one of
+#   seq        one after another
+#   fork       one forked process per delivery (fork, then Process.waitall)
+#   threads    one thread per delivery (Thread.new, then join all)
+#   pool       W threads draining a Queue
+#   celluloid  a Celluloid pool of W actors (needs the celluloid gem)
+#   sidekiq    W Sidekiq threads on Redis (needs the sidekiq gem and --redis): a `sidekiq`
+#              process is started and waited for first, then N jobs are pushed and drained
+# The last line is `CONCUR {"wall_s": ..., "bytes": ..., "tasks_ok": N}`: the work's own
+# wall, without the interpreter's start-up and gem loading.
+
+require 'json'
+require 'optparse'
+require 'stringio'
+
+# A tiny mail with a builder DSL: Mail.new { from "a@x"; to "b@y"; subject "hi"; body "..." }
+class Mail
+  %i[from to subject body].each do |field|
+    define_method(field) do |value = nil|
+      value.nil? ? instance_variable_get("@#{field}") : instance_variable_set("@#{field}", value)
+    end
+  end
+
+  def initialize(&block)
+    instance_eval(&block) if block
+  end
+
+  def to_s
+    "From: #{from}\nTo: #{to}\nSubject: #{subject}\n\n#{body}\n"
+  end
+end
+
+def fib(n)
+  n < 2 ? n : fib(n - 1) + fib(n - 2)
+end
+
+# Mail i, rendered.
+def render(i, fib_n, value)
+  Mail.new do
+    from "mailer@example.com"
+    to "user#{i}@example.com"
+    subject "Delivery #{i}"
+    body "Hello user #{i}, fib(#{fib_n}) = #{value}."
+  end.to_s
+end
+
+# One delivery: build, fib, print to a sink; the bytes of the rendered mail.
+def deliver(i, fib_n)
+  sink = StringIO.new
+  sink.print(render(i, fib_n, fib(fib_n)))
+  sink.string.bytesize
+end
+
+if $PROGRAM_NAME == __FILE__
+opts = { tasks: 100, fib: 30, workers: 10, redis: nil }
+mode = ARGV.shift
+OptionParser.new do |o|
+  o.on('--tasks N', Integer) { |v| opts[:tasks] = v }
+  o.on('--fib F', Integer) { |v| opts[:fib] = v }
+  o.on('--workers W', Integer) { |v| opts[:workers] = v }
+  o.on('--redis URL') { |v| opts[:redis] = v }
+end.parse!
+n = opts[:tasks]
+f = opts[:fib]
+w = opts[:workers]
+
+def done(t0, bytes, n)
+  wall = Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0
+  puts "CONCUR #{JSON.generate(wall_s: wall, bytes: bytes, tasks_ok: n)}"
+end
+
+now = -> { Process.clock_gettime(Process::CLOCK_MONOTONIC) }
+
+case mode
+when 'seq'
+  t0 = now.call
+  done(t0, (0...n).sum { |i| deliver(i, f) }, n)
+when 'fork'
+  t0 = now.call
+  n.times { |i| fork { deliver(i, f) } }
+  bad = Process.waitall.count { |_, st| !st.success? }
+  abort "#{bad} forked deliveries failed" if bad.positive?
+  # The children's byte counts stay in the children, as in the classic: the parent renders
+  # the same mails (fib's value computed once, outside the clock) to count their bytes.
+  wall = now.call - t0
+  fv = fib(f)
+  bytes = (0...n).sum { |i| render(i, f, fv).bytesize }
+  puts "CONCUR #{JSON.generate(wall_s: wall, bytes: bytes, tasks_ok: n)}"
+when 'threads'
+  t0 = now.call
+  done(t0, (0...n).map { |i| Thread.new { deliver(i, f) } }.sum(&:value), n)
+when 'pool'
+  t0 = now.call
+  q = Queue.new
+  n.times { |i| q << i }
+  q.close
+  total = (0...w).map { Thread.new { s = 0; while (i = q.pop); s += deliver(i, f); end; s } }.sum(&:value)
+  done(t0, total, n)
+when 'celluloid'
+  $stderr.reopen(File::NULL) # Celluloid logs its shutdown on stderr
+  require 'celluloid'
+  Celluloid.logger = nil
+  class Deliverer
+    include Celluloid
+    def deliver_one(i, fib_n) = deliver(i, fib_n)
+  end
+  t0 = now.call
+  pool = Deliverer.pool(size: w)
+  total = (0...n).map { |i| pool.future.deliver_one(i, f) }.sum(&:value)
+  done(t0, total, n)
+when 'sidekiq'
+  abort 'sidekiq needs --redis URL' unless opts[:redis]
+  require 'sidekiq'
+  require 'securerandom'
+  queue = "concur-#{SecureRandom.hex(4)}"
+  counter = "#{queue}:done"
+  Sidekiq.configure_client { |c| c.redis = { url: opts[:redis] } }
+  Sidekiq.logger.level = Logger::WARN
+  Redis.silence_deprecations = true if Redis.respond_to?(:silence_deprecations=)
+  pid = spawn({ 'CONCUR_REDIS' => opts[:redis] }, 'sidekiq', '-r', File.expand_path(__FILE__),
+              '-c', w.to_s, '-q', queue, out: File::NULL, err: File::NULL)
+  at_exit { Process.kill('TERM', pid) rescue nil; Process.wait(pid) rescue nil }
+  # Ready when the server has registered itself in Sidekiq's process set.
+  deadline = now.call + 30
+  sleep 0.05 until Sidekiq.redis { |r| r.smembers('processes') }.any? { |k| Sidekiq.redis { |r| r.hget(k, 'info') }.to_s.include?(queue) } || now.call > deadline
+  t0 = now.call
+  Sidekiq::Client.push_bulk('class' => 'ConcurMailJob', 'queue' => queue, 'args' => (0...n).map { |i| [i, f, counter] })
+  sleep 0.005 until Sidekiq.redis { |r| r.get(counter) }.to_i >= n || now.call > t0 + 3600
+  total = Sidekiq.redis { |r| r.get("#{counter}:bytes") }.to_i
+  done(t0, total, n)
+  Sidekiq.redis { |r| r.del(counter, "#{counter}:bytes") }
+else
+  abort "unknown mode #{mode.inspect} (seq, fork, threads, pool, celluloid, sidekiq)"
+end
+end
+
+if defined?(Sidekiq) && ENV['CONCUR_REDIS']
+  Sidekiq.configure_server { |c| c.redis = { url: ENV['CONCUR_REDIS'] } }
+  # One delivery as a Sidekiq job; counts itself done and its bytes in Redis.
+  class ConcurMailJob
+    include Sidekiq::Worker
+    def perform(i, fib_n, counter)
+      bytes = deliver(i, fib_n)
+      Sidekiq.redis { |r| r.incrby("#{counter}:bytes", bytes); r.incr(counter) }
+    end
+  end
+end
