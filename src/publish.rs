@@ -188,6 +188,8 @@ mod tests {
             latency_us: None,
             server_peak_in_flight: None,
             timeline_us: None,
+            open: None,
+            rate_search: None,
         }
     }
 

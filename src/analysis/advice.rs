@@ -452,6 +452,8 @@ mod tests {
                 baseline: model == "seq",
                 ..Traits::default()
             },
+            open: None,
+            rate_search: None,
         }
     }
 

@@ -97,6 +97,11 @@ fn summarize_cell(key: &CellKey, runs: &[&RunResult]) -> CellResult {
             .map(|r| r.tasks_ok as f64 / r.wall_s),
         server_peak_in_flight: runs.iter().filter_map(|r| r.server_peak_in_flight).max(),
         traits: first.map(|r| r.traits.clone()).unwrap_or_default(),
+        open: median_run.and_then(|r| r.open.clone()).map(|mut o| {
+            o.series.clear();
+            o
+        }),
+        rate_search: runs.iter().find_map(|r| r.rate_search.clone()),
     }
 }
 

@@ -76,7 +76,7 @@ impl Model for Fork {
         // The only thread forks every child and reaps every one below: it outlives them, as
         // their death-with-parent signal requires.
         let parent = std::process::id() as libc::pid_t;
-        for i in 0..ctx.tasks {
+        let mut fork_one = |i: usize| -> bool {
             // SAFETY: this process is single-threaded (checked above), so the child may run
             // ordinary Rust code; it leaves with _exit and never returns into our caller.
             match unsafe { nix::unistd::fork() } {
@@ -88,10 +88,26 @@ impl Model for Fork {
                     // SAFETY: _exit skips the parent's destructors and atexit handlers.
                     unsafe { libc::_exit(0) }
                 }
-                Ok(ForkResult::Parent { child }) => children.push((child.as_raw(), i)),
+                Ok(ForkResult::Parent { child }) => {
+                    children.push((child.as_raw(), i));
+                    true
+                }
                 Err(e) => {
                     error = Some(format!("could create {i} of {} processes: {e}", ctx.tasks));
-                    break;
+                    false
+                }
+            }
+        };
+        match &ctx.arrivals {
+            // Open model: one fork per arrival, from this (only) thread, when the task is due.
+            // Children that finish early wait on the shared pipe until the last fork is done
+            // and the parent reads it; their records are taken before that wait.
+            Some(a) => a.dispatch(fork_one),
+            None => {
+                for i in 0..ctx.tasks {
+                    if !fork_one(i) {
+                        break;
+                    }
                 }
             }
         }

@@ -47,20 +47,34 @@ impl Model for Spawn {
         // their death-with-parent signal requires.
         let mut children = Vec::with_capacity(ctx.tasks);
         let mut error = None;
-        for i in 0..ctx.tasks {
+        let mut spawn_one = |i: usize| -> bool {
             let call = SelfCall::Task {
                 env: ctx.env.clone(),
                 index: i,
             };
             match call.spawn(&exe) {
-                Ok((child, Some(pipe))) => children.push((i, (child, pipe))),
+                Ok((child, Some(pipe))) => {
+                    children.push((i, (child, pipe)));
+                    true
+                }
                 Ok((_, None)) => {
                     error = Some("a task child has no report pipe".to_string());
-                    break;
+                    false
                 }
                 Err(e) => {
                     error = Some(format!("could create {i} of {} processes: {e}", ctx.tasks));
-                    break;
+                    false
+                }
+            }
+        };
+        match &ctx.arrivals {
+            // Open model: one process per arrival, started when the task is due.
+            Some(a) => a.dispatch(spawn_one),
+            None => {
+                for i in 0..ctx.tasks {
+                    if !spawn_one(i) {
+                        break;
+                    }
                 }
             }
         }

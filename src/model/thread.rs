@@ -70,6 +70,9 @@ impl Model for ThreadPerTask {
         tasks
     }
     fn run(&self, ctx: &RunCtx) -> ModelOutcome {
+        if let Some(a) = &ctx.arrivals {
+            return open(ctx, a);
+        }
         let gate = Arc::new(Gate::default());
         let mut threads = Vec::with_capacity(ctx.tasks);
         let mut error = None;
@@ -105,5 +108,43 @@ impl Model for ThreadPerTask {
             processes_created: 0,
             error,
         }
+    }
+}
+
+/// Open model: one new thread per arrival, created when the task is due (its creation cost
+/// is part of the task's queue time); all are joined at the end.
+fn open(ctx: &RunCtx, a: &crate::model::arrivals::Arrivals) -> ModelOutcome {
+    let mut threads = Vec::with_capacity(ctx.tasks);
+    let mut error = None;
+    a.dispatch(|i| {
+        let w = ctx.workload.clone();
+        match os_thread::spawn(ctx.stack_size, move || execute(&*w, i)) {
+            Ok(t) => {
+                threads.push((i, t));
+                true
+            }
+            Err(e) => {
+                error = Some(format!("could create {i} of {} threads: {e}", ctx.tasks));
+                false
+            }
+        }
+    });
+    let created = threads.len();
+    let mut records: Vec<TaskRecord> = threads
+        .into_iter()
+        .map(|(i, t)| {
+            t.join().unwrap_or_else(|_| {
+                TaskRecord::not_started(i, TaskError::new("panic", "thread panicked"))
+            })
+        })
+        .collect();
+    if let Some(reason) = &error {
+        records.extend(never_started(created..ctx.tasks, reason));
+    }
+    ModelOutcome {
+        records,
+        threads_created: created,
+        processes_created: 0,
+        error,
     }
 }

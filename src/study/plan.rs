@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::gil::DEFAULT_SWITCH_INTERVAL;
 use crate::model::{self, os_thread::DEFAULT_STACK, Model};
 use crate::study::presets;
+use crate::study::rate::{self, OpenPlan, Rate};
 use crate::workload::{self, MailSink, Workload, WorkloadOptions};
 
 /// The most tasks a cell may have.
@@ -51,6 +52,32 @@ pub struct RunOptions {
     /// The jobs models' backend: `sqlite:PATH` for `jobs:W` (`None`: a fresh file per run),
     /// `redis://...` for `jobs-redis:W` (which the `mailer` study then adds).
     pub jobs_backend: Option<String>,
+    /// Open-model runs: `--rate`, `--duration`, `--interval`, `--slo`.
+    pub open: OpenOptions,
+}
+
+/// The open-model flags as given, before validation.
+#[derive(Debug, Clone)]
+pub struct OpenOptions {
+    /// `--rate`: open-model runs at `R` tasks/s, a ramp `A..B`, or `auto` (raw text).
+    pub rate: Option<String>,
+    /// `--duration`: how long an open run's releases last (instead of `-n`).
+    pub duration: Option<Duration>,
+    /// `--interval`: the open runs' time-series interval.
+    pub interval: Duration,
+    /// `--slo`: the latency `--rate auto` keeps, e.g. `p99<100ms` (raw text).
+    pub slo: Option<String>,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions {
+            rate: None,
+            duration: None,
+            interval: Duration::from_secs(1),
+            slo: None,
+        }
+    }
 }
 
 impl Default for RunOptions {
@@ -73,6 +100,7 @@ impl Default for RunOptions {
             request_timeout: Duration::from_secs(30),
             full: false,
             jobs_backend: None,
+            open: OpenOptions::default(),
         }
     }
 }
@@ -117,6 +145,8 @@ pub struct Plan {
     pub notes: Vec<String>,
     /// The jobs models' backend, parsed (see [`RunOptions::jobs_backend`]).
     pub jobs_backend: Option<crate::jobs::BackendUrl>,
+    /// Open-model runs (`--rate`); `None`: closed batches.
+    pub open: Option<OpenPlan>,
 }
 
 /// A cell as a preset or the user names it, before validation.
@@ -137,6 +167,15 @@ pub struct CellRequest {
 }
 
 impl Plan {
+    /// The same plan at a fixed rate: one probe of `--rate auto`.
+    pub fn at_rate(&self, rate: f64) -> Plan {
+        let mut p = self.clone();
+        if let Some(o) = &mut p.open {
+            o.rate = Rate::Fixed(rate);
+        }
+        p
+    }
+
     /// Whether some cell fetches `http:/PATH` from the run's own server and none was given.
     pub fn needs_server(&self) -> bool {
         self.cells.iter().any(|c| c.needs_server)
@@ -245,6 +284,7 @@ pub fn build(o: &RunOptions) -> Result<Plan> {
         ));
     }
     let redis_url = jobs_backend.as_ref().filter(|u| u.is_redis());
+    let open = open_plan(o, freeform)?;
     let preset = if freeform {
         if o.quick || o.stress {
             return Err(Error::usage(
@@ -256,10 +296,12 @@ pub fn build(o: &RunOptions) -> Result<Plan> {
                 "a free-form study needs at least one --workload and one --model (e.g. --workload fib:30 --model seq --model pool:4)",
             ));
         }
-        let tasks = if o.tasks.is_empty() {
-            vec![10]
-        } else {
-            o.tasks.clone()
+        let tasks = match (&open, o.tasks.is_empty()) {
+            // An open run without -n lasts --duration (5 s by default); its task count is
+            // set below from the rate.
+            (Some(_), true) => vec![1],
+            (None, true) => vec![10],
+            (_, false) => o.tasks.clone(),
         };
         let mut cells = Vec::new();
         for w in &o.workloads {
@@ -290,8 +332,22 @@ pub fn build(o: &RunOptions) -> Result<Plan> {
             redis_url.is_some(),
         )?
     };
-    let cells = preset
-        .cells
+    let mut requests = preset.cells.clone();
+    if let (Some(o), Some(mean)) = (&open, open.as_ref().and_then(OpenPlan::mean_rate)) {
+        if let Some(d) = o.duration {
+            let n = (mean * d.as_secs_f64()).ceil().max(1.0);
+            if n > MAX_TASKS as f64 {
+                return Err(Error::usage(format!(
+                    "--rate {mean} for --duration {} is {n} tasks, more than {MAX_TASKS}",
+                    crate::units::fmt_duration_spec(d)
+                )));
+            }
+            for c in &mut requests {
+                c.tasks = n as usize;
+            }
+        }
+    }
+    let cells = requests
         .iter()
         .map(|c| cell(c, &options))
         .collect::<Result<Vec<_>>>()?;
@@ -313,7 +369,65 @@ pub fn build(o: &RunOptions) -> Result<Plan> {
         options,
         notes: preset.notes,
         jobs_backend,
+        open,
     })
+}
+
+/// Validates `--rate`, `--duration`, `--interval` and `--slo` together.
+fn open_plan(all: &RunOptions, freeform: bool) -> Result<Option<OpenPlan>> {
+    let o = &all.open;
+    let Some(text) = &o.rate else {
+        if let Some(d) = o.duration {
+            return Err(Error::usage(format!(
+                "--duration '{}' applies to open runs: give --rate R too",
+                crate::units::fmt_duration_spec(d)
+            )));
+        }
+        if let Some(slo) = &o.slo {
+            return Err(Error::usage(format!(
+                "--slo '{slo}' applies to --rate auto only"
+            )));
+        }
+        return Ok(None);
+    };
+    let rate = rate::parse_rate(text, o.slo.as_deref())?;
+    if let Some(d) = o
+        .duration
+        .filter(|d| d.is_zero() || *d > Duration::from_secs(86_400))
+    {
+        return Err(Error::usage(format!(
+            "--duration '{}' must be above 0 and at most 24h",
+            crate::units::fmt_duration_spec(d)
+        )));
+    }
+    if o.interval < Duration::from_millis(10) || o.interval > Duration::from_secs(3600) {
+        return Err(Error::usage(format!(
+            "--interval '{}' must be from 10ms to 1h",
+            crate::units::fmt_duration_spec(o.interval)
+        )));
+    }
+    if o.duration.is_some() && !all.tasks.is_empty() {
+        return Err(Error::usage(
+            "-n/--tasks and --duration both size an open run: give one or the other",
+        ));
+    }
+    let auto = matches!(rate, Rate::Auto(_));
+    if auto && !all.tasks.is_empty() {
+        return Err(Error::usage(
+            "--rate auto sizes each probe from its rate and --duration (2 s by default): -n/--tasks does not apply",
+        ));
+    }
+    let duration = match (o.duration, auto) {
+        (Some(d), _) => Some(d),
+        (None, true) => Some(rate::PROBE_DURATION),
+        (None, false) if freeform && all.tasks.is_empty() => Some(rate::DEFAULT_DURATION),
+        (None, false) => None,
+    };
+    Ok(Some(OpenPlan {
+        rate,
+        duration,
+        interval: o.interval,
+    }))
 }
 
 #[cfg(test)]

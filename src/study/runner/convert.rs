@@ -51,6 +51,8 @@ pub(crate) fn template(
         latency_us: None,
         server_peak_in_flight: None,
         timeline_us: None,
+        open: None,
+        rate_search: None,
     }
 }
 
@@ -135,6 +137,7 @@ pub(crate) fn convert(cell: &CellPlan, rep: usize, ended: Ended, verdict: Verdic
             run.threads_created = r.threads_created;
             run.processes_created = r.processes_created;
             run.gil_switches = r.gil_switches;
+            run.open = r.open;
             // One representative run per cell keeps its timeline: the results file stays small.
             if rep == 0 {
                 run.timeline_us = r.timeline_us;

@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 use crate::model::TaskEnv;
 use crate::selfcall::RunRequest;
 use crate::server::Stats;
+use crate::study::child::LiveLine;
 use crate::study::machine;
 use crate::study::plan::{CellPlan, Plan};
 
@@ -51,6 +52,43 @@ pub trait Executor {
     fn run(&self, plan: &Plan, cell: &CellPlan, iteration: Iteration) -> RunResult;
     /// Whether the user asked to stop; the study checks it before every run.
     fn interrupted(&self) -> bool;
+    /// Where open runs' live lines (one per interval) go from now on.
+    fn show_live(&self, _sink: LiveSink) {}
+}
+
+/// Where an open run's live lines go: nowhere, one stderr line each, or the progress bar's
+/// message (never both).
+#[derive(Clone, Default)]
+pub enum LiveSink {
+    /// Not shown (`--quiet`).
+    #[default]
+    Off,
+    /// One line on stderr per interval (stderr is not a terminal).
+    Lines,
+    /// The study's progress bar shows the live rate.
+    Bar(indicatif::ProgressBar),
+}
+
+impl LiveSink {
+    /// Shows one live line of the run of `cell`.
+    pub fn show(&self, cell: &CellPlan, l: &LiveLine) {
+        let text = format!(
+            "{} {}: {:.0} s, {} due, {} done ({:.1}/s, asked {:.1}/s), {} failed",
+            cell.key.workload,
+            cell.key.label(),
+            l.t_s,
+            l.due,
+            l.ended,
+            l.rate,
+            l.asked,
+            l.failed
+        );
+        match self {
+            LiveSink::Off => {}
+            LiveSink::Lines => eprintln!("{text}"),
+            LiveSink::Bar(bar) => bar.set_message(text),
+        }
+    }
 }
 
 /// The server a study started for its `http:/PATH` cells: where it listens and its counters.
@@ -66,6 +104,7 @@ pub struct RunServer<'a> {
 pub struct ProcessExecutor<'a> {
     exe: PathBuf,
     server: Option<RunServer<'a>>,
+    live: std::sync::Mutex<LiveSink>,
 }
 
 impl<'a> ProcessExecutor<'a> {
@@ -75,7 +114,11 @@ impl<'a> ProcessExecutor<'a> {
     pub fn new(server: Option<RunServer<'a>>) -> Result<Self> {
         let exe = std::env::current_exe().map_err(|e| Error::io("finding our own binary", e))?;
         crate::interrupt::install_interrupt_handler();
-        Ok(ProcessExecutor { exe, server })
+        Ok(ProcessExecutor {
+            exe,
+            server,
+            live: std::sync::Mutex::new(LiveSink::Off),
+        })
     }
 }
 
@@ -89,7 +132,9 @@ impl Executor for ProcessExecutor<'_> {
             s.stats.reset();
         }
         let base_url = self.server.as_ref().map(|s| s.base_url.as_str());
-        let mut run = run_child(&self.exe, plan, cell, iteration.rep(), base_url);
+        let sink = self.live.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let live = |l: &LiveLine| sink.show(cell, l);
+        let mut run = run_child(&self.exe, plan, cell, iteration.rep(), base_url, &live);
         run.server_peak_in_flight = self
             .server
             .as_ref()
@@ -99,6 +144,10 @@ impl Executor for ProcessExecutor<'_> {
 
     fn interrupted(&self) -> bool {
         crate::interrupt::interrupted()
+    }
+
+    fn show_live(&self, sink: LiveSink) {
+        *self.live.lock().unwrap_or_else(|p| p.into_inner()) = sink;
     }
 }
 
@@ -120,6 +169,7 @@ fn request(plan: &Plan, cell: &CellPlan, base_url: Option<&str>) -> RunRequest {
         model: cell.key.model.clone(),
         tasks: cell.key.tasks,
         stack_size: plan.stack_size,
+        open: plan.open.as_ref().and_then(|o| o.run(cell.key.tasks)),
     }
 }
 
@@ -130,6 +180,7 @@ fn run_child(
     cell: &CellPlan,
     rep: usize,
     base_url: Option<&str>,
+    live: &dyn Fn(&LiveLine),
 ) -> RunResult {
     let started = Instant::now();
     let child = match supervise::spawn(exe, request(plan, cell, base_url)) {
@@ -141,6 +192,7 @@ fn run_child(
         started,
         started + plan.timeout,
         &crate::interrupt::interrupted,
+        live,
     );
     let verdict = convert::classify(&ended, plan.timeout);
     convert::convert(cell, rep, ended, verdict)

@@ -1,0 +1,109 @@
+//! `--rate auto --slo 'p99<100ms'`: for each cell, the highest arrival rate at which the
+//! model keeps the SLO on the corrected latency and achieves 99% of the asked rate, found
+//! by short probes (each a fresh-process run through the [`Executor`]): the rate grows
+//! fourfold until a probe fails, then bisects between the last good and the first bad rate.
+
+use crate::analysis::results::{Probe, RateSearch, RunResult, RunStatus};
+use crate::error::Result;
+use crate::model;
+use crate::study::plan::{CellPlan, Plan};
+use crate::study::rate::{Rate, Slo};
+use crate::study::runner::{Executor, Iteration};
+
+/// The first rate probed, tasks per second.
+pub const START_RATE: f64 = 10.0;
+/// The lowest rate tried before the search gives up.
+pub const MIN_RATE: f64 = 0.1;
+/// The search stops when the bracket is this narrow, relative to its low end.
+pub const PRECISION: f64 = 0.03;
+/// The most probes per cell.
+pub const MAX_PROBES: usize = 16;
+/// The fewest tasks in a probe (a slow rate's probe lasts longer rather than judge on a few).
+pub const MIN_PROBE_TASKS: usize = 10;
+
+/// Whether a probe passed, and its line in the search.
+fn judge(run: &RunResult, rate: f64, slo: &Slo) -> Probe {
+    let open = run.open.as_ref();
+    let ok = run.status == RunStatus::Ok
+        && open.is_some_and(|o| !o.behind)
+        && run.latency_us.as_ref().is_some_and(|l| slo.kept(l));
+    Probe {
+        rate,
+        achieved: open.and_then(|o| o.rate_achieved),
+        latency_us: run.latency_us.as_ref().map(|l| slo.quantile.of(l)),
+        ok,
+    }
+}
+
+/// Searches the highest sustainable rate of `cell`. Returns the search and the run at the
+/// rate found (or the last probe, when none passed), or `None` when interrupted. `each`
+/// is told of every probe as it ends.
+pub fn search(
+    plan: &Plan,
+    cell: &CellPlan,
+    executor: &dyn Executor,
+    each: &mut dyn FnMut(&CellPlan, &Probe),
+) -> Result<Option<(RateSearch, RunResult)>> {
+    let Some(open) = &plan.open else {
+        return Ok(None);
+    };
+    let Rate::Auto(slo) = &open.rate else {
+        return Ok(None);
+    };
+    let duration = open
+        .duration
+        .unwrap_or(crate::study::rate::PROBE_DURATION)
+        .as_secs_f64();
+    let m = model::parse(&cell.key.model)?;
+    let mut probes: Vec<Probe> = Vec::new();
+    let mut best: Option<(f64, RunResult)> = None;
+    let mut last: Option<RunResult> = None;
+    let (mut lo, mut hi): (Option<f64>, Option<f64>) = (None, None);
+    let mut rate = START_RATE;
+    while probes.len() < MAX_PROBES {
+        if executor.interrupted() {
+            return Ok(None);
+        }
+        let tasks = ((rate * duration).ceil() as usize).max(MIN_PROBE_TASKS);
+        let mut probe_cell = cell.clone();
+        probe_cell.key.tasks = tasks;
+        probe_cell.parallelism = m.parallelism(tasks);
+        let run = executor.run(&plan.at_rate(rate), &probe_cell, Iteration::Counted(0));
+        if run.status == RunStatus::Interrupted {
+            return Ok(None);
+        }
+        let p = judge(&run, rate, slo);
+        each(cell, &p);
+        let ok = p.ok;
+        probes.push(p);
+        if ok {
+            lo = Some(rate);
+            best = Some((rate, run));
+        } else {
+            hi = Some(rate);
+            last = Some(run);
+        }
+        rate = match (lo, hi) {
+            (Some(l), None) => l * 4.0,
+            (None, Some(h)) if h / 4.0 >= MIN_RATE => h / 4.0,
+            (None, _) => break,
+            (Some(l), Some(h)) => {
+                if (h - l) / l <= PRECISION {
+                    break;
+                }
+                (l + h) / 2.0
+            }
+        };
+    }
+    let sustained = best.as_ref().map(|(r, _)| *r);
+    let search = RateSearch {
+        slo: slo.text.clone(),
+        sustained,
+        probes,
+    };
+    let run = match (best, last) {
+        (Some((_, run)), _) | (None, Some(run)) => run,
+        (None, None) => return Ok(None),
+    };
+    Ok(Some((search, run)))
+}
