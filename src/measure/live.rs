@@ -1,6 +1,6 @@
 //! Live counters of the run's process (tasks ended, failed), read by the open-model ticker
-//! that prints one line per interval while a run goes on. Tasks in other processes (`fork`,
-//! `spawn`, `jobs-procs`) are not counted here: their runs' live lines show releases only.
+//! that prints one line per interval while a run goes on. Models whose tasks run in other
+//! processes (`fork`, `spawn`, `jobs-procs`) have no live lines: nothing here counts them.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -170,7 +170,12 @@ pub fn run_main() -> Result<()> {
         stack_size: req.stack_size,
         arrivals: arrivals.as_ref().map(|(a, _)| a.clone()),
     };
-    let ticker = arrivals.as_ref().map(|(a, i)| live_ticker(a.clone(), *i));
+    // Tasks in processes of their own are not counted live, and `fork` needs this process
+    // single-threaded: those models run without the ticker (and without live lines).
+    let ticker = arrivals
+        .as_ref()
+        .filter(|_| !model.task_processes())
+        .map(|(a, i)| live_ticker(a.clone(), *i));
     let t0 = mono_ns();
     let outcome = model.run(&ctx);
     let wall_s = mono_ns().saturating_sub(t0) as f64 / 1e9;
