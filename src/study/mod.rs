@@ -171,13 +171,18 @@ fn execute_auto(
             "searching {} {}",
             cell.key.workload, cell.key.model
         ));
+        let quantile = match plan.open.as_ref().map(|o| &o.rate) {
+            Some(rate::Rate::Auto(slo)) => slo.quantile.name(),
+            _ => "latency",
+        };
         let mut each = |c: &plan::CellPlan, p: &crate::analysis::results::Probe| {
             let text = format!(
-                "rate auto {} {}: {:.1}/s asked, {} achieved, SLO percentile {}: {}",
+                "rate auto {} {}: {:.1}/s asked, {} achieved, {} {}: {}",
                 c.key.workload,
                 c.key.model,
                 p.rate,
                 p.achieved.map_or("-".into(), |a| format!("{a:.1}/s")),
+                quantile,
                 p.latency_us
                     .map_or("-".into(), |l| crate::units::fmt_secs(l as f64 / 1e6)),
                 if p.ok { "kept" } else { "missed" }

@@ -518,6 +518,55 @@ mod tests {
         }
     }
 
+    fn open(
+        rate: Option<&str>,
+        duration: Option<u64>,
+        slo: Option<&str>,
+        tasks: &[usize],
+    ) -> RunOptions {
+        RunOptions {
+            workloads: vec!["sleep:1ms".into()],
+            models: vec!["pool:2".into()],
+            tasks: tasks.to_vec(),
+            open: OpenOptions {
+                rate: rate.map(String::from),
+                duration: duration.map(Duration::from_secs),
+                slo: slo.map(String::from),
+                ..OpenOptions::default()
+            },
+            ..opts()
+        }
+    }
+
+    #[test]
+    fn open_runs_are_sized_by_duration_or_tasks_and_bad_flags_refused() {
+        let p = build(&open(Some("50"), Some(2), None, &[])).unwrap();
+        assert_eq!(p.cells[0].key.tasks, 100);
+        let p = build(&open(Some("10..30"), None, None, &[])).unwrap();
+        // Five seconds at a mean of 20/s by default.
+        assert_eq!(p.cells[0].key.tasks, 100);
+        let p = build(&open(Some("50"), None, None, &[7])).unwrap();
+        assert_eq!(p.cells[0].key.tasks, 7);
+        assert!(build(&open(None, None, None, &[])).unwrap().open.is_none());
+        for (o, needle) in [
+            (open(None, Some(2), None, &[]), "--duration '2s'"),
+            (open(None, None, Some("p99<1s"), &[]), "--slo 'p99<1s'"),
+            (open(Some("0"), None, None, &[]), "--rate '0'"),
+            (open(Some("9..3"), None, None, &[]), "--rate '9..3'"),
+            (open(Some("auto"), None, None, &[]), "needs --slo"),
+            (open(Some("auto"), None, Some("p99<1s"), &[5]), "-n/--tasks"),
+            (
+                open(Some("5"), Some(1), None, &[5]),
+                "-n/--tasks and --duration",
+            ),
+        ] {
+            match build(&o) {
+                Err(Error::Usage(e)) => assert!(e.contains(needle), "{e}"),
+                other => panic!("{o:?} gave {other:?}"),
+            }
+        }
+    }
+
     #[test]
     fn only_the_stress_cell_is_planned_to_fail() {
         let p = build(&RunOptions {

@@ -46,6 +46,17 @@ pub enum Quantile {
 }
 
 impl Quantile {
+    /// Its name in an SLO (`p99`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Quantile::P50 => "p50",
+            Quantile::P90 => "p90",
+            Quantile::P99 => "p99",
+            Quantile::P999 => "p999",
+            Quantile::Max => "max",
+        }
+    }
+
     /// Its value in a summary, µs.
     pub fn of(self, s: &LatencySummary) -> u64 {
         match self {

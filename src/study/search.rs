@@ -107,3 +107,89 @@ pub fn search(
     };
     Ok(Some((search, run)))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::study::plan::{self, OpenOptions, RunOptions};
+    use crate::study::runner::mock::MockExecutor;
+
+    fn auto_plan(models: &[&str], slo: &str) -> Plan {
+        plan::build(&RunOptions {
+            workloads: vec!["sleep:100ms".into()],
+            models: models.iter().map(|m| m.to_string()).collect(),
+            repeat: Some(1),
+            warmup: Some(0),
+            timeout: Duration::from_secs(60),
+            open: OpenOptions {
+                rate: Some("auto".into()),
+                slo: Some(slo.into()),
+                ..OpenOptions::default()
+            },
+            ..RunOptions::default()
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn finds_each_models_capacity_within_the_precision() {
+        // sleep:100ms: pool:4 serves 40/s, pool:16 160/s, seq 10/s.
+        let plan = auto_plan(&["pool:4", "pool:16", "seq"], "p99<150ms");
+        let mock = MockExecutor::new(2);
+        for (cell, capacity) in plan.cells.iter().zip([40.0, 160.0, 10.0]) {
+            let mut seen = vec![];
+            let (found, run) = search(&plan, cell, &mock, &mut |_, p| seen.push(p.clone()))
+                .unwrap()
+                .unwrap();
+            let r = found.sustained.unwrap();
+            assert!(
+                r <= capacity && r >= capacity * (1.0 - PRECISION),
+                "{}: {r}",
+                cell.key.model
+            );
+            assert_eq!(seen, found.probes);
+            assert!(found.probes.len() <= MAX_PROBES);
+            // The run kept is the one at the rate found.
+            assert_eq!(run.open.unwrap().rate_asked, r);
+            assert_eq!(found.slo, "p99<150ms");
+        }
+    }
+
+    #[test]
+    fn a_model_that_never_keeps_the_slo_has_no_rate() {
+        // No rate gets sleep:100ms under 50 ms.
+        let plan = auto_plan(&["pool:4"], "p99<50ms");
+        let (found, _) = search(&plan, &plan.cells[0], &MockExecutor::new(2), &mut |_, _| {})
+            .unwrap()
+            .unwrap();
+        assert_eq!(found.sustained, None);
+        assert!(found.probes.iter().all(|p| !p.ok));
+        assert!(found.probes.last().unwrap().rate < 0.5);
+    }
+
+    #[test]
+    fn the_study_writes_one_run_per_cell_with_its_search() {
+        let plan = auto_plan(&["pool:4", "pool:8"], "p99<150ms");
+        let dir = tempfile::tempdir().unwrap();
+        let mut w =
+            crate::analysis::results::ResultsWriter::create(&dir.path().join("r.jsonl")).unwrap();
+        let out = crate::study::execute(
+            &plan,
+            &MockExecutor::new(2),
+            &mut w,
+            vec![],
+            crate::study::Feedback::Quiet,
+        )
+        .unwrap();
+        assert_eq!(out.runs.len(), 2);
+        let sustained: Vec<f64> = out
+            .analysis
+            .cells
+            .iter()
+            .map(|c| c.rate_search.as_ref().unwrap().sustained.unwrap())
+            .collect();
+        assert!(sustained[1] > 1.9 * sustained[0], "{sustained:?}");
+    }
+}
