@@ -422,11 +422,14 @@ pub fn histogram(caption: &str, values_us: &[u64], bins: usize, col: RGBColor) -
     Ok(finish(buf))
 }
 
+/// One interval of a series chart: `(t_end_s, done_per_s, asked_per_s, p50_ms, p99_ms)`.
+pub type SeriesRow = (f64, f64, f64, Option<f64>, Option<f64>);
+
 /// An open-model run over time, in two panels on one time axis: above, completions per second
 /// in each interval against the asked rate (dashed); below, the p50 and p99 latency of the
 /// tasks that completed in it (from their scheduled times). Points are
 /// `(t_end_s, done_per_s, asked_per_s, p50_ms, p99_ms)`.
-pub fn series(caption: &str, points: &[(f64, f64, f64, Option<f64>, Option<f64>)]) -> Chart {
+pub fn series(caption: &str, points: &[SeriesRow]) -> Chart {
     if points.is_empty() {
         return Err("no intervals".into());
     }
@@ -463,7 +466,7 @@ pub fn series(caption: &str, points: &[(f64, f64, f64, Option<f64>, Option<f64>)
             .draw()
             .map_err(err)?;
         // Each interval's value is drawn at its middle.
-        let mid = |p: &(f64, f64, f64, Option<f64>, Option<f64>)| {
+        let mid = |p: &SeriesRow| {
             let first = points[0].0;
             p.0 - first / 2.0
         };
