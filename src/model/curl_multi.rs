@@ -208,8 +208,15 @@ impl Model for CurlMulti {
                 // libcurl's own timers (connects, retries) are served.
                 let mut cap = Duration::from_millis(10);
                 if let Some(a) = ctx.arrivals.as_ref().filter(|_| due < n) {
-                    let until = a.due_ns(due).saturating_sub(mono_ns());
-                    cap = cap.min(Duration::from_nanos(until));
+                    let until = Duration::from_nanos(a.due_ns(due).saturating_sub(mono_ns()));
+                    // curl_multi_wait counts in whole milliseconds: a shorter wait would be 0
+                    // and the loop would spin until the release. Sleep to it instead; socket
+                    // events wait less than a millisecond.
+                    if until < Duration::from_millis(1) {
+                        super::arrivals::sleep_until(a.due_ns(due));
+                        continue;
+                    }
+                    cap = cap.min(until);
                 }
                 let wait = multi
                     .get_timeout()

@@ -72,7 +72,7 @@ pub struct LiveLine {
     pub failed: u64,
     /// Tasks ended per second in the last interval.
     pub rate: f64,
-    /// The asked rate now.
+    /// The asked rate now; 0 once every task has been released.
     pub asked: f64,
 }
 
@@ -211,7 +211,11 @@ fn live_ticker(
                 ended,
                 failed,
                 rate: (ended - last) as f64 / period.as_secs_f64(),
-                asked: a.schedule.rate_at(t_s),
+                asked: if t_s <= a.schedule.span_s() {
+                    a.schedule.rate_at(t_s)
+                } else {
+                    0.0
+                },
             };
             last = ended;
             if let Ok(text) = serde_json::to_string(&line) {

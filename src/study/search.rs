@@ -10,7 +10,7 @@ use crate::study::plan::{CellPlan, Plan};
 use crate::study::rate::{Rate, Slo};
 use crate::study::runner::{Executor, Iteration};
 
-/// The first rate probed, tasks per second.
+/// The first rate probed, tasks per second, when the cell gives no better guess.
 pub const START_RATE: f64 = 10.0;
 /// The lowest rate tried before the search gives up.
 pub const MIN_RATE: f64 = 0.1;
@@ -18,8 +18,9 @@ pub const MIN_RATE: f64 = 0.1;
 pub const PRECISION: f64 = 0.03;
 /// The most probes per cell.
 pub const MAX_PROBES: usize = 16;
-/// The fewest tasks in a probe (a slow rate's probe lasts longer rather than judge on a few).
-pub const MIN_PROBE_TASKS: usize = 10;
+/// The fewest tasks in a probe: a p99 over fewer than 100 tasks is their maximum, and one slow
+/// first connection would fail the probe; a slow rate's probe lasts longer instead.
+pub const MIN_PROBE_TASKS: usize = 100;
 
 /// Whether a probe passed, and its line in the search.
 fn judge(run: &RunResult, rate: f64, slo: &Slo) -> Probe {
@@ -59,7 +60,16 @@ pub fn search(
     let mut best: Option<(f64, RunResult)> = None;
     let mut last: Option<RunResult> = None;
     let (mut lo, mut hi): (Option<f64>, Option<f64>) = (None, None);
-    let mut rate = START_RATE;
+    // A delay-bound cell's capacity is about parallelism / delay: start at half of it (the
+    // probes still decide), else at START_RATE.
+    let slots = m.workers().unwrap_or(1).max(1) as f64;
+    let mut rate = cell
+        .traits
+        .delay_s
+        .filter(|d| *d > 0.0)
+        .map_or(START_RATE, |d| {
+            (0.5 * slots / d).clamp(MIN_RATE, crate::study::rate::MAX_RATE / 4.0)
+        });
     while probes.len() < MAX_PROBES {
         if executor.interrupted() {
             return Ok(None);

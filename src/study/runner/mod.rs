@@ -72,15 +72,19 @@ pub enum LiveSink {
 impl LiveSink {
     /// Shows one live line of the run of `cell`.
     pub fn show(&self, cell: &CellPlan, l: &LiveLine) {
+        let asked = if l.asked > 0.0 {
+            format!("asked {:.1}/s", l.asked)
+        } else {
+            "all released".into()
+        };
         let text = format!(
-            "{} {}: {:.0} s, {} due, {} done ({:.1}/s, asked {:.1}/s), {} failed",
+            "{} {}: {:.0} s, {} due, {} done ({:.1}/s, {asked}), {} failed",
             cell.key.workload,
             cell.key.label(),
             l.t_s,
             l.due,
             l.ended,
             l.rate,
-            l.asked,
             l.failed
         );
         match self {
