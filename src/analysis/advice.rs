@@ -184,12 +184,18 @@ fn open_advice(g: &Group, class: Class) -> Advice {
             .unwrap_or_default();
         winner = found.first().map(|(c, _)| c.key.model.clone());
         match found.first() {
-            Some((best, r)) => {
+            Some((_, r)) => {
+                let top: Vec<String> = found
+                    .iter()
+                    .take_while(|(_, x)| x == r)
+                    .map(|(c, _)| c.key.model.clone())
+                    .collect();
                 s.push(format!(
-                    "The highest rate that kept {slo} (and 99% of the asked rate): {} at {r:.1}/s.",
-                    best.key.model
+                    "The highest rate that kept {slo} (and 99% of the asked rate): {} at {r:.1}/s{}.",
+                    top.join(", "),
+                    if top.len() > 1 { ", a tie at the search's 3% precision" } else { "" }
                 ));
-                let rest: Vec<String> = found[1..]
+                let rest: Vec<String> = found[top.len()..]
                     .iter()
                     .map(|(c, r)| format!("{} {r:.1}/s", c.key.model))
                     .collect();
