@@ -80,18 +80,23 @@ pub fn execute(
         notes: plan.notes.clone(),
     };
     writer.write(&Line::Meta(meta.clone()))?;
-    let total = plan.cells.len() * (plan.warmup + plan.repeat);
+    let auto = plan
+        .open
+        .as_ref()
+        .is_some_and(|o| matches!(o.rate, rate::Rate::Auto(_)));
+    // `--rate auto` makes one search per cell, without warm-ups or repetitions.
+    let total = if auto {
+        plan.cells.len()
+    } else {
+        plan.cells.len() * (plan.warmup + plan.repeat)
+    };
     let bar = progress_bar(total as u64, feedback == Feedback::Bar);
     executor.show_live(match feedback {
         Feedback::Quiet => LiveSink::Off,
         Feedback::Lines => LiveSink::Lines,
         Feedback::Bar => LiveSink::Bar(bar.clone()),
     });
-    if plan
-        .open
-        .as_ref()
-        .is_some_and(|o| matches!(o.rate, rate::Rate::Auto(_)))
-    {
+    if auto {
         return execute_auto(plan, executor, writer, meta, machine, feedback, bar);
     }
     let mut runs = Vec::with_capacity(plan.cells.len() * plan.repeat);
