@@ -124,6 +124,8 @@ fn a_fast_rate_is_released_on_time() {
 #[test]
 fn a_ramps_series_rises() {
     // 20/s rising to 200/s: mean 110/s, 440 tasks over 4 s.
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("r.html");
     let (_, lines) = run_study(&[
         "-w",
         "sleep:10ms",
@@ -135,7 +137,13 @@ fn a_ramps_series_rises() {
         "4s",
         "-r",
         "1",
+        "--html",
+        html.to_str().unwrap(),
     ]);
+    // The HTML report draws the cell over time.
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert_eq!(page.matches("data-kind=\"series\"").count(), 1);
+    assert!(page.contains("asked/s (dashed)"));
     let r = only_run(&lines);
     assert_eq!(r["tasks"], 440);
     assert_eq!(r["rate_ramp"], serde_json::json!([20.0, 200.0]));
