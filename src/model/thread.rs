@@ -112,15 +112,36 @@ impl Model for ThreadPerTask {
 }
 
 /// Open model: one new thread per arrival, created when the task is due (its creation cost
-/// is part of the task's queue time); all are joined at the end.
+/// is part of the task's queue time). Finished threads are joined as the run goes, so only the
+/// tasks in flight hold a thread: a long run at a modest rate never piles up exited threads.
 fn open(ctx: &RunCtx, a: &crate::model::arrivals::Arrivals) -> ModelOutcome {
-    let mut threads = Vec::with_capacity(ctx.tasks);
+    let mut running: std::collections::HashMap<usize, os_thread::OsThread<TaskRecord>> =
+        std::collections::HashMap::new();
+    let (done_tx, done_rx) = crossbeam_channel::unbounded::<usize>();
+    let mut records: Vec<TaskRecord> = Vec::with_capacity(ctx.tasks);
     let mut error = None;
+    let mut created = 0;
+    let join = |i: usize, t: os_thread::OsThread<TaskRecord>| {
+        t.join().unwrap_or_else(|_| {
+            TaskRecord::not_started(i, TaskError::new("panic", "thread panicked"))
+        })
+    };
     a.dispatch(|i| {
-        let w = ctx.workload.clone();
-        match os_thread::spawn(ctx.stack_size, move || execute(&*w, i)) {
+        for k in done_rx.try_iter() {
+            if let Some(t) = running.remove(&k) {
+                records.push(join(k, t));
+            }
+        }
+        let (w, done) = (ctx.workload.clone(), done_tx.clone());
+        match os_thread::spawn(ctx.stack_size, move || {
+            let rec = execute(&*w, i);
+            // The dispatcher joins this thread once it reads the index; it is exiting by then.
+            let _ = done.send(i);
+            rec
+        }) {
             Ok(t) => {
-                threads.push((i, t));
+                running.insert(i, t);
+                created += 1;
                 true
             }
             Err(e) => {
@@ -129,15 +150,7 @@ fn open(ctx: &RunCtx, a: &crate::model::arrivals::Arrivals) -> ModelOutcome {
             }
         }
     });
-    let created = threads.len();
-    let mut records: Vec<TaskRecord> = threads
-        .into_iter()
-        .map(|(i, t)| {
-            t.join().unwrap_or_else(|_| {
-                TaskRecord::not_started(i, TaskError::new("panic", "thread panicked"))
-            })
-        })
-        .collect();
+    records.extend(running.into_iter().map(|(i, t)| join(i, t)));
     if let Some(reason) = &error {
         records.extend(never_started(created..ctx.tasks, reason));
     }
