@@ -273,7 +273,7 @@ impl Lab {
             executor,
             &mut writer,
             std::env::args().collect(),
-            false,
+            study::Feedback::Quiet,
         )?;
         let comparison = baseline.map(|(label, b)| {
             compare::compare(

@@ -141,7 +141,13 @@ pub fn run(opts: &study::RunOptions, out: &Outputs, command: Vec<String>) -> Res
             eprintln!("note: {n}");
         }
     }
-    let progress = !out.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let feedback = if out.quiet {
+        study::Feedback::Quiet
+    } else if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        study::Feedback::Bar
+    } else {
+        study::Feedback::Lines
+    };
     if let (Some(s), false) = (&server, out.quiet) {
         eprintln!(
             "server: concur's delay server in-process at {}",
@@ -152,7 +158,7 @@ pub fn run(opts: &study::RunOptions, out: &Outputs, command: Vec<String>) -> Res
         base_url: s.base_url(),
         stats: &s.stats,
     }))?;
-    let outcome = study::execute(&plan, &executor, &mut writer, command, progress)?;
+    let outcome = study::execute(&plan, &executor, &mut writer, command, feedback)?;
     drop(server);
     publish::publish(
         &outcome.analysis,
@@ -201,23 +207,25 @@ pub fn report_file(path: &Path, out: &Outputs) -> Result<i32, Error> {
 /// `base` carries the flags that still apply (`--shell`, `--cmd-output`).
 pub fn advise(
     workload: &str,
-    tasks: usize,
+    tasks: Option<usize>,
     repeat: usize,
     base: study::RunOptions,
     out: &Outputs,
     command: Vec<String>,
 ) -> Result<i32, Error> {
     let cores = model::cores();
+    // An open run without -n is sized by its --duration; async then gets a generous W.
+    let w = tasks.unwrap_or(if base.open.rate.is_some() { 1000 } else { 10 });
     let opts = study::RunOptions {
         workloads: vec![workload.to_string()],
         models: vec![
             "seq".into(),
             "thread".into(),
             format!("pool:{cores}"),
-            format!("async:{}", tasks.max(1)),
+            format!("async:{}", w.max(1)),
             "fork".into(),
         ],
-        tasks: vec![tasks],
+        tasks: tasks.into_iter().collect(),
         repeat: Some(repeat),
         warmup: Some(0),
         ..base

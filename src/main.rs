@@ -146,6 +146,34 @@ impl PeerArgs {
     }
 }
 
+/// Open-model runs: tasks arrive at a rate instead of all at once.
+#[derive(Args)]
+struct OpenArgs {
+    /// Release tasks at R per second (open model; latency counted from each task's scheduled time), a ramp A..B rising over the run, or auto (with --slo: the highest rate each model sustains)
+    #[arg(long, value_name = "R|A..B|auto", allow_hyphen_values = true)]
+    rate: Option<String>,
+    /// With --rate: release tasks for this long (instead of -n; default 5s, 2s per --rate auto probe)
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    duration: Option<std::time::Duration>,
+    /// With --rate: the time series' interval (and of the live line on stderr)
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    interval: std::time::Duration,
+    /// With --rate auto: the latency to keep, PERCENTILE<DURATION (p50, p90, p99, p999, max), e.g. 'p99<100ms'
+    #[arg(long, value_name = "SLO")]
+    slo: Option<String>,
+}
+
+impl From<OpenArgs> for concur::study::plan::OpenOptions {
+    fn from(a: OpenArgs) -> Self {
+        concur::study::plan::OpenOptions {
+            rate: a.rate,
+            duration: a.duration,
+            interval: a.interval,
+            slo: a.slo,
+        }
+    }
+}
+
 #[derive(Args)]
 struct FailureArgs {
     /// Exit 0 even when runs or tasks failed (they are still counted and shown)
@@ -217,6 +245,8 @@ struct RunArgs {
     #[command(flatten)]
     peer: PeerArgs,
     #[command(flatten)]
+    open: OpenArgs,
+    #[command(flatten)]
     out: OutputArgs,
     #[command(flatten)]
     failures: FailureArgs,
@@ -226,9 +256,9 @@ struct RunArgs {
 struct CrawlArgs {
     /// The URL to GET, fetched as given (http://HOST:PORT/PATH); every {rand} becomes 10 random letters
     url: String,
-    /// How many requests
-    #[arg(short = 'n', long, default_value_t = 1000)]
-    requests: usize,
+    /// How many requests (default 1000; with --rate --duration, as many as the duration holds)
+    #[arg(short = 'n', long)]
+    requests: Option<usize>,
     /// How many at once (the model's W)
     #[arg(short = 'c', long, default_value_t = 100)]
     concurrency: usize,
@@ -247,6 +277,8 @@ struct CrawlArgs {
     #[command(flatten)]
     peer: PeerArgs,
     #[command(flatten)]
+    open: OpenArgs,
+    #[command(flatten)]
     out: OutputArgs,
     #[command(flatten)]
     failures: FailureArgs,
@@ -257,9 +289,9 @@ struct AdviseArgs {
     /// The workload spec to advise on, e.g. fib:30 or sleep:100ms
     #[arg(long = "workload", short = 'w', value_name = "SPEC")]
     workload: String,
-    /// Tasks per cell
-    #[arg(long = "tasks", short = 'n', value_name = "N", default_value = "10")]
-    tasks: usize,
+    /// Tasks per cell (default 10; with --rate, --duration sizes the cells instead)
+    #[arg(long = "tasks", short = 'n', value_name = "N")]
+    tasks: Option<usize>,
     /// Counted runs per cell
     #[arg(long, short = 'r', value_name = "R", default_value = "3")]
     repeat: usize,
@@ -271,6 +303,8 @@ struct AdviseArgs {
     results: Option<PathBuf>,
     #[command(flatten)]
     cmd: CmdArgs,
+    #[command(flatten)]
+    open: OpenArgs,
     #[command(flatten)]
     out: OutputArgs,
     #[command(flatten)]
@@ -553,6 +587,7 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
                 hooks: a.peer.hooks(),
                 peers: a.peer.peers()?,
                 classic: a.classic,
+                open: a.open.into(),
             };
             concur::run(
                 &opts,
@@ -573,12 +608,17 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
             let opts = RunOptions {
                 workloads: vec![format!("http:{}", a.url)],
                 models: vec![model],
-                tasks: vec![a.requests],
+                tasks: match (a.requests, a.open.duration) {
+                    (Some(n), _) => vec![n],
+                    (None, Some(_)) => vec![],
+                    (None, None) => vec![1000],
+                },
                 repeat: Some(a.repeat),
                 warmup: Some(0),
                 request_timeout: a.request_timeout,
                 hooks: a.peer.hooks(),
                 peers: a.peer.peers()?,
+                open: a.open.into(),
                 ..RunOptions::default()
             };
             concur::run(
@@ -604,14 +644,16 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
                     target: Target::from_arg(file),
                 });
             }
+            let tasks = a.tasks;
             let base = RunOptions {
                 shell: a.cmd.shell,
                 cmd_output: a.cmd.cmd_output,
+                open: a.open.into(),
                 ..RunOptions::default()
             };
             concur::advise(
                 &a.workload,
-                a.tasks,
+                tasks,
                 a.repeat,
                 base,
                 &outputs(a.out, a.results, a.failures.ignore_failures),

@@ -36,6 +36,9 @@ pub struct RunRequest {
     pub tasks: usize,
     /// Thread stack size, bytes.
     pub stack_size: usize,
+    /// Open-model runs (`--rate`): the schedule the tasks are released on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open: Option<crate::model::arrivals::OpenRun>,
 }
 
 /// A process of our own binary that concur starts for part of its work.
@@ -187,6 +190,10 @@ mod tests {
                 model: "pool:2".into(),
                 tasks: 3,
                 stack_size: 1 << 20,
+                open: Some(crate::model::arrivals::OpenRun {
+                    schedule: crate::model::arrivals::Schedule::fixed(10.0, 3),
+                    interval_us: 1_000_000,
+                }),
             }),
             SelfCall::Task {
                 env: env(),

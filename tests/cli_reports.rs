@@ -319,6 +319,14 @@ const CSV_COLUMNS: &[&str] = &[
     "vs_ideal",
     "bytes",
     "error",
+    "latency_p50_us",
+    "latency_p99_us",
+    "rate_asked",
+    "rate_achieved",
+    "behind",
+    "service_p99_us",
+    "queue_p99_us",
+    "lag_p99_us",
 ];
 
 /// A cell line's value as its CSV field: empty for null, `[lo, hi]` split in two columns.
@@ -326,6 +334,8 @@ fn cell_field(cell: &serde_json::Value, column: &str) -> serde_json::Value {
     match column {
         "wall_ci95_lo_s" => cell["wall_ci95_s"][0].clone(),
         "wall_ci95_hi_s" => cell["wall_ci95_s"][1].clone(),
+        "latency_p50_us" => cell["latency_us"]["p50"].clone(),
+        c if c.ends_with("_p99_us") => cell[c.replace("_p99_us", "_us")]["p99"].clone(),
         c => cell[c].clone(),
     }
 }

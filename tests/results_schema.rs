@@ -96,6 +96,90 @@ fn a_cpu_study_follows_the_schema() {
 }
 
 #[test]
+fn open_model_runs_and_a_rate_search_follow_the_schema() {
+    let (dir, path) = results_path();
+    let out = run_into(
+        dir.path(),
+        &path,
+        &[
+            "-w",
+            "sleep:10ms",
+            "-m",
+            "pool:1",
+            "-m",
+            "async:8",
+            "--rate",
+            "40..120",
+            "-n",
+            "60",
+            "-r",
+            "1",
+            "--interval",
+            "200ms",
+        ],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let lines = check_file(&path);
+    for r in of_type(&lines, "run") {
+        assert_eq!(r["rate_ramp"], json!([40.0, 120.0]), "{r}");
+        assert!(r["series"].as_array().is_some_and(|s| !s.is_empty()), "{r}");
+        assert!(
+            r["service_us"].is_object() && r["queue_us"].is_object(),
+            "{r}"
+        );
+    }
+    for c in of_type(&lines, "cell") {
+        assert!(c.get("series").is_none(), "{c}");
+        assert_eq!(c["rate_asked"], 80.0);
+    }
+    let (dir, path) = results_path();
+    let out = run_into(
+        dir.path(),
+        &path,
+        &[
+            "-w",
+            "sleep:10ms",
+            "-m",
+            "pool:2",
+            "--rate",
+            "auto",
+            "--slo",
+            "p99<1s",
+            "--duration",
+            "200ms",
+        ],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let lines = check_file(&path);
+    let run = of_type(&lines, "run")[0];
+    assert!(
+        run["rate_search"]["probes"]
+            .as_array()
+            .is_some_and(|p| !p.is_empty()),
+        "{run}"
+    );
+    // Closed runs carry none of the open fields.
+    let (dir, path) = results_path();
+    run_into(
+        dir.path(),
+        &path,
+        &["-w", "fib:5", "-m", "seq", "-n", "2", "-r", "1"],
+    );
+    let lines = check_file(&path);
+    for l in &lines[1..] {
+        for k in [
+            "rate_asked",
+            "service_us",
+            "series",
+            "rate_search",
+            "behind",
+        ] {
+            assert!(l.get(k).is_none(), "{k} in {l}");
+        }
+    }
+}
+
+#[test]
 fn failed_crashed_and_timed_out_runs_follow_the_schema() {
     let dir = tempfile::tempdir().unwrap();
     let path = failing_study(dir.path());

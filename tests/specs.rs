@@ -229,6 +229,7 @@ fn fork_refuses_a_multithreaded_parent() {
             jobs_backend: None,
         },
         stack_size: 1 << 20,
+        arrivals: None,
     };
     let out = concur::model::parse("fork").unwrap().run(&ctx);
     let err = out.error.unwrap();

@@ -157,6 +157,130 @@ fn failed_group(g: &Group, workload: &str) -> Advice {
     }
 }
 
+fn us(v: u64) -> String {
+    fmt_secs(v as f64 / 1e6)
+}
+
+/// The advice for a group of open-model cells (`--rate`): which model sustained the rate
+/// with the lowest p99 latency and which fell behind (its queue grew); under `--rate auto`,
+/// which sustained the most.
+fn open_advice(g: &Group, class: Class) -> Advice {
+    let measured: Vec<&CellResult> = g
+        .cells
+        .iter()
+        .copied()
+        .filter(|c| c.open.is_some() && c.runs_failed < c.runs)
+        .collect();
+    let p99 = |c: &CellResult| c.latency_us.map_or(u64::MAX, |l| l.p99);
+    let mut s = Vec::new();
+    let winner;
+    if measured.iter().any(|c| c.rate_search.is_some()) {
+        let mut found: Vec<(&CellResult, f64)> = measured
+            .iter()
+            .filter_map(|c| Some((*c, c.rate_search.as_ref()?.sustained?)))
+            .collect();
+        found.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let slo = measured
+            .iter()
+            .find_map(|c| c.rate_search.as_ref().map(|r| r.slo.clone()))
+            .unwrap_or_default();
+        winner = found.first().map(|(c, _)| c.key.model.clone());
+        match found.first() {
+            Some((_, r)) => {
+                let top: Vec<String> = found
+                    .iter()
+                    .take_while(|(_, x)| x == r)
+                    .map(|(c, _)| c.key.model.clone())
+                    .collect();
+                s.push(format!(
+                    "The highest rate that kept {slo} (and 99% of the asked rate): {} at {r:.1}/s{}.",
+                    top.join(", "),
+                    if top.len() > 1 { ", a tie at the search's 3% precision" } else { "" }
+                ));
+                let rest: Vec<String> = found[top.len()..]
+                    .iter()
+                    .map(|(c, r)| format!("{} {r:.1}/s", c.key.model))
+                    .collect();
+                if !rest.is_empty() {
+                    s.push(format!("Then {}.", rest.join(", ")));
+                }
+            }
+            None => s.push(format!(
+                "No model kept {slo} even at the lowest rate tried."
+            )),
+        }
+        let none: Vec<String> = measured
+            .iter()
+            .filter(|c| {
+                c.rate_search
+                    .as_ref()
+                    .is_some_and(|r| r.sustained.is_none())
+            })
+            .map(|c| c.key.model.clone())
+            .collect();
+        if !none.is_empty() {
+            s.push(format!("{} kept it at no rate tried.", none.join(", ")));
+        }
+    } else {
+        let mut kept: Vec<&CellResult> = measured
+            .iter()
+            .copied()
+            .filter(|c| {
+                c.open
+                    .as_ref()
+                    .is_some_and(|o| !o.behind && o.rate_achieved.is_some())
+            })
+            .collect();
+        kept.sort_by_key(|c| p99(c));
+        let asked = measured
+            .first()
+            .and_then(|c| c.open.as_ref())
+            .map(|o| match o.rate_ramp {
+                Some([a, b]) => format!("a rate rising from {a:.0}/s to {b:.0}/s"),
+                None => format!("{:.1}/s", o.rate_asked),
+            })
+            .unwrap_or_default();
+        winner = kept.first().map(|c| c.key.model.clone());
+        match kept.first() {
+            Some(w) => {
+                let service = w
+                    .open
+                    .as_ref()
+                    .and_then(|o| o.service_us)
+                    .map(|l| format!(", of which service p99 {}", us(l.p99)))
+                    .unwrap_or_default();
+                s.push(format!(
+                    "At {asked}, {} kept up with the lowest p99 latency, {} from each task's scheduled time{service}.",
+                    w.key.model,
+                    us(p99(w))
+                ));
+            }
+            None => s.push(format!("At {asked}, no model kept up.")),
+        }
+        for c in measured
+            .iter()
+            .filter(|c| c.open.as_ref().is_some_and(|o| o.behind))
+        {
+            let Some(o) = &c.open else { continue };
+            s.push(format!(
+                "{} fell behind: it achieved {} of {:.1}/s, so its queue grew (queue p99 {}) and callers waited p99 {}.",
+                c.key.model,
+                o.rate_achieved.map_or("-".into(), |a| format!("{a:.1}/s")),
+                o.rate_asked,
+                o.queue_us.map_or("-".into(), |q| us(q.p99)),
+                us(p99(c))
+            ));
+        }
+    }
+    Advice {
+        group: g.title.clone(),
+        class,
+        winner,
+        text: s.join(" "),
+        amdahl: vec![],
+    }
+}
+
 /// Advice for every group of `a`, on the machine the runs were made on.
 pub fn advise(a: &Analysis) -> Vec<Advice> {
     let cores = a.cores;
@@ -175,6 +299,9 @@ pub fn advise(a: &Analysis) -> Vec<Advice> {
                 .filter(|c| c.key.study == g.cells[0].key.study && c.key.workload == workload)
                 .collect();
             let (class, e) = classify(&same_workload, nature, cores);
+            if g.cells.iter().any(|c| c.open.is_some()) {
+                return Some(open_advice(&g, class));
+            }
             let n = judged_tasks(&g.cells)?;
             let mut at_n: Vec<&CellResult> = g
                 .cells
@@ -456,6 +583,8 @@ mod tests {
                 baseline: model == "seq",
                 ..Traits::default()
             },
+            open: None,
+            rate_search: None,
         }
     }
 

@@ -104,6 +104,11 @@ fn summarize_cell(key: &CellKey, runs: &[&RunResult]) -> CellResult {
         ),
         traits: first.map(|r| r.traits.clone()).unwrap_or_default(),
         isolation: first.map(|r| r.isolation).unwrap_or_default(),
+        open: median_run.and_then(|r| r.open.clone()).map(|mut o| {
+            o.series.clear();
+            o
+        }),
+        rate_search: runs.iter().find_map(|r| r.rate_search.clone()),
     }
 }
 
@@ -186,6 +191,11 @@ pub fn analyze(runs: &[RunResult], machine: &Machine) -> Analysis {
         let Some(wall) = c.wall_median_s else {
             continue;
         };
+        // An open run's wall is the schedule's length, not the work's: speedups and the
+        // batch ideal do not apply to it.
+        if c.open.is_some() {
+            continue;
+        }
         // Without a seq cell of the same task count, seq's time is estimated as N times the
         // workload's per-task time in its seq cells.
         let base = seq
@@ -265,6 +275,15 @@ fn warnings(cells: &[CellResult], cores: usize) -> Vec<String> {
         }
         if !c.bytes_consistent {
             w.push(format!("{}: runs produced different checksums", name(c)));
+        }
+        if let Some(o) = c.open.as_ref().filter(|o| o.behind) {
+            w.push(format!(
+                "{}: fell behind the asked rate: achieved {} of {:.1}/s asked (below 99%): arrivals queued, and the latency counts their wait",
+                name(c),
+                o.rate_achieved
+                    .map_or("-".into(), |a| format!("{a:.1}/s ({:.0}%)", 100.0 * a / o.rate_asked)),
+                o.rate_asked
+            ));
         }
     }
     let over: Vec<String> = cells

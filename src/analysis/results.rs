@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::measure::latency::LatencySummary;
+use crate::measure::open::OpenStats;
 
 /// The schema version written in the meta line; bumped when a field is renamed or removed.
 pub const SCHEMA: u32 = 1;
@@ -284,6 +285,37 @@ pub struct RunResult {
     /// (interpreter start-up, imports, teardown); null for every other run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub startup_s: Option<f64>,
+    /// Open-model runs (`--rate`): asked and achieved rates, service, queue, lag, series
+    /// (`latency_us` is then corrected for coordinated omission). Absent on closed runs.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub open: Option<OpenStats>,
+    /// `--rate auto`: the search that chose this run's rate. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_search: Option<RateSearch>,
+}
+
+/// One probe of `--rate auto`: a short open run at one rate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Probe {
+    /// The asked rate, tasks per second.
+    pub rate: f64,
+    /// The achieved rate, tasks per second.
+    pub achieved: Option<f64>,
+    /// The SLO's percentile of the corrected latency, µs.
+    pub latency_us: Option<u64>,
+    /// Whether the run ended well, kept the SLO and achieved 99% of the asked rate.
+    pub ok: bool,
+}
+
+/// `--rate auto`: the highest rate found that keeps the SLO, and every probe on the way.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RateSearch {
+    /// The objective, as given (`p99<100ms`).
+    pub slo: String,
+    /// The highest rate that kept it, tasks per second; null when even the lowest failed.
+    pub sustained: Option<f64>,
+    /// The probes, in the order run.
+    pub probes: Vec<Probe>,
 }
 
 /// One cell line: statistics over the cell's measured runs.
@@ -359,6 +391,12 @@ pub struct CellResult {
     /// Where its runs happened.
     #[serde(default)]
     pub isolation: Isolation,
+    /// Open-model cells: the median run's rates, service, queue and lag (no series).
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub open: Option<OpenStats>,
+    /// `--rate auto`: the search, as its run recorded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_search: Option<RateSearch>,
 }
 
 /// Appends lines to a results file, flushing each so an interrupted study keeps every

@@ -197,6 +197,7 @@ fn write_record(f: &Mutex<File>, c: &Claimed, outcome: &Performed, (start, end):
         end_ns: end,
         bytes,
         error,
+        sched_ns: None,
     };
     let _ = f
         .lock()

@@ -2,8 +2,11 @@
 //! histograms, per-child rusage and process-tree memory.
 
 pub mod latency;
+pub mod live;
 pub mod memory;
+pub mod open;
 pub mod rusage;
+pub mod series;
 
 use serde::{Deserialize, Serialize};
 
@@ -65,6 +68,10 @@ pub struct TaskRecord {
     pub bytes: u64,
     /// The failure, if any.
     pub error: Option<TaskError>,
+    /// When the task was due (open-model runs only), nanoseconds on the monotonic clock:
+    /// latency is measured from here, queueing is `start_ns - sched_ns`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sched_ns: Option<u64>,
 }
 
 impl TaskRecord {
@@ -77,6 +84,7 @@ impl TaskRecord {
             end_ns: now,
             bytes: 0,
             error: Some(error),
+            sched_ns: None,
         }
     }
 }
@@ -138,6 +146,7 @@ mod timeline_tests {
             end_ns,
             bytes: 0,
             error: None,
+            sched_ns: None,
         }
     }
 

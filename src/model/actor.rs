@@ -76,6 +76,11 @@ impl Model for ActorPool {
                 };
             }
         };
+        let feed = ctx.arrivals.as_ref().map(|a| a.feed());
+        let (feeder, rx) = match feed {
+            Some((f, rx)) => (Some(f), Some(rx)),
+            None => (None, None),
+        };
         let records = rt.block_on(async {
             let mailboxes: Vec<_> = (0..self.actors)
                 .map(|_| {
@@ -85,15 +90,24 @@ impl Model for ActorPool {
                 })
                 .collect();
             // `pool.async.send_email(i)`: send every message first, then await the replies.
-            let replies: Vec<_> = (0..ctx.tasks)
-                .map(|i| {
-                    let (reply, done) = oneshot::channel();
-                    // The actor holds its mailbox until every sender is dropped, so this send
-                    // only fails if the actor panicked; the reply then reports it.
-                    let _ = mailboxes[i % self.actors].send(Deliver { index: i, reply });
-                    done
-                })
-                .collect();
+            let send = |i: usize| {
+                let (reply, done) = oneshot::channel();
+                // The actor holds its mailbox until every sender is dropped, so this send
+                // only fails if the actor panicked; the reply then reports it.
+                let _ = mailboxes[i % self.actors].send(Deliver { index: i, reply });
+                done
+            };
+            let replies: Vec<_> = match rx {
+                // Open model: each message is sent when its task is due.
+                Some(mut rx) => {
+                    let mut rs = Vec::with_capacity(ctx.tasks);
+                    while let Some(i) = rx.recv().await {
+                        rs.push(send(i));
+                    }
+                    rs
+                }
+                None => (0..ctx.tasks).map(send).collect(),
+            };
             drop(mailboxes);
             let mut out = Vec::with_capacity(ctx.tasks);
             for (i, done) in replies.into_iter().enumerate() {
@@ -104,6 +118,9 @@ impl Model for ActorPool {
             out
         });
         drop(rt);
+        if let Some(f) = feeder {
+            let _ = f.join();
+        }
         ModelOutcome {
             records,
             threads_created: started.load(Ordering::Relaxed),

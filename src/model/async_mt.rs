@@ -30,17 +30,32 @@ pub struct AsyncMultiThread {
 /// before it starts (the classic `asyncio.gather` + `async with semaphore` pattern), and
 /// collects their records.
 pub(super) fn drive(rt: &tokio::runtime::Runtime, ctx: &RunCtx, limit: usize) -> Vec<TaskRecord> {
-    rt.block_on(async {
+    // Open model: a thread of its own releases each index when it is due, and the runtime
+    // spawns the task as it arrives; the semaphore still bounds it to `limit` in flight.
+    let feed = ctx.arrivals.as_ref().map(|a| a.feed());
+    let (feeder, rx) = match feed {
+        Some((f, rx)) => (Some(f), Some(rx)),
+        None => (None, None),
+    };
+    let records = rt.block_on(async {
         let sem = Arc::new(Semaphore::new(limit));
-        let handles: Vec<_> = (0..ctx.tasks)
-            .map(|i| {
-                let (sem, w) = (sem.clone(), ctx.workload.clone());
-                tokio::spawn(async move {
-                    let _permit = sem.acquire().await;
-                    execute_async(w, i).await
-                })
+        let task = |i: usize| {
+            let (sem, w) = (sem.clone(), ctx.workload.clone());
+            tokio::spawn(async move {
+                let _permit = sem.acquire().await;
+                execute_async(w, i).await
             })
-            .collect();
+        };
+        let handles: Vec<_> = match rx {
+            Some(mut rx) => {
+                let mut hs = Vec::with_capacity(ctx.tasks);
+                while let Some(i) = rx.recv().await {
+                    hs.push(task(i));
+                }
+                hs
+            }
+            None => (0..ctx.tasks).map(task).collect(),
+        };
         let mut out = Vec::with_capacity(ctx.tasks);
         for (i, h) in handles.into_iter().enumerate() {
             out.push(h.await.unwrap_or_else(|e| {
@@ -48,7 +63,11 @@ pub(super) fn drive(rt: &tokio::runtime::Runtime, ctx: &RunCtx, limit: usize) ->
             }));
         }
         out
-    })
+    });
+    if let Some(f) = feeder {
+        let _ = f.join();
+    }
+    records
 }
 
 /// Builds a runtime with the run's stack size and a timer, counting the threads it starts

@@ -118,8 +118,18 @@ impl Model for CurlMulti {
             .collect();
         let mut active: Vec<Slot> = Vec::with_capacity(self.workers);
         let mut next = 0usize;
+        // Open model: `due` counts the tasks released so far; a transfer is added for each
+        // released one as soon as a handle is free (at most W at once).
+        let mut due = if ctx.arrivals.is_some() { 0 } else { n };
         loop {
-            while next < n {
+            if let Some(a) = &ctx.arrivals {
+                let now = mono_ns();
+                while due < n && a.due_ns(due) <= now {
+                    a.released(due);
+                    due += 1;
+                }
+            }
+            while next < due {
                 let Some(easy) = free.pop() else { break };
                 let Some(url) = ctx.workload.url(next) else {
                     return fail(
@@ -137,7 +147,13 @@ impl Model for CurlMulti {
                 next += 1;
             }
             if active.is_empty() {
-                break;
+                match &ctx.arrivals {
+                    Some(a) if due < n => {
+                        super::arrivals::sleep_until(a.due_ns(due));
+                        continue;
+                    }
+                    _ => break,
+                }
             }
             if let Err(e) = multi.perform() {
                 return fail(format!("libcurl multi failed: {e}"));
@@ -178,7 +194,9 @@ impl Model for CurlMulti {
                     end_ns,
                     bytes: if ok { bytes } else { 0 },
                     error,
+                    sched_ns: None,
                 });
+                crate::measure::live::ended(ok);
                 free.push(easy);
             }
             // A transfer finished: start the next ones before waiting again.
@@ -188,7 +206,18 @@ impl Model for CurlMulti {
             if !active.is_empty() {
                 // curl_multi_wait returns on socket activity; its timeout caps how late
                 // libcurl's own timers (connects, retries) are served.
-                let cap = Duration::from_millis(10);
+                let mut cap = Duration::from_millis(10);
+                if let Some(a) = ctx.arrivals.as_ref().filter(|_| due < n) {
+                    let until = Duration::from_nanos(a.due_ns(due).saturating_sub(mono_ns()));
+                    // curl_multi_wait counts in whole milliseconds: a shorter wait would be 0
+                    // and the loop would spin until the release. Sleep to it instead; socket
+                    // events wait less than a millisecond.
+                    if until < Duration::from_millis(1) {
+                        super::arrivals::sleep_until(a.due_ns(due));
+                        continue;
+                    }
+                    cap = cap.min(until);
+                }
                 let wait = multi
                     .get_timeout()
                     .ok()

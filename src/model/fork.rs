@@ -4,7 +4,7 @@
 //! process, so none outlives a killed study.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 
 use nix::unistd::ForkResult;
@@ -33,6 +33,51 @@ fn write_all_fd(fd: i32, bytes: &[u8]) {
             return;
         }
         done += n as usize;
+    }
+}
+
+/// Reads whatever the pipe holds now (it is non-blocking) onto `buf`.
+fn drain(fd: i32, buf: &mut Vec<u8>) {
+    let mut chunk = [0u8; 16 << 10];
+    loop {
+        // SAFETY: reading into a live stack buffer of the length given, from our pipe.
+        let n = unsafe { libc::read(fd, chunk.as_mut_ptr().cast(), chunk.len()) };
+        if n <= 0 {
+            return;
+        }
+        buf.extend_from_slice(&chunk[..n as usize]);
+    }
+}
+
+/// Moves every complete line of `buf` into `records` (by task index), keeping a partial one.
+fn take_lines(buf: &mut Vec<u8>, records: &mut [Option<TaskRecord>]) {
+    let Some(last) = buf.iter().rposition(|&b| b == b'\n') else {
+        return;
+    };
+    let text = String::from_utf8_lossy(&buf[..=last]).into_owned();
+    buf.drain(..=last);
+    for line in text.lines() {
+        if let Some(rec) = TaskRecord::from_line(line) {
+            if let Some(slot) = records.get_mut(rec.index) {
+                *slot = Some(rec);
+            }
+        }
+    }
+}
+
+/// Sets or clears `O_NONBLOCK` on `fd`.
+fn set_nonblocking(fd: i32, on: bool) {
+    // SAFETY: F_GETFL/F_SETFL on our own open pipe descriptor.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags >= 0 {
+            let flags = if on {
+                flags | libc::O_NONBLOCK
+            } else {
+                flags & !libc::O_NONBLOCK
+            };
+            libc::fcntl(fd, libc::F_SETFL, flags);
+        }
     }
 }
 
@@ -71,12 +116,17 @@ impl Model for Fork {
                 }
             }
         };
-        let mut children = Vec::with_capacity(ctx.tasks);
+        let mut children: Vec<(libc::pid_t, usize)> = Vec::with_capacity(ctx.tasks);
+        let mut records: Vec<Option<TaskRecord>> = vec![None; ctx.tasks];
         let mut error = None;
+        let mut created = 0;
         // The only thread forks every child and reaps every one below: it outlives them, as
         // their death-with-parent signal requires.
         let parent = std::process::id() as libc::pid_t;
-        for i in 0..ctx.tasks {
+        let fork_one = |i: usize,
+                        children: &mut Vec<(libc::pid_t, usize)>,
+                        error: &mut Option<String>|
+         -> bool {
             // SAFETY: this process is single-threaded (checked above), so the child may run
             // ordinary Rust code; it leaves with _exit and never returns into our caller.
             match unsafe { nix::unistd::fork() } {
@@ -88,25 +138,55 @@ impl Model for Fork {
                     // SAFETY: _exit skips the parent's destructors and atexit handlers.
                     unsafe { libc::_exit(0) }
                 }
-                Ok(ForkResult::Parent { child }) => children.push((child.as_raw(), i)),
+                Ok(ForkResult::Parent { child }) => {
+                    children.push((child.as_raw(), i));
+                    true
+                }
                 Err(e) => {
-                    error = Some(format!("could create {i} of {} processes: {e}", ctx.tasks));
-                    break;
+                    *error = Some(format!("could create {i} of {} processes: {e}", ctx.tasks));
+                    false
+                }
+            }
+        };
+        let mut pending: Vec<u8> = Vec::new();
+        match &ctx.arrivals {
+            // Open model: one fork per arrival, from this (only) thread, when the task is due.
+            // Before each fork the records that arrived are read (the pipe never fills) and
+            // their children reaped, so only the tasks in flight hold a process.
+            Some(a) => {
+                set_nonblocking(read_end.as_raw_fd(), true);
+                a.dispatch(|i| {
+                    drain(read_end.as_raw_fd(), &mut pending);
+                    take_lines(&mut pending, &mut records);
+                    children.retain(|&(pid, k)| {
+                        if records[k].is_some() {
+                            // It has written its record and is exiting: the wait is short.
+                            let _ = rusage::wait_child(pid);
+                            false
+                        } else {
+                            true
+                        }
+                    });
+                    let ok = fork_one(i, &mut children, &mut error);
+                    created += usize::from(ok);
+                    ok
+                });
+                set_nonblocking(read_end.as_raw_fd(), false);
+            }
+            None => {
+                for i in 0..ctx.tasks {
+                    if !fork_one(i, &mut children, &mut error) {
+                        break;
+                    }
+                    created += 1;
                 }
             }
         }
         drop(write_end);
-        let mut records: Vec<Option<TaskRecord>> = vec![None; ctx.tasks];
-        for line in BufReader::new(File::from(read_end)).lines() {
-            let Ok(line) = line else { break };
-            if let Some(rec) = TaskRecord::from_line(&line) {
-                if rec.index < ctx.tasks {
-                    let idx = rec.index;
-                    records[idx] = Some(rec);
-                }
-            }
-        }
-        let created = children.len();
+        let mut rest = File::from(read_end);
+        let _ = rest.read_to_end(&mut pending);
+        pending.push(b'\n');
+        take_lines(&mut pending, &mut records);
         for (pid, i) in children {
             let ended = rusage::wait_child(pid);
             if records[i].is_none() {

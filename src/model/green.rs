@@ -55,14 +55,27 @@ impl Model for Green {
         let mut handles = Vec::with_capacity(self.workers);
         for _ in 0..self.workers.min(n) {
             let (next, records, w) = (next.clone(), records.clone(), ctx.workload.clone());
+            let arrivals = ctx.arrivals.clone();
             let body = move || loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 if i >= n {
                     break;
                 }
+                // Open model: the coroutines take arrivals in order; a free one sleeps (on the
+                // hub's timer, yielding to the others) until its task is due, a busy pool
+                // leaves the task waiting, which is its queue time.
+                if let Some(a) = &arrivals {
+                    let due = a.due_ns(i);
+                    let now = mono_ns();
+                    if now < due {
+                        may::coroutine::sleep(std::time::Duration::from_nanos(due - now));
+                        a.released(i);
+                    }
+                }
                 let start_ns = mono_ns();
                 let result = w.run_green(i);
                 let end_ns = mono_ns();
+                crate::measure::live::ended(result.is_ok());
                 let rec = match result {
                     Ok(bytes) => TaskRecord {
                         index: i,
@@ -70,6 +83,7 @@ impl Model for Green {
                         end_ns,
                         bytes,
                         error: None,
+                        sched_ns: None,
                     },
                     Err(e) => TaskRecord {
                         index: i,
@@ -77,6 +91,7 @@ impl Model for Green {
                         end_ns,
                         bytes: 0,
                         error: Some(e),
+                        sched_ns: None,
                     },
                 };
                 records.lock().unwrap_or_else(|p| p.into_inner()).push(rec);

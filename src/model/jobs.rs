@@ -256,12 +256,39 @@ impl Model for Jobs {
                 j.to_json()
             })
             .collect();
-        if let Err(e) = backend.enqueue(&queue, &payloads) {
-            return failed_run(ctx.tasks, e.to_string());
+        let open = ctx.arrivals.clone();
+        if open.is_none() {
+            if let Err(e) = backend.enqueue(&queue, &payloads) {
+                return failed_run(ctx.tasks, e.to_string());
+            }
         }
+        // Open model: each job is enqueued when it is due, by a thread of its own, while the
+        // workers drain the queue; the first enqueue error stops the releases and is the
+        // run's error.
+        let enqueue_error: Mutex<Option<String>> = Mutex::new(None);
+        let release = |a: &super::arrivals::Arrivals| {
+            a.dispatch(|i| match backend.enqueue(&queue, &payloads[i..=i]) {
+                Ok(_) => true,
+                Err(e) => {
+                    *enqueue_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+                    false
+                }
+            })
+        };
         if self.kind == Kind::Procs {
-            let out = self.run_procs(ctx, &url, &queue);
+            let mut out = std::thread::scope(|s| {
+                if let Some(a) = &open {
+                    s.spawn(|| release(a));
+                }
+                self.run_procs(ctx, &url, &queue)
+            });
             let _ = backend.release(&worker);
+            if let Some(e) = enqueue_error
+                .into_inner()
+                .unwrap_or_else(|p| p.into_inner())
+            {
+                out.error.get_or_insert(e);
+            }
             return out;
         }
         let records: Mutex<Vec<TaskRecord>> = Mutex::new(Vec::with_capacity(ctx.tasks));
@@ -282,10 +309,24 @@ impl Model for Jobs {
         };
         let mut created = 0;
         std::thread::scope(|s| {
+            if let Some(a) = &open {
+                s.spawn(|| {
+                    release(a);
+                    if enqueue_error
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .is_some()
+                    {
+                        all_done.store(true, Ordering::SeqCst);
+                    }
+                });
+            }
             let mut threads = Vec::new();
             for k in 0..self.workers {
                 let body = || {
-                    while finished.load(Ordering::SeqCst) < ctx.tasks {
+                    while finished.load(Ordering::SeqCst) < ctx.tasks
+                        && !all_done.load(Ordering::SeqCst)
+                    {
                         // No blocking fetch: the last job's acknowledgement must end the run
                         // at once, not when the other threads' waits time out.
                         let c = match backend.fetch(&worker, &queues, Duration::ZERO) {
@@ -349,7 +390,13 @@ impl Model for Jobs {
         let _ = backend.release(&worker);
         let _ = backend.forget_queue(&queue);
         let mut records = records.into_inner().unwrap_or_else(|p| p.into_inner());
-        let error = error.into_inner().unwrap_or_else(|p| p.into_inner());
+        let mut error = error.into_inner().unwrap_or_else(|p| p.into_inner());
+        if let Some(e) = enqueue_error
+            .into_inner()
+            .unwrap_or_else(|p| p.into_inner())
+        {
+            error.get_or_insert(e);
+        }
         if records.len() < ctx.tasks {
             let mut seen = vec![false; ctx.tasks];
             for r in &records {

@@ -5,6 +5,7 @@
 //! [`execute_async`] for each task and returns the [`TaskRecord`]s.
 
 mod actor;
+pub mod arrivals;
 mod async_local;
 mod async_mt;
 mod curl_multi;
@@ -62,6 +63,9 @@ pub struct RunCtx {
     pub env: TaskEnv,
     /// Stack size for threads the model creates per task, bytes.
     pub stack_size: usize,
+    /// Open-model runs (`--rate`): when each task is released; `None` hands all tasks to the
+    /// model at once (a closed batch).
+    pub arrivals: Option<Arc<arrivals::Arrivals>>,
 }
 
 /// What a model returns for one run.
@@ -142,6 +146,7 @@ pub(crate) fn never_started(
 
 fn record(index: usize, start_ns: u64, result: Result<u64, workload::TaskError>) -> TaskRecord {
     let end_ns = mono_ns();
+    crate::measure::live::ended(result.is_ok());
     match result {
         Ok(bytes) => TaskRecord {
             index,
@@ -149,6 +154,7 @@ fn record(index: usize, start_ns: u64, result: Result<u64, workload::TaskError>)
             end_ns,
             bytes,
             error: None,
+            sched_ns: None,
         },
         Err(e) => TaskRecord {
             index,
@@ -156,6 +162,7 @@ fn record(index: usize, start_ns: u64, result: Result<u64, workload::TaskError>)
             end_ns,
             bytes: 0,
             error: Some(e),
+            sched_ns: None,
         },
     }
 }

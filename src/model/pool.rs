@@ -33,11 +33,12 @@ impl Model for Pool {
     }
     fn run(&self, ctx: &RunCtx) -> ModelOutcome {
         let (tx, rx) = crossbeam_channel::unbounded::<usize>();
-        for i in 0..ctx.tasks {
-            // The receiver is alive (we hold it), so send cannot fail.
-            let _ = tx.send(i);
+        if ctx.arrivals.is_none() {
+            for i in 0..ctx.tasks {
+                // The receiver is alive (we hold it), so send cannot fail.
+                let _ = tx.send(i);
+            }
         }
-        drop(tx);
         let mut threads = Vec::with_capacity(self.workers);
         let mut error = None;
         for k in 0..self.workers {
@@ -56,6 +57,12 @@ impl Model for Pool {
             }
         }
         let created = threads.len();
+        // Open model: each task is submitted to the queue when it is due; the W threads take
+        // them as they free up, so arrivals beyond W wait in the channel.
+        if let Some(a) = &ctx.arrivals {
+            a.dispatch(|i| tx.send(i).is_ok());
+        }
+        drop(tx);
         let mut records: Vec<TaskRecord> = Vec::with_capacity(ctx.tasks);
         for t in threads {
             match t.join() {

@@ -47,6 +47,25 @@ impl Model for RayonPool {
                 }
             }
         };
+        if let Some(a) = &ctx.arrivals {
+            // Open model: each task is spawned onto the pool when it is due (from this thread,
+            // outside the pool, so no worker is spent waiting for arrivals).
+            let (tx, rx) = crossbeam_channel::unbounded();
+            a.dispatch(|i| {
+                let (tx, w) = (tx.clone(), ctx.workload.clone());
+                pool.spawn(move || {
+                    let _ = tx.send(execute(&*w, i));
+                });
+                true
+            });
+            drop(tx);
+            return ModelOutcome {
+                records: rx.iter().collect(),
+                threads_created: self.workers,
+                processes_created: 0,
+                error: None,
+            };
+        }
         let w = &ctx.workload;
         let records = pool.install(|| {
             (0..ctx.tasks)

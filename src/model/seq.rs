@@ -27,8 +27,19 @@ impl Model for Seq {
         true
     }
     fn run(&self, ctx: &RunCtx) -> ModelOutcome {
+        let records = match &ctx.arrivals {
+            // One at a time from a queue: a task that arrives while the previous one runs
+            // waits for it, and that wait is its queue time.
+            Some(a) => (0..a.tasks())
+                .map(|i| {
+                    a.wait_if_idle(i);
+                    execute(&*ctx.workload, i)
+                })
+                .collect(),
+            None => (0..ctx.tasks).map(|i| execute(&*ctx.workload, i)).collect(),
+        };
         ModelOutcome {
-            records: (0..ctx.tasks).map(|i| execute(&*ctx.workload, i)).collect(),
+            records,
             ..Default::default()
         }
     }

@@ -20,6 +20,40 @@ pub(super) const ENTRY: Entry = Entry {
 /// One fresh process per task.
 pub struct Spawn;
 
+/// Whether child `pid` has exited, leaving it waitable (`WNOWAIT`) for [`finish`]'s `wait4`.
+fn exited(pid: libc::pid_t) -> bool {
+    // SAFETY: siginfo_t is plain old data; waitid writes into it and only peeks (WNOWAIT)
+    // at our own child.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        let r = libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        );
+        r == 0 && info.si_pid() == pid
+    }
+}
+
+/// Reads a task child's record and reaps it; a child that wrote none crashed, and its exit
+/// is the reason.
+fn finish(i: usize, child: std::process::Child, mut pipe: std::fs::File) -> TaskRecord {
+    let mut text = String::new();
+    let read = pipe.read_to_string(&mut text);
+    let ended = rusage::wait_child(child.id() as i32);
+    match (read, TaskRecord::from_line(&text)) {
+        (Ok(_), Some(rec)) => rec,
+        _ => {
+            let why = match ended {
+                Ok(u) => describe_exit(&u),
+                Err(e) => format!("could not wait: {e}"),
+            };
+            TaskRecord::not_started(i, TaskError::new("crash", why))
+        }
+    }
+}
+
 impl Model for Spawn {
     fn spec(&self) -> String {
         "spawn".into()
@@ -45,42 +79,63 @@ impl Model for Spawn {
         process::raise_nofile_limit();
         // This thread spawns every child and waits for every one below: it outlives them, as
         // their death-with-parent signal requires.
-        let mut children = Vec::with_capacity(ctx.tasks);
+        let mut children: Vec<(usize, (std::process::Child, std::fs::File))> =
+            Vec::with_capacity(ctx.tasks);
+        let mut records = Vec::with_capacity(ctx.tasks);
         let mut error = None;
-        for i in 0..ctx.tasks {
+        let mut created = 0;
+        let spawn_one = |i: usize,
+                         children: &mut Vec<(usize, (std::process::Child, std::fs::File))>,
+                         error: &mut Option<String>|
+         -> bool {
             let call = SelfCall::Task {
                 env: ctx.env.clone(),
                 index: i,
             };
             match call.spawn(&exe) {
-                Ok((child, Some(pipe))) => children.push((i, (child, pipe))),
+                Ok((child, Some(pipe))) => {
+                    children.push((i, (child, pipe)));
+                    true
+                }
                 Ok((_, None)) => {
-                    error = Some("a task child has no report pipe".to_string());
-                    break;
+                    *error = Some("a task child has no report pipe".to_string());
+                    false
                 }
                 Err(e) => {
-                    error = Some(format!("could create {i} of {} processes: {e}", ctx.tasks));
-                    break;
+                    *error = Some(format!("could create {i} of {} processes: {e}", ctx.tasks));
+                    false
+                }
+            }
+        };
+        match &ctx.arrivals {
+            // Open model: one process per arrival, started when the task is due; the children
+            // that have exited are collected before each release, so only the tasks in flight
+            // hold a process and a pipe.
+            Some(a) => a.dispatch(|i| {
+                let mut k = 0;
+                while k < children.len() {
+                    if exited(children[k].1 .0.id() as libc::pid_t) {
+                        let (i, (child, pipe)) = children.swap_remove(k);
+                        records.push(finish(i, child, pipe));
+                    } else {
+                        k += 1;
+                    }
+                }
+                let ok = spawn_one(i, &mut children, &mut error);
+                created += usize::from(ok);
+                ok
+            }),
+            None => {
+                for i in 0..ctx.tasks {
+                    if !spawn_one(i, &mut children, &mut error) {
+                        break;
+                    }
+                    created += 1;
                 }
             }
         }
-        let created = children.len();
-        let mut records = Vec::with_capacity(ctx.tasks);
-        for (i, (child, mut pipe)) in children {
-            let mut text = String::new();
-            let read = pipe.read_to_string(&mut text);
-            let ended = rusage::wait_child(child.id() as i32);
-            let rec = match (read, TaskRecord::from_line(&text)) {
-                (Ok(_), Some(rec)) => rec,
-                _ => {
-                    let why = match ended {
-                        Ok(u) => describe_exit(&u),
-                        Err(e) => format!("could not wait: {e}"),
-                    };
-                    TaskRecord::not_started(i, TaskError::new("crash", why))
-                }
-            };
-            records.push(rec);
+        for (i, (child, pipe)) in children {
+            records.push(finish(i, child, pipe));
         }
         let reason = error.clone().unwrap_or_default();
         records.extend(never_started(created..ctx.tasks, &reason));

@@ -70,6 +70,9 @@ impl Model for ThreadPerTask {
         tasks
     }
     fn run(&self, ctx: &RunCtx) -> ModelOutcome {
+        if let Some(a) = &ctx.arrivals {
+            return open(ctx, a);
+        }
         let gate = Arc::new(Gate::default());
         let mut threads = Vec::with_capacity(ctx.tasks);
         let mut error = None;
@@ -105,5 +108,56 @@ impl Model for ThreadPerTask {
             processes_created: 0,
             error,
         }
+    }
+}
+
+/// Open model: one new thread per arrival, created when the task is due (its creation cost
+/// is part of the task's queue time). Finished threads are joined as the run goes, so only the
+/// tasks in flight hold a thread: a long run at a modest rate never piles up exited threads.
+fn open(ctx: &RunCtx, a: &crate::model::arrivals::Arrivals) -> ModelOutcome {
+    let mut running: std::collections::HashMap<usize, os_thread::OsThread<TaskRecord>> =
+        std::collections::HashMap::new();
+    let (done_tx, done_rx) = crossbeam_channel::unbounded::<usize>();
+    let mut records: Vec<TaskRecord> = Vec::with_capacity(ctx.tasks);
+    let mut error = None;
+    let mut created = 0;
+    let join = |i: usize, t: os_thread::OsThread<TaskRecord>| {
+        t.join().unwrap_or_else(|_| {
+            TaskRecord::not_started(i, TaskError::new("panic", "thread panicked"))
+        })
+    };
+    a.dispatch(|i| {
+        for k in done_rx.try_iter() {
+            if let Some(t) = running.remove(&k) {
+                records.push(join(k, t));
+            }
+        }
+        let (w, done) = (ctx.workload.clone(), done_tx.clone());
+        match os_thread::spawn(ctx.stack_size, move || {
+            let rec = execute(&*w, i);
+            // The dispatcher joins this thread once it reads the index; it is exiting by then.
+            let _ = done.send(i);
+            rec
+        }) {
+            Ok(t) => {
+                running.insert(i, t);
+                created += 1;
+                true
+            }
+            Err(e) => {
+                error = Some(format!("could create {i} of {} threads: {e}", ctx.tasks));
+                false
+            }
+        }
+    });
+    records.extend(running.into_iter().map(|(i, t)| join(i, t)));
+    if let Some(reason) = &error {
+        records.extend(never_started(created..ctx.tasks, reason));
+    }
+    ModelOutcome {
+        records,
+        threads_created: created,
+        processes_created: 0,
+        error,
     }
 }

@@ -421,3 +421,98 @@ pub fn histogram(caption: &str, values_us: &[u64], bins: usize, col: RGBColor) -
     }
     Ok(finish(buf))
 }
+
+/// One interval of a series chart: `(t_end_s, done_per_s, asked_per_s, p50_ms, p99_ms)`.
+pub type SeriesRow = (f64, f64, f64, Option<f64>, Option<f64>);
+
+/// An open-model run over time, in two panels on one time axis: above, completions per second
+/// in each interval against the asked rate (dashed); below, the p50 and p99 latency of the
+/// tasks that completed in it (from their scheduled times). Points are
+/// `(t_end_s, done_per_s, asked_per_s, p50_ms, p99_ms)`.
+pub fn series(caption: &str, points: &[SeriesRow]) -> Chart {
+    if points.is_empty() {
+        return Err("no intervals".into());
+    }
+    let tmax = points.iter().map(|p| p.0).fold(0.0, f64::max).max(1e-3);
+    let rmax = points
+        .iter()
+        .map(|p| p.1.max(p.2))
+        .fold(0.0, f64::max)
+        .max(1.0)
+        * 1.1;
+    let lmax = points
+        .iter()
+        .filter_map(|p| p.4.or(p.3))
+        .fold(0.0, f64::max)
+        .max(1e-3)
+        * 1.1;
+    let mut buf = String::new();
+    {
+        let root = SVGBackend::with_string(&mut buf, (WIDTH / 2, 300)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let (top, bottom) = root.split_vertically(150);
+        let xlab = |v: &f64| format!("{v:.0}");
+        let ylab = |v: &f64| format!("{v:.0}");
+        let mut chart = small_multiple(&top, caption, 0f64..tmax, 0f64..rmax)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(5)
+            .x_label_formatter(&xlab)
+            .y_labels(3)
+            .y_label_formatter(&ylab)
+            .y_desc("tasks/s")
+            .label_style(("sans-serif", 10))
+            .draw()
+            .map_err(err)?;
+        // Each interval's value is drawn at its middle.
+        let mid = |p: &SeriesRow| {
+            let first = points[0].0;
+            p.0 - first / 2.0
+        };
+        chart
+            .draw_series(DashedLineSeries::new(
+                points.iter().map(|p| (mid(p), p.2)),
+                4,
+                3,
+                color(6).stroke_width(1),
+            ))
+            .map_err(err)?;
+        chart
+            .draw_series(LineSeries::new(
+                points.iter().map(|p| (mid(p), p.1)),
+                color(0).stroke_width(2),
+            ))
+            .map_err(err)?;
+        let mut lat = ChartBuilder::on(&bottom)
+            .margin(6)
+            .x_label_area_size(28)
+            .y_label_area_size(36)
+            .build_cartesian_2d(0f64..tmax, 0f64..lmax)
+            .map_err(err)?;
+        lat.configure_mesh()
+            .disable_x_mesh()
+            .x_labels(5)
+            .x_label_formatter(&xlab)
+            .y_labels(3)
+            .y_label_formatter(&ylab)
+            .y_desc("latency, ms")
+            .x_desc("seconds since the first release")
+            .label_style(("sans-serif", 10))
+            .draw()
+            .map_err(err)?;
+        for (k, col) in [(3usize, color(2)), (4, color(5))] {
+            let line: Vec<(f64, f64)> = points
+                .iter()
+                .filter_map(|p| {
+                    let v = if k == 3 { p.3 } else { p.4 };
+                    v.map(|v| (mid(p), v))
+                })
+                .collect();
+            lat.draw_series(LineSeries::new(line, col.stroke_width(2)))
+                .map_err(err)?;
+        }
+        root.present().map_err(err)?;
+    }
+    Ok(finish(buf))
+}

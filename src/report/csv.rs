@@ -31,6 +31,14 @@ pub const COLUMNS: &[&str] = &[
     "vs_ideal",
     "bytes",
     "error",
+    "latency_p50_us",
+    "latency_p99_us",
+    "rate_asked",
+    "rate_achieved",
+    "behind",
+    "service_p99_us",
+    "queue_p99_us",
+    "lag_p99_us",
 ];
 
 fn f(v: Option<f64>) -> String {
@@ -73,6 +81,18 @@ pub fn render(a: &Analysis) -> String {
             f(c.vs_ideal),
             u(c.bytes),
             c.error.clone().unwrap_or_default(),
+            u(c.latency_us.map(|l| l.p50)),
+            u(c.latency_us.map(|l| l.p99)),
+            // Open-model cells only (`--rate`): empty for closed ones.
+            f(c.open.as_ref().map(|o| o.rate_asked)),
+            f(c.open.as_ref().and_then(|o| o.rate_achieved)),
+            c.open
+                .as_ref()
+                .map(|o| o.behind.to_string())
+                .unwrap_or_default(),
+            u(c.open.as_ref().and_then(|o| o.service_us).map(|l| l.p99)),
+            u(c.open.as_ref().and_then(|o| o.queue_us).map(|l| l.p99)),
+            u(c.open.as_ref().and_then(|o| o.lag_us).map(|l| l.p99)),
         ]);
     }
     for r in rows {

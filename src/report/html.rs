@@ -9,6 +9,7 @@ use super::charts::{self, Bar, Chart, Curve, HRow};
 use super::{columns, groups, machine_line, FormatEntry, Group, Report};
 use crate::analysis::compare;
 use crate::analysis::results::{CellKey, CellResult};
+use crate::measure::series::SeriesPoint;
 use crate::units::{fmt_kib, fmt_secs};
 
 /// Escapes text for HTML.
@@ -418,6 +419,59 @@ fn timelines(g: &Group, spans: &BTreeMap<&CellKey, &Vec<[u64; 2]>>) -> String {
     )
 }
 
+/// Open-model cells: throughput against the asked rate and latency over time, one chart per
+/// cell from its first run's series.
+fn series_charts(g: &Group, series: &BTreeMap<&CellKey, &Vec<SeriesPoint>>) -> String {
+    let mut inner = String::new();
+    for c in &g.cells {
+        let Some(s) = series.get(&c.key) else {
+            continue;
+        };
+        let width = s.first().map_or(1.0, |p| p.t_s).max(1e-3);
+        let points: Vec<_> = s
+            .iter()
+            .map(|p| {
+                (
+                    p.t_s,
+                    p.done as f64 / width,
+                    p.rate_asked,
+                    p.p50_us.map(|v| v as f64 / 1000.0),
+                    p.p99_us.map(|v| v as f64 / 1000.0),
+                )
+            })
+            .collect();
+        match charts::series(&c.key.label(), &points) {
+            Ok(svg) => inner.push_str(&format!(
+                "<div>{svg}</div>
+"
+            )),
+            Err(e) => inner.push_str(&format!("<p class=\"err\">{}</p>", escape(&e))),
+        }
+    }
+    if inner.is_empty() {
+        return String::new();
+    }
+    let legend = [
+        ("completed/s", charts::color(0)),
+        ("asked/s (dashed)", charts::color(6)),
+        ("p50", charts::color(2)),
+        ("p99", charts::color(5)),
+    ];
+    let swatches: String = legend
+        .iter()
+        .map(|(name, c)| {
+            format!(
+                " <span class=\"sw\" style=\"background:{}\"></span>{}",
+                charts::css(*c),
+                escape(name)
+            )
+        })
+        .collect();
+    format!(
+        "<figure class=\"chart\" data-kind=\"series\"><figcaption>Each cell's first run over time, per interval: tasks completed per second against the asked rate, and the latency (from each task's scheduled time) of the tasks completed in it. A model that falls behind completes below the asked line while its latency climbs.{swatches}</figcaption>\n<div class=\"grid\">{inner}</div></figure>\n"
+    )
+}
+
 fn cell_table(g: &Group) -> String {
     let (headers, row) = columns(g);
     let mut t = String::from("<div class=\"scroll\"><table><tr>");
@@ -484,9 +538,13 @@ fn embedded_json(r: &Report) -> String {
 pub fn render(r: &Report) -> String {
     let cores = r.analysis.cores;
     let mut spans: BTreeMap<&CellKey, &Vec<[u64; 2]>> = BTreeMap::new();
+    let mut series: BTreeMap<&CellKey, &Vec<SeriesPoint>> = BTreeMap::new();
     for run in r.runs {
         if let Some(t) = &run.timeline_us {
             spans.entry(&run.key).or_insert(t);
+        }
+        if let Some(o) = run.open.as_ref().filter(|o| !o.series.is_empty()) {
+            series.entry(&run.key).or_insert(&o.series);
         }
     }
     let gs = groups(r.analysis);
@@ -575,6 +633,7 @@ pub fn render(r: &Report) -> String {
         if let Some(l) = latency_section(g, &spans, waits) {
             h.push_str(&l);
         }
+        h.push_str(&series_charts(g, &series));
         h.push_str(&timelines(g, &spans));
         h.push_str("</section>\n");
     }

@@ -114,12 +114,79 @@ pub fn http_row(c: &CellResult) -> Vec<String> {
     ]
 }
 
+/// Column headers of tables of open-model cells (`--rate`): the asked and achieved rates,
+/// latency from the scheduled time (corrected for coordinated omission), service, queue, the
+/// dispatcher's lag, CPU per task, and whether the cell kept up.
+pub const OPEN_HEADERS: &[&str] = &[
+    "model",
+    "tasks",
+    "asked/s",
+    "achieved/s",
+    "p50",
+    "p99",
+    "service p99",
+    "queue p99",
+    "lag p99",
+    "CPU/task",
+    "tree PSS",
+    "kept up",
+    "failed",
+];
+
+/// The marker of an open-model cell whose achieved rate stayed below 99% of the asked one.
+pub const BEHIND: &str = "BEHIND";
+
+/// One row of an open-model table.
+pub fn open_row(c: &CellResult) -> Vec<String> {
+    let base = row(c);
+    let Some(o) = &c.open else {
+        return base;
+    };
+    let q = |l: &Option<crate::measure::latency::LatencySummary>,
+             f: fn(&crate::measure::latency::LatencySummary) -> u64| {
+        l.as_ref()
+            .map(|l| fmt_us(f(l)))
+            .unwrap_or_else(|| "-".into())
+    };
+    let asked = match (o.rate_ramp, &c.rate_search) {
+        (Some([a, b]), _) => format!("{a:.0}..{b:.0}"),
+        (None, Some(_)) => format!("{:.1} (auto)", o.rate_asked),
+        (None, None) => format!("{:.1}", o.rate_asked),
+    };
+    let cpu = match (c.user_median_s, c.sys_median_s) {
+        (Some(u), Some(s)) if c.key.tasks > 0 => fmt_secs((u + s) / c.key.tasks as f64),
+        _ => "-".into(),
+    };
+    vec![
+        base[0].clone(),
+        base[1].clone(),
+        asked,
+        opt(o.rate_achieved, |r| format!("{r:.1}")),
+        q(&c.latency_us, |l| l.p50),
+        q(&c.latency_us, |l| l.p99),
+        q(&o.service_us, |l| l.p99),
+        q(&o.queue_us, |l| l.p99),
+        q(&o.lag_us, |l| l.p99),
+        cpu,
+        base[7].clone(),
+        match (o.behind, o.rate_achieved) {
+            (true, _) => BEHIND.into(),
+            (false, Some(_)) => "yes".into(),
+            (false, None) => "-".into(),
+        },
+        base[11].clone(),
+    ]
+}
+
 /// Builds one table row from a cell.
 pub type RowFn = fn(&CellResult) -> Vec<String>;
 
-/// The headers and row builder for a group: HTTP tables for http cells, CPU tables otherwise.
+/// The headers and row builder for a group: open-model tables for `--rate` cells, HTTP tables
+/// for http cells, CPU tables otherwise.
 pub fn columns(g: &Group) -> (&'static [&'static str], RowFn) {
-    if g.cells.iter().any(|c| c.traits.http) {
+    if g.cells.iter().any(|c| c.open.is_some()) {
+        (OPEN_HEADERS, open_row)
+    } else if g.cells.iter().any(|c| c.traits.http) {
         (HTTP_HEADERS, http_row)
     } else {
         (HEADERS, row)

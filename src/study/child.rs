@@ -8,8 +8,12 @@ use std::io::Write;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use std::sync::Arc;
+
 use crate::measure::latency::{LatencyRecorder, LatencySummary};
+use crate::measure::open::OpenStats;
 use crate::measure::{self, mono_ns};
+use crate::model::arrivals::Arrivals;
 use crate::model::{self, execute, ModelOutcome, RunCtx};
 use crate::selfcall::SelfCall;
 use crate::{gil, process};
@@ -46,10 +50,51 @@ pub struct ChildReport {
     /// [`crate::measure::TIMELINE_CAP`] of them.
     #[serde(default)]
     pub timeline_us: Option<Vec<[u64; 2]>>,
+    /// Open-model runs: rates, service, queue, lag and the series (`latency_us` is then
+    /// corrected for coordinated omission).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open: Option<OpenStats>,
 }
+
+/// The prefix of the live lines an open-model run writes on stderr once per interval; the
+/// parent shows them (a line, or the progress bar's message) and keeps them out of the
+/// stderr tail.
+pub const LIVE_PREFIX: &str = "concur-live ";
+
+/// One live line: what an open run has done so far.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LiveLine {
+    /// Seconds since the first release.
+    pub t_s: f64,
+    /// Tasks due so far.
+    pub due: u64,
+    /// Tasks ended so far in the run's own process (forked, spawned and worker processes'
+    /// tasks are not counted).
+    pub ended: u64,
+    /// Of those, failed.
+    pub failed: u64,
+    /// Tasks ended per second in the last interval.
+    pub rate: f64,
+    /// The asked rate now; 0 once every task has been released.
+    pub asked: f64,
+}
+
+/// How long after the run's process is ready the first task is due: room for the model to
+/// build its pool or runtime, so that set-up does not read as the first tasks' queue time.
+const LEAD: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// Condenses a model's outcome into the report.
 pub fn report(outcome: ModelOutcome, wall_s: f64) -> ChildReport {
+    report_open(outcome, wall_s, None)
+}
+
+/// Condenses a model's outcome into the report; for an open-model run (`open`: its arrivals
+/// and the series interval, ns), latency is taken from each task's scheduled time.
+pub fn report_open(
+    mut outcome: ModelOutcome,
+    wall_s: f64,
+    open: Option<(&Arrivals, u64)>,
+) -> ChildReport {
     let mut r = ChildReport {
         wall_s,
         threads_created: outcome.threads_created,
@@ -58,13 +103,28 @@ pub fn report(outcome: ModelOutcome, wall_s: f64) -> ChildReport {
         ..Default::default()
     };
     let mut latency = LatencyRecorder::new();
+    if let Some((a, interval_ns)) = open {
+        for rec in &mut outcome.records {
+            rec.sched_ns = Some(a.due_ns(rec.index));
+        }
+        r.open = Some(OpenStats::measure(
+            &outcome.records,
+            &a.schedule,
+            a.t0_ns,
+            interval_ns,
+            a.lag_summary(),
+            &mut latency,
+        ));
+    }
     let mut first_error = None;
     for rec in &outcome.records {
         match &rec.error {
             None => {
                 r.tasks_ok += 1;
                 r.bytes += rec.bytes;
-                latency.record_us(rec.end_ns.saturating_sub(rec.start_ns) / 1000);
+                if open.is_none() {
+                    latency.record_us(rec.end_ns.saturating_sub(rec.start_ns) / 1000);
+                }
             }
             Some(e) => {
                 r.tasks_failed += 1;
@@ -111,20 +171,70 @@ pub fn run_cell(req: RunRequest) -> Result<ChildReport> {
     let workload = req.env.install()?;
     let model = model::parse(&req.model)?;
     process::raise_nofile_limit();
+    let arrivals = req.open.map(|o| {
+        let t0 = mono_ns() + LEAD.as_nanos() as u64;
+        (Arrivals::new(o.schedule, t0), o.interval_us.max(1) * 1000)
+    });
     let ctx = RunCtx {
         workload,
         tasks: req.tasks,
         env: req.env,
         stack_size: req.stack_size,
+        arrivals: arrivals.as_ref().map(|(a, _)| a.clone()),
     };
+    // Tasks in processes of their own are not counted live, and `fork` needs this process
+    // single-threaded: those models run without the ticker (and without live lines).
+    let ticker = arrivals
+        .as_ref()
+        .filter(|_| !model.task_processes())
+        .map(|(a, i)| live_ticker(a.clone(), *i));
     let t0 = mono_ns();
     let outcome = model.run(&ctx);
     let wall_s = mono_ns().saturating_sub(t0) as f64 / 1e9;
+    if let Some((stop, handle)) = ticker {
+        drop(stop);
+        let _ = handle.join();
+    }
     let timeline = measure::timeline(&outcome.records, t0, measure::TIMELINE_CAP);
-    let mut rep = report(outcome, wall_s);
+    let mut rep = report_open(outcome, wall_s, arrivals.as_ref().map(|(a, i)| (&**a, *i)));
     rep.timeline_us = Some(timeline);
     rep.pid = std::process::id();
     Ok(rep)
+}
+
+/// Writes a [`LiveLine`] on stderr every `interval_ns` until the returned sender is dropped.
+fn live_ticker(
+    a: Arc<Arrivals>,
+    interval_ns: u64,
+) -> (std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>) {
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    let handle = std::thread::spawn(move || {
+        let period = std::time::Duration::from_nanos(interval_ns);
+        let mut last = 0u64;
+        // Dropping the sender disconnects the channel: the run is over.
+        while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(period) {
+            let now = mono_ns();
+            let (ended, failed) = crate::measure::live::counts();
+            let t_s = now.saturating_sub(a.t0_ns) as f64 / 1e9;
+            let line = LiveLine {
+                t_s,
+                due: a.due_by(now) as u64,
+                ended,
+                failed,
+                rate: (ended - last) as f64 / period.as_secs_f64(),
+                asked: if t_s <= a.schedule.span_s() {
+                    a.schedule.rate_at(t_s)
+                } else {
+                    0.0
+                },
+            };
+            last = ended;
+            if let Ok(text) = serde_json::to_string(&line) {
+                eprintln!("{LIVE_PREFIX}{text}");
+            }
+        }
+    });
+    (stop, handle)
 }
 
 /// `concur __task`: runs one task (the `spawn` model's child; the request on fd 4) and

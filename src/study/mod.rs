@@ -5,13 +5,27 @@ pub mod child;
 pub mod machine;
 pub mod plan;
 pub mod presets;
+pub mod rate;
 pub mod runner;
+pub mod search;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 pub use plan::{Plan, RunOptions};
 pub use runner::in_process::InProcessExecutor;
-pub use runner::{Executor, Iteration, ProcessExecutor, RunServer};
+
+pub use runner::{Executor, Iteration, LiveSink, ProcessExecutor, RunServer};
+
+/// What a study shows on stderr while it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Feedback {
+    /// Nothing (`--quiet`).
+    Quiet,
+    /// Lines (stderr is not a terminal): open runs' live lines, `--rate auto`'s probes.
+    Lines,
+    /// A progress bar (stderr is a terminal), whose message shows the live rate.
+    Bar,
+}
 
 use crate::analysis::results::{Line, Meta, ResultsWriter, RunResult, RunStatus, SCHEMA};
 use crate::analysis::{self, Analysis};
@@ -52,7 +66,7 @@ pub fn execute(
     executor: &dyn Executor,
     writer: &mut ResultsWriter,
     command: Vec<String>,
-    progress: bool,
+    feedback: Feedback,
 ) -> Result<StudyOutcome> {
     let machine = executor.machine();
     let meta = Meta {
@@ -68,8 +82,25 @@ pub fn execute(
         notes: plan.notes.clone(),
     };
     writer.write(&Line::Meta(meta.clone()))?;
-    let total = plan.cells.len() * (plan.warmup + plan.repeat);
-    let bar = progress_bar(total as u64, progress);
+    let auto = plan
+        .open
+        .as_ref()
+        .is_some_and(|o| matches!(o.rate, rate::Rate::Auto(_)));
+    // `--rate auto` makes one search per cell, without warm-ups or repetitions.
+    let total = if auto {
+        plan.cells.len()
+    } else {
+        plan.cells.len() * (plan.warmup + plan.repeat)
+    };
+    let bar = progress_bar(total as u64, feedback == Feedback::Bar);
+    executor.show_live(match feedback {
+        Feedback::Quiet => LiveSink::Off,
+        Feedback::Lines => LiveSink::Lines,
+        Feedback::Bar => LiveSink::Bar(bar.clone()),
+    });
+    if auto {
+        return execute_auto(plan, executor, writer, meta, machine, feedback, bar);
+    }
     let mut runs = Vec::with_capacity(plan.cells.len() * plan.repeat);
     let mut interrupted = false;
     let mut hooks = CellHooks::new(plan, executor);
@@ -206,6 +237,75 @@ impl<'a> CellHooks<'a> {
     }
 }
 
+/// `--rate auto`: one search per cell (no warm-up, no repetitions: the probes are the
+/// runs); the run at each cell's sustained rate is written, carrying its search.
+fn execute_auto(
+    plan: &Plan,
+    executor: &dyn Executor,
+    writer: &mut ResultsWriter,
+    meta: Meta,
+    machine: crate::analysis::results::Machine,
+    feedback: Feedback,
+    bar: ProgressBar,
+) -> Result<StudyOutcome> {
+    let mut runs = Vec::with_capacity(plan.cells.len());
+    let mut interrupted = false;
+    for cell in &plan.cells {
+        if executor.interrupted() {
+            interrupted = true;
+            break;
+        }
+        bar.set_message(format!(
+            "searching {} {}",
+            cell.key.workload, cell.key.model
+        ));
+        let quantile = match plan.open.as_ref().map(|o| &o.rate) {
+            Some(rate::Rate::Auto(slo)) => slo.quantile.name(),
+            _ => "latency",
+        };
+        let mut each = |c: &plan::CellPlan, p: &crate::analysis::results::Probe| {
+            let text = format!(
+                "rate auto {} {}: {:.1}/s asked, {} achieved, {} {}: {}",
+                c.key.workload,
+                c.key.model,
+                p.rate,
+                p.achieved.map_or("-".into(), |a| format!("{a:.1}/s")),
+                quantile,
+                p.latency_us
+                    .map_or("-".into(), |l| crate::units::fmt_secs(l as f64 / 1e6)),
+                if p.ok { "kept" } else { "missed" }
+            );
+            match feedback {
+                Feedback::Quiet => {}
+                Feedback::Lines => eprintln!("{text}"),
+                Feedback::Bar => bar.println(text),
+            }
+        };
+        let Some((found, mut run)) = search::search(plan, cell, executor, &mut each)? else {
+            interrupted = executor.interrupted();
+            if interrupted {
+                break;
+            }
+            continue;
+        };
+        run.rate_search = Some(found);
+        writer.write(&Line::Run(run.clone()))?;
+        runs.push(run);
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let analysis = analysis::analyze(&runs, &machine);
+    for c in &analysis.cells {
+        writer.write(&Line::Cell(c.clone()))?;
+    }
+    Ok(StudyOutcome {
+        meta,
+        runs,
+        analysis,
+        interrupted,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::runner::mock::{mock_plan, MockCall, MockExecutor};
@@ -222,7 +322,7 @@ mod tests {
             mock,
             &mut w,
             vec!["concur".into(), "test".into()],
-            false,
+            Feedback::Quiet,
         )
         .unwrap();
         let lines = std::fs::read_to_string(&path)

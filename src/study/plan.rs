@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::gil::DEFAULT_SWITCH_INTERVAL;
 use crate::model::{self, os_thread::DEFAULT_STACK, Model};
 use crate::study::presets;
+use crate::study::rate::{self, OpenPlan, Rate};
 use crate::workload::{self, MailSink, Workload, WorkloadOptions};
 
 /// The most tasks a cell may have.
@@ -63,6 +64,8 @@ pub struct RunOptions {
     pub classic: bool,
     /// hyperfine's hooks: commands run around each cell and each run.
     pub hooks: Hooks,
+    /// Open-model runs: `--rate`, `--duration`, `--interval`, `--slo`.
+    pub open: OpenOptions,
 }
 
 /// An external cell as asked for: a program that brings its own concurrency.
@@ -150,6 +153,30 @@ impl Hooks {
     }
 }
 
+/// The open-model flags as given, before validation.
+#[derive(Debug, Clone)]
+pub struct OpenOptions {
+    /// `--rate`: open-model runs at `R` tasks/s, a ramp `A..B`, or `auto` (raw text).
+    pub rate: Option<String>,
+    /// `--duration`: how long an open run's releases last (instead of `-n`).
+    pub duration: Option<Duration>,
+    /// `--interval`: the open runs' time-series interval.
+    pub interval: Duration,
+    /// `--slo`: the latency `--rate auto` keeps, e.g. `p99<100ms` (raw text).
+    pub slo: Option<String>,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions {
+            rate: None,
+            duration: None,
+            interval: Duration::from_secs(1),
+            slo: None,
+        }
+    }
+}
+
 impl Default for RunOptions {
     fn default() -> Self {
         RunOptions {
@@ -176,6 +203,7 @@ impl Default for RunOptions {
             peers: vec![],
             classic: false,
             hooks: Hooks::default(),
+            open: OpenOptions::default(),
         }
     }
 }
@@ -236,6 +264,8 @@ pub struct Plan {
     pub jobs_backend: Option<crate::jobs::BackendUrl>,
     /// Commands run around each cell and each run.
     pub hooks: Hooks,
+    /// Open-model runs (`--rate`); `None`: closed batches.
+    pub open: Option<OpenPlan>,
 }
 
 /// A cell as a preset or the user names it, before validation.
@@ -256,6 +286,15 @@ pub struct CellRequest {
 }
 
 impl Plan {
+    /// The same plan at a fixed rate: one probe of `--rate auto`.
+    pub fn at_rate(&self, rate: f64) -> Plan {
+        let mut p = self.clone();
+        if let Some(o) = &mut p.open {
+            o.rate = Rate::Fixed(rate);
+        }
+        p
+    }
+
     /// Whether some cell fetches `http:/PATH` from the run's own server and none was given.
     pub fn needs_server(&self) -> bool {
         self.cells.iter().any(|c| c.needs_server)
@@ -483,6 +522,7 @@ pub fn build(o: &RunOptions) -> Result<Plan> {
         ));
     }
     let redis_url = jobs_backend.as_ref().filter(|u| u.is_redis());
+    let open = open_plan(o, freeform)?;
     let preset = if freeform {
         if o.quick || o.stress {
             return Err(Error::usage(
@@ -494,10 +534,12 @@ pub fn build(o: &RunOptions) -> Result<Plan> {
                 "a free-form study needs at least one --workload and one --model (e.g. --workload fib:30 --model seq --model pool:4)",
             ));
         }
-        let tasks = if o.tasks.is_empty() {
-            vec![10]
-        } else {
-            o.tasks.clone()
+        let tasks = match (&open, o.tasks.is_empty()) {
+            // An open run without -n lasts --duration (5 s by default); its task count is
+            // set below from the rate.
+            (Some(_), true) => vec![1],
+            (None, true) => vec![10],
+            (_, false) => o.tasks.clone(),
         };
         let name = o.name.clone().unwrap_or_else(|| "custom".into());
         let mut models = Vec::new();
@@ -533,8 +575,22 @@ pub fn build(o: &RunOptions) -> Result<Plan> {
             redis_url.is_some(),
         )?
     };
-    let mut cells = preset
-        .cells
+    let mut requests = preset.cells.clone();
+    if let (Some(o), Some(mean)) = (&open, open.as_ref().and_then(OpenPlan::mean_rate)) {
+        if let Some(d) = o.duration {
+            let n = (mean * d.as_secs_f64()).ceil().max(1.0);
+            if n > MAX_TASKS as f64 {
+                return Err(Error::usage(format!(
+                    "--rate {mean} for --duration {} is {n} tasks, more than {MAX_TASKS}",
+                    crate::units::fmt_duration_spec(d)
+                )));
+            }
+            for c in &mut requests {
+                c.tasks = n as usize;
+            }
+        }
+    }
+    let mut cells = requests
         .iter()
         .map(|c| cell(c, &options))
         .collect::<Result<Vec<_>>>()?;
@@ -562,7 +618,65 @@ pub fn build(o: &RunOptions) -> Result<Plan> {
         notes: preset.notes,
         jobs_backend,
         hooks: o.hooks.clone(),
+        open,
     })
+}
+
+/// Validates `--rate`, `--duration`, `--interval` and `--slo` together.
+fn open_plan(all: &RunOptions, freeform: bool) -> Result<Option<OpenPlan>> {
+    let o = &all.open;
+    let Some(text) = &o.rate else {
+        if let Some(d) = o.duration {
+            return Err(Error::usage(format!(
+                "--duration '{}' applies to open runs: give --rate R too",
+                crate::units::fmt_duration_spec(d)
+            )));
+        }
+        if let Some(slo) = &o.slo {
+            return Err(Error::usage(format!(
+                "--slo '{slo}' applies to --rate auto only"
+            )));
+        }
+        return Ok(None);
+    };
+    let rate = rate::parse_rate(text, o.slo.as_deref())?;
+    if let Some(d) = o
+        .duration
+        .filter(|d| d.is_zero() || *d > Duration::from_secs(86_400))
+    {
+        return Err(Error::usage(format!(
+            "--duration '{}' must be above 0 and at most 24h",
+            crate::units::fmt_duration_spec(d)
+        )));
+    }
+    if o.interval < Duration::from_millis(10) || o.interval > Duration::from_secs(3600) {
+        return Err(Error::usage(format!(
+            "--interval '{}' must be from 10ms to 1h",
+            crate::units::fmt_duration_spec(o.interval)
+        )));
+    }
+    if o.duration.is_some() && !all.tasks.is_empty() {
+        return Err(Error::usage(
+            "-n/--tasks and --duration both size an open run: give one or the other",
+        ));
+    }
+    let auto = matches!(rate, Rate::Auto(_));
+    if auto && !all.tasks.is_empty() {
+        return Err(Error::usage(
+            "--rate auto sizes each probe from its rate and --duration (2 s by default): -n/--tasks does not apply",
+        ));
+    }
+    let duration = match (o.duration, auto) {
+        (Some(d), _) => Some(d),
+        (None, true) => Some(rate::PROBE_DURATION),
+        (None, false) if freeform && all.tasks.is_empty() => Some(rate::DEFAULT_DURATION),
+        (None, false) => None,
+    };
+    Ok(Some(OpenPlan {
+        rate,
+        duration,
+        interval: o.interval,
+    }))
 }
 
 #[cfg(test)]
@@ -648,6 +762,55 @@ mod tests {
         for o in cases {
             match build(&o) {
                 Err(Error::Usage(_)) => {}
+                other => panic!("{o:?} gave {other:?}"),
+            }
+        }
+    }
+
+    fn open(
+        rate: Option<&str>,
+        duration: Option<u64>,
+        slo: Option<&str>,
+        tasks: &[usize],
+    ) -> RunOptions {
+        RunOptions {
+            workloads: vec!["sleep:1ms".into()],
+            models: vec!["pool:2".into()],
+            tasks: tasks.to_vec(),
+            open: OpenOptions {
+                rate: rate.map(String::from),
+                duration: duration.map(Duration::from_secs),
+                slo: slo.map(String::from),
+                ..OpenOptions::default()
+            },
+            ..opts()
+        }
+    }
+
+    #[test]
+    fn open_runs_are_sized_by_duration_or_tasks_and_bad_flags_refused() {
+        let p = build(&open(Some("50"), Some(2), None, &[])).unwrap();
+        assert_eq!(p.cells[0].key.tasks, 100);
+        let p = build(&open(Some("10..30"), None, None, &[])).unwrap();
+        // Five seconds at a mean of 20/s by default.
+        assert_eq!(p.cells[0].key.tasks, 100);
+        let p = build(&open(Some("50"), None, None, &[7])).unwrap();
+        assert_eq!(p.cells[0].key.tasks, 7);
+        assert!(build(&open(None, None, None, &[])).unwrap().open.is_none());
+        for (o, needle) in [
+            (open(None, Some(2), None, &[]), "--duration '2s'"),
+            (open(None, None, Some("p99<1s"), &[]), "--slo 'p99<1s'"),
+            (open(Some("0"), None, None, &[]), "--rate '0'"),
+            (open(Some("9..3"), None, None, &[]), "--rate '9..3'"),
+            (open(Some("auto"), None, None, &[]), "needs --slo"),
+            (open(Some("auto"), None, Some("p99<1s"), &[5]), "-n/--tasks"),
+            (
+                open(Some("5"), Some(1), None, &[5]),
+                "-n/--tasks and --duration",
+            ),
+        ] {
+            match build(&o) {
+                Err(Error::Usage(e)) => assert!(e.contains(needle), "{e}"),
                 other => panic!("{o:?} gave {other:?}"),
             }
         }

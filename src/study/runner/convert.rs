@@ -54,6 +54,8 @@ pub(crate) fn template(
         server_peak_in_flight: None,
         timeline_us: None,
         startup_s: None,
+        open: None,
+        rate_search: None,
     }
 }
 
@@ -139,6 +141,7 @@ pub(crate) fn convert(cell: &CellPlan, rep: usize, ended: Ended, verdict: Verdic
             run.processes_created = r.processes_created;
             run.gil_switches = r.gil_switches;
             run.pid = Some(r.pid);
+            run.open = r.open;
             // One representative run per cell keeps its timeline: the results file stays small.
             if rep == 0 {
                 run.timeline_us = r.timeline_us;

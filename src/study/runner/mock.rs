@@ -12,6 +12,12 @@
 //!
 //! [`MockExecutor::jitter`] scales run `rep`'s wall by `1 + j·[0, +1, -1][rep % 3]`.
 //!
+//! Open-model runs (`--rate`, mean rate `r`): the cell's capacity is `c = slots / t` tasks/s.
+//! At `r <= c` every task's latency and service are `t`, the queue 0, and the achieved rate
+//! `r`; above it the achieved rate is `c` and the queue grows linearly to
+//! `q = N·(1/c - 1/r)` for the last task, so latency percentile `x` is `t + x·q`; the wall is
+//! `N / min(r, c) + t`.
+//!
 //! ```ignore
 //! let mock = MockExecutor::new(4).task_time("fib:20", 0.1).failing("thread", MockEnd::Crash);
 //! let plan = mock_plan(&["fib:20"], &["seq", "pool:4", "thread"], &[8], 3);
@@ -27,6 +33,7 @@ use super::supervise::{Ended, Kill};
 use super::{Executor, Iteration};
 use crate::analysis::results::{CellKey, Machine, RunResult};
 use crate::measure::latency::LatencySummary;
+use crate::measure::open::OpenStats;
 use crate::measure::rusage::ChildUsage;
 use crate::study::child::ChildReport;
 use crate::study::plan::{self, CellPlan, Hook, Plan, RunOptions};
@@ -159,7 +166,7 @@ impl MockExecutor {
     }
 
     /// What the parent would have seen of a run that ends well (or with failed tasks).
-    fn formula(&self, cell: &CellPlan, rep: usize, failed: usize) -> Ended {
+    fn formula(&self, plan: &Plan, cell: &CellPlan, rep: usize, failed: usize) -> Ended {
         let n = cell.key.tasks;
         let t = self.task_secs(cell);
         let waits = cell.traits.waits;
@@ -175,11 +182,20 @@ impl MockExecutor {
         };
         let overhead = self.overhead_s.get(&cell.key.model).copied().unwrap_or(0.0);
         let wave = [0.0, 1.0, -1.0][rep % 3];
+        let open_run = plan.open.as_ref().and_then(|o| o.run(n));
+        let work = match &open_run {
+            Some(o) => {
+                let (r, c) = (o.schedule.mean_rate(), slots as f64 / t);
+                n as f64 / r.min(c) + t
+            }
+            None => work,
+        };
         let wall = (work + overhead) * (1.0 + self.jitter * wave);
         let user = if waits { 0.0 } else { n as f64 * t };
         let t_us = (t * 1e6).round() as u64;
         let ok = n.saturating_sub(failed);
-        let report = ChildReport {
+        let mut latency_override = None;
+        let mut report = ChildReport {
             wall_s: wall,
             tasks_ok: ok,
             tasks_failed: failed,
@@ -202,6 +218,37 @@ impl MockExecutor {
             processes_created: 0,
             pid: 10_000 + rep as u32,
             gil_switches: 0,
+            open: open_run.map(|o| {
+                let (r, c) = (o.schedule.mean_rate(), slots as f64 / t);
+                let q = if r > c {
+                    n as f64 * (1.0 / c - 1.0 / r)
+                } else {
+                    0.0
+                };
+                let at = |x: f64| ((t + x * q) * 1e6).round() as u64;
+                let summary = |f: &dyn Fn(f64) -> u64| LatencySummary {
+                    p50: f(0.5),
+                    p90: f(0.9),
+                    p99: f(0.99),
+                    p999: f(0.999),
+                    max: f(1.0),
+                };
+                let achieved = r.min(c);
+                latency_override = Some(summary(&at));
+                OpenStats {
+                    rate_asked: r,
+                    rate_ramp: o
+                        .schedule
+                        .is_ramp()
+                        .then_some([o.schedule.from, o.schedule.to]),
+                    rate_achieved: Some(achieved),
+                    behind: achieved < crate::measure::open::KEPT_UP * r,
+                    service_us: Some(summary(&|_| t_us)),
+                    queue_us: Some(summary(&|x| (x * q * 1e6).round() as u64)),
+                    lag_us: Some(summary(&|_| 0)),
+                    series: vec![],
+                }
+            }),
             timeline_us: Some(
                 (0..n.min(crate::measure::TIMELINE_CAP))
                     .map(|i| {
@@ -211,6 +258,9 @@ impl MockExecutor {
                     .collect(),
             ),
         };
+        if let (Some(l), true) = (latency_override, ok > 0) {
+            report.latency_us = Some(l);
+        }
         Ended {
             waited: Ok(ChildUsage {
                 exit_code: Some(0),
@@ -275,8 +325,8 @@ impl Executor for MockExecutor {
             Self::killed(Kill::Interrupt, 0.5)
         } else {
             match self.ends.get(&cell.key.model) {
-                None => self.formula(cell, rep, 0),
-                Some(MockEnd::FailedTasks(k)) => self.formula(cell, rep, *k),
+                None => self.formula(plan, cell, rep, 0),
+                Some(MockEnd::FailedTasks(k)) => self.formula(plan, cell, rep, *k),
                 Some(MockEnd::Timeout) => Self::killed(Kill::Timeout, plan.timeout.as_secs_f64()),
                 Some(MockEnd::Crash) => Ended {
                     waited: Ok(ChildUsage {

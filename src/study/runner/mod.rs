@@ -19,6 +19,7 @@ use crate::error::{Error, Result};
 use crate::model::TaskEnv;
 use crate::selfcall::RunRequest;
 use crate::server::Stats;
+use crate::study::child::LiveLine;
 use crate::study::machine;
 use crate::study::plan::{CellKind, CellPlan, Hook, Plan};
 
@@ -54,6 +55,47 @@ pub trait Executor {
     fn interrupted(&self) -> bool;
     /// Runs `hook` of the plan for `cell`, if the plan has one; the reason when it failed.
     fn hook(&self, plan: &Plan, cell: &CellPlan, hook: Hook) -> std::result::Result<(), String>;
+    /// Where open runs' live lines (one per interval) go from now on.
+    fn show_live(&self, _sink: LiveSink) {}
+}
+
+/// Where an open run's live lines go: nowhere, one stderr line each, or the progress bar's
+/// message (never both).
+#[derive(Clone, Default)]
+pub enum LiveSink {
+    /// Not shown (`--quiet`).
+    #[default]
+    Off,
+    /// One line on stderr per interval (stderr is not a terminal).
+    Lines,
+    /// The study's progress bar shows the live rate.
+    Bar(indicatif::ProgressBar),
+}
+
+impl LiveSink {
+    /// Shows one live line of the run of `cell`.
+    pub fn show(&self, cell: &CellPlan, l: &LiveLine) {
+        let asked = if l.asked > 0.0 {
+            format!("asked {:.1}/s", l.asked)
+        } else {
+            "all released".into()
+        };
+        let text = format!(
+            "{} {}: {:.0} s, {} due, {} done ({:.1}/s, {asked}), {} failed",
+            cell.key.workload,
+            cell.key.label(),
+            l.t_s,
+            l.due,
+            l.ended,
+            l.rate,
+            l.failed
+        );
+        match self {
+            LiveSink::Off => {}
+            LiveSink::Lines => eprintln!("{text}"),
+            LiveSink::Bar(bar) => bar.set_message(text),
+        }
+    }
 }
 
 /// The server a study started for its `http:/PATH` cells: where it listens and its counters.
@@ -69,6 +111,7 @@ pub struct RunServer<'a> {
 pub struct ProcessExecutor<'a> {
     exe: PathBuf,
     server: Option<RunServer<'a>>,
+    live: std::sync::Mutex<LiveSink>,
 }
 
 impl<'a> ProcessExecutor<'a> {
@@ -78,7 +121,11 @@ impl<'a> ProcessExecutor<'a> {
     pub fn new(server: Option<RunServer<'a>>) -> Result<Self> {
         let exe = std::env::current_exe().map_err(|e| Error::io("finding our own binary", e))?;
         crate::interrupt::install_interrupt_handler();
-        Ok(ProcessExecutor { exe, server })
+        Ok(ProcessExecutor {
+            exe,
+            server,
+            live: std::sync::Mutex::new(LiveSink::Off),
+        })
     }
 }
 
@@ -93,7 +140,11 @@ impl Executor for ProcessExecutor<'_> {
         }
         let base_url = self.server.as_ref().map(|s| s.base_url.as_str());
         let mut run = match &cell.kind {
-            CellKind::Concur => run_child(&self.exe, plan, cell, iteration.rep(), base_url),
+            CellKind::Concur => {
+                let sink = self.live.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                let live = |l: &LiveLine| sink.show(cell, l);
+                run_child(&self.exe, plan, cell, iteration.rep(), base_url, &live)
+            }
             CellKind::External { command } => {
                 run_external(command, plan, cell, iteration.rep(), base_url)
             }
@@ -107,6 +158,10 @@ impl Executor for ProcessExecutor<'_> {
 
     fn interrupted(&self) -> bool {
         crate::interrupt::interrupted()
+    }
+
+    fn show_live(&self, sink: LiveSink) {
+        *self.live.lock().unwrap_or_else(|p| p.into_inner()) = sink;
     }
 
     fn hook(&self, plan: &Plan, cell: &CellPlan, hook: Hook) -> std::result::Result<(), String> {
@@ -141,6 +196,7 @@ fn run_hook(
         started,
         started + timeout,
         &crate::interrupt::interrupted,
+        &|_| {},
     );
     let usage = ended
         .waited
@@ -194,6 +250,7 @@ pub(crate) fn request(plan: &Plan, cell: &CellPlan, base_url: Option<&str>) -> R
         model: cell.key.model.clone(),
         tasks: cell.key.tasks,
         stack_size: plan.stack_size,
+        open: plan.open.as_ref().and_then(|o| o.run(cell.key.tasks)),
     }
 }
 
@@ -204,6 +261,7 @@ fn run_child(
     cell: &CellPlan,
     rep: usize,
     base_url: Option<&str>,
+    live: &dyn Fn(&LiveLine),
 ) -> RunResult {
     let started = Instant::now();
     let child = match supervise::spawn(exe, request(plan, cell, base_url)) {
@@ -215,6 +273,7 @@ fn run_child(
         started,
         started + plan.timeout,
         &crate::interrupt::interrupted,
+        live,
     );
     let verdict = convert::classify(&ended, plan.timeout);
     convert::convert(cell, rep, ended, verdict)
@@ -258,6 +317,7 @@ fn run_external(
         started,
         started + plan.timeout,
         &crate::interrupt::interrupted,
+        &|_| {},
     );
     let verdict = convert::classify_external(&ended, plan.timeout);
     convert::convert_external(cell, rep, ended, verdict)

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use crate::measure::memory::TreeSampler;
 use crate::measure::rusage::{self, ChildUsage};
 use crate::selfcall::{RunRequest, SelfCall};
-use crate::study::child::ChildReport;
+use crate::study::child::{ChildReport, LiveLine, LIVE_PREFIX};
 
 /// The last lines a child wrote on stderr, for crash reasons.
 const STDERR_TAIL: usize = 20;
@@ -119,10 +119,12 @@ pub(super) fn supervise(
     started: Instant,
     deadline: Instant,
     interrupted: &dyn Fn() -> bool,
+    live: &dyn Fn(&LiveLine),
 ) -> Ended {
     let pid = run.pid;
     let sampler = TreeSampler::start(pid);
-    let stderr = read_tail(run.stderr);
+    let (live_tx, live_rx) = mpsc::channel();
+    let stderr = read_tail(run.stderr, live_tx);
     let report = run.report.map(read_all);
     let concur_line = run.stdout.map(read_concur_line);
     let waiter = wait_in_thread(pid);
@@ -134,6 +136,9 @@ pub(super) fn supervise(
                 break Err(std::io::Error::other("the waiting thread died"))
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {
+                for line in live_rx.try_iter() {
+                    live(&line);
+                }
                 if killed_for.is_none() {
                     killed_for = if interrupted() {
                         Some(Kill::Interrupt)
@@ -178,11 +183,21 @@ fn kill_group(pid: i32) {
 
 /// Keeps the last [`STDERR_TAIL`] lines of the child's stderr, on a thread of its own so a
 /// chatty child never blocks on a full pipe.
-fn read_tail(stderr: Option<ChildStderr>) -> JoinHandle<VecDeque<String>> {
+/// An open run's live lines ([`LIVE_PREFIX`]) go to `live` instead.
+fn read_tail(
+    stderr: Option<ChildStderr>,
+    live: mpsc::Sender<LiveLine>,
+) -> JoinHandle<VecDeque<String>> {
     std::thread::spawn(move || {
         let mut tail = VecDeque::with_capacity(STDERR_TAIL);
         if let Some(s) = stderr {
             for line in BufReader::new(s).lines().map_while(|l| l.ok()) {
+                if let Some(json) = line.strip_prefix(LIVE_PREFIX) {
+                    if let Ok(l) = serde_json::from_str(json) {
+                        let _ = live.send(l);
+                    }
+                    continue;
+                }
                 if tail.len() == STDERR_TAIL {
                     tail.pop_front();
                 }

@@ -1,0 +1,265 @@
+//! Open-model arrivals (`--rate`): when each task is released, and a dispatcher that releases
+//! it then, whatever the model has finished.
+//!
+//! A closed run hands all N tasks to the model at once; an open run releases task `i` at
+//! `t0 + offset(i)` ([`Schedule::offset_ns`]). Latency is then measured from that scheduled
+//! time, not from when the model got round to starting the task: a client that waits for a
+//! slow reply before sending the next request stops measuring exactly when the system is
+//! slow ("coordinated omission", Gil Tene; wrk2's `-R` and oha's `--latency-correction` take
+//! the intended send time as the start for that reason, and HdrHistogram's
+//! `recordValueWithExpectedInterval` back-fills the same gap). Every model releases through
+//! [`Arrivals`], so the schedule is the same code for all of them.
+
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+
+use crate::measure::latency::{LatencyRecorder, LatencySummary};
+use crate::measure::mono_ns;
+
+/// The asked arrival rate: tasks per second, constant or rising linearly over the run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Schedule {
+    /// The rate at the start, tasks per second.
+    pub from: f64,
+    /// The rate at the end, tasks per second (equal to `from` for a constant rate).
+    pub to: f64,
+    /// How many tasks are released.
+    pub tasks: usize,
+}
+
+impl Schedule {
+    /// A constant rate of `rate` tasks per second for `tasks` tasks.
+    pub fn fixed(rate: f64, tasks: usize) -> Self {
+        Schedule {
+            from: rate,
+            to: rate,
+            tasks,
+        }
+    }
+
+    /// Whether the rate changes over the run.
+    pub fn is_ramp(&self) -> bool {
+        self.from != self.to
+    }
+
+    /// The mean asked rate over the run, tasks per second.
+    pub fn mean_rate(&self) -> f64 {
+        (self.from + self.to) / 2.0
+    }
+
+    /// How long the schedule lasts, seconds: `tasks / mean rate` (the last task is released
+    /// one inter-arrival gap before this).
+    pub fn span_s(&self) -> f64 {
+        self.tasks as f64 / self.mean_rate()
+    }
+
+    /// The asked rate `t_s` seconds into the run.
+    pub fn rate_at(&self, t_s: f64) -> f64 {
+        let f = (t_s / self.span_s()).clamp(0.0, 1.0);
+        self.from + (self.to - self.from) * f
+    }
+
+    /// When task `i` is released, nanoseconds after `t0`. With the rate rising linearly from
+    /// A to B over T seconds, the tasks released by time t are `A t + k t² / 2` (`k = (B-A)/T`),
+    /// and task i goes at the t where that reaches i.
+    pub fn offset_ns(&self, i: usize) -> u64 {
+        let i = i as f64;
+        let a = self.from;
+        let k = (self.to - self.from) / self.span_s();
+        let t = if k.abs() < 1e-12 {
+            i / a
+        } else {
+            ((a * a + 2.0 * k * i).max(0.0).sqrt() - a) / k
+        };
+        (t * 1e9).round() as u64
+    }
+}
+
+/// What a run request carries for an open-model run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct OpenRun {
+    /// When tasks are released.
+    pub schedule: Schedule,
+    /// The time series' interval, microseconds (also the live lines' period).
+    pub interval_us: u64,
+}
+
+/// A run's schedule anchored at its start, and the dispatcher's own lag.
+pub struct Arrivals {
+    /// The schedule.
+    pub schedule: Schedule,
+    /// Task 0's release, on [`mono_ns`].
+    pub t0_ns: u64,
+    lag: Mutex<LatencyRecorder>,
+}
+
+impl Arrivals {
+    /// The schedule starting at `t0_ns` (on [`mono_ns`]).
+    pub fn new(schedule: Schedule, t0_ns: u64) -> Arc<Self> {
+        Arc::new(Arrivals {
+            schedule,
+            t0_ns,
+            lag: Mutex::new(LatencyRecorder::new()),
+        })
+    }
+
+    /// When task `i` is due, on [`mono_ns`].
+    pub fn due_ns(&self, i: usize) -> u64 {
+        self.t0_ns + self.schedule.offset_ns(i)
+    }
+
+    /// How many tasks were due by `now_ns` (on [`mono_ns`]).
+    pub fn due_by(&self, now_ns: u64) -> usize {
+        let n = self.tasks();
+        // The offsets rise with i: binary search for the first task not yet due.
+        let (mut lo, mut hi) = (0usize, n);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if self.due_ns(mid) <= now_ns {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// How many tasks.
+    pub fn tasks(&self) -> usize {
+        self.schedule.tasks
+    }
+
+    /// Records that task `i` was released now: its lag behind the schedule.
+    pub fn released(&self, i: usize) {
+        let lag_us = mono_ns().saturating_sub(self.due_ns(i)) / 1000;
+        self.lag
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .record_us(lag_us);
+    }
+
+    /// Blocks the calling thread until task `i` is due, then records its release.
+    pub fn wait(&self, i: usize) {
+        sleep_until(self.due_ns(i));
+        self.released(i);
+    }
+
+    /// For a model that releases and runs on the same thread (`seq`, a coroutine of `green`):
+    /// sleeps until task `i` is due if it is not yet, and records that release's lag. A task
+    /// already due found the runner busy: that wait is its queue time, not dispatcher lag.
+    pub fn wait_if_idle(&self, i: usize) {
+        if mono_ns() < self.due_ns(i) {
+            fine_timer_slack();
+            self.wait(i);
+        }
+    }
+
+    /// The dispatcher's lag behind the schedule, µs (what the asked rate cost the releasing
+    /// side itself, apart from any queue the model keeps).
+    pub fn lag_summary(&self) -> Option<LatencySummary> {
+        self.lag.lock().unwrap_or_else(|p| p.into_inner()).summary()
+    }
+
+    /// Releases every task in order on the calling thread, each when it is due: `release(i)`
+    /// hands it to the model (it returns false to stop early, e.g. when the model is gone).
+    pub fn dispatch(&self, mut release: impl FnMut(usize) -> bool) {
+        fine_timer_slack();
+        for i in 0..self.tasks() {
+            self.wait(i);
+            if !release(i) {
+                break;
+            }
+        }
+    }
+
+    /// Releases every task on a thread of its own into a tokio channel, for models whose
+    /// tasks live on a runtime: the runtime's timer has a millisecond grain, a dedicated
+    /// thread sleeping on absolute deadlines releases within microseconds.
+    pub fn feed(
+        self: &Arc<Self>,
+    ) -> (
+        std::thread::JoinHandle<()>,
+        tokio::sync::mpsc::UnboundedReceiver<usize>,
+    ) {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let me = self.clone();
+        let handle = std::thread::spawn(move || me.dispatch(|i| tx.send(i).is_ok()));
+        (handle, rx)
+    }
+}
+
+/// Asks for the finest timer slack on the calling thread: Linux lets a sleep overrun by 50 µs
+/// by default, which at 20,000 tasks/s is a whole inter-arrival gap.
+fn fine_timer_slack() {
+    // SAFETY: PR_SET_TIMERSLACK takes an integer and changes only this thread's timer slack.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
+    }
+}
+
+/// Sleeps until `deadline_ns` on [`mono_ns`] (an absolute deadline, so lateness never
+/// accumulates from one release to the next); returns at once if it has passed.
+pub fn sleep_until(deadline_ns: u64) {
+    let ts = libc::timespec {
+        tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
+    };
+    while mono_ns() < deadline_ns {
+        // SAFETY: clock_nanosleep reads the timespec we own; the remainder pointer may be null
+        // with TIMER_ABSTIME. An interrupted sleep (EINTR) goes round the loop again.
+        unsafe {
+            libc::clock_nanosleep(
+                libc::CLOCK_MONOTONIC,
+                libc::TIMER_ABSTIME,
+                &ts,
+                std::ptr::null_mut(),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fixed_rate_releases_evenly() {
+        let s = Schedule::fixed(50.0, 100);
+        assert_eq!(s.offset_ns(0), 0);
+        assert_eq!(s.offset_ns(1), 20_000_000);
+        assert_eq!(s.offset_ns(99), 1_980_000_000);
+        assert!((s.span_s() - 2.0).abs() < 1e-12);
+        assert!(!s.is_ramp());
+    }
+
+    #[test]
+    fn a_ramp_releases_faster_and_faster_and_ends_on_time() {
+        let s = Schedule {
+            from: 100.0,
+            to: 300.0,
+            tasks: 400,
+        };
+        // Mean 200/s: 400 tasks over 2 s; the first gap is 1/100 s, the last about 1/300 s.
+        assert!((s.span_s() - 2.0).abs() < 1e-12);
+        let gap = |i: usize| (s.offset_ns(i + 1) - s.offset_ns(i)) as f64 / 1e9;
+        assert!((gap(0) - 0.01).abs() < 0.0005, "{}", gap(0));
+        assert!((gap(398) - 1.0 / 300.0).abs() < 0.0002, "{}", gap(398));
+        assert!((s.offset_ns(400) as f64 / 1e9 - 2.0).abs() < 1e-6);
+        assert!((s.rate_at(1.0) - 200.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_dispatcher_keeps_time() {
+        let a = Arrivals::new(Schedule::fixed(1000.0, 50), mono_ns());
+        let mut seen = vec![];
+        a.dispatch(|i| {
+            seen.push((i, mono_ns()));
+            true
+        });
+        assert_eq!(seen.len(), 50);
+        // Never early.
+        assert!(seen.iter().all(|&(i, t)| t >= a.due_ns(i)));
+        assert!(a.lag_summary().is_some());
+    }
+}
