@@ -193,6 +193,26 @@ impl Lab {
         self
     }
 
+    /// Open-model runs (`--rate`): tasks released at `rate` per second (`"500"`), a ramp
+    /// (`"100..2000"`), or `"auto"` with [`Lab::slo`] (the highest rate each model sustains).
+    /// Latency is then counted from each task's scheduled time.
+    pub fn rate(mut self, rate: &str) -> Lab {
+        self.options.open.rate = Some(rate.to_string());
+        self
+    }
+
+    /// With [`Lab::rate`]: release tasks for this long instead of [`Lab::tasks`] of them.
+    pub fn duration(mut self, d: Duration) -> Lab {
+        self.options.open.duration = Some(d);
+        self
+    }
+
+    /// With `rate("auto")`: the latency to keep, e.g. `"p99<100ms"`.
+    pub fn slo(mut self, slo: &str) -> Lab {
+        self.options.open.slo = Some(slo.to_string());
+        self
+    }
+
     /// Also writes the JSON Lines results file (`--json FILE`).
     pub fn results_file(mut self, path: impl Into<PathBuf>) -> Lab {
         self.results = Some(path.into());
