@@ -187,6 +187,10 @@ mod tests {
             error: Some("could create 1 of 30000 threads".into()),
             latency_us: None,
             server_peak_in_flight: None,
+            connections_opened: None,
+            connections_reused: None,
+            connect_us: None,
+            tls_us: None,
             timeline_us: None,
         }
     }

@@ -447,6 +447,10 @@ mod tests {
             failures: Default::default(),
             tasks_per_s: None,
             server_peak_in_flight: None,
+            connections_opened: None,
+            connections_reused: None,
+            connect_us: None,
+            tls_us: None,
             traits: Traits {
                 family: model.split(':').next().unwrap_or_default().into(),
                 baseline: model == "seq",

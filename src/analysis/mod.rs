@@ -96,6 +96,10 @@ fn summarize_cell(key: &CellKey, runs: &[&RunResult]) -> CellResult {
             .filter(|r| r.wall_s > 0.0)
             .map(|r| r.tasks_ok as f64 / r.wall_s),
         server_peak_in_flight: runs.iter().filter_map(|r| r.server_peak_in_flight).max(),
+        connections_opened: median_run.and_then(|r| r.connections_opened),
+        connections_reused: median_run.and_then(|r| r.connections_reused),
+        connect_us: median_run.and_then(|r| r.connect_us),
+        tls_us: median_run.and_then(|r| r.tls_us),
         traits: first.map(|r| r.traits.clone()).unwrap_or_default(),
     }
 }

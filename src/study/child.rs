@@ -43,6 +43,10 @@ pub struct ChildReport {
     /// [`crate::measure::TIMELINE_CAP`] of them.
     #[serde(default)]
     pub timeline_us: Option<Vec<[u64; 2]>>,
+    /// HTTP: the connections this process's tasks opened and reused, and what opening them
+    /// cost.
+    #[serde(default)]
+    pub connections: Option<crate::measure::conn::ConnSummary>,
 }
 
 /// Condenses a model's outcome into the report.
@@ -111,6 +115,7 @@ pub fn run_main() -> Result<()> {
     let timeline = measure::timeline(&outcome.records, t0, measure::TIMELINE_CAP);
     let mut rep = report(outcome, wall_s);
     rep.timeline_us = Some(timeline);
+    rep.connections = ctx.workload.connections();
     let text = serde_json::to_string(&rep).map_err(|e| Error::Internal(e.to_string()))?;
     let _ = std::io::stdout().flush();
     writeln!(out, "{text}").map_err(|e| Error::io("writing the run report", e))

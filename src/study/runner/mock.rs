@@ -193,6 +193,7 @@ impl MockExecutor {
             threads_created: 0,
             processes_created: 0,
             gil_switches: 0,
+            connections: None,
             timeline_us: Some(
                 (0..n.min(crate::measure::TIMELINE_CAP))
                     .map(|i| {

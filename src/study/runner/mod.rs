@@ -56,8 +56,10 @@ pub trait Executor {
 /// The server a study started for its `http:/PATH` cells: where it listens and its counters.
 /// It belongs to the execution, not to the plan, which stays as it was built.
 pub struct RunServer<'a> {
-    /// `http://127.0.0.1:PORT`.
+    /// `http://127.0.0.1:PORT` (`https://` with `--tls`).
     pub base_url: String,
+    /// Its self-signed certificate (PEM) with `--tls`, which the runs' clients then trust.
+    pub cert_pem: Option<String>,
     /// Its counters (each run records the peak in-flight).
     pub stats: &'a Stats,
 }
@@ -88,8 +90,11 @@ impl Executor for ProcessExecutor<'_> {
         if let Some(s) = &self.server {
             s.stats.reset();
         }
-        let base_url = self.server.as_ref().map(|s| s.base_url.as_str());
-        let mut run = run_child(&self.exe, plan, cell, iteration.rep(), base_url);
+        let server = self
+            .server
+            .as_ref()
+            .map(|s| (s.base_url.as_str(), s.cert_pem.as_deref()));
+        let mut run = run_child(&self.exe, plan, cell, iteration.rep(), server);
         run.server_peak_in_flight = self
             .server
             .as_ref()
@@ -102,12 +107,20 @@ impl Executor for ProcessExecutor<'_> {
     }
 }
 
-/// What the `__run` child is asked to do for `cell`; `base_url` is the study's own server,
-/// which `http:/PATH` workloads go to when no `--url` was given.
-fn request(plan: &Plan, cell: &CellPlan, base_url: Option<&str>) -> RunRequest {
+/// What the `__run` child is asked to do for `cell`; `server` is the study's own server (its
+/// URL and, over TLS, its certificate), which `http:/PATH` workloads go to when no `--url` was
+/// given.
+fn request(plan: &Plan, cell: &CellPlan, server: Option<(&str, Option<&str>)>) -> RunRequest {
     let mut options = plan.options.clone();
-    if let Some(url) = base_url {
-        options.base_url.get_or_insert_with(|| url.to_string());
+    if let (Some((url, cert)), None) = (server, &options.base_url) {
+        options.base_url = Some(url.to_string());
+        // The study's self-signed certificate is trusted besides any --cacert.
+        if let Some(cert) = cert {
+            options.ca_pem = Some(match options.ca_pem.take() {
+                Some(user) => format!("{user}\n{cert}"),
+                None => cert.to_string(),
+            });
+        }
     }
     RunRequest {
         env: TaskEnv {
@@ -129,10 +142,10 @@ fn run_child(
     plan: &Plan,
     cell: &CellPlan,
     rep: usize,
-    base_url: Option<&str>,
+    server: Option<(&str, Option<&str>)>,
 ) -> RunResult {
     let started = Instant::now();
-    let child = match supervise::spawn(exe, request(plan, cell, base_url)) {
+    let child = match supervise::spawn(exe, request(plan, cell, server)) {
         Ok(c) => c,
         Err(e) => return convert::not_started(cell, rep, &e),
     };
