@@ -318,7 +318,7 @@ fn crawl_shortcut_runs_one_cell_against_any_server() {
 fn urls_that_cannot_work_are_refused_before_any_run() {
     for (url, needle) in [
         ("http://[::1", "does not parse"),
-        ("https://127.0.0.1:1/x", "https:// is not supported yet"),
+        ("https:127.0.0.1:1/x", "must start with https://"),
         ("ftp://127.0.0.1/x", "'ftp:'"),
         ("http:///x", "no host"),
         ("http://127.0.0.1:65536/x", "does not parse"),
