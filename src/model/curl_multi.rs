@@ -255,7 +255,12 @@ impl Model for CurlMulti {
         let mut free: Vec<Easy2<Counter>> = (0..self.workers.min(n))
             .map(|_| Easy2::new(Counter { bytes: 0 }))
             .collect();
-        let mut active: Vec<Slot> = Vec::with_capacity(self.workers);
+        // Transfers in flight in a slab: libcurl hands back each finished transfer's token (its
+        // index here). Scanning every transfer for every message instead cost O(W) per
+        // finished request: at W = 10,000 it took most of a 54 s run of 100,000 requests.
+        let mut active: Vec<Option<Slot>> = Vec::with_capacity(self.workers);
+        let mut vacant: Vec<usize> = Vec::new();
+        let mut live = 0usize;
         let mut retries: VecDeque<Retry> = VecDeque::new();
         let mut server_seen = false;
         let mut next = 0usize;
@@ -282,14 +287,25 @@ impl Model for CurlMulti {
                     );
                 };
                 match Self::start(&multi, easy, &req, timeout, ca_path, task) {
-                    Ok(slot) => active.push(slot),
+                    Ok(mut slot) => {
+                        let id = vacant.pop().unwrap_or(active.len());
+                        if let Err(e) = slot.handle.set_token(id) {
+                            return fail(format!("libcurl multi failed: {e}"));
+                        }
+                        if id == active.len() {
+                            active.push(Some(slot));
+                        } else {
+                            active[id] = Some(slot);
+                        }
+                        live += 1;
+                    }
                     Err((e, easy)) => {
                         records.push(TaskRecord::not_started(task.0, e));
                         free.push(easy);
                     }
                 }
             }
-            if active.is_empty() && retries.is_empty() {
+            if live == 0 && retries.is_empty() {
                 break;
             }
             if let Err(e) = multi.perform() {
@@ -297,16 +313,20 @@ impl Model for CurlMulti {
             }
             let mut done: Vec<(usize, Result<(), curl::Error>)> = Vec::new();
             multi.messages(|m| {
-                for (k, slot) in active.iter().enumerate() {
+                let Ok(id) = m.token() else { return };
+                if let Some(Some(slot)) = active.get(id) {
                     if let Some(result) = m.result_for2(&slot.handle) {
-                        done.push((k, result));
+                        done.push((id, result));
                     }
                 }
             });
-            done.sort_by_key(|d| std::cmp::Reverse(d.0));
             let finished = done.len();
-            for (k, result) in done {
-                let slot = active.swap_remove(k);
+            for (id, result) in done {
+                let Some(slot) = active.get_mut(id).and_then(Option::take) else {
+                    continue;
+                };
+                vacant.push(id);
+                live -= 1;
                 let end_ns = mono_ns();
                 let easy = match multi.remove2(slot.handle) {
                     Ok(e) => e,
@@ -367,7 +387,7 @@ impl Model for CurlMulti {
             if let Some(r) = retries.front() {
                 cap = cap.min(Duration::from_nanos(r.due_ns.saturating_sub(mono_ns())));
             }
-            if active.is_empty() {
+            if live == 0 {
                 std::thread::sleep(cap);
             } else {
                 let wait = multi
