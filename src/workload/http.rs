@@ -816,7 +816,13 @@ impl Http {
         if !self.has_host_header {
             head.push_str(&format!("Host: {}\r\n", self.host));
         }
-        head.push_str("User-Agent: concur\r\n");
+        if !self
+            .headers
+            .iter()
+            .any(|(n, _)| n == hyper::header::USER_AGENT)
+        {
+            head.push_str("User-Agent: concur\r\n");
+        }
         for (name, value) in &self.headers {
             head.push_str(&format!("{name}: {}\r\n", self.fill(value, index)));
         }
