@@ -40,6 +40,8 @@ const ALL_MODELS: &[&str] = &[
     "curl:4",
     "green:4",
     "actor:4",
+    "jobs:4",
+    "jobs-memory:4",
 ];
 
 /// `concur run` with `args`, its exit code checked, its lines returned.
