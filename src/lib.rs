@@ -66,6 +66,7 @@ pub mod selfcall;
 pub mod server;
 pub(crate) mod stats;
 pub mod study;
+pub mod tls;
 pub mod units;
 pub mod workload;
 
@@ -113,7 +114,10 @@ pub fn run(opts: &study::RunOptions, out: &Outputs, command: Vec<String>) -> Res
     // free loopback port; its counters give each run the server's peak in-flight.
     let server = if plan.needs_server() {
         Some(server::InProcessServer::start(
-            server::ServerOptions::ephemeral(),
+            server::ServerOptions {
+                tls: plan.tls.then_some(server::ServeTls::SelfSigned),
+                ..server::ServerOptions::ephemeral()
+            },
             model::cores(),
         )?)
     } else {
@@ -156,6 +160,7 @@ pub fn run(opts: &study::RunOptions, out: &Outputs, command: Vec<String>) -> Res
     }
     let executor = study::ProcessExecutor::new(server.as_ref().map(|s| study::RunServer {
         base_url: s.base_url(),
+        cert_pem: s.cert.as_ref().map(|c| c.cert_pem.clone()),
         stats: &s.stats,
     }))?;
     let outcome = study::execute(&plan, &executor, &mut writer, command, feedback)?;

@@ -181,6 +181,40 @@ struct FailureArgs {
     ignore_failures: bool,
 }
 
+/// What every HTTP request sends and how it connects (`run` and `crawl`).
+#[derive(Args)]
+struct RequestArgs {
+    /// A request header 'Name: value', repeatable; {rand} and {i} work in the value
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    headers: Vec<String>,
+    /// The request method (GET by default)
+    #[arg(long, value_name = "METHOD")]
+    method: Option<String>,
+    /// The request body: a file, or @- for standard input; {rand} and {i} work in it
+    #[arg(long, value_name = "FILE")]
+    body: Option<String>,
+    /// Trust the CA certificates in FILE (PEM) besides the system's roots
+    #[arg(long, value_name = "FILE")]
+    cacert: Option<PathBuf>,
+    /// Do not verify server certificates (as curl's -k)
+    #[arg(short = 'k', long)]
+    insecure: bool,
+    /// Open a new connection (and TLS session) for every request
+    #[arg(long)]
+    no_keepalive: bool,
+}
+
+impl RequestArgs {
+    fn apply(self, o: &mut RunOptions) {
+        o.headers = self.headers;
+        o.method = self.method;
+        o.body = self.body;
+        o.cacert = self.cacert;
+        o.insecure = self.insecure;
+        o.no_keepalive = self.no_keepalive;
+    }
+}
+
 #[derive(Args)]
 struct RunArgs {
     /// Built-in study (STUDIES)
@@ -231,6 +265,11 @@ struct RunArgs {
     /// crawl: run the seq cell with all 1000 requests (100 s) instead of 50
     #[arg(long)]
     full: bool,
+    /// Run the study's own server over TLS (a self-signed certificate its clients trust)
+    #[arg(long)]
+    tls: bool,
+    #[command(flatten)]
+    request: RequestArgs,
     /// Queue of the jobs models: sqlite:PATH for jobs:W (default: a fresh file per run), redis://HOST:PORT/DB for jobs-redis:W (mailer then adds it)
     #[arg(long, value_name = "URL")]
     jobs_backend: Option<String>,
@@ -271,6 +310,8 @@ struct CrawlArgs {
     /// How long one request may take
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     request_timeout: std::time::Duration,
+    #[command(flatten)]
+    request: RequestArgs,
     /// The JSON Lines results file ('-' for stdout)
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -325,6 +366,21 @@ struct ServeArgs {
     /// Close a connection whose client sends no complete request headers for this long
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     header_timeout: std::time::Duration,
+    /// Serve HTTPS with this certificate chain (PEM); needs --tls-key
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "tls_key",
+        conflicts_with = "tls_self_signed"
+    )]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM)
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Serve HTTPS with a new self-signed certificate for the listen address; its path and
+    /// SHA-256 fingerprint are printed (trust it with --cacert)
+    #[arg(long)]
+    tls_self_signed: bool,
     /// Print nothing on stderr
     #[arg(long, short)]
     quiet: bool,
@@ -502,6 +558,22 @@ fn jobs(c: JobsCommand) -> Result<i32, Error> {
     }
 }
 
+/// `concur serve`'s TLS flags: a certificate from files, a self-signed one (made when the
+/// server binds, for its address), or none.
+fn serve_tls(
+    cert: Option<PathBuf>,
+    key: Option<PathBuf>,
+    self_signed: bool,
+) -> Result<Option<concur::server::ServeTls>, Error> {
+    Ok(match (cert, key) {
+        (Some(c), Some(k)) => Some(concur::server::ServeTls::Files(
+            concur::tls::ServerCert::from_files(&c, &k).map_err(Error::usage)?,
+        )),
+        _ if self_signed => Some(concur::server::ServeTls::SelfSigned),
+        _ => None,
+    })
+}
+
 fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     units::parse_duration(s)
 }
@@ -563,7 +635,7 @@ fn list() {
 fn dispatch(cli: Cli) -> Result<i32, Error> {
     match cli.command {
         Command::Run(a) => {
-            let opts = RunOptions {
+            let mut opts = RunOptions {
                 study: a.study,
                 name: None,
                 workloads: a.workloads,
@@ -581,6 +653,7 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
                 url: a.url,
                 request_timeout: a.request_timeout,
                 full: a.full,
+                tls: a.tls,
                 jobs_backend: a.jobs_backend,
                 shell: a.cmd.shell,
                 cmd_output: a.cmd.cmd_output,
@@ -588,7 +661,9 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
                 peers: a.peer.peers()?,
                 classic: a.classic,
                 open: a.open.into(),
+                ..RunOptions::default()
             };
+            a.request.apply(&mut opts);
             concur::run(
                 &opts,
                 &outputs(a.out, a.json, a.failures.ignore_failures),
@@ -605,7 +680,7 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
             } else {
                 a.model.clone()
             };
-            let opts = RunOptions {
+            let mut opts = RunOptions {
                 workloads: vec![format!("http:{}", a.url)],
                 models: vec![model],
                 tasks: match (a.requests, a.open.duration) {
@@ -621,6 +696,7 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
                 open: a.open.into(),
                 ..RunOptions::default()
             };
+            a.request.apply(&mut opts);
             concur::run(
                 &opts,
                 &outputs(a.out, a.json, a.failures.ignore_failures),
@@ -633,6 +709,7 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
                 max_delay: a.max_delay,
                 max_bytes: a.max_bytes,
                 header_timeout: a.header_timeout,
+                tls: serve_tls(a.tls_cert, a.tls_key, a.tls_self_signed)?,
                 ..Default::default()
             };
             concur::server::run_foreground(opts, a.quiet).map(|_| 0)

@@ -333,7 +333,7 @@ fn a_crawl_whose_requests_all_get_400_exits_1() {
 fn urls_that_cannot_work_are_refused_before_any_run() {
     for (url, needle) in [
         ("http://[::1", "does not parse"),
-        ("https://127.0.0.1:1/x", "https:// is not supported yet"),
+        ("https:127.0.0.1:1/x", "must start with https://"),
         ("ftp://127.0.0.1/x", "'ftp:'"),
         ("http:///x", "no host"),
         ("http://127.0.0.1:65536/x", "does not parse"),

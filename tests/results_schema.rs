@@ -254,6 +254,44 @@ fn an_http_study_against_its_own_server_follows_the_schema() {
 }
 
 #[test]
+fn an_https_study_without_keepalive_follows_the_schema() {
+    // --tls: the study's own server over TLS; every request a new connection and handshake,
+    // so the run lines carry connections_opened, connect_us and tls_us.
+    let (dir, path) = results_path();
+    let out = run_into(
+        dir.path(),
+        &path,
+        &[
+            "-w",
+            "http:/add?delay=1&name={rand}",
+            "-m",
+            "async:2",
+            "-m",
+            "curl:2",
+            "-m",
+            "fork",
+            "-n",
+            "4",
+            "-r",
+            "1",
+            "--tls",
+            "--no-keepalive",
+        ],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let lines = check_file(&path);
+    for r in of_type(&lines, "run") {
+        assert_eq!(r["status"], "ok", "{r}");
+        if r["model"] == "fork" {
+            continue;
+        }
+        assert_eq!(r["connections_opened"], 4, "{r}");
+        assert!(r["tls_us"]["p50"].as_u64().is_some(), "{r}");
+        assert!(r["connect_us"]["p50"].as_u64().is_some(), "{r}");
+    }
+}
+
+#[test]
 fn a_saved_baseline_follows_the_schema() {
     let (dir, path) = results_path();
     let out = run_into(

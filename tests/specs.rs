@@ -86,7 +86,12 @@ fn given_target(url: &str) -> String {
     let rest = if url.starts_with('/') {
         url
     } else {
-        let rest = &url["http://".len()..];
+        let scheme = if url.to_ascii_lowercase().starts_with("https://") {
+            "https://".len()
+        } else {
+            "http://".len()
+        };
+        let rest = &url[scheme..];
         &rest[rest.find(['/', '?', '#']).unwrap_or(rest.len())..]
     };
     let rest = rest.split('#').next().unwrap_or("");
@@ -153,7 +158,10 @@ proptest! {
         // every {rand} replaced by 10 letters and nothing else changed.
         if let Ok(w) = concur::workload::parse(&spec, &based) {
             let fetched = w.url(0).unwrap_or_default();
-            let after_scheme = fetched.strip_prefix("http://").unwrap_or("");
+            let after_scheme = fetched
+                .strip_prefix("http://")
+                .or_else(|| fetched.strip_prefix("https://"))
+                .unwrap_or("");
             let sent = &after_scheme[after_scheme.find('/').unwrap_or(after_scheme.len())..];
             let given = given_target(&url);
             prop_assert!(matches_with_rand(&given, sent), "{}: sent {}", spec, sent);

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The classic crawl experiment's Python clients, against any delay server.
 
-  crawl.py CLIENT --url http://127.0.0.1:PORT [-n 1000] [-c 100] [--delay 100]
+  crawl.py CLIENT --url http://127.0.0.1:PORT [-n 1000] [-c 100] [--delay 100] [--cafile PEM]
 
 CLIENT is one of:
   serial   -- requests.get, one after another (the classic's serial client)
@@ -11,7 +11,8 @@ CLIENT is one of:
 
 Each request is GET /add?name=crawl<10 random letters>&delay=MS; the server answers with 10
 bytes. Prints one JSON line: client, requests, ok, errors, bytes, wall_s, peak_rss_kib.
-Run each client in its own process (gevent patches the standard library).
+Run each client in its own process (gevent patches the standard library). With an https://
+URL, --cafile names the CA to trust (aiohttp only).
 """
 
 import argparse
@@ -96,7 +97,12 @@ def aiohttp_client(args):
 
     async def main():
         sem = asyncio.Semaphore(args.c)
-        conn = aiohttp.TCPConnector(limit=args.c)
+        ssl_ctx = None
+        if args.cafile:
+            import ssl
+
+            ssl_ctx = ssl.create_default_context(cafile=args.cafile)
+        conn = aiohttp.TCPConnector(limit=args.c, ssl=ssl_ctx if ssl_ctx else True)
         async with aiohttp.ClientSession(connector=conn) as session:
 
             async def fetch(u):
@@ -130,6 +136,7 @@ def main():
     p.add_argument("-n", type=int, default=1000)
     p.add_argument("-c", type=int, default=100)
     p.add_argument("--delay", type=int, default=100)
+    p.add_argument("--cafile", help="CA certificate (PEM) to trust for https:// URLs")
     args = p.parse_args()
     t = time.perf_counter()
     ok, errors, size = CLIENTS[args.client](args)

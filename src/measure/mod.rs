@@ -1,6 +1,7 @@
 //! What is measured: a monotonic clock shared by all processes, per-task records, latency
 //! histograms, per-child rusage and process-tree memory.
 
+pub mod conn;
 pub mod latency;
 pub mod live;
 pub mod memory;

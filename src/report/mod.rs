@@ -70,6 +70,8 @@ pub const HTTP_HEADERS: &[&str] = &[
     "p99",
     "max",
     "errors",
+    "conns new/kept",
+    "TLS p50",
     "server peak",
     "tree PSS",
     "ideal",
@@ -105,6 +107,16 @@ pub fn http_row(c: &CellResult) -> Vec<String> {
         lat(|l| l.p99),
         lat(|l| l.max),
         errors,
+        // Connections opened / requests on kept ones: with `--no-keepalive` every request
+        // opens one; `-` when the client could not tell (tasks in other processes).
+        match (c.connections_opened, c.connections_reused) {
+            (Some(o), Some(r)) => format!("{o}/{r}"),
+            _ => "-".into(),
+        },
+        c.tls_us
+            .as_ref()
+            .map(|l| fmt_us(l.p50))
+            .unwrap_or_else(|| "-".into()),
         c.server_peak_in_flight
             .map(|p| p.to_string())
             .unwrap_or_else(|| "-".into()),

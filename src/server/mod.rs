@@ -2,7 +2,9 @@
 //! ephemeral loopback port for studies and tests.
 //!
 //! axum for routing on hyper's HTTP/1 connections, accepted by our own loop so that header
-//! timeouts, the open-files limit and graceful shutdown are ours to set.
+//! timeouts, the open-files limit, graceful shutdown and TLS (tokio-rustls, the handshake in
+//! the connection's own task so that a slow client never holds up the accept loop) are ours
+//! to set.
 
 pub mod routes;
 pub mod stats;
@@ -15,6 +17,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
+use tokio_rustls::TlsAcceptor;
 
 use crate::error::{Error, Result};
 pub use routes::ADD_BODY;
@@ -34,6 +37,27 @@ pub struct ServerOptions {
     pub header_timeout: Duration,
     /// How long graceful shutdown waits for requests in flight.
     pub shutdown_grace: Duration,
+    /// Serve HTTPS: with a given certificate, or a self-signed one made for the address.
+    pub tls: Option<ServeTls>,
+}
+
+/// Where the server's certificate comes from.
+#[derive(Debug, Clone)]
+pub enum ServeTls {
+    /// `--tls-cert` and `--tls-key`.
+    Files(crate::tls::ServerCert),
+    /// `--tls-self-signed`: made when the server binds, for its address and `localhost`.
+    SelfSigned,
+}
+
+impl ServeTls {
+    /// The certificate for a server bound to `addr`.
+    pub fn cert(&self, addr: SocketAddr) -> Result<crate::tls::ServerCert> {
+        match self {
+            ServeTls::Files(c) => Ok(c.clone()),
+            ServeTls::SelfSigned => crate::tls::ServerCert::self_signed(addr).map_err(Error::usage),
+        }
+    }
 }
 
 impl ServerOptions {
@@ -54,6 +78,7 @@ impl Default for ServerOptions {
             max_bytes: 10 << 20,
             header_timeout: Duration::from_secs(30),
             shutdown_grace: Duration::from_secs(10),
+            tls: None,
         }
     }
 }
@@ -87,11 +112,13 @@ pub fn bind(addr: SocketAddr) -> Result<std::net::TcpListener> {
 pub async fn serve(
     listener: TcpListener,
     opts: ServerOptions,
+    tls: Option<Arc<rustls::ServerConfig>>,
     stats: Arc<Stats>,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
+    let acceptor = tls.map(TlsAcceptor::from);
     let app = routes::router(routes::AppState {
-        stats,
+        stats: stats.clone(),
         max_delay: opts.max_delay,
         max_bytes: opts.max_bytes,
     });
@@ -114,12 +141,33 @@ pub async fn serve(
                     }
                 };
                 let _ = stream.set_nodelay(true);
+                stats.connection_opened();
                 let svc = TowerToHyperService::new(app.clone());
-                let conn = builder.serve_connection(TokioIo::new(stream), svc);
-                let conn = graceful.watch(conn);
-                tokio::spawn(async move {
-                    let _ = conn.await;
-                });
+                match &acceptor {
+                    None => {
+                        let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), svc));
+                        tokio::spawn(async move {
+                            let _ = conn.await;
+                        });
+                    }
+                    Some(acceptor) => {
+                        let (acceptor, builder, stats) = (acceptor.clone(), builder.clone(), stats.clone());
+                        let watcher = graceful.watcher();
+                        let header_timeout = opts.header_timeout;
+                        tokio::spawn(async move {
+                            // The handshake has the header timeout too: a client that
+                            // connects and says nothing is not kept forever.
+                            let shaken = tokio::time::timeout(header_timeout, acceptor.accept(stream)).await;
+                            let Ok(Ok(tls)) = shaken else {
+                                stats.tls_failed();
+                                return;
+                            };
+                            stats.tls_handshake();
+                            let conn = watcher.watch(builder.serve_connection(TokioIo::new(tls), svc));
+                            let _ = conn.await;
+                        });
+                    }
+                }
             }
             _ = &mut shutdown => break,
         }
@@ -139,19 +187,47 @@ pub fn run_foreground(opts: ServerOptions, quiet: bool) -> Result<()> {
         let listener = TcpListener::from_std(bind(opts.addr)?)
             .map_err(|e| Error::usage(format!("cannot listen on '{}': {e}", opts.addr)))?;
         let addr = listener.local_addr().map_err(|e| Error::io("listening", e))?;
+        let tls = match &opts.tls {
+            None => None,
+            Some(t) => {
+                let cert = t.cert(addr)?;
+                if matches!(t, ServeTls::SelfSigned) {
+                    let path = write_cert(&cert, addr)?;
+                    // Printed even with --quiet: without it the certificate cannot be trusted.
+                    eprintln!(
+                        "concur serve: self-signed certificate for {} and localhost, SHA-256 {}, written to {} (trust it with --cacert {})",
+                        addr.ip(),
+                        cert.fingerprint(),
+                        path.display(),
+                        path.display()
+                    );
+                }
+                Some(cert.server_config().map_err(Error::usage)?)
+            }
+        };
+        let scheme = if tls.is_some() { "https" } else { "http" };
         if !quiet {
-            eprintln!("concur serve: listening on http://{addr} (open files: {cur} of {max}); Ctrl-C stops");
+            eprintln!("concur serve: listening on {scheme}://{addr} (open files: {cur} of {max}); Ctrl-C stops");
             if cur < 20_000 {
                 eprintln!("warning: the open-files limit is {cur}: at most about that many concurrent connections");
             }
         }
         let stats = Arc::new(Stats::default());
-        serve(listener, opts, stats, shutdown_signal()).await;
+        serve(listener, opts, tls, stats, shutdown_signal()).await;
         if !quiet {
             eprintln!("concur serve: stopped");
         }
         Ok(())
     })
+}
+
+/// Writes a self-signed certificate where a client can read it: the temporary directory,
+/// named by the port, readable by everyone (it is public), replaced on every start.
+fn write_cert(cert: &crate::tls::ServerCert, addr: SocketAddr) -> Result<std::path::PathBuf> {
+    let path = std::env::temp_dir().join(format!("concur-serve-{}.pem", addr.port()));
+    std::fs::write(&path, &cert.cert_pem)
+        .map_err(|e| Error::io(format!("writing the certificate to {}", path.display()), e))?;
+    Ok(path)
 }
 
 async fn shutdown_signal() {
@@ -175,6 +251,8 @@ pub struct InProcessServer {
     pub addr: SocketAddr,
     /// Its counters.
     pub stats: Arc<Stats>,
+    /// Its certificate, when it serves HTTPS.
+    pub cert: Option<crate::tls::ServerCert>,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -188,6 +266,12 @@ impl InProcessServer {
         let addr = std_listener
             .local_addr()
             .map_err(|e| Error::io("listening", e))?;
+        let cert = opts.tls.as_ref().map(|t| t.cert(addr)).transpose()?;
+        let tls = cert
+            .as_ref()
+            .map(|c| c.server_config())
+            .transpose()
+            .map_err(Error::usage)?;
         let stats = Arc::new(Stats::default());
         let (stop, stopped) = oneshot::channel::<()>();
         let rt = tokio::runtime::Builder::new_multi_thread()
@@ -202,7 +286,7 @@ impl InProcessServer {
             .spawn(move || {
                 rt.block_on(async move {
                     if let Ok(listener) = TcpListener::from_std(std_listener) {
-                        serve(listener, opts, s, async {
+                        serve(listener, opts, tls, s, async {
                             let _ = stopped.await;
                         })
                         .await;
@@ -213,14 +297,16 @@ impl InProcessServer {
         Ok(InProcessServer {
             addr,
             stats,
+            cert,
             stop: Some(stop),
             thread: Some(thread),
         })
     }
 
-    /// `http://ADDR`.
+    /// `http://ADDR`, or `https://ADDR` over TLS.
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.cert.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
     }
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 use axum::{Json, Router};
 use serde::Serialize;
 
@@ -56,6 +56,8 @@ pub fn router(state: AppState) -> Router {
         .route("/status/{code}", get(status))
         .route("/stats", get(stats))
         .route("/stats/reset", post(reset))
+        .route("/echo", any(echo))
+        .route("/echo/last", get(echo_last))
         .fallback(not_found)
         .with_state(state)
 }
@@ -186,11 +188,43 @@ async fn reset(State(state): State<AppState>) -> Response {
     Json(state.stats.snapshot()).into_response()
 }
 
+/// `ANY /echo`: answers with the request's body (so a crawl's checksum is the bytes sent) and
+/// keeps the method, target, headers and body for `GET /echo/last`: what a client really sent.
+async fn echo(
+    State(state): State<AppState>,
+    method: axum::http::Method,
+    uri: axum::http::Uri,
+    headers: axum::http::HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let _counted = state.stats.enter();
+    let headers: serde_json::Map<String, serde_json::Value> = headers
+        .iter()
+        .map(|(n, v)| {
+            (
+                n.as_str().to_string(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned().into(),
+            )
+        })
+        .collect();
+    state.stats.set_last_echo(serde_json::json!({
+        "method": method.as_str(),
+        "target": uri.to_string(),
+        "headers": headers,
+        "body": String::from_utf8_lossy(&body),
+    }));
+    (StatusCode::OK, body).into_response()
+}
+
+async fn echo_last(State(state): State<AppState>) -> Response {
+    Json(state.stats.last_echo()).into_response()
+}
+
 async fn not_found() -> Response {
     (
         StatusCode::NOT_FOUND,
         Json(serde_json::json!({
-            "error": "no such endpoint (allowed: GET /add?delay=MS, /delay/DURATION, /bytes/N, /status/CODE, /stats; POST /stats/reset)"
+            "error": "no such endpoint (allowed: GET /add?delay=MS, /delay/DURATION, /bytes/N, /status/CODE, /stats, /echo/last; POST /stats/reset; any method /echo)"
         })),
     )
         .into_response()

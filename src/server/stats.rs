@@ -1,4 +1,5 @@
-//! The server's counters: requests served, in flight now, peak in flight, and since when.
+//! The server's counters: requests served, in flight now, peak in flight, connections and
+//! TLS handshakes, and since when; and the last request `/echo` saw.
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -12,7 +13,11 @@ pub struct Stats {
     requests: AtomicU64,
     in_flight: AtomicI64,
     peak_in_flight: AtomicI64,
+    connections: AtomicU64,
+    tls_handshakes: AtomicU64,
+    tls_failures: AtomicU64,
     since: Mutex<SystemTime>,
+    last_echo: Mutex<Option<serde_json::Value>>,
 }
 
 impl Default for Stats {
@@ -21,7 +26,11 @@ impl Default for Stats {
             requests: AtomicU64::new(0),
             in_flight: AtomicI64::new(0),
             peak_in_flight: AtomicI64::new(0),
+            connections: AtomicU64::new(0),
+            tls_handshakes: AtomicU64::new(0),
+            tls_failures: AtomicU64::new(0),
             since: Mutex::new(SystemTime::now()),
+            last_echo: Mutex::new(None),
         }
     }
 }
@@ -37,6 +46,15 @@ pub struct StatsSnapshot {
     pub peak_in_flight: i64,
     /// When counting started (epoch seconds): server start or the last reset.
     pub since: u64,
+    /// Connections accepted since `since` (TCP; over TLS also those whose handshake failed).
+    #[serde(default)]
+    pub connections: u64,
+    /// TLS handshakes completed since `since`.
+    #[serde(default)]
+    pub tls_handshakes: u64,
+    /// TLS handshakes that failed or timed out since `since`.
+    #[serde(default)]
+    pub tls_failures: u64,
 }
 
 /// Counts one request as in flight until dropped (also when the client goes away mid-delay
@@ -60,6 +78,34 @@ impl Stats {
         InFlight { stats: self }
     }
 
+    /// Counts an accepted connection.
+    pub fn connection_opened(&self) {
+        self.connections.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a completed TLS handshake.
+    pub fn tls_handshake(&self) {
+        self.tls_handshakes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a failed TLS handshake.
+    pub fn tls_failed(&self) {
+        self.tls_failures.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Keeps the last request `/echo` saw (`GET /echo/last` shows it).
+    pub fn set_last_echo(&self, seen: serde_json::Value) {
+        *self.last_echo.lock().unwrap_or_else(|p| p.into_inner()) = Some(seen);
+    }
+
+    /// The last request `/echo` saw.
+    pub fn last_echo(&self) -> Option<serde_json::Value> {
+        self.last_echo
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
     /// The counters now.
     pub fn snapshot(&self) -> StatsSnapshot {
         let since = *self.since.lock().unwrap_or_else(|p| p.into_inner());
@@ -67,6 +113,9 @@ impl Stats {
             requests: self.requests.load(Ordering::Relaxed),
             in_flight: self.in_flight.load(Ordering::Acquire),
             peak_in_flight: self.peak_in_flight.load(Ordering::Acquire),
+            connections: self.connections.load(Ordering::Relaxed),
+            tls_handshakes: self.tls_handshakes.load(Ordering::Relaxed),
+            tls_failures: self.tls_failures.load(Ordering::Relaxed),
             since: since
                 .duration_since(SystemTime::UNIX_EPOCH)
                 .map(|d| d.as_secs())
@@ -77,6 +126,9 @@ impl Stats {
     /// Starts counting again: requests to 0, the peak to what is in flight now.
     pub fn reset(&self) {
         self.requests.store(0, Ordering::Relaxed);
+        self.connections.store(0, Ordering::Relaxed);
+        self.tls_handshakes.store(0, Ordering::Relaxed);
+        self.tls_failures.store(0, Ordering::Relaxed);
         self.peak_in_flight
             .store(self.in_flight.load(Ordering::Acquire), Ordering::Release);
         *self.since.lock().unwrap_or_else(|p| p.into_inner()) = SystemTime::now();

@@ -54,6 +54,10 @@ pub struct ChildReport {
     /// corrected for coordinated omission).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open: Option<OpenStats>,
+    /// HTTP: the connections this process's tasks opened and reused, and what opening them
+    /// cost.
+    #[serde(default)]
+    pub connections: Option<crate::measure::conn::ConnSummary>,
 }
 
 /// The prefix of the live lines an open-model run writes on stderr once per interval; the
@@ -198,6 +202,7 @@ pub fn run_cell(req: RunRequest) -> Result<ChildReport> {
     let timeline = measure::timeline(&outcome.records, t0, measure::TIMELINE_CAP);
     let mut rep = report_open(outcome, wall_s, arrivals.as_ref().map(|(a, i)| (&**a, *i)));
     rep.timeline_us = Some(timeline);
+    rep.connections = ctx.workload.connections();
     rep.pid = std::process::id();
     Ok(rep)
 }

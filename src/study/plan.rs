@@ -49,6 +49,20 @@ pub struct RunOptions {
     pub url: Option<String>,
     /// How long one HTTP request may take.
     pub request_timeout: Duration,
+    /// The HTTP method (`--method`), GET when `None`.
+    pub method: Option<String>,
+    /// `-H 'Name: value'` lines, unchecked.
+    pub headers: Vec<String>,
+    /// `--body FILE` (`@-`: standard input).
+    pub body: Option<String>,
+    /// `--cacert FILE`: a CA trusted besides the system's roots.
+    pub cacert: Option<std::path::PathBuf>,
+    /// `-k/--insecure`: skip certificate verification.
+    pub insecure: bool,
+    /// `--no-keepalive`: a new connection (and TLS session) per request.
+    pub no_keepalive: bool,
+    /// `--tls`: the study's own server and its clients speak TLS (a self-signed certificate).
+    pub tls: bool,
     /// `crawl`: run the seq cell at full size instead of scaled down.
     pub full: bool,
     /// The jobs models' backend: `sqlite:PATH` for `jobs:W` (`None`: a fresh file per run),
@@ -196,6 +210,13 @@ impl Default for RunOptions {
             mail_sink: MailSink::Discard,
             url: None,
             request_timeout: Duration::from_secs(30),
+            method: None,
+            headers: vec![],
+            body: None,
+            cacert: None,
+            insecure: false,
+            no_keepalive: false,
+            tls: false,
             full: false,
             jobs_backend: None,
             shell: false,
@@ -258,6 +279,8 @@ pub struct Plan {
     pub switch_interval: Duration,
     /// Options the workloads read.
     pub options: WorkloadOptions,
+    /// Whether the study's own server (when it starts one) speaks TLS (`--tls`).
+    pub tls: bool,
     /// What the reader should know about the plan (chosen sizes, scaled cells).
     pub notes: Vec<String>,
     /// The jobs models' backend, parsed (see [`RunOptions::jobs_backend`]).
@@ -478,6 +501,68 @@ pub fn check_classic(o: &RunOptions) -> Result<()> {
     Ok(())
 }
 
+/// Checks the HTTP request flags (`--method`, `-H`, `--body`, `--cacert`, `-k`,
+/// `--no-keepalive`) into the options the workload reads; a file is read here, once.
+pub fn request_options(o: &RunOptions) -> Result<WorkloadOptions> {
+    let method = match &o.method {
+        Some(m) => Some(
+            workload::http::check_method(m)
+                .map_err(Error::usage)?
+                .to_string(),
+        ),
+        None => None,
+    };
+    let headers = o
+        .headers
+        .iter()
+        .map(|h| workload::http::check_header(h))
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(Error::usage)?;
+    let body = match o.body.as_deref() {
+        None => None,
+        Some("@-") => {
+            let mut b = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::stdin(), &mut b)
+                .map_err(|e| Error::usage(format!("--body '@-': standard input cannot be read: {e}")))?;
+            Some(b)
+        }
+        Some(path) => Some(std::fs::read(path).map_err(|e| {
+            Error::usage(format!(
+                "--body '{path}' cannot be read: {e} (allowed: a readable file, or @- for standard input)"
+            ))
+        })?),
+    };
+    if let (true, Some(ca)) = (o.insecure, &o.cacert) {
+        return Err(Error::usage(format!(
+            "--insecure and --cacert '{}' contradict each other: -k trusts every certificate, --cacert one more CA; give one of them",
+            ca.display()
+        )));
+    }
+    let ca_pem = match &o.cacert {
+        None => None,
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                Error::usage(format!(
+                    "--cacert '{}' cannot be read: {e} (allowed: a PEM file of CA certificates)",
+                    path.display()
+                ))
+            })?;
+            crate::tls::certs_from_pem(&text)
+                .map_err(|why| Error::usage(format!("--cacert '{}' {why}", path.display())))?;
+            Some(text)
+        }
+    };
+    Ok(WorkloadOptions {
+        method,
+        headers,
+        body,
+        ca_pem,
+        insecure: o.insecure,
+        keepalive: !o.no_keepalive,
+        ..WorkloadOptions::default()
+    })
+}
+
 /// Builds the plan from the user's options; every bad value is a usage error naming it.
 pub fn build(o: &RunOptions) -> Result<Plan> {
     check_classic(o)?;
@@ -509,7 +594,13 @@ pub fn build(o: &RunOptions) -> Result<Plan> {
         cmd_shell: o.shell,
         cmd_output: o.cmd_output.clone(),
         cell_tasks: None,
+        ..request_options(o)?
     };
+    if o.tls && o.url.is_some() {
+        return Err(Error::usage(
+            "--tls runs the study's own server over TLS; with --url give an https:// URL instead",
+        ));
+    }
     let jobs_backend = o
         .jobs_backend
         .as_deref()
@@ -606,7 +697,13 @@ pub fn build(o: &RunOptions) -> Result<Plan> {
         })?;
         crate::jobs::open(url).map_err(|e| Error::usage(format!("--jobs-backend: {e}")))?;
     }
+    if o.tls && !cells.iter().any(|c| c.needs_server) {
+        return Err(Error::usage(
+            "--tls runs the study's own delay server over TLS, and this study starts none (it applies to http:/PATH workloads without --url, and to the crawl study)",
+        ));
+    }
     Ok(Plan {
+        tls: o.tls,
         name: preset.name,
         cells,
         repeat: check_range("--repeat", o.repeat.unwrap_or(preset.repeat), 1, 1000)?,

@@ -1,51 +1,105 @@
-//! `http:URL`: one GET per task, counting the body bytes actually read.
+//! `http:URL`: one request per task (GET unless `--method`), counting the body bytes actually
+//! read.
 //!
-//! `http:http://HOST:PORT/PATH` goes to that server; `http:/PATH` goes to the server of the
-//! run (`--url`, or the in-process `concur serve` a study starts). The URL is fetched exactly
-//! as given, except that every `{rand}` in its path or query becomes 10 random lowercase
-//! letters (different for every request, to defeat caches). Nothing is appended: a URL without
-//! `{rand}` is the same for every request, as in wrk, hey, oha and curl.
+//! `http:http://HOST:PORT/PATH` (or `https://`) goes to that server; `http:/PATH` goes to the
+//! server of the run (`--url`, or the in-process `concur serve` a study starts). The URL is
+//! fetched exactly as given, except that every `{rand}` in its path or query becomes 10 random
+//! lowercase letters (different for every request, to defeat caches) and every `{i}` the
+//! task's index; both work in the headers and the body too. Nothing is appended: a URL without
+//! them is the same for every request, as in wrk, hey, oha and curl. Redirects are not
+//! followed: a 3xx is a response like any other.
 //!
 //! A URL that cannot work is refused when the spec is parsed (so when the plan is built),
 //! not task by task: it must parse as a URL (the `url` crate, the WHATWG rules browsers
-//! follow), use `http://`, name a host and a usable port, and have a path and query that
-//! hyper accepts as a request target.
+//! follow), use `http://` or `https://`, name a host and a usable port, and have a path and
+//! query that hyper accepts as a request target.
 //!
 //! Three clients, one per kind of model: blocking models use ureq (one agent, keep-alive
 //! connections shared by the workers), async models raw hyper HTTP/1 connections from a small
 //! pool (no layers beyond that), and the green model a minimal HTTP/1.1 client on `may`'s
-//! coroutine sockets whose response heads `httparse` reads. The `curl` model drives libcurl
-//! itself from [`Workload::url`].
+//! coroutine sockets whose response heads `httparse` reads. All three speak TLS through
+//! rustls (tokio-rustls for hyper; rustls's own blocking stream over `may`'s sockets, since
+//! rustls does no I/O of its own). The `curl` model drives libcurl itself from
+//! [`Workload::http_request`] and reports its connections back through
+//! [`Workload::record_connection`].
 
+use std::borrow::Cow;
+use std::cell::Cell;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Empty};
+use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
+use hyper::header::{HeaderName, HeaderValue};
 use hyper_util::rt::TokioIo;
+use rustls::pki_types::ServerName;
 
-use super::{Entry, Nature, TaskError, TaskFuture, Workload, WorkloadOptions};
-use crate::{gil, units};
+use super::{Entry, HttpRequest, Nature, TaskError, TaskFuture, Workload, WorkloadOptions};
+use crate::measure::conn::{ConnRecorder, ConnSample, ConnSummary};
+use crate::measure::mono_ns;
+use crate::{gil, tls, units};
 
 pub(super) const ENTRY: Entry = Entry {
     name: "http",
     usage: "http:URL",
-    help: "GET URL as given (http://HOST:PORT/PATH, or /PATH on the run's server); every {rand} becomes 10 random letters",
+    help: "request URL as given (http(s)://HOST:PORT/PATH, or /PATH on the run's server); every {rand} becomes 10 random letters, every {i} the task's index",
     parse,
 };
 
 /// The placeholder that becomes 10 random letters in every request.
 pub const RAND: &str = "{rand}";
 
+/// The placeholder that becomes the task's index.
+pub const INDEX: &str = "{i}";
+
 /// What an `http:` URL may be, for error messages.
-const ALLOWED: &str = "allowed: http://HOST[:PORT]/PATH, or /PATH on the run's server";
+const ALLOWED: &str =
+    "allowed: http://HOST[:PORT]/PATH or https://HOST[:PORT]/PATH, or /PATH on the run's server";
 
 /// Where a relative `http:/PATH` spec is checked when the run's server is not known yet (the
 /// plan is built before concur starts its own server); never connected to.
 const PLACEHOLDER_BASE: &str = "http://127.0.0.1:0";
+
+/// Read buffer of a green connection: a response head and a small body in one read, without
+/// holding 16 KiB per idle connection at ten thousand connections.
+const GREEN_BUF: usize = 4 << 10;
+
+/// Replaces the placeholders in a sample so that a value is checked as it will be sent.
+fn sample(text: &str) -> String {
+    text.replace(RAND, &letters(0)).replace(INDEX, "0")
+}
+
+/// Checks a method as the plan does (`--method`): an HTTP token.
+pub fn check_method(m: &str) -> Result<hyper::Method, String> {
+    hyper::Method::from_bytes(m.as_bytes()).map_err(|_| {
+        format!("--method '{m}' is not an HTTP method (allowed: a token such as GET, POST, PUT, DELETE, PATCH, HEAD)")
+    })
+}
+
+/// Checks a `-H 'Name: value'` line as the plan does: a colon, a valid name, a value that can
+/// be sent once `{rand}` and `{i}` are filled in.
+pub fn check_header(line: &str) -> Result<(String, String), String> {
+    let Some((name, value)) = line.split_once(':') else {
+        return Err(format!(
+            "-H '{line}' has no colon (allowed: 'Name: value', e.g. -H 'Authorization: Bearer KEY')"
+        ));
+    };
+    let (name, value) = (name.trim(), value.trim());
+    if HeaderName::from_bytes(name.as_bytes()).is_err() {
+        return Err(format!(
+            "-H '{line}': '{name}' is not a header name (allowed: letters, digits and !#$%&'*+-.^_`|~)"
+        ));
+    }
+    if HeaderValue::from_str(&sample(value)).is_err() {
+        return Err(format!(
+            "-H '{line}': the value cannot be sent (allowed: visible text, spaces and tabs)"
+        ));
+    }
+    Ok((name.to_string(), value.to_string()))
+}
 
 fn parse(args: &str, opts: &WorkloadOptions) -> Result<Arc<dyn Workload>, String> {
     if args.is_empty() {
@@ -66,16 +120,48 @@ fn parse(args: &str, opts: &WorkloadOptions) -> Result<Arc<dyn Workload>, String
     };
     let target = Target::parse(&full, shown, relative && opts.base_url.is_none())?;
     let delay = delay_of(&target.path);
+    let method = check_method(opts.method.as_deref().unwrap_or("GET"))?;
+    let mut headers = Vec::with_capacity(opts.headers.len());
+    for (name, value) in &opts.headers {
+        let name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| format!("-H: '{name}' is not a header name"))?;
+        headers.push((name, value.clone()));
+    }
+    let has_host_header = headers.iter().any(|(n, _)| n == hyper::header::HOST);
+    let client_tls = if target.tls {
+        Some(Arc::new(tls::client_config(
+            opts.insecure,
+            opts.ca_pem.as_deref(),
+        )?))
+    } else {
+        None
+    };
+    let body = opts.body.clone().map(Bytes::from);
+    let body_templated = body
+        .as_ref()
+        .is_some_and(|b| find(b, RAND.as_bytes()) || find(b, INDEX.as_bytes()));
     Ok(Arc::new(Http {
         spec_url: args.to_string(),
+        scheme: if target.tls { "https" } else { "http" },
         host: target.host,
         connect: target.connect,
+        server_name: target.server_name,
         path: target.path,
         delay,
         relative,
         has_base: opts.base_url.is_some(),
         timeout: Duration::from_millis(opts.request_timeout_ms.max(1)),
         nonce: crate::measure::mono_ns() ^ u64::from(std::process::id()) << 32,
+        method,
+        headers,
+        has_host_header,
+        body,
+        body_templated,
+        keepalive: opts.keepalive,
+        insecure: opts.insecure,
+        ca_pem: opts.ca_pem.clone(),
+        client_tls,
+        conns: ConnRecorder::default(),
         addr: OnceLock::new(),
         agent: OnceLock::new(),
         async_pool: Mutex::new(Vec::new()),
@@ -83,13 +169,38 @@ fn parse(args: &str, opts: &WorkloadOptions) -> Result<Arc<dyn Workload>, String
     }))
 }
 
+/// Whether `needle` occurs in `hay`.
+fn find(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// `hay` with every `needle` replaced by `with`.
+fn replace_bytes(hay: &[u8], needle: &[u8], with: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(hay.len());
+    let mut i = 0;
+    while i < hay.len() {
+        if hay[i..].starts_with(needle) {
+            out.extend_from_slice(with);
+            i += needle.len();
+        } else {
+            out.push(hay[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
 /// A checked URL, split the way the clients use it.
 #[derive(Debug, PartialEq)]
 struct Target {
+    /// `https://`.
+    tls: bool,
     /// The `Host` header: host as the URL parser normalised it, and the port if one was given.
     host: String,
     /// `HOST:PORT` to resolve and connect to (IPv6 literals in brackets).
     connect: String,
+    /// The name TLS sends (SNI, for a domain) and verifies the certificate against.
+    server_name: ServerName<'static>,
     /// The request target as given (origin form: `/PATH?QUERY`), `{rand}` still in it.
     path: String,
 }
@@ -100,33 +211,30 @@ impl Target {
     fn parse(text: &str, shown: &str, placeholder: bool) -> Result<Target, String> {
         let refuse = |why: String| Err(format!("URL '{shown}' {why} ({ALLOWED})"));
         // Letters are valid wherever `{rand}` may stand, so the URL is checked as it is sent.
-        let sample = text.replace(RAND, &letters(0));
-        let url = match url::Url::parse(&sample) {
+        let sampled = sample(text);
+        let url = match url::Url::parse(&sampled) {
             Ok(u) => u,
             Err(e) => return refuse(format!("does not parse: {e}")),
         };
-        match url.scheme() {
-            "http" => {}
-            "https" => {
-                return Err(format!(
-                    "URL '{shown}': https:// is not supported yet ({ALLOWED})"
-                ))
-            }
+        let tls = match url.scheme() {
+            "http" => false,
+            "https" => true,
             other => return refuse(format!("has the scheme '{other}:', which is not supported")),
-        }
+        };
         // The URL parser forgives `http:host` and `http:///host` (WHATWG); the authority is
         // taken from the text, so it must be spelled out after `http://`.
-        let rest = match text.get(..7) {
-            Some(p) if p.eq_ignore_ascii_case("http://") => &text[7..],
-            _ => return refuse("must start with http://".into()),
+        let prefix = if tls { "https://" } else { "http://" };
+        let rest = match text.get(..prefix.len()) {
+            Some(p) if p.eq_ignore_ascii_case(prefix) => &text[prefix.len()..],
+            _ => return refuse(format!("must start with {prefix}")),
         };
         let (authority, tail) = rest.split_at(rest.find(['/', '?', '#']).unwrap_or(rest.len()));
         if authority.is_empty() {
             return refuse("has no host".into());
         }
-        if authority.contains(RAND) {
+        if authority.contains(RAND) || authority.contains(INDEX) {
             return refuse(format!(
-                "has {RAND} in the host; it may stand in the path or query only"
+                "has {RAND} or {INDEX} in the host; they may stand in the path or query only"
             ));
         }
         if !url.username().is_empty() || url.password().is_some() {
@@ -134,7 +242,7 @@ impl Target {
         }
         // What the parser read as the authority must be all of the text before the path:
         // `http://h\x/` is host `h` and path `/x/` to it, but not to a server reading `h\x`.
-        let alone = url::Url::parse(&format!("http://{authority}/")).ok();
+        let alone = url::Url::parse(&format!("{prefix}{authority}/")).ok();
         if alone.as_ref().map(|a| (a.path(), a.query())) != Some(("/", None)) {
             return refuse(format!("has an unusable host and port '{authority}'"));
         }
@@ -145,10 +253,13 @@ impl Target {
         if port == 0 && !placeholder {
             return refuse("has port 0, which cannot be connected to".into());
         }
-        let connect = match host {
-            url::Host::Ipv6(ip) => format!("[{ip}]:{port}"),
-            url::Host::Ipv4(ip) => format!("{ip}:{port}"),
-            url::Host::Domain(d) => format!("{d}:{port}"),
+        let (connect, server_name) = match host {
+            url::Host::Ipv6(ip) => (format!("[{ip}]:{port}"), ServerName::from(ip)),
+            url::Host::Ipv4(ip) => (format!("{ip}:{port}"), ServerName::from(ip)),
+            url::Host::Domain(d) => match ServerName::try_from(d.to_string()) {
+                Ok(n) => (format!("{d}:{port}"), n),
+                Err(_) => return refuse(format!("has the host '{d}', which TLS cannot name")),
+            },
         };
         let host = match url.port() {
             Some(p) => format!("{host}:{p}"),
@@ -164,15 +275,16 @@ impl Target {
         // hyper's parser (the async client's) decides which request targets can be sent as
         // they are: a space or a control character in the path would otherwise fail every
         // request at run time.
-        let sent = path.replace(RAND, &letters(0));
-        if sent.parse::<hyper::Uri>().is_err() {
+        if sample(&path).parse::<hyper::Uri>().is_err() {
             return refuse(format!(
                 "has the path '{path}', which cannot be sent as it is (percent-encode spaces, quotes and control characters)"
             ));
         }
         Ok(Target {
+            tls,
             host,
             connect,
+            server_name,
             path,
         })
     }
@@ -192,13 +304,48 @@ fn delay_of(path: &str) -> Option<Duration> {
         .map(|ms| Duration::from_secs_f64(ms / 1e3))
 }
 
-/// GET requests to one server.
+/// A green connection: plain, or rustls's blocking stream over a coroutine socket (whose
+/// reads and writes yield to the other coroutines).
+enum GreenStream {
+    Plain(may::net::TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, may::net::TcpStream>>),
+}
+
+impl Read for GreenStream {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            GreenStream::Plain(s) => s.read(buf),
+            GreenStream::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for GreenStream {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            GreenStream::Plain(s) => s.write(buf),
+            GreenStream::Tls(s) => s.write(buf),
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            GreenStream::Plain(s) => s.flush(),
+            GreenStream::Tls(s) => s.flush(),
+        }
+    }
+}
+
+/// HTTP requests to one server.
 pub struct Http {
     spec_url: String,
+    /// `http` or `https`.
+    scheme: &'static str,
     /// The `Host` header and the authority of the URLs handed to ureq and libcurl.
     host: String,
     /// `HOST:PORT` to resolve.
     connect: String,
+    /// The name TLS sends and verifies.
+    server_name: ServerName<'static>,
     /// The request target, `{rand}` still in it.
     path: String,
     delay: Option<Duration>,
@@ -206,12 +353,26 @@ pub struct Http {
     has_base: bool,
     timeout: Duration,
     nonce: u64,
+    method: hyper::Method,
+    /// `-H` headers, placeholders still in the values.
+    headers: Vec<(HeaderName, String)>,
+    /// Whether `-H` sets `Host` (then ours is not sent).
+    has_host_header: bool,
+    body: Option<Bytes>,
+    /// Whether the body holds `{rand}` or `{i}`.
+    body_templated: bool,
+    keepalive: bool,
+    insecure: bool,
+    ca_pem: Option<String>,
+    /// The rustls config of `https://` targets, made once (the system's roots are read then).
+    client_tls: Option<Arc<rustls::ClientConfig>>,
+    conns: ConnRecorder,
     addr: OnceLock<Result<SocketAddr, String>>,
     agent: OnceLock<ureq::Agent>,
-    async_pool: Mutex<Vec<SendRequest<Empty<Bytes>>>>,
+    async_pool: Mutex<Vec<SendRequest<Full<Bytes>>>>,
     /// Idle coroutine connections, buffered: a response head and its body usually arrive in
     /// one read, and the buffer keeps what `httparse` did not consume for the body.
-    green_pool: Mutex<Vec<BufReader<may::net::TcpStream>>>,
+    green_pool: Mutex<Vec<BufReader<GreenStream>>>,
 }
 
 /// 10 lowercase letters from a seed (splitmix64), for cache-busting URLs.
@@ -242,14 +403,120 @@ fn status_error(code: u16) -> TaskError {
     err(kind, format!("HTTP {code}"))
 }
 
-impl Http {
-    fn path_for(&self, index: usize) -> String {
-        if self.path.contains(RAND) {
-            self.path
-                .replace(RAND, &letters(self.nonce.wrapping_add(index as u64)))
-        } else {
-            self.path.clone()
+fn micros(from_ns: u64, to_ns: u64) -> u64 {
+    to_ns.saturating_sub(from_ns) / 1000
+}
+
+thread_local! {
+    /// The blocking client's connection of the request this thread is making: when ureq's
+    /// resolver was asked for a new connection (ns), and the TLS handshake's µs. ureq shows
+    /// neither, so its resolver and TLS connector leave them here. Blocking threads only:
+    /// never read inside a coroutine.
+    static UREQ_CONN: Cell<(Option<u64>, Option<u64>, Option<u64>)> = const { Cell::new((None, None, None)) };
+}
+
+/// ureq's resolver, counting new connections (ureq resolves once per connection it opens).
+struct CountingResolver;
+
+impl ureq::Resolver for CountingResolver {
+    fn resolve(&self, netloc: &str) -> std::io::Result<Vec<SocketAddr>> {
+        UREQ_CONN.with(|c| c.set((Some(mono_ns()), None, None)));
+        netloc.to_socket_addrs().map(|a| a.collect())
+    }
+}
+
+/// ureq's TLS: rustls with our config, the handshake done at once (ureq's own does it on the
+/// first write) so that its time and its failure are the handshake's.
+struct TimedTls {
+    config: Arc<rustls::ClientConfig>,
+}
+
+/// A TLS stream for ureq.
+#[derive(Debug)]
+struct UreqTls(rustls::StreamOwned<rustls::ClientConnection, Box<dyn ureq::ReadWrite>>);
+
+impl Read for UreqTls {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.0.read(buf)
+    }
+}
+
+impl Write for UreqTls {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+impl ureq::ReadWrite for UreqTls {
+    fn socket(&self) -> Option<&std::net::TcpStream> {
+        self.0.sock.socket()
+    }
+}
+
+/// The marker of a TLS failure in ureq's transport errors.
+const TLS_FAILED: &str = "TLS handshake failed";
+
+impl ureq::TlsConnector for TimedTls {
+    fn connect(
+        &self,
+        dns_name: &str,
+        mut io: Box<dyn ureq::ReadWrite>,
+    ) -> Result<Box<dyn ureq::ReadWrite>, ureq::Error> {
+        let t0 = mono_ns();
+        let fail =
+            |e: String| ureq::Error::from(std::io::Error::other(format!("{TLS_FAILED}: {e}")));
+        let name = ServerName::try_from(dns_name.trim_matches(['[', ']']).to_string())
+            .map_err(|e| fail(e.to_string()))?;
+        let mut conn = rustls::ClientConnection::new(self.config.clone(), name)
+            .map_err(|e| fail(e.to_string()))?;
+        while conn.is_handshaking() {
+            conn.complete_io(&mut io).map_err(|e| fail(e.to_string()))?;
         }
+        let now = mono_ns();
+        UREQ_CONN.with(|c| {
+            let (start, _, _) = c.get();
+            c.set((start, start.map(|s| micros(s, t0)), Some(micros(t0, now))));
+        });
+        Ok(Box::new(UreqTls(rustls::StreamOwned::new(conn, io))))
+    }
+}
+
+impl Http {
+    /// `s` with `{rand}` and `{i}` filled in for task `index`.
+    fn fill<'a>(&self, s: &'a str, index: usize) -> Cow<'a, str> {
+        if !s.contains('{') {
+            return Cow::Borrowed(s);
+        }
+        let mut out = s.to_string();
+        if out.contains(RAND) {
+            out = out.replace(RAND, &letters(self.nonce.wrapping_add(index as u64)));
+        }
+        if out.contains(INDEX) {
+            out = out.replace(INDEX, &index.to_string());
+        }
+        Cow::Owned(out)
+    }
+
+    fn path_for(&self, index: usize) -> String {
+        self.fill(&self.path, index).into_owned()
+    }
+
+    /// The body of task `index`, placeholders filled in.
+    fn body_for(&self, index: usize) -> Option<Bytes> {
+        let body = self.body.as_ref()?;
+        if !self.body_templated {
+            return Some(body.clone());
+        }
+        let rand = letters(self.nonce.wrapping_add(index as u64));
+        let b = replace_bytes(body, RAND.as_bytes(), rand.as_bytes());
+        Some(Bytes::from(replace_bytes(
+            &b,
+            INDEX.as_bytes(),
+            index.to_string().as_bytes(),
+        )))
     }
 
     fn check_server(&self) -> Result<(), TaskError> {
@@ -278,18 +545,44 @@ impl Http {
 
     fn agent(&self) -> &ureq::Agent {
         self.agent.get_or_init(|| {
-            ureq::AgentBuilder::new()
+            let idle = if self.keepalive { 100_000 } else { 0 };
+            let mut b = ureq::AgentBuilder::new()
                 .timeout(self.timeout)
-                .max_idle_connections(100_000)
-                .max_idle_connections_per_host(100_000)
-                .build()
+                .redirects(0)
+                .max_idle_connections(idle)
+                .max_idle_connections_per_host(idle)
+                .resolver(CountingResolver);
+            if let Some(config) = &self.client_tls {
+                b = b.tls_connector(Arc::new(TimedTls {
+                    config: config.clone(),
+                }));
+            }
+            b.build()
         })
     }
 
     fn fetch_blocking(&self, index: usize) -> Result<u64, TaskError> {
         self.check_server()?;
-        let url = format!("http://{}{}", self.host, self.path_for(index));
-        let resp = match self.agent().get(&url).call() {
+        let url = format!("{}://{}{}", self.scheme, self.host, self.path_for(index));
+        let mut req = self.agent().request(self.method.as_str(), &url);
+        for (name, value) in &self.headers {
+            req = req.set(name.as_str(), &self.fill(value, index));
+        }
+        if !self.keepalive {
+            req = req.set("Connection", "close");
+        }
+        UREQ_CONN.with(|c| c.set((None, None, None)));
+        let sent = match self.body_for(index) {
+            Some(b) => req.send_bytes(&b),
+            None => req.call(),
+        };
+        let (opened, connect_us, tls_us) = UREQ_CONN.with(|c| c.take());
+        self.conns.record(ConnSample {
+            opened: opened.is_some(),
+            connect_us,
+            tls_us,
+        });
+        let resp = match sent {
             Ok(r) => r,
             Err(ureq::Error::Status(code, r)) => {
                 // Drain so the connection can be reused.
@@ -298,7 +591,9 @@ impl Http {
             }
             Err(ureq::Error::Transport(t)) => {
                 let text = t.to_string();
-                let kind = if text.contains("timed out") || text.contains("Timeout") {
+                let kind = if text.contains(TLS_FAILED) {
+                    tls::KIND
+                } else if text.contains("timed out") || text.contains("Timeout") {
                     "timeout"
                 } else if t.kind() == ureq::ErrorKind::ConnectionFailed {
                     "connect"
@@ -340,13 +635,17 @@ impl Http {
             .map_err(|e| err("connect", e))
     }
 
-    async fn connect_async(&self) -> Result<SendRequest<Empty<Bytes>>, TaskError> {
-        let addr = self.addr_async().await?;
-        let stream = tokio::net::TcpStream::connect(addr)
-            .await
-            .map_err(|e| err("connect", format!("{addr}: {e}")))?;
-        let _ = stream.set_nodelay(true);
-        let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+    /// hyper's HTTP/1 handshake over any stream; the connection is driven by its own task.
+    async fn handshake<I>(io: I) -> Result<SendRequest<Full<Bytes>>, TaskError>
+    where
+        I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+    {
+        // A small exact read buffer: the responses counted here are small, and at ten
+        // thousand connections hyper's default (8 KiB, growing) was most of the memory of an
+        // in-flight request. Larger bodies are read in more, smaller reads.
+        let (sender, conn) = hyper::client::conn::http1::Builder::new()
+            .read_buf_exact_size(Some(ASYNC_READ_BUF))
+            .handshake(io)
             .await
             .map_err(|e| err("connect", e.to_string()))?;
         tokio::spawn(async move {
@@ -355,24 +654,80 @@ impl Http {
         Ok(sender)
     }
 
+    async fn connect_async(&self) -> Result<SendRequest<Full<Bytes>>, TaskError> {
+        let addr = self.addr_async().await?;
+        let t0 = mono_ns();
+        let stream = tokio::net::TcpStream::connect(addr)
+            .await
+            .map_err(|e| err("connect", format!("{addr}: {e}")))?;
+        let t1 = mono_ns();
+        let _ = stream.set_nodelay(true);
+        let mut sample = ConnSample {
+            opened: true,
+            connect_us: Some(micros(t0, t1)),
+            tls_us: None,
+        };
+        let sender = match &self.client_tls {
+            None => Self::handshake(TokioIo::new(stream)).await,
+            Some(config) => {
+                let tls = tokio_rustls::TlsConnector::from(config.clone())
+                    .connect(self.server_name.clone(), stream)
+                    .await
+                    .map_err(|e| err(tls::KIND, format!("{}: {e}", self.connect)));
+                match tls {
+                    Ok(s) => {
+                        sample.tls_us = Some(micros(t1, mono_ns()));
+                        Self::handshake(TokioIo::new(s)).await
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+        };
+        self.conns.record(sample);
+        sender
+    }
+
+    fn request_for(&self, index: usize) -> Result<hyper::Request<Full<Bytes>>, TaskError> {
+        let mut b = hyper::Request::builder()
+            .method(self.method.clone())
+            .uri(self.path_for(index));
+        if !self.has_host_header {
+            b = b.header(hyper::header::HOST, self.host.as_str());
+        }
+        for (name, value) in &self.headers {
+            b = b.header(name, self.fill(value, index).as_ref());
+        }
+        if !self.keepalive {
+            b = b.header(hyper::header::CONNECTION, "close");
+        }
+        b.body(Full::new(self.body_for(index).unwrap_or_default()))
+            .map_err(|e| err("request", e.to_string()))
+    }
+
     async fn fetch_async(&self, index: usize) -> Result<u64, TaskError> {
-        let pooled = self
-            .async_pool
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .pop();
+        let pooled = if self.keepalive {
+            self.async_pool
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .pop()
+        } else {
+            None
+        };
         let mut sender = match pooled {
-            Some(s) if !s.is_closed() => s,
-            _ => self.connect_async().await?,
+            Some(s) if !s.is_closed() => {
+                self.conns.record(ConnSample::default());
+                s
+            }
+            // Boxed: the connect's state (TLS handshake included) is 3.6 KB of the 3.7 KB
+            // future, and a request spends most of its life waiting for the response with
+            // that space reserved but unused; boxed, it is held only while connecting.
+            _ => Box::pin(self.connect_async()).await?,
         };
         sender
             .ready()
             .await
             .map_err(|e| err("connect", e.to_string()))?;
-        let req = hyper::Request::get(self.path_for(index))
-            .header(hyper::header::HOST, self.host.as_str())
-            .body(Empty::<Bytes>::new())
-            .map_err(|e| err("request", e.to_string()))?;
+        let req = self.request_for(index)?;
         let resp = sender
             .send_request(req)
             .await
@@ -386,7 +741,7 @@ impl Http {
                 n += data.len() as u64;
             }
         }
-        if !sender.is_closed() {
+        if self.keepalive && !sender.is_closed() {
             self.async_pool
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -398,29 +753,86 @@ impl Http {
         Ok(n)
     }
 
-    fn fetch_green(&self, index: usize) -> Result<u64, TaskError> {
+    /// Opens a green connection (TLS included), recording what it cost.
+    fn connect_green(&self) -> Result<BufReader<GreenStream>, TaskError> {
         let addr = self.addr()?;
-        let pooled = self
-            .green_pool
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .pop();
-        let mut stream = match pooled {
-            Some(s) => s,
-            None => {
-                let s = may::net::TcpStream::connect(addr)
-                    .map_err(|e| err("connect", format!("{addr}: {e}")))?;
-                let _ = s.set_nodelay(true);
-                let _ = s.set_read_timeout(Some(self.timeout));
-                let _ = s.set_write_timeout(Some(self.timeout));
-                BufReader::with_capacity(16 << 10, s)
+        let t0 = mono_ns();
+        let s = may::net::TcpStream::connect(addr)
+            .map_err(|e| err("connect", format!("{addr}: {e}")))?;
+        let t1 = mono_ns();
+        let _ = s.set_nodelay(true);
+        let _ = s.set_read_timeout(Some(self.timeout));
+        let _ = s.set_write_timeout(Some(self.timeout));
+        let mut sample = ConnSample {
+            opened: true,
+            connect_us: Some(micros(t0, t1)),
+            tls_us: None,
+        };
+        let stream = match &self.client_tls {
+            None => GreenStream::Plain(s),
+            Some(config) => {
+                let tls_err = |e: String| err(tls::KIND, format!("{}: {e}", self.connect));
+                let mut conn =
+                    rustls::ClientConnection::new(config.clone(), self.server_name.clone())
+                        .map_err(|e| tls_err(e.to_string()))?;
+                let mut s = s;
+                let shaken = (|| {
+                    while conn.is_handshaking() {
+                        conn.complete_io(&mut s)?;
+                    }
+                    Ok::<(), std::io::Error>(())
+                })();
+                if let Err(e) = shaken {
+                    self.conns.record(sample);
+                    return Err(tls_err(e.to_string()));
+                }
+                sample.tls_us = Some(micros(t1, mono_ns()));
+                GreenStream::Tls(Box::new(rustls::StreamOwned::new(conn, s)))
             }
         };
-        let request = format!(
-            "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: concur\r\n\r\n",
-            self.path_for(index),
-            self.host
-        );
+        self.conns.record(sample);
+        Ok(BufReader::with_capacity(GREEN_BUF, stream))
+    }
+
+    fn fetch_green(&self, index: usize) -> Result<u64, TaskError> {
+        self.check_server()?;
+        let pooled = if self.keepalive {
+            self.green_pool
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .pop()
+        } else {
+            None
+        };
+        let mut stream = match pooled {
+            Some(s) => {
+                self.conns.record(ConnSample::default());
+                s
+            }
+            None => self.connect_green()?,
+        };
+        let body = self.body_for(index);
+        let mut head = format!("{} {} HTTP/1.1\r\n", self.method, self.path_for(index));
+        if !self.has_host_header {
+            head.push_str(&format!("Host: {}\r\n", self.host));
+        }
+        if !self
+            .headers
+            .iter()
+            .any(|(n, _)| n == hyper::header::USER_AGENT)
+        {
+            head.push_str("User-Agent: concur\r\n");
+        }
+        for (name, value) in &self.headers {
+            head.push_str(&format!("{name}: {}\r\n", self.fill(value, index)));
+        }
+        if !self.keepalive {
+            head.push_str("Connection: close\r\n");
+        }
+        if let Some(b) = &body {
+            head.push_str(&format!("Content-Length: {}\r\n", b.len()));
+        }
+        head.push_str("\r\n");
         let io = |e: std::io::Error| {
             let kind = match e.kind() {
                 std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => "timeout",
@@ -428,9 +840,15 @@ impl Http {
             };
             err(kind, e.to_string())
         };
-        stream.get_mut().write_all(request.as_bytes()).map_err(io)?;
-        let (status, n, keep) = read_response(&mut stream).map_err(io)?;
-        if keep {
+        let mut out = head.into_bytes();
+        if let Some(b) = &body {
+            out.extend_from_slice(b);
+        }
+        let w = stream.get_mut();
+        w.write_all(&out).and_then(|_| w.flush()).map_err(io)?;
+        let (status, n, keep) =
+            read_response_to(&mut stream, self.method == hyper::Method::HEAD).map_err(io)?;
+        if keep && self.keepalive {
             self.green_pool
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -442,6 +860,9 @@ impl Http {
         Ok(n)
     }
 }
+
+/// The async client's read buffer per connection (see [`Http::handshake`]).
+const ASYNC_READ_BUF: usize = 4 << 10;
 
 /// The longest response head accepted.
 const MAX_HEAD: usize = 64 << 10;
@@ -592,8 +1013,15 @@ fn skip(s: &mut impl BufRead, n: u64, what: &str) -> std::io::Result<()> {
 /// the server closes; consumes nothing past the response, so a kept connection is ready for
 /// the next one.
 pub fn read_response(s: &mut impl BufRead) -> std::io::Result<(u16, u64, bool)> {
+    read_response_to(s, false)
+}
+
+/// [`read_response`] for a request that was a `HEAD` (`to_head`), whose response never has a
+/// body whatever its headers say.
+pub fn read_response_to(s: &mut impl BufRead, to_head: bool) -> std::io::Result<(u16, u64, bool)> {
     let head = read_head(s)?;
-    let n = match head.body {
+    let body = if to_head { Body::Empty } else { head.body };
+    let n = match body {
         Body::Empty => 0,
         Body::Length(n) => {
             skip(s, n, "the body")?;
@@ -669,7 +1097,34 @@ impl Workload for Http {
         if self.relative && !self.has_base {
             return None;
         }
-        Some(format!("http://{}{}", self.host, self.path_for(index)))
+        Some(format!(
+            "{}://{}{}",
+            self.scheme,
+            self.host,
+            self.path_for(index)
+        ))
+    }
+    fn http_request(&self, index: usize) -> Option<HttpRequest> {
+        let url = self.url(index)?;
+        Some(HttpRequest {
+            url,
+            method: self.method.to_string(),
+            headers: self
+                .headers
+                .iter()
+                .map(|(n, v)| format!("{n}: {}", self.fill(v, index)))
+                .collect(),
+            body: self.body_for(index).map(|b| b.to_vec()),
+            insecure: self.insecure,
+            ca_pem: self.ca_pem.clone(),
+            keepalive: self.keepalive,
+        })
+    }
+    fn record_connection(&self, sample: ConnSample) {
+        self.conns.record(sample);
+    }
+    fn connections(&self) -> Option<ConnSummary> {
+        self.conns.summary()
     }
 }
 
@@ -724,6 +1179,39 @@ mod tests {
     }
 
     #[test]
+    fn https_urls_headers_and_bodies_are_filled_per_task() {
+        let o = WorkloadOptions {
+            method: Some("POST".into()),
+            headers: vec![("X-Task".into(), "n{i}".into())],
+            body: Some(b"id={i}&r={rand}".to_vec()),
+            insecure: true,
+            ..Default::default()
+        };
+        let w = parse("https://h/x?i={i}", &o).unwrap();
+        let r = w.http_request(7).unwrap();
+        assert_eq!(r.url, "https://h/x?i=7");
+        assert_eq!(r.method, "POST");
+        assert_eq!(r.headers, vec!["x-task: n7".to_string()]);
+        let body = String::from_utf8(r.body.unwrap()).unwrap();
+        assert!(
+            body.starts_with("id=7&r=") && body.len() == "id=7&r=".len() + 10,
+            "{body}"
+        );
+        let t = Target::parse("https://Example.com/", "x", false).unwrap();
+        assert!(t.tls);
+        assert_eq!(t.connect, "example.com:443");
+        assert!(check_header("NoColon").unwrap_err().contains("no colon"));
+        assert!(check_header("Bad Name: v")
+            .unwrap_err()
+            .contains("not a header name"));
+        assert_eq!(
+            check_header("Authorization:  Bearer k ").unwrap(),
+            ("Authorization".to_string(), "Bearer k".to_string())
+        );
+        assert!(check_method("GE T").is_err());
+    }
+
+    #[test]
     fn hosts_and_ports_are_split_for_connecting() {
         let t = |u: &str| Target::parse(u, u, false).unwrap();
         let v6 = t("http://[::1]:8080/x?y={rand}");
@@ -747,10 +1235,8 @@ mod tests {
         for (url, needle) in [
             ("", "missing URL"),
             ("http://[::1", "does not parse"),
-            (
-                "https://h/x",
-                "'https://h/x': https:// is not supported yet",
-            ),
+            ("https:h/x", "must start with https://"),
+            ("https://{i}.h/", "in the host"),
             ("ftp://h/x", "'ftp:'"),
             ("h:1/x", "not supported"),
             ("http://", "does not parse"),

@@ -57,7 +57,7 @@ pub enum MailSink {
 }
 
 /// Run-wide options that some workloads read.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorkloadOptions {
     /// Where `mail` writes.
     pub mail_sink: MailSink,
@@ -77,10 +77,73 @@ pub struct WorkloadOptions {
     /// The task count of the cell being run, for `{n}` in `cmd:` (set for each run).
     #[serde(default)]
     pub cell_tasks: Option<usize>,
+    /// The HTTP method (`--method`); `None` is GET.
+    #[serde(default)]
+    pub method: Option<String>,
+    /// Request headers (`-H 'Name: value'`), checked: name and value, `{rand}` and `{i}` still
+    /// in the value.
+    #[serde(default)]
+    pub headers: Vec<(String, String)>,
+    /// The request body (`--body FILE`), `{rand}` and `{i}` still in it.
+    #[serde(default)]
+    pub body: Option<Vec<u8>>,
+    /// Certificates (PEM) trusted besides the system's roots (`--cacert`, or the study's own
+    /// self-signed server).
+    #[serde(default)]
+    pub ca_pem: Option<String>,
+    /// Skip certificate verification (`-k/--insecure`).
+    #[serde(default)]
+    pub insecure: bool,
+    /// Reuse connections between requests (`--no-keepalive` turns it off).
+    #[serde(default = "yes")]
+    pub keepalive: bool,
+}
+
+impl Default for WorkloadOptions {
+    fn default() -> Self {
+        WorkloadOptions {
+            mail_sink: MailSink::default(),
+            base_url: None,
+            request_timeout_ms: default_request_timeout_ms(),
+            method: None,
+            headers: Vec::new(),
+            body: None,
+            ca_pem: None,
+            insecure: false,
+            keepalive: true,
+            cmd_shell: false,
+            cmd_output: None,
+            cell_tasks: None,
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn default_request_timeout_ms() -> u64 {
     30_000
+}
+
+/// One task's HTTP request, for a model that makes the request itself (`curl`): everything a
+/// client needs, placeholders filled in.
+#[derive(Debug, Clone)]
+pub struct HttpRequest {
+    /// The URL, `{rand}` and `{i}` filled in.
+    pub url: String,
+    /// The method.
+    pub method: String,
+    /// `Name: value` lines.
+    pub headers: Vec<String>,
+    /// The body, if any.
+    pub body: Option<Vec<u8>>,
+    /// Skip certificate verification.
+    pub insecure: bool,
+    /// Extra trusted certificates, PEM.
+    pub ca_pem: Option<String>,
+    /// Reuse connections.
+    pub keepalive: bool,
 }
 
 /// What one task does.
@@ -144,6 +207,18 @@ pub trait Workload: Send + Sync + 'static {
     }
     /// The URL task `index` fetches, for HTTP workloads once the run's server is known.
     fn url(&self, _index: usize) -> Option<String> {
+        None
+    }
+    /// The whole request task `index` makes (method, headers, body, TLS settings), for HTTP
+    /// workloads once the run's server is known.
+    fn http_request(&self, _index: usize) -> Option<HttpRequest> {
+        None
+    }
+    /// Adds one request's connection to the workload's account, for a model that makes the
+    /// request itself (`curl`).
+    fn record_connection(&self, _sample: crate::measure::conn::ConnSample) {}
+    /// The connections this process's tasks opened and reused, for HTTP workloads.
+    fn connections(&self) -> Option<crate::measure::conn::ConnSummary> {
         None
     }
 }

@@ -52,6 +52,10 @@ pub(crate) fn template(
         error,
         latency_us: None,
         server_peak_in_flight: None,
+        connections_opened: None,
+        connections_reused: None,
+        connect_us: None,
+        tls_us: None,
         timeline_us: None,
         startup_s: None,
         open: None,
@@ -137,6 +141,12 @@ pub(crate) fn convert(cell: &CellPlan, rep: usize, ended: Ended, verdict: Verdic
             run.failures = r.failures;
             run.bytes = r.bytes;
             run.latency_us = r.latency_us;
+            if let Some(c) = r.connections {
+                run.connections_opened = Some(c.opened);
+                run.connections_reused = Some(c.reused);
+                run.connect_us = c.connect_us;
+                run.tls_us = c.tls_us;
+            }
             run.threads_created = r.threads_created;
             run.processes_created = r.processes_created;
             run.gil_switches = r.gil_switches;

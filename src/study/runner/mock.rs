@@ -249,6 +249,7 @@ impl MockExecutor {
                     series: vec![],
                 }
             }),
+            connections: None,
             timeline_us: Some(
                 (0..n.min(crate::measure::TIMELINE_CAP))
                     .map(|i| {

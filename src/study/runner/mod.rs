@@ -101,8 +101,10 @@ impl LiveSink {
 /// The server a study started for its `http:/PATH` cells: where it listens and its counters.
 /// It belongs to the execution, not to the plan, which stays as it was built.
 pub struct RunServer<'a> {
-    /// `http://127.0.0.1:PORT`.
+    /// `http://127.0.0.1:PORT` (`https://` with `--tls`).
     pub base_url: String,
+    /// Its self-signed certificate (PEM) with `--tls`, which the runs' clients then trust.
+    pub cert_pem: Option<String>,
     /// Its counters (each run records the peak in-flight).
     pub stats: &'a Stats,
 }
@@ -138,12 +140,16 @@ impl Executor for ProcessExecutor<'_> {
         if let Some(s) = &self.server {
             s.stats.reset();
         }
-        let base_url = self.server.as_ref().map(|s| s.base_url.as_str());
+        let server = self
+            .server
+            .as_ref()
+            .map(|s| (s.base_url.as_str(), s.cert_pem.as_deref()));
+        let base_url = server.map(|s| s.0);
         let mut run = match &cell.kind {
             CellKind::Concur => {
                 let sink = self.live.lock().unwrap_or_else(|p| p.into_inner()).clone();
                 let live = |l: &LiveLine| sink.show(cell, l);
-                run_child(&self.exe, plan, cell, iteration.rep(), base_url, &live)
+                run_child(&self.exe, plan, cell, iteration.rep(), server, &live)
             }
             CellKind::External { command } => {
                 run_external(command, plan, cell, iteration.rep(), base_url)
@@ -220,12 +226,24 @@ fn run_hook(
     }))
 }
 
-/// What the `__run` child is asked to do for `cell`; `base_url` is the study's own server,
-/// which `http:/PATH` workloads go to when no `--url` was given.
-pub(crate) fn request(plan: &Plan, cell: &CellPlan, base_url: Option<&str>) -> RunRequest {
+/// What the `__run` child is asked to do for `cell`; `server` is the study's own server (its
+/// URL and, over TLS, its certificate), which `http:/PATH` workloads go to when no `--url` was
+/// given.
+pub(crate) fn request(
+    plan: &Plan,
+    cell: &CellPlan,
+    server: Option<(&str, Option<&str>)>,
+) -> RunRequest {
     let mut options = plan.options.clone();
-    if let Some(url) = base_url {
-        options.base_url.get_or_insert_with(|| url.to_string());
+    if let (Some((url, cert)), None) = (server, &options.base_url) {
+        options.base_url = Some(url.to_string());
+        // The study's self-signed certificate is trusted besides any --cacert.
+        if let Some(cert) = cert {
+            options.ca_pem = Some(match options.ca_pem.take() {
+                Some(user) => format!("{user}\n{cert}"),
+                None => cert.to_string(),
+            });
+        }
     }
     options.cell_tasks = Some(cell.key.tasks);
     // Each cell keeps its commands' output in a folder of its own (the last run's).
@@ -260,11 +278,11 @@ fn run_child(
     plan: &Plan,
     cell: &CellPlan,
     rep: usize,
-    base_url: Option<&str>,
+    server: Option<(&str, Option<&str>)>,
     live: &dyn Fn(&LiveLine),
 ) -> RunResult {
     let started = Instant::now();
-    let child = match supervise::spawn(exe, request(plan, cell, base_url)) {
+    let child = match supervise::spawn(exe, request(plan, cell, server)) {
         Ok(c) => c,
         Err(e) => return convert::not_started(cell, rep, &e),
     };

@@ -1,0 +1,363 @@
+//! HTTPS and richer requests: every client model against the self-signed delay server, what
+//! verification refuses, `concur serve --tls-self-signed` and its printed certificate,
+//! headers, methods and bodies as the server saw them, `--no-keepalive` counted at the server,
+//! and the request flags' bad input.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use common::*;
+use concur::server::{InProcessServer, ServeTls, ServerOptions};
+
+/// A delay server over TLS with a fresh self-signed certificate, and that certificate in a file.
+fn tls_server() -> (InProcessServer, tempfile::TempDir, std::path::PathBuf) {
+    let s = InProcessServer::start(
+        ServerOptions {
+            tls: Some(ServeTls::SelfSigned),
+            ..ServerOptions::ephemeral()
+        },
+        2,
+    )
+    .expect("server starts");
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, &s.cert.as_ref().unwrap().cert_pem).unwrap();
+    (s, dir, ca)
+}
+
+const ALL_MODELS: &[&str] = &[
+    "seq",
+    "thread",
+    "spawn",
+    "fork",
+    "pool:4",
+    "rayon:4",
+    "async:4",
+    "async-local:4",
+    "curl:4",
+    "green:4",
+    "actor:4",
+    "jobs:4",
+    "jobs-memory:4",
+];
+
+/// `concur run` with `args`, its exit code checked, its lines returned.
+fn run(args: &[&str], code: i32) -> (std::process::Output, Vec<serde_json::Value>) {
+    run_study_exiting(args, code)
+}
+
+#[test]
+fn every_model_fetches_the_exact_checksum_over_tls() {
+    let (s, _dir, ca) = tls_server();
+    assert!(s.base_url().starts_with("https://"));
+    let url = format!("http:{}/add?name=t{{rand}}&delay=5", s.base_url());
+    let mut args = vec!["-w", url.as_str(), "-n", "20", "-r", "1"];
+    args.extend(["--cacert", ca.to_str().unwrap()]);
+    for m in ALL_MODELS {
+        args.extend(["-m", m]);
+    }
+    let (_, lines) = run(&args, 0);
+    let runs = of_type(&lines, "run");
+    assert_eq!(runs.len(), ALL_MODELS.len());
+    for r in runs {
+        assert_eq!(r["status"], "ok", "{r}");
+        assert_eq!(r["bytes"], 200, "{}: 10 bytes × 20", r["model"]);
+        let model = r["model"].as_str().unwrap();
+        if model == "fork" || model == "spawn" {
+            // Their tasks run in other processes: the run's process saw no connection.
+            assert!(r.get("connections_opened").is_none(), "{r}");
+            continue;
+        }
+        let opened = r["connections_opened"].as_u64().unwrap();
+        let reused = r["connections_reused"].as_u64().unwrap();
+        assert_eq!(opened + reused, 20, "{r}");
+        // Connections are kept: at most one per task in flight at once.
+        let at_once = r["parallelism"].as_u64().unwrap();
+        assert!(opened >= 1 && opened <= at_once, "kept connections: {r}");
+        assert!(r["tls_us"]["p50"].as_u64().unwrap() > 0, "{r}");
+    }
+    let st = s.stats.snapshot();
+    assert_eq!(st.requests, 20 * ALL_MODELS.len() as u64);
+    assert_eq!(st.tls_failures, 0);
+}
+
+#[test]
+fn an_untrusted_certificate_fails_every_task_as_tls_and_k_accepts_it() {
+    let (s, _dir, _ca) = tls_server();
+    let url = format!("http:{}/add?delay=1", s.base_url());
+    let models = [
+        "seq",
+        "pool:2",
+        "async:2",
+        "async-local:2",
+        "green:2",
+        "curl:2",
+    ];
+    let mut args = vec!["-w", url.as_str(), "-n", "3", "-r", "1"];
+    for m in models {
+        args.extend(["-m", m]);
+    }
+    let (out, lines) = run(&args, 1);
+    for r in of_type(&lines, "run") {
+        assert_eq!(r["status"], "failed", "{r}");
+        assert_eq!(r["failures"]["tls"], 3, "{r}");
+        let e = r["error"].as_str().unwrap();
+        assert!(
+            e.contains("UnknownIssuer") || e.contains("certificate"),
+            "the reason is named: {e}"
+        );
+    }
+    let shown = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+    assert!(shown.contains("tls"), "{shown}");
+    args.push("-k");
+    let (_, lines) = run(&args, 0);
+    for r in of_type(&lines, "run") {
+        assert_eq!(r["bytes"], 30, "{r}");
+    }
+}
+
+/// A child process killed when dropped, so that a failing test leaves no server behind.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `concur serve --tls-self-signed` on a free port: the child, its address, the certificate
+/// path and the fingerprint it printed.
+fn serve_self_signed() -> (Killed, String, String, String) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = Killed(
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("concur"))
+            .args(["serve", "--tls-self-signed", "--addr"])
+            .arg(format!("127.0.0.1:{port}"))
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut lines = BufReader::new(child.0.stderr.take().unwrap()).lines();
+    let (mut path, mut fp, mut url) = (None, None, None);
+    // Reads block until the server prints; it prints both lines before serving.
+    while url.is_none() {
+        let line = lines.next().expect("serve printed its lines").unwrap();
+        if let Some(rest) = line.split(", written to ").nth(1) {
+            path = rest.split(' ').next().map(str::to_string);
+            fp = line
+                .split("SHA-256 ")
+                .nth(1)
+                .and_then(|r| r.split(',').next())
+                .map(str::to_string);
+        }
+        if let Some(rest) = line.split("listening on ").nth(1) {
+            url = rest.split(' ').next().map(str::to_string);
+        }
+    }
+    (
+        child,
+        url.unwrap(),
+        path.expect("a path"),
+        fp.expect("a fingerprint"),
+    )
+}
+
+#[test]
+fn serve_prints_its_self_signed_certificate_and_cacert_trusts_it() {
+    let (_server, url, path, fp) = serve_self_signed();
+    assert!(url.starts_with("https://127.0.0.1:"), "{url}");
+    let pem = std::fs::read_to_string(&path).unwrap();
+    let der = concur::tls::certs_from_pem(&pem).unwrap();
+    assert_eq!(
+        fp,
+        concur::tls::fingerprint(&der[0]),
+        "the printed fingerprint"
+    );
+    for model in ["async", "curl", "green", "pool"] {
+        let (_dir, results) = results_path();
+        let out = concur()
+            .args(["crawl", &format!("{url}/add?name={{rand}}&delay=1")])
+            .args([
+                "-n", "4", "-c", "2", "--model", model, "-q", "--cacert", &path,
+            ])
+            .arg("--json")
+            .arg(&results)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{model}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(of_type(&read_lines(&results), "run")[0]["bytes"], 40);
+    }
+    // Without --cacert the same crawl fails verification: exit 1, kind tls.
+    let out = concur()
+        .args(["crawl", &format!("{url}/add?delay=1"), "-n", "2", "-q"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let shown = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+    assert!(shown.contains("tls"), "{shown}");
+}
+
+#[test]
+fn headers_method_and_body_reach_the_server_from_every_client() {
+    let s = InProcessServer::start(ServerOptions::ephemeral(), 2).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body.txt");
+    std::fs::write(&body, "task={i}").unwrap();
+    let url = format!("{}/echo?i={{i}}", s.base_url());
+    for model in ["seq", "pool", "async", "async-local", "green", "curl"] {
+        let (_d, results) = results_path();
+        let out = concur()
+            .args(["crawl", &url, "-n", "1", "-c", "1", "--model", model, "-q"])
+            .args(["-H", "X-Api-Key: key-{i}", "-H", "X-Other:two"])
+            .args(["--method", "PUT", "--body", body.to_str().unwrap()])
+            .arg("--json")
+            .arg(&results)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{model}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // The body comes back: its length is the checksum.
+        assert_eq!(of_type(&read_lines(&results), "run")[0]["bytes"], 6);
+        let seen = s.stats.last_echo().expect("the server saw the request");
+        assert_eq!(seen["method"], "PUT", "{model}: {seen}");
+        assert_eq!(seen["target"], "/echo?i=0", "{model}: {seen}");
+        assert_eq!(seen["headers"]["x-api-key"], "key-0", "{model}: {seen}");
+        assert_eq!(seen["headers"]["x-other"], "two", "{model}: {seen}");
+        assert_eq!(seen["body"], "task=0", "{model}: {seen}");
+    }
+}
+
+#[test]
+fn no_keepalive_opens_one_connection_per_request_counted_at_the_server() {
+    let (s, _dir, ca) = tls_server();
+    let url = format!("{}/add?delay=1", s.base_url());
+    for model in ["seq", "pool", "async", "async-local", "green", "curl"] {
+        for keepalive in [false, true] {
+            s.stats.reset();
+            let (_d, results) = results_path();
+            let mut cmd = concur();
+            cmd.args(["crawl", &url, "-n", "12", "-c", "3", "--model", model, "-q"])
+                .args(["--cacert", ca.to_str().unwrap()])
+                .arg("--json")
+                .arg(&results);
+            if !keepalive {
+                cmd.arg("--no-keepalive");
+            }
+            let out = cmd.output().unwrap();
+            assert!(
+                out.status.success(),
+                "{model}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let lines = read_lines(&results);
+            let r = of_type(&lines, "run")[0];
+            wait_for("the server to count", Duration::from_secs(5), || {
+                s.stats.snapshot().requests == 12
+            });
+            let st = s.stats.snapshot();
+            if keepalive {
+                assert!(st.connections <= 3, "{model}: {st:?}");
+                assert!(r["connections_reused"].as_u64().unwrap() >= 9, "{r}");
+            } else {
+                assert_eq!(st.connections, 12, "{model}: {st:?}");
+                assert_eq!(st.tls_handshakes, 12, "{model}: {st:?}");
+                assert_eq!(r["connections_opened"], 12, "{r}");
+                assert_eq!(r["connections_reused"], 0, "{r}");
+                assert_eq!(
+                    r["tls_us"]["p50"].as_u64().map(|v| v > 0),
+                    Some(true),
+                    "{r}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_study_server_speaks_tls_with_tls() {
+    let (_, lines) = run(
+        &[
+            "-w",
+            "http:/add?name={rand}&delay=1",
+            "-m",
+            "async:2",
+            "-m",
+            "curl:2",
+            "-n",
+            "4",
+            "-r",
+            "1",
+            "--tls",
+        ],
+        0,
+    );
+    for r in of_type(&lines, "run") {
+        assert_eq!(r["bytes"], 40, "{r}");
+        assert!(r["tls_us"]["p50"].as_u64().is_some(), "{r}");
+    }
+}
+
+#[test]
+fn bad_request_flags_are_refused_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.pem");
+    std::fs::write(&empty, "not a certificate\n").unwrap();
+    let empty = empty.to_str().unwrap();
+    let url = "https://127.0.0.1:1/x";
+    for (extra, needle) in [
+        (
+            vec!["--cacert", "/nonexistent/ca.pem"],
+            "'/nonexistent/ca.pem' cannot be read",
+        ),
+        (vec!["--cacert", empty], "holds no certificate"),
+        (vec!["-H", "NoColon"], "-H 'NoColon' has no colon"),
+        (vec!["-H", "Bad Name: x"], "'Bad Name' is not a header name"),
+        (
+            vec!["--body", "/nonexistent/body"],
+            "--body '/nonexistent/body' cannot be read",
+        ),
+        (vec!["-k", "--cacert", empty], "--insecure and --cacert"),
+        (vec!["--method", "GE T"], "--method 'GE T'"),
+    ] {
+        for sub in ["run", "crawl"] {
+            let mut cmd = concur();
+            if sub == "run" {
+                cmd.args(["run", "-w", &format!("http:{url}"), "-m", "seq", "-q"]);
+            } else {
+                cmd.args(["crawl", url, "-q"]);
+            }
+            let out = cmd.args(&extra).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{sub} {extra:?}: {err}");
+            assert_eq!(err.lines().count(), 1, "{sub} {extra:?}: {err}");
+            assert!(err.contains(needle), "{sub} {extra:?}: {err}");
+            assert!(out.stdout.is_empty());
+        }
+    }
+    let out = concur()
+        .args(["crawl", "gopher://127.0.0.1/x", "-q"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("'gopher:'"));
+    let out = concur()
+        .args(["run", "-w", "fib:5", "-m", "seq", "--tls", "-q"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
