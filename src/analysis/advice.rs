@@ -578,10 +578,7 @@ mod tests {
             server_peak_in_flight: None,
             isolation: Default::default(),
             startup_median_s: None,
-            connections_opened: None,
-            connections_reused: None,
-            connect_us: None,
-            tls_us: None,
+            conn: Default::default(),
             traits: Traits {
                 family: model.split(':').next().unwrap_or_default().into(),
                 baseline: model == "seq",

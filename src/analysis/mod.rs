@@ -102,10 +102,7 @@ fn summarize_cell(key: &CellKey, runs: &[&RunResult]) -> CellResult {
                 .filter_map(|r| r.startup_s)
                 .collect::<Vec<_>>(),
         ),
-        connections_opened: median_run.and_then(|r| r.connections_opened),
-        connections_reused: median_run.and_then(|r| r.connections_reused),
-        connect_us: median_run.and_then(|r| r.connect_us),
-        tls_us: median_run.and_then(|r| r.tls_us),
+        conn: median_run.map(|r| r.conn.clone()).unwrap_or_default(),
         traits: first.map(|r| r.traits.clone()).unwrap_or_default(),
         isolation: first.map(|r| r.isolation).unwrap_or_default(),
         open: median_run.and_then(|r| r.open.clone()).map(|mut o| {

@@ -216,6 +216,25 @@ pub enum Isolation {
     InProcess,
 }
 
+/// HTTP: the connections a run's client opened and reused, and what opening them cost (the
+/// same fields on run lines and, from the median run, on cell lines).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Connections {
+    /// Connections the run's client opened; null when it cannot tell (tasks in other
+    /// processes) or the workload is not http.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections_opened: Option<u64>,
+    /// HTTP: requests sent on a connection that was already open (0 with `--no-keepalive`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections_reused: Option<u64>,
+    /// HTTP: TCP connect time per new connection, microseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_us: Option<LatencySummary>,
+    /// HTTPS: TLS handshake time per new connection, microseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_us: Option<LatencySummary>,
+}
+
 /// One run line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
@@ -277,19 +296,9 @@ pub struct RunResult {
     /// the concurrency was real); null when no in-process server served the run.
     #[serde(default)]
     pub server_peak_in_flight: Option<i64>,
-    /// HTTP: connections the run's client opened; null when it cannot tell (tasks in other
-    /// processes) or the workload is not http.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub connections_opened: Option<u64>,
-    /// HTTP: requests sent on a connection that was already open (0 with `--no-keepalive`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub connections_reused: Option<u64>,
-    /// HTTP: TCP connect time per new connection, microseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub connect_us: Option<LatencySummary>,
-    /// HTTPS: TLS handshake time per new connection, microseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tls_us: Option<LatencySummary>,
+    /// HTTP: the connections the run's client opened and reused, and what opening them cost.
+    #[serde(flatten)]
+    pub conn: Connections,
     /// `[start, end]` of each task, µs from the run's start, ordered by start; only in a cell's
     /// first counted run (rep 0), evenly sampled down to 2,000 tasks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -398,19 +407,9 @@ pub struct CellResult {
     /// External cells with a `CONCUR` line: median start-up (process wall minus the work's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub startup_median_s: Option<f64>,
-    /// HTTP: connections the median run's client opened; null when it cannot tell (tasks in other
-    /// processes) or the workload is not http.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub connections_opened: Option<u64>,
-    /// HTTP: requests sent on a connection that was already open (0 with `--no-keepalive`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub connections_reused: Option<u64>,
-    /// HTTP: TCP connect time per new connection, microseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub connect_us: Option<LatencySummary>,
-    /// HTTPS: TLS handshake time per new connection, microseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tls_us: Option<LatencySummary>,
+    /// HTTP: the median run's connections.
+    #[serde(flatten)]
+    pub conn: Connections,
     /// What the cell is, as its runs recorded it.
     #[serde(flatten)]
     pub traits: Traits,

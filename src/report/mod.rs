@@ -109,11 +109,12 @@ pub fn http_row(c: &CellResult) -> Vec<String> {
         errors,
         // Connections opened / requests on kept ones: with `--no-keepalive` every request
         // opens one; `-` when the client could not tell (tasks in other processes).
-        match (c.connections_opened, c.connections_reused) {
+        match (c.conn.connections_opened, c.conn.connections_reused) {
             (Some(o), Some(r)) => format!("{o}/{r}"),
             _ => "-".into(),
         },
-        c.tls_us
+        c.conn
+            .tls_us
             .as_ref()
             .map(|l| fmt_us(l.p50))
             .unwrap_or_else(|| "-".into()),

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::supervise::{Ended, Kill};
-use crate::analysis::results::{RunResult, RunStatus};
+use crate::analysis::results::{Connections, RunResult, RunStatus};
 use crate::study::plan::CellPlan;
 
 /// How a run ended, and why in one line when it did not end well.
@@ -52,10 +52,7 @@ pub(crate) fn template(
         error,
         latency_us: None,
         server_peak_in_flight: None,
-        connections_opened: None,
-        connections_reused: None,
-        connect_us: None,
-        tls_us: None,
+        conn: Default::default(),
         timeline_us: None,
         startup_s: None,
         open: None,
@@ -100,23 +97,25 @@ pub(crate) fn classify(ended: &Ended, timeout: Duration) -> Verdict {
             None => (RunStatus::Ok, None),
             Some(e) => (RunStatus::Failed, Some(e.clone())),
         },
-        (None, None) => {
-            let how = crate::measure::describe_exit(usage);
-            let last = ended
-                .stderr_tail
-                .iter()
-                .rev()
-                .find(|l| !l.trim().is_empty());
-            (
-                RunStatus::Crashed,
-                Some(match last {
-                    Some(l) => format!("{how}: {l}"),
-                    None => how,
-                }),
-            )
-        }
+        (None, None) => (
+            RunStatus::Crashed,
+            Some(crash_reason(crate::measure::describe_exit(usage), ended)),
+        ),
     };
     Verdict { status, error }
+}
+
+/// Why a run crashed: how its process ended, and the last line it wrote on stderr.
+fn crash_reason(how: String, ended: &Ended) -> String {
+    match ended
+        .stderr_tail
+        .iter()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+    {
+        Some(l) => format!("{how}: {l}"),
+        None => how,
+    }
 }
 
 /// Builds the run line from what the parent measured (rusage, PSS, its own wall) and, for a
@@ -142,10 +141,12 @@ pub(crate) fn convert(cell: &CellPlan, rep: usize, ended: Ended, verdict: Verdic
             run.bytes = r.bytes;
             run.latency_us = r.latency_us;
             if let Some(c) = r.connections {
-                run.connections_opened = Some(c.opened);
-                run.connections_reused = Some(c.reused);
-                run.connect_us = c.connect_us;
-                run.tls_us = c.tls_us;
+                run.conn = Connections {
+                    connections_opened: Some(c.opened),
+                    connections_reused: Some(c.reused),
+                    connect_us: c.connect_us,
+                    tls_us: c.tls_us,
+                };
             }
             run.threads_created = r.threads_created;
             run.processes_created = r.processes_created;
@@ -223,18 +224,7 @@ pub(crate) fn classify_external(ended: &Ended, timeout: Duration) -> Verdict {
                 (Some(code), _) => format!("exited with code {code}"),
                 _ => "ended without a status".into(),
             };
-            let last = ended
-                .stderr_tail
-                .iter()
-                .rev()
-                .find(|l| !l.trim().is_empty());
-            (
-                RunStatus::Crashed,
-                Some(match last {
-                    Some(l) => format!("{how}: {l}"),
-                    None => how,
-                }),
-            )
+            (RunStatus::Crashed, Some(crash_reason(how, ended)))
         }
     };
     Verdict { status, error }
