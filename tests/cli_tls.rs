@@ -361,3 +361,33 @@ fn bad_request_flags_are_refused_before_any_work() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn serve_refuses_unreadable_or_empty_certificates() {
+    let dir = tempfile::tempdir().unwrap();
+    let junk = dir.path().join("junk.pem");
+    std::fs::write(&junk, "not a certificate\n").unwrap();
+    let junk = junk.to_str().unwrap();
+    for (args, needle) in [
+        (
+            vec![
+                "--tls-cert",
+                "/nonexistent/c.pem",
+                "--tls-key",
+                "/nonexistent/k.pem",
+            ],
+            "--tls-cert '/nonexistent/c.pem' cannot be read",
+        ),
+        (vec!["--tls-cert", junk, "--tls-key", junk], junk),
+    ] {
+        let out = concur()
+            .args(["serve", "--addr", "127.0.0.1:0", "-q"])
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
