@@ -3,8 +3,11 @@
 # `concur serve` at delay 100 ms, for concur's async, async-local, curl, green and pool, and
 # aiohttp at the same N and W, all in this one run against the same server. Prints per client:
 # wall, ideal (ceil(N/W) x 100 ms), failed requests, peak RSS and KiB per in-flight request
-# (peak RSS / W, the whole process included). Usage: bench/scale.sh [N] [W] [OUT_DIR]
-# Defaults: N=100000, W=10000. Installs aiohttp in a venv.
+# (peak RSS / W, the whole process included), the client's CPU (user, sys) and the server's
+# CPU over the same run. Then wrk at W connections for 4 s against the same server, the
+# fastest client here, as the machine's ceiling: N / its rate is the least time any client
+# could take. Usage: bench/scale.sh [N] [W] [OUT_DIR]
+# Defaults: N=100000, W=10000. Installs aiohttp in a venv; needs wrk (apt-get install wrk).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n="${1:-100000}"
@@ -25,18 +28,41 @@ url="http://127.0.0.1:$port"
 echo "machine: $(nproc) cores, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg); somaxconn $(sysctl -n net.core.somaxconn)"
 echo "N=$n W=$w delay=100ms ideal=$(python3 -c "import math; print(math.ceil($n/$w)*0.1)") s"
 : > "$out/scale.txt"
+# The server's CPU seconds so far (user + sys), from /proc.
+server_cpu() { awk -v t="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / t}' "/proc/$server/stat"; }
 for m in async async-local curl green pool; do
+  before=$(server_cpu)
   $bin crawl "$url/add?name={rand}&delay=100" -n "$n" -c "$w" --model "$m" -q -i \
     --json "$out/$m.jsonl" > /dev/null
-  python3 - "$out/$m.jsonl" "$m:$w" "$w" <<'PY' | tee -a "$out/scale.txt"
+  after=$(server_cpu)
+  python3 - "$out/$m.jsonl" "$m:$w" "$w" "$before" "$after" <<'PY' | tee -a "$out/scale.txt"
 import json, sys
 r = [json.loads(l) for l in open(sys.argv[1]) if '"type":"run"' in l][0]
 w = int(sys.argv[3])
+server = float(sys.argv[5]) - float(sys.argv[4])
 print(f"{sys.argv[2]:14} wall {r['wall_s']:7.2f} s  ok {r['tasks_ok']:6}  failed {r['tasks_failed']:6} {r['failures'] or ''}"
       f"  peak RSS {r['max_rss_kib']/1024:6.1f} MiB  {r['max_rss_kib']/w:5.1f} KiB/in-flight"
-      f"  connections {r.get('connections_opened')}")
+      f"  connections {r.get('connections_opened')}"
+      f"  client CPU {r['user_s']:.2f} user {r['sys_s']:.2f} sys  server CPU {server:.2f} s")
 PY
 done
+before=$(server_cpu)
+wrk -t 2 -c "$w" -d 4s "$url/add?name=wrk&delay=100" > "$out/wrk.txt" 2>&1 || true
+after=$(server_cpu)
+python3 - "$out/wrk.txt" "$n" "$w" "$before" "$after" <<'PY' | tee -a "$out/scale.txt"
+import re, sys
+text = open(sys.argv[1]).read()
+m = re.search(r"Requests/sec:\s+([0-9.]+)", text)
+reqs = re.search(r"([0-9]+) requests in ([0-9.]+)s", text)
+n, w = int(sys.argv[2]), int(sys.argv[3])
+server = float(sys.argv[5]) - float(sys.argv[4])
+if m and reqs:
+    rate = float(m.group(1))
+    print(f"{'wrk:'+str(w):14} {rate:9.0f} req/s over {reqs.group(2)} s ({reqs.group(1)} requests), so {n} take at least {n/rate:.2f} s"
+          f"  server CPU {server:.2f} s ({server/int(reqs.group(1))*1e6:.1f} us a request)")
+else:
+    print("wrk: no result:", text.strip()[-200:])
+PY
 "$venv/bin/python" bench/classic/crawl.py aiohttp --url "$url" -n "$n" -c "$w" > "$out/aiohttp.json" || true
 python3 - "$out/aiohttp.json" "$w" <<'PY' | tee -a "$out/scale.txt"
 import json, sys

@@ -126,10 +126,11 @@ pub fn execute(w: &dyn Workload, index: usize) -> TaskRecord {
     record(index, start_ns, result)
 }
 
-/// Runs task `index` through the workload's async entry point and records it.
+/// Runs task `index` through the workload's async entry point and records it; a panic is a
+/// failed task (kind `panic`), as in [`execute`].
 pub async fn execute_async(w: Arc<dyn Workload>, index: usize) -> TaskRecord {
     let start_ns = mono_ns();
-    let result = w.run_async(index).await;
+    let result = workload::CatchPanic(w.run_async(index)).await;
     record(index, start_ns, result)
 }
 

@@ -6,12 +6,9 @@
 //! binary alike, without a second path for them.
 
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
-use std::pin::Pin;
 use std::sync::{Arc, OnceLock, RwLock};
-use std::task::{Context, Poll};
 
-use super::{guarded_run, panic_message, Nature, TaskError, TaskFuture, Workload, REGISTRY};
+use super::{guarded_run, CatchPanic, Nature, TaskError, TaskFuture, Workload, REGISTRY};
 
 fn registered() -> &'static RwLock<Vec<Arc<dyn Workload>>> {
     static CUSTOM: OnceLock<RwLock<Vec<Arc<dyn Workload>>>> = OnceLock::new();
@@ -130,20 +127,6 @@ impl FnWorkload {
     }
 }
 
-/// A task future whose panic becomes a failed task (kind `panic`), as [`guarded_run`] does for
-/// blocking tasks, instead of tearing down the runtime's worker.
-struct CatchPanic(TaskFuture);
-
-impl Future for CatchPanic {
-    type Output = Result<u64, TaskError>;
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match std::panic::catch_unwind(AssertUnwindSafe(|| self.0.as_mut().poll(cx))) {
-            Ok(p) => p,
-            Err(payload) => Poll::Ready(Err(TaskError::new("panic", panic_message(&*payload)))),
-        }
-    }
-}
-
 thread_local! {
     /// A current-thread runtime per OS thread, for async closures under blocking models.
     static RUNTIME: Option<tokio::runtime::Runtime> = tokio::runtime::Builder::new_current_thread()
@@ -173,7 +156,8 @@ impl Workload for FnWorkload {
     }
     fn run_async(self: Arc<Self>, index: usize) -> TaskFuture {
         match (&self.future, self.nature) {
-            (Some(f), _) => Box::pin(CatchPanic(f(index))),
+            // A panic is caught by the model's `execute_async`, as for every async task.
+            (Some(f), _) => f(index),
             // Computation, or a nature left to measure: inline on the event loop, as a naive
             // async program runs a plain function.
             (None, Nature::Cpu | Nature::Measured) => {

@@ -19,6 +19,7 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -230,6 +231,20 @@ pub fn guarded_run<W: Workload + ?Sized>(w: &W, index: usize) -> Result<u64, Tas
         w.run(index)
     }));
     out.unwrap_or_else(|payload| Err(TaskError::new("panic", panic_message(&*payload))))
+}
+
+/// A task future whose panic becomes a failed task (kind `panic`), as [`guarded_run`] does for
+/// blocking tasks, instead of ending the task (or the worker loop) that polls it.
+pub(crate) struct CatchPanic(pub(crate) TaskFuture);
+
+impl Future for CatchPanic {
+    type Output = Result<u64, TaskError>;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match std::panic::catch_unwind(AssertUnwindSafe(|| self.0.as_mut().poll(cx))) {
+            Ok(p) => p,
+            Err(payload) => Poll::Ready(Err(TaskError::new("panic", panic_message(&*payload)))),
+        }
+    }
 }
 
 /// The text of a panic's payload.
