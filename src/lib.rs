@@ -99,8 +99,11 @@ pub fn run(opts: &study::RunOptions, out: &Outputs, command: Vec<String>) -> Res
             .study
             .clone()
             .unwrap_or_else(|| study::presets::TOUR.into());
-        let redis = opts.jobs_backend.clone().filter(|u| u.starts_with("redis"));
-        let c = classic::prepare(&study_name, &opts, redis.as_deref())?;
+        let redis = opts
+            .jobs_backend
+            .as_deref()
+            .is_some_and(|u| u.starts_with("redis"));
+        let c = classic::prepare(&study_name, &opts, redis)?;
         opts.to_mut().peers.extend(c.peers);
         classic_notes = c.notes;
         Some(c.dir)

@@ -270,8 +270,8 @@ struct RunArgs {
     tls: bool,
     #[command(flatten)]
     request: RequestArgs,
-    /// Queue of the jobs models: sqlite:PATH for jobs:W (default: a fresh file per run), redis://HOST:PORT/DB for jobs-redis:W (mailer then adds it)
-    #[arg(long, value_name = "URL")]
+    /// Queue of the jobs models: sqlite:PATH for jobs:W (default: a fresh file per run), redis://[:PASSWORD@]HOST:PORT/DB for jobs-redis:W (mailer then adds it); with a password, set CONCUR_JOBS_BACKEND instead, which `ps` does not show
+    #[arg(long, value_name = "URL", env = concur::jobs::BACKEND_ENV, hide_env_values = true)]
     jobs_backend: Option<String>,
     /// gil, mailer, crawl, tour: add the classic programs in CPython and MRI as external cells (py:…, rb:…); see `concur classic`
     #[arg(long)]
@@ -397,8 +397,8 @@ struct ReportArgs {
 /// `--backend`: where the queue lives.
 #[derive(Args)]
 struct BackendArg {
-    /// sqlite (concur-results/jobs.sqlite), sqlite:PATH, or redis://HOST:PORT/DB
-    #[arg(long, value_name = "URL", default_value = "sqlite")]
+    /// sqlite (concur-results/jobs.sqlite), sqlite:PATH, or redis://[:PASSWORD@]HOST:PORT/DB; with a password, set CONCUR_JOBS_BACKEND instead, which `ps` does not show
+    #[arg(long, value_name = "URL", default_value = "sqlite", env = concur::jobs::BACKEND_ENV, hide_env_values = true)]
     backend: String,
 }
 

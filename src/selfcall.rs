@@ -6,7 +6,8 @@
 //!
 //! Requests travel on file descriptor 4, never on argv: the request holds the workload spec,
 //! the options and the jobs backend URL, which may carry a password, and every local user
-//! can read any process's argv with `ps`. Every child dies with the thread that started it
+//! can read any process's argv with `ps`. A queue worker, a command of its own, gets its
+//! backend in its environment (`CONCUR_JOBS_BACKEND`), readable by its user only. Every child dies with the thread that started it
 //! (`process::die_with_parent`), so nothing outlives a killed study.
 //!
 //! This module sits between the models (it carries their [`TaskEnv`]) and the study runner;
@@ -56,8 +57,9 @@ pub enum SelfCall {
         /// Which task.
         index: usize,
     },
-    /// `concur jobs work -c 1 --backend URL --queue Q --records FILE`: one worker process of
-    /// `jobs-procs:W`, appending each acknowledged task's record to `records`.
+    /// `concur jobs work -c 1 --queue Q --records FILE`, the backend in `CONCUR_JOBS_BACKEND`:
+    /// one worker process of `jobs-procs:W`, appending each acknowledged task's record to
+    /// `records`.
     JobsWorker {
         /// The queue's backend URL (`sqlite:PATH`).
         backend: String,
@@ -103,26 +105,20 @@ impl SelfCall {
                     .stdout(stdout_for(env.options.mail_sink));
             }
             // Workers run with the mail workload's default sink and report nothing but their
-            // records, so every standard stream is closed.
+            // records, so every standard stream is closed. The backend goes in the
+            // environment, which `jobs work` reads when `--backend` is absent: on argv, any
+            // user's `ps` would show a password in it.
             SelfCall::JobsWorker {
                 backend,
                 queue,
                 records,
             } => {
-                cmd.args([
-                    "jobs",
-                    "work",
-                    "-c",
-                    "1",
-                    "--backend",
-                    backend,
-                    "--queue",
-                    queue,
-                ])
-                .arg("--records")
-                .arg(records)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null());
+                cmd.args(["jobs", "work", "-c", "1", "--queue", queue])
+                    .arg("--records")
+                    .arg(records)
+                    .env(crate::jobs::BACKEND_ENV, backend)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null());
             }
         }
         process::die_with_parent(&mut cmd);

@@ -2,7 +2,8 @@
 //! the dead set; malformed jobs are buried with their parse error; a worker killed with
 //! SIGKILL loses nothing (SQLite and Redis); a Redis restart (AOF on) mid-run loses nothing;
 //! SIGTERM returns unfinished jobs; the CLI lists and requeues the retry and dead sets; no
-//! command shows a Redis password. Redis tests start their own `redis-server` on a free
+//! command shows a Redis password, the commands take it from `CONCUR_JOBS_BACKEND`, and no
+//! process concur starts has it on its command line. Redis tests start their own `redis-server` on a free
 //! loopback port (CI installs it; these tests are never skipped).
 
 mod common;
@@ -702,12 +703,179 @@ fn the_jobs_models_run_every_task_with_the_same_checksum_as_seq() {
 
 /// Runs `concur ARGS` and returns its exit code, stdout and stderr.
 fn concur_cli(args: &[&str]) -> (Option<i32>, String, String) {
-    let out = common::concur().args(args).output().expect("concur runs");
+    concur_cli_with(None, args)
+}
+
+/// Runs `concur ARGS` with `CONCUR_JOBS_BACKEND` set to `backend` (if any); its exit code,
+/// stdout and stderr.
+fn concur_cli_with(backend: Option<&str>, args: &[&str]) -> (Option<i32>, String, String) {
+    let mut c = common::concur();
+    if let Some(b) = backend {
+        c.env(BACKEND_ENV, b);
+    }
+    let out = c.args(args).output().expect("concur runs");
     (
         out.status.code(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+const BACKEND_ENV: &str = "CONCUR_JOBS_BACKEND";
+
+#[test]
+fn the_jobs_commands_take_the_backend_from_concur_jobs_backend() {
+    const PASSWORD: &str = "Env-pa55-only";
+    let redis = RedisServer::start_with_password(PASSWORD);
+    let url = redis.url();
+    let masked = format!("redis://:***@127.0.0.1:{}/0", redis.port);
+    let env = Some(url.as_str());
+    let (code, out, err) = concur_cli_with(env, &["jobs", "enqueue", "-w", "fib:10", "-n", "5"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        out.trim(),
+        format!("enqueued 5 jobs of fib:10 on default ({masked})")
+    );
+    let (code, _, err) = concur_cli_with(env, &["jobs", "work", "--until-empty"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains(&masked), "{err}");
+    assert!(!err.contains(PASSWORD), "{err}");
+    let s = open(&url).stats().unwrap();
+    assert_eq!((s.processed, s.enqueued), (5, 0));
+    // --backend wins over the variable.
+    let wrong = redis.url_with(Some("Wr0ng"));
+    let (code, out, err) = concur_cli_with(
+        Some(&wrong),
+        &["jobs", "stats", "--json", "--backend", &url],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(serde_json::from_str::<Value>(&out).unwrap()["processed"], 5);
+    // A bad value from the variable is refused like a bad flag: one line, masked, exit 2.
+    let (code, out, err) = concur_cli_with(Some(&wrong), &["jobs", "stats"]);
+    assert_eq!(code, Some(2), "{out}{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains(&masked) && !err.contains("Wr0ng"), "{err}");
+    // --help names the variable and never shows its value.
+    for cmd in [&["jobs", "work", "--help"][..], &["run", "--help"]] {
+        let (code, out, err) = concur_cli_with(env, cmd);
+        assert_eq!(code, Some(0), "{err}");
+        assert!(out.contains(BACKEND_ENV), "{cmd:?}: {out}");
+        assert!(!out.contains(PASSWORD), "{cmd:?} shows the password: {out}");
+    }
+}
+
+/// The pids of `root`'s descendants, from `/proc/*/stat` (whose fourth field, after the
+/// parenthesised name, is the parent's pid).
+fn descendants(root: u32) -> Vec<u32> {
+    let mut parent = BTreeMap::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        let after_name = &stat[stat.rfind(')').map_or(0, |i| i + 1)..];
+        if let Some(ppid) = after_name
+            .split_whitespace()
+            .nth(1)
+            .and_then(|p| p.parse::<u32>().ok())
+        {
+            parent.insert(pid, ppid);
+        }
+    }
+    let mut found = vec![root];
+    let mut i = 0;
+    while i < found.len() {
+        let p = found[i];
+        found.extend(parent.iter().filter(|(_, pp)| **pp == p).map(|(c, _)| *c));
+        i += 1;
+    }
+    found.split_off(1)
+}
+
+#[test]
+fn no_process_concur_starts_shows_the_redis_password_on_its_command_line() {
+    const PASSWORD: &str = "Cmdline-s3cret-42";
+    let redis = RedisServer::start_with_password(PASSWORD);
+    let url = redis.url();
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("r.jsonl");
+    let peer_saw = dir.path().join("peer-env");
+    let hook_saw = dir.path().join("hook-env");
+    // jobs-redis:2 runs in `__run` children on our Redis; jobs-procs:2 starts `concur jobs
+    // work` processes (on a SQLite file of its own); the peer and the hook are `sh -c`. The
+    // backend is given in the environment, so not even the study's own argv holds it.
+    let mut study = std::process::Command::new(env!("CARGO_BIN_EXE_concur"));
+    study
+        .args([
+            "run",
+            "-w",
+            "sleep:100ms",
+            "-m",
+            "jobs-redis:2",
+            "-m",
+            "jobs-procs:2",
+        ])
+        .args(["-n", "6", "-r", "2", "--warmup", "0", "-q", "--json"])
+        .arg(&results)
+        .arg("--peer")
+        .arg(format!(
+            "env-peer=printf %s \"${BACKEND_ENV}\" > {}",
+            peer_saw.display()
+        ))
+        .arg("--setup")
+        .arg(format!(
+            "printf %s \"${BACKEND_ENV}\" > {}",
+            hook_saw.display()
+        ))
+        .env(BACKEND_ENV, &url)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut study = Proc(study.spawn().expect("concur starts"));
+    let root = study.id();
+    let mut seen: BTreeSet<String> = BTreeSet::new();
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while study.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the study did not end");
+        for pid in std::iter::once(root).chain(descendants(root)) {
+            if let Ok(argv) = std::fs::read(format!("/proc/{pid}/cmdline")) {
+                let argv = String::from_utf8_lossy(&argv).replace('\0', " ");
+                if !argv.trim().is_empty() {
+                    seen.insert(argv.trim().to_string());
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let mut err = String::new();
+    std::io::Read::read_to_string(study.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(study.wait().unwrap().success(), "{err}");
+    // The scan saw the processes that matter, and none of them shows the password.
+    assert!(seen.iter().any(|a| a.contains(" __run")), "{seen:#?}");
+    let workers: Vec<&String> = seen.iter().filter(|a| a.contains(" jobs work ")).collect();
+    assert!(!workers.is_empty(), "no jobs-procs worker seen: {seen:#?}");
+    for a in &workers {
+        assert!(!a.contains("--backend") && !a.contains("sqlite"), "{a}");
+    }
+    for a in &seen {
+        assert!(!a.contains(PASSWORD), "a process shows the password: {a}");
+    }
+    // The jobs still ran on the Redis that needs the password, and the peer and the hook
+    // found the study's backend in their environment.
+    let lines = common::read_lines(&results);
+    let runs = common::of_type(&lines, "run");
+    assert_eq!(runs.len(), 3 * 2, "{runs:?}");
+    for r in runs.iter().filter(|r| r["external"] != true) {
+        assert_eq!(
+            (r["tasks_ok"].as_u64(), r["status"].as_str()),
+            (Some(6), Some("ok")),
+            "{r}"
+        );
+    }
+    assert_eq!(open(&url).stats().unwrap().processed, 2 * 6);
+    assert_eq!(std::fs::read_to_string(&peer_saw).unwrap(), url);
+    assert_eq!(std::fs::read_to_string(&hook_saw).unwrap(), url);
 }
 
 #[test]

@@ -5,6 +5,10 @@
 #
 #   mailer.rb MODE [--tasks N] [--fib F] [--workers W] [--redis URL]
 #
+# The Redis URL may come from the environment instead, as CONCUR_JOBS_BACKEND=redis://...
+# (how concur passes the study's --jobs-backend: `ps` shows every user a command line, so a
+# password stays off it).
+#
 # N deliveries; each builds a mail (from/to/subject/body through a small builder), computes
 # fib(F) recursively and renders the mail into a sink that is thrown away. MODE is one of
 #   seq        one after another
@@ -12,7 +16,7 @@
 #   threads    one thread per delivery (Thread.new, then join all)
 #   pool       W threads draining a Queue
 #   celluloid  a Celluloid pool of W actors (needs the celluloid gem)
-#   sidekiq    W Sidekiq threads on Redis (needs the sidekiq gem and --redis): a `sidekiq`
+#   sidekiq    W Sidekiq threads on Redis (needs the sidekiq gem and a URL): a `sidekiq`
 #              process is started and waited for first, then N jobs are pushed and drained
 # The last line is `CONCUR {"wall_s": ..., "bytes": ..., "tasks_ok": N}`: the work's own
 # wall, without the interpreter's start-up and gem loading.
@@ -68,6 +72,7 @@ OptionParser.new do |o|
   o.on('--workers W', Integer) { |v| opts[:workers] = v }
   o.on('--redis URL') { |v| opts[:redis] = v }
 end.parse!
+opts[:redis] ||= ENV['CONCUR_JOBS_BACKEND'] if ENV['CONCUR_JOBS_BACKEND'].to_s.start_with?('redis')
 n = opts[:tasks]
 f = opts[:fib]
 w = opts[:workers]
@@ -117,7 +122,7 @@ when 'celluloid'
   total = (0...n).map { |i| pool.future.deliver_one(i, f) }.sum(&:value)
   done(t0, total, n)
 when 'sidekiq'
-  abort 'sidekiq needs --redis URL' unless opts[:redis]
+  abort 'sidekiq needs --redis URL or CONCUR_JOBS_BACKEND=redis://...' unless opts[:redis]
   require 'sidekiq'
   require 'securerandom'
   queue = "concur-#{SecureRandom.hex(4)}"

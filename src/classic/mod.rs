@@ -148,8 +148,8 @@ pub struct Classic {
 
 /// Writes the programs and builds the external cells of study `study` (`gil`, `mailer`,
 /// `crawl` or the tour) for options `o`; calibrates the CPython task on this machine.
-/// `redis` is the study's Redis URL, for `rb:sidekiq:10`.
-pub fn prepare(study: &str, o: &RunOptions, redis: Option<&str>) -> Result<Classic> {
+/// `redis`: whether the study has a Redis (`--jobs-backend redis://...`), for `rb:sidekiq:10`.
+pub fn prepare(study: &str, o: &RunOptions, redis: bool) -> Result<Classic> {
     let dir = tempfile::Builder::new()
         .prefix("concur-classic-")
         .tempdir()
@@ -347,7 +347,7 @@ fn crawl(c: &mut Classic, quick: bool, full: bool, gil: bool) {
 
 /// `mailer`: MRI's sequential, fork, threads and pool of 10, plus Celluloid and Sidekiq
 /// where their gems are installed (Sidekiq on the study's Redis).
-fn mailer(c: &mut Classic, quick: bool, gil: bool, redis: Option<&str>) {
+fn mailer(c: &mut Classic, quick: bool, gil: bool, redis: bool) {
     let Some(ruby) = on_path("ruby") else {
         c.notes.push(format!(
             "classic: ruby is not on PATH, so the rb: cells of mailer are left out (apt-get install ruby, or {INSTALL})"
@@ -380,8 +380,8 @@ fn mailer(c: &mut Classic, quick: bool, gil: bool, redis: Option<&str>) {
         ));
     }
     match (gem("sidekiq"), on_path("sidekiq"), redis) {
-        (true, Some(_), Some(_)) => rows.push(("rb:sidekiq:10", "sidekiq")),
-        (true, Some(_), None) => c.notes.push(
+        (true, Some(_), true) => rows.push(("rb:sidekiq:10", "sidekiq")),
+        (true, Some(_), false) => c.notes.push(
             "classic: rb:sidekiq:10 left out: it needs the study's Redis (--jobs-backend redis://HOST:PORT/DB)".into(),
         ),
         _ => c.notes.push(format!(
@@ -389,14 +389,13 @@ fn mailer(c: &mut Classic, quick: bool, gil: bool, redis: Option<&str>) {
         )),
     }
     for (label, mode) in rows {
-        let mut cmd = format!(
+        // rb:sidekiq:10 finds the study's Redis in CONCUR_JOBS_BACKEND, which every external
+        // cell gets: a password on its command line would show in `ps`.
+        let cmd = format!(
             "{} {} {mode} --tasks {{tasks}} --fib {fib} --workers 10",
             quoted(&ruby),
             quoted(&script)
         );
-        if let (Some(url), "sidekiq") = (redis, mode) {
-            cmd.push_str(&format!(" --redis {}", quoted(Path::new(url))));
-        }
         c.peers
             .push(peer(label, cmd, workload, gil, &[presets::MAILER_TASKS]));
     }

@@ -13,6 +13,12 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::error::{Error, Result};
 use crate::secret::{mask_credentials, passwords, MASK};
 
+/// The environment variable that names the queue when `--backend` / `--jobs-backend` is not
+/// given: a process's environment is readable by its own user only, where its argv is shown
+/// to every user by `ps`, so a Redis password belongs there. concur also hands the backend to
+/// the processes it starts (`jobs-procs:W`'s workers, `--peer` programs, hooks) through it.
+pub const BACKEND_ENV: &str = "CONCUR_JOBS_BACKEND";
+
 /// The backend URLs accepted, for errors.
 pub const BACKEND_URLS: &str =
     "memory, sqlite, sqlite:PATH, redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]";
@@ -85,8 +91,9 @@ impl fmt::Debug for RedisUrl {
 }
 
 impl BackendUrl {
-    /// The full text, a Redis password included, for a child process's command line or
-    /// request: it parses back to the same value. Never print it (use `Display`).
+    /// The full text, a Redis password included, for a child process's environment or
+    /// request (never its command line): it parses back to the same value. Never print it
+    /// (use `Display`).
     pub fn expose(&self) -> String {
         match self {
             BackendUrl::Redis(u) => u.expose().to_string(),

@@ -20,9 +20,12 @@ pub fn wait_for(what: &str, limit: std::time::Duration, mut cond: impl FnMut() -
     }
 }
 
-/// The concur binary under test.
+/// The concur binary under test, without a `CONCUR_JOBS_BACKEND` the developer's shell may
+/// have set (it would stand in for every absent `--backend`).
 pub fn concur() -> Command {
-    Command::cargo_bin("concur").expect("binary built")
+    let mut c = Command::cargo_bin("concur").expect("binary built");
+    c.env_remove("CONCUR_JOBS_BACKEND");
+    c
 }
 
 /// A temporary directory and a results path inside it.

@@ -7,7 +7,7 @@
 use std::time::Instant;
 
 use super::supervise::Ended;
-use super::{convert, external_command, request, run_hook, Executor, Hook, Iteration};
+use super::{convert, request, run_hook, Executor, Hook, Iteration};
 use crate::analysis::results::{Isolation, Machine, RunResult};
 use crate::measure::memory::TreeSampler;
 use crate::measure::rusage::{self_usage, usage_between};
@@ -54,14 +54,6 @@ impl Executor for InProcessExecutor {
     }
 
     fn hook(&self, plan: &Plan, cell: &CellPlan, hook: Hook) -> std::result::Result<(), String> {
-        let Some(command) = plan.hooks.get(hook) else {
-            return Ok(());
-        };
-        run_hook(
-            hook,
-            command,
-            &external_command(command, plan, cell, None),
-            plan.timeout,
-        )
+        run_hook(plan, cell, hook, None)
     }
 }

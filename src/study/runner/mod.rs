@@ -171,32 +171,29 @@ impl Executor for ProcessExecutor<'_> {
     }
 
     fn hook(&self, plan: &Plan, cell: &CellPlan, hook: Hook) -> std::result::Result<(), String> {
-        let Some(command) = plan.hooks.get(hook) else {
-            return Ok(());
-        };
         let base_url = self.server.as_ref().map(|s| s.base_url.as_str());
-        run_hook(
-            hook,
-            command,
-            &external_command(command, plan, cell, base_url),
-            plan.timeout,
-        )
+        run_hook(plan, cell, hook, base_url)
     }
 }
 
-/// Runs a hook (`sh -c`, its own process group, dying with us) to its end, at most `timeout`;
-/// the reason when it failed: the flag, the command as typed, how it ended and the first line
-/// of its stderr.
+/// Runs `hook` of the plan for `cell`, if the plan has one (`sh -c`, its own process group,
+/// dying with us) to its end, at most `--timeout`; the reason when it failed: the flag, the
+/// command as typed, how it ended and the first line of its stderr.
 fn run_hook(
+    plan: &Plan,
+    cell: &CellPlan,
     hook: Hook,
-    typed: &str,
-    line: &str,
-    timeout: std::time::Duration,
+    base_url: Option<&str>,
 ) -> std::result::Result<(), String> {
+    let Some(typed) = plan.hooks.get(hook) else {
+        return Ok(());
+    };
+    let line = external_command(typed, plan, cell, base_url);
+    let timeout = plan.timeout;
     let started = Instant::now();
     let fail = |how: String| format!("{} '{typed}' {how}", hook.flag());
-    let child =
-        supervise::spawn_external(line).map_err(|e| fail(format!("could not start: {e}")))?;
+    let child = supervise::spawn_external(&line, plan.jobs_backend.as_ref())
+        .map_err(|e| fail(format!("could not start: {e}")))?;
     let ended = supervise::supervise(
         child,
         started,
@@ -326,7 +323,7 @@ fn run_external(
 ) -> RunResult {
     let started = Instant::now();
     let line = external_command(command, plan, cell, base_url);
-    let child = match supervise::spawn_external(&line) {
+    let child = match supervise::spawn_external(&line, plan.jobs_backend.as_ref()) {
         Ok(c) => c,
         Err(e) => return convert::not_started(cell, rep, &e),
     };

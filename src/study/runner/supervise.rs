@@ -79,14 +79,22 @@ pub(super) fn spawn(exe: &Path, request: RunRequest) -> std::io::Result<Started>
 }
 
 /// Starts an external program (`sh -c COMMAND`) in a process group of its own, tied to the
-/// calling thread's life, with its stdout read for a `CONCUR {json}` line.
-pub(super) fn spawn_external(command: &str) -> std::io::Result<Started> {
+/// calling thread's life, with its stdout read for a `CONCUR {json}` line. The study's jobs
+/// backend, if any, is in its environment as `CONCUR_JOBS_BACKEND` (how the classic
+/// `rb:sidekiq:10` finds the study's Redis without a password on its command line).
+pub(super) fn spawn_external(
+    command: &str,
+    backend: Option<&crate::jobs::BackendUrl>,
+) -> std::io::Result<Started> {
     let mut cmd = Command::new("sh");
     cmd.arg("-c")
         .arg(command)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    if let Some(b) = backend {
+        cmd.env(crate::jobs::BACKEND_ENV, b.expose());
+    }
     own_group(&mut cmd);
     crate::process::die_with_parent(&mut cmd);
     let mut child = cmd.spawn()?;
