@@ -221,30 +221,57 @@ fn programs_that_cannot_run_are_refused_before_any_run() {
 }
 
 #[test]
-fn cmd_output_keeps_each_tasks_stdout_and_stderr() {
+fn cmd_output_keeps_each_tasks_stdout_and_stderr_of_every_run() {
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("out");
-    let spec = "cmd:echo out-{i}; echo err-{i} >&2";
-    run_study(&[
-        "-w",
-        spec,
-        "--shell",
-        "-m",
-        "pool:2",
-        "-n",
-        "3",
-        "-r",
-        "1",
-        "--cmd-output",
-        out_dir.to_str().unwrap(),
-    ]);
+    // Each task writes its own pid: the runs are told apart by what they wrote, not only by
+    // where it went.
+    let spec = "cmd:echo out-{i}-$$; echo err-{i} >&2";
+    let (_, path) = results_path();
+    let out = concur()
+        .args(["run", "-w", spec, "--shell", "-m", "pool:2", "-n", "3"])
+        .args(["-r", "3", "--warmup", "1", "-q", "--json"])
+        .arg(&path)
+        .arg("--cmd-output")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let cell = out_dir.join("pool:2-x3");
-    for i in 0..3 {
-        let read =
-            |ext: &str| std::fs::read_to_string(cell.join(format!("task-{i}.{ext}"))).unwrap();
-        assert_eq!(read("out"), format!("out-{i}\n"));
-        assert_eq!(read("err"), format!("err-{i}\n"));
+    let mut folders: Vec<String> = std::fs::read_dir(&cell)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    folders.sort();
+    assert_eq!(folders, ["rep-0", "rep-1", "rep-2", "warmup-0"]);
+    let mut pids = std::collections::BTreeSet::new();
+    for run in &folders {
+        for i in 0..3 {
+            let read = |ext: &str| {
+                std::fs::read_to_string(cell.join(run).join(format!("task-{i}.{ext}"))).unwrap()
+            };
+            let stdout = read("out");
+            let pid = stdout
+                .strip_prefix(&format!("out-{i}-"))
+                .and_then(|p| p.strip_suffix('\n'))
+                .unwrap_or_else(|| panic!("{run} task {i}: {stdout:?}"));
+            assert!(
+                pids.insert(pid.to_string()),
+                "{run} task {i}: pid {pid} seen before"
+            );
+            assert_eq!(read("err"), format!("err-{i}\n"), "{run} task {i}");
+        }
     }
+    // Every counted run's line is there, and its `rep` names its folder.
+    let reps: Vec<u64> = of_type(&read_lines(&path), "run")
+        .iter()
+        .map(|r| r["rep"].as_u64().unwrap())
+        .collect();
+    assert_eq!(reps, [0, 1, 2]);
 }
 
 fn external(lines: &[Value], label: &str) -> Vec<Value> {

@@ -27,7 +27,7 @@ impl Executor for InProcessExecutor {
         let started = Instant::now();
         let sampler = TreeSampler::start(std::process::id() as i32);
         let before = self_usage();
-        let report = child::run_cell(request(plan, cell, None));
+        let report = child::run_cell(request(plan, cell, iteration, None));
         let after = self_usage();
         let tree_pss_kib = sampler.finish();
         let (report, stderr_tail) = match report {

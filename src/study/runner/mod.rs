@@ -40,6 +40,15 @@ impl Iteration {
             Iteration::Counted(rep) => rep,
         }
     }
+
+    /// Its folder under a cell's `--cmd-output` folder: `rep-R` for the run line whose `rep`
+    /// is R, `warmup-K` for the K-th warm-up (0-based, as `rep`).
+    pub fn folder(self) -> String {
+        match self {
+            Iteration::Warmup(k) => format!("warmup-{k}"),
+            Iteration::Counted(rep) => format!("rep-{rep}"),
+        }
+    }
 }
 
 /// Runs and measures one repetition of one cell: the seam between a study's loop
@@ -149,7 +158,7 @@ impl Executor for ProcessExecutor<'_> {
             CellKind::Concur => {
                 let sink = self.live.lock().unwrap_or_else(|p| p.into_inner()).clone();
                 let live = |l: &LiveLine| sink.show(cell, l);
-                run_child(&self.exe, plan, cell, iteration.rep(), server, &live)
+                run_child(&self.exe, plan, cell, iteration, server, &live)
             }
             CellKind::External { command } => {
                 run_external(command, plan, cell, iteration.rep(), base_url)
@@ -223,12 +232,13 @@ fn run_hook(
     }))
 }
 
-/// What the `__run` child is asked to do for `cell`; `server` is the study's own server (its
-/// URL and, over TLS, its certificate), which `http:/PATH` workloads go to when no `--url` was
-/// given.
+/// What the `__run` child is asked to do for `iteration` of `cell`; `server` is the study's
+/// own server (its URL and, over TLS, its certificate), which `http:/PATH` workloads go to
+/// when no `--url` was given.
 pub(crate) fn request(
     plan: &Plan,
     cell: &CellPlan,
+    iteration: Iteration,
     server: Option<(&str, Option<&str>)>,
 ) -> RunRequest {
     let mut options = plan.options.clone();
@@ -243,14 +253,17 @@ pub(crate) fn request(
         }
     }
     options.cell_tasks = Some(cell.key.tasks);
-    // Each cell keeps its commands' output in a folder of its own (the last run's).
+    // Each run keeps its commands' output in a folder of its own, in its cell's: every
+    // repetition is kept, not only the last.
     if let Some(dir) = &options.cmd_output {
-        let sub = dir.join(format!(
-            "{}-x{}{}",
-            cell.key.model.replace('/', "_"),
-            cell.key.tasks,
-            if cell.key.gil { "-gil" } else { "" }
-        ));
+        let sub = dir
+            .join(format!(
+                "{}-x{}{}",
+                cell.key.model.replace('/', "_"),
+                cell.key.tasks,
+                if cell.key.gil { "-gil" } else { "" }
+            ))
+            .join(iteration.folder());
         let _ = std::fs::create_dir_all(&sub);
         options.cmd_output = Some(sub);
     }
@@ -274,12 +287,13 @@ fn run_child(
     exe: &Path,
     plan: &Plan,
     cell: &CellPlan,
-    rep: usize,
+    iteration: Iteration,
     server: Option<(&str, Option<&str>)>,
     live: &dyn Fn(&LiveLine),
 ) -> RunResult {
+    let rep = iteration.rep();
     let started = Instant::now();
-    let child = match supervise::spawn(exe, request(plan, cell, server)) {
+    let child = match supervise::spawn(exe, request(plan, cell, iteration, server)) {
         Ok(c) => c,
         Err(e) => return convert::not_started(cell, rep, &e),
     };
