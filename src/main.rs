@@ -102,7 +102,7 @@ struct CmdArgs {
     /// Run cmd: workloads under sh -c (pipes, globs, variables) instead of splitting their words
     #[arg(long)]
     shell: bool,
-    /// Keep each cmd: task's stdout and stderr, of every run, as DIR/MODEL-xN/rep-R/task-I.out and .err (R as the results' "rep"; warm-ups in warmup-K)
+    /// Keep each cmd: task's stdout and stderr, of every run, as DIR/MODEL-xN/rep-R/task-I.out and .err (R as the results' "rep"; warm-ups in warmup-K; with several -w, MODEL-xN starts with wK-, K the workload's place)
     #[arg(long, value_name = "DIR")]
     cmd_output: Option<PathBuf>,
 }

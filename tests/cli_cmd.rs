@@ -274,6 +274,30 @@ fn cmd_output_keeps_each_tasks_stdout_and_stderr_of_every_run() {
     assert_eq!(reps, [0, 1, 2]);
 }
 
+#[test]
+fn cmd_output_keeps_two_workloads_of_one_model_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    run_study(&[
+        "-w",
+        "cmd:echo first",
+        "-w",
+        "cmd:echo second",
+        "-m",
+        "seq",
+        "-n",
+        "1",
+        "-r",
+        "1",
+        "--cmd-output",
+        out_dir.to_str().unwrap(),
+    ]);
+    for (folder, said) in [("w1-seq-x1", "first\n"), ("w2-seq-x1", "second\n")] {
+        let out = out_dir.join(folder).join("rep-0").join("task-0.out");
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), said, "{folder}");
+    }
+}
+
 fn external(lines: &[Value], label: &str) -> Vec<Value> {
     runs_of(lines, label).into_iter().cloned().collect()
 }

@@ -254,11 +254,23 @@ pub(crate) fn request(
     }
     options.cell_tasks = Some(cell.key.tasks);
     // Each run keeps its commands' output in a folder of its own, in its cell's: every
-    // repetition is kept, not only the last.
+    // repetition is kept, not only the last. With several workloads, a cell's folder starts
+    // with its workload's place among them (w1-, w2-), or two workloads' cells of one model
+    // would share it.
     if let Some(dir) = &options.cmd_output {
+        let mut workloads: Vec<&str> = Vec::new();
+        for c in &plan.cells {
+            if !workloads.contains(&c.key.workload.as_str()) {
+                workloads.push(&c.key.workload);
+            }
+        }
+        let place = match workloads.iter().position(|w| *w == cell.key.workload) {
+            Some(k) if workloads.len() > 1 => format!("w{}-", k + 1),
+            _ => String::new(),
+        };
         let sub = dir
             .join(format!(
-                "{}-x{}{}",
+                "{place}{}-x{}{}",
                 cell.key.model.replace('/', "_"),
                 cell.key.tasks,
                 if cell.key.gil { "-gil" } else { "" }
