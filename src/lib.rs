@@ -132,17 +132,22 @@ pub fn run(opts: &study::RunOptions, out: &Outputs, command: Vec<String>) -> Res
     });
     let mut writer = ResultsWriter::create(&json_path)?;
     if !out.quiet {
+        let runs = match plan.open.as_ref().filter(|o| o.is_auto()) {
+            Some(o) if o.remeasure > 0 => format!(
+                ", a rate search each, then {} runs at the rate found",
+                o.remeasure
+            ),
+            Some(_) => ", a rate search each".to_string(),
+            None if plan.warmup > 0 => {
+                format!(" × {} runs (+{} warm-up)", plan.repeat, plan.warmup)
+            }
+            None => format!(" × {} runs", plan.repeat),
+        };
         eprintln!(
-            "concur {}: study '{}', {} cells × {} runs{}",
+            "concur {}: study '{}', {} cells{runs}",
             VERSION,
             plan.name,
             plan.cells.len(),
-            plan.repeat,
-            if plan.warmup > 0 {
-                format!(" (+{} warm-up)", plan.warmup)
-            } else {
-                String::new()
-            }
         );
         for n in &plan.notes {
             eprintln!("note: {n}");
@@ -212,11 +217,12 @@ pub fn report_file(path: &Path, out: &Outputs) -> Result<i32, Error> {
 /// `concur advise`: runs the few cells that tell what bounds `workload` and which model suits
 /// it (seq, thread, a pool of one thread per core, async with every task in flight, fork), a
 /// few times each, and shows them with the advice. Returns the exit code as [`run`] does.
-/// `base` carries the flags that still apply (`--shell`, `--cmd-output`).
+/// `base` carries the flags that still apply (`--shell`, `--cmd-output`). `repeat`: `-r`, 3
+/// by default (with `--rate auto`: none, each search's probe is its cell's run).
 pub fn advise(
     workload: &str,
     tasks: Option<usize>,
-    repeat: usize,
+    repeat: Option<usize>,
     base: study::RunOptions,
     out: &Outputs,
     command: Vec<String>,
@@ -234,7 +240,7 @@ pub fn advise(
             "fork".into(),
         ],
         tasks: tasks.into_iter().collect(),
-        repeat: Some(repeat),
+        repeat: repeat.or((!base.open.is_auto()).then_some(3)),
         warmup: Some(0),
         ..base
     };

@@ -228,7 +228,7 @@ struct RunArgs {
     /// Task counts for a free-form study (repeatable or comma-separated; default 10)
     #[arg(long = "tasks", short = 'n', value_name = "N", value_delimiter = ',')]
     tasks: Vec<usize>,
-    /// Counted runs per cell (default: 5 for gil and free-form, 3 for mailer and the tour)
+    /// Counted runs per cell (default: 5 for gil and free-form, 3 for mailer and the tour); with --rate auto, fresh runs at each cell's rate found after its search (default: none, the probe that found it is the row)
     #[arg(long, short = 'r', value_name = "R")]
     repeat: Option<usize>,
     /// Uncounted warm-up runs per cell before the counted ones
@@ -304,9 +304,9 @@ struct CrawlArgs {
     /// The model (MODELS); -c is its W
     #[arg(long, default_value = "async")]
     model: String,
-    /// Counted runs
-    #[arg(long, short = 'r', default_value_t = 1)]
-    repeat: usize,
+    /// Counted runs (default 1); with --rate auto, fresh runs at the rate found after the search (default: none, the probe that found it is the row)
+    #[arg(long, short = 'r', value_name = "R")]
+    repeat: Option<usize>,
     /// How long one request may take
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     request_timeout: std::time::Duration,
@@ -333,9 +333,9 @@ struct AdviseArgs {
     /// Tasks per cell (default 10; with --rate, --duration sizes the cells instead)
     #[arg(long = "tasks", short = 'n', value_name = "N")]
     tasks: Option<usize>,
-    /// Counted runs per cell
-    #[arg(long, short = 'r', value_name = "R", default_value = "3")]
-    repeat: usize,
+    /// Counted runs per cell (default 3); with --rate auto, fresh runs at each cell's rate found after its search (default: none, the probe that found it is the row)
+    #[arg(long, short = 'r', value_name = "R")]
+    repeat: Option<usize>,
     /// Write the advice, the cells and the warnings as one JSON document to FILE ('-' for stdout)
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -680,20 +680,23 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
             } else {
                 a.model.clone()
             };
+            let tasks = match (a.requests, a.open.duration) {
+                (Some(n), _) => vec![n],
+                (None, Some(_)) => vec![],
+                (None, None) => vec![1000],
+            };
+            let open: concur::study::plan::OpenOptions = a.open.into();
             let mut opts = RunOptions {
                 workloads: vec![format!("http:{}", a.url)],
                 models: vec![model],
-                tasks: match (a.requests, a.open.duration) {
-                    (Some(n), _) => vec![n],
-                    (None, Some(_)) => vec![],
-                    (None, None) => vec![1000],
-                },
-                repeat: Some(a.repeat),
+                tasks,
+                // --rate auto without -r: the probe that found the rate is the run.
+                repeat: a.repeat.or((!open.is_auto()).then_some(1)),
                 warmup: Some(0),
                 request_timeout: a.request_timeout,
                 hooks: a.peer.hooks(),
                 peers: a.peer.peers()?,
-                open: a.open.into(),
+                open,
                 ..RunOptions::default()
             };
             a.request.apply(&mut opts);

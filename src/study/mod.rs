@@ -86,9 +86,10 @@ pub fn execute(
         .open
         .as_ref()
         .is_some_and(|o| matches!(o.rate, rate::Rate::Auto(_)));
-    // `--rate auto` makes one search per cell, without warm-ups or repetitions.
+    // `--rate auto` makes one search per cell, without warm-ups, then `-r N` runs at the rate
+    // found, if asked.
     let total = if auto {
-        plan.cells.len()
+        plan.cells.len() * plan.repeat
     } else {
         plan.cells.len() * (plan.warmup + plan.repeat)
     };
@@ -237,8 +238,11 @@ impl<'a> CellHooks<'a> {
     }
 }
 
-/// `--rate auto`: one search per cell (no warm-up, no repetitions: the probes are the
-/// runs); the run at each cell's sustained rate is written, carrying its search.
+/// `--rate auto`: one search per cell (no warm-up: the probes warm up). Without `-r`, the
+/// probe at each cell's sustained rate is its run; with `-r N`, N fresh runs at that rate are
+/// (a probe kept for passing would flatter the row), so the row is their median. Every run
+/// written carries its cell's search. A cell that sustained no rate has its last probe as
+/// its one run: there is no rate to measure again.
 fn execute_auto(
     plan: &Plan,
     executor: &dyn Executor,
@@ -281,17 +285,49 @@ fn execute_auto(
                 Feedback::Bar => bar.println(text),
             }
         };
-        let Some((found, mut run)) = search::search(plan, cell, executor, &mut each)? else {
+        let Some((found, probe)) = search::search(plan, cell, executor, &mut each)? else {
             interrupted = executor.interrupted();
             if interrupted {
                 break;
             }
+            bar.inc(plan.repeat as u64);
             continue;
         };
-        run.rate_search = Some(found);
-        writer.write(&Line::Run(run.clone()))?;
-        runs.push(run);
-        bar.inc(1);
+        let remeasure = plan.open.as_ref().map_or(0, |o| o.remeasure);
+        let mut keep = |mut run: RunResult| -> Result<()> {
+            run.rate_search = Some(found.clone());
+            writer.write(&Line::Run(run.clone()))?;
+            runs.push(run);
+            bar.inc(1);
+            Ok(())
+        };
+        match found.sustained.filter(|_| remeasure > 0) {
+            None => {
+                keep(probe)?;
+                bar.inc(plan.repeat.saturating_sub(1) as u64);
+            }
+            Some(rate) => {
+                for rep in 0..remeasure {
+                    if executor.interrupted() {
+                        interrupted = true;
+                        break;
+                    }
+                    bar.set_message(format!(
+                        "{} {} at {rate:.1}/s",
+                        cell.key.workload, cell.key.model
+                    ));
+                    let run = search::run_at(plan, cell, rate, Iteration::Counted(rep), executor)?;
+                    if run.status == RunStatus::Interrupted {
+                        interrupted = true;
+                        break;
+                    }
+                    keep(run)?;
+                }
+            }
+        }
+        if interrupted {
+            break;
+        }
     }
     bar.finish_and_clear();
     let analysis = analysis::analyze(&runs, &machine);

@@ -31,7 +31,8 @@ pub struct RunOptions {
     pub gil: bool,
     /// The emulated lock's switch interval.
     pub switch_interval: Duration,
-    /// Counted runs per cell (default depends on the study).
+    /// Counted runs per cell (default depends on the study). With `--rate auto`: fresh runs at
+    /// each cell's rate found, after its search (default: none, the probe is the run).
     pub repeat: Option<usize>,
     /// Uncounted warm-up runs per cell (default depends on the study).
     pub warmup: Option<usize>,
@@ -180,6 +181,14 @@ pub struct OpenOptions {
     pub slo: Option<String>,
 }
 
+impl OpenOptions {
+    /// Whether `--rate` asks for `auto` (before validation: crawl and advise pick their `-r`
+    /// default from it).
+    pub fn is_auto(&self) -> bool {
+        self.rate.as_deref().map(str::trim) == Some("auto")
+    }
+}
+
 impl Default for OpenOptions {
     fn default() -> Self {
         OpenOptions {
@@ -267,7 +276,8 @@ pub struct Plan {
     pub name: String,
     /// Every cell, in run order.
     pub cells: Vec<CellPlan>,
-    /// Counted runs per cell.
+    /// Counted runs (run lines) per cell; with `--rate auto`, `-r N` or 1 (see
+    /// [`OpenPlan::remeasure`]).
     pub repeat: usize,
     /// Warm-up runs per cell.
     pub warmup: usize,
@@ -702,11 +712,19 @@ pub fn build(o: &RunOptions) -> Result<Plan> {
             "--tls runs the study's own delay server over TLS, and this study starts none (it applies to http:/PATH workloads without --url, and to the crawl study)",
         ));
     }
+    // --rate auto: the search's probes are the runs, unless -r N asks for N more at the rate
+    // found (see OpenPlan::remeasure); its row is then their median.
+    let auto = open.as_ref().is_some_and(OpenPlan::is_auto);
+    let repeat = match (o.repeat, auto) {
+        (Some(n), _) => check_range("--repeat", n, 1, 1000)?,
+        (None, true) => 1,
+        (None, false) => check_range("--repeat", preset.repeat, 1, 1000)?,
+    };
     Ok(Plan {
         tls: o.tls,
         name: preset.name,
         cells,
-        repeat: check_range("--repeat", o.repeat.unwrap_or(preset.repeat), 1, 1000)?,
+        repeat,
         warmup: check_range("--warmup", o.warmup.unwrap_or(preset.warmup), 0, 100)?,
         timeout: o.timeout,
         stack_size: o.stack_size,
@@ -773,6 +791,7 @@ fn open_plan(all: &RunOptions, freeform: bool) -> Result<Option<OpenPlan>> {
         rate,
         duration,
         interval: o.interval,
+        remeasure: if auto { all.repeat.unwrap_or(0) } else { 0 },
     }))
 }
 

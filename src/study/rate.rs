@@ -96,6 +96,17 @@ pub struct OpenPlan {
     pub duration: Option<Duration>,
     /// The time series' interval.
     pub interval: Duration,
+    /// `--rate auto -r N`: after each cell's search, N fresh runs at the rate found, which make
+    /// its row (the probe that found the rate is not among them: it was kept because it
+    /// passed). 0 (no `-r`): that probe is the cell's one run.
+    pub remeasure: usize,
+}
+
+impl OpenPlan {
+    /// Whether this is `--rate auto`.
+    pub fn is_auto(&self) -> bool {
+        matches!(self.rate, Rate::Auto(_))
+    }
 }
 
 impl OpenPlan {

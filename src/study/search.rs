@@ -2,12 +2,13 @@
 //! model keeps the SLO on the corrected latency and achieves 99% of the asked rate, found
 //! by short probes (each a fresh-process run through the [`Executor`]): the rate grows
 //! fourfold until a probe fails, then bisects between the last good and the first bad rate.
+//! With `-r N` the study then measures the rate found N times afresh ([`run_at`]).
 
 use crate::analysis::results::{Probe, RateSearch, RunResult, RunStatus};
 use crate::error::Result;
 use crate::model;
 use crate::study::plan::{CellPlan, Plan};
-use crate::study::rate::{Rate, Slo};
+use crate::study::rate::{Rate, Slo, PROBE_DURATION};
 use crate::study::runner::{Executor, Iteration};
 
 /// The first rate probed, tasks per second, when the cell gives no better guess.
@@ -36,6 +37,28 @@ fn judge(run: &RunResult, rate: f64, slo: &Slo) -> Probe {
     }
 }
 
+/// One run of `cell` at `rate`, sized as a probe: `rate × --duration` tasks (2 s by default),
+/// at least [`MIN_PROBE_TASKS`].
+pub fn run_at(
+    plan: &Plan,
+    cell: &CellPlan,
+    rate: f64,
+    iteration: Iteration,
+    executor: &dyn Executor,
+) -> Result<RunResult> {
+    let duration = plan
+        .open
+        .as_ref()
+        .and_then(|o| o.duration)
+        .unwrap_or(PROBE_DURATION)
+        .as_secs_f64();
+    let tasks = ((rate * duration).ceil() as usize).max(MIN_PROBE_TASKS);
+    let mut sized = cell.clone();
+    sized.key.tasks = tasks;
+    sized.parallelism = model::parse(&cell.key.model)?.parallelism(tasks);
+    Ok(executor.run(&plan.at_rate(rate), &sized, iteration))
+}
+
 /// Searches the highest sustainable rate of `cell`. Returns the search and the run at the
 /// rate found (or the last probe, when none passed), or `None` when interrupted. `each`
 /// is told of every probe as it ends.
@@ -51,10 +74,6 @@ pub fn search(
     let Rate::Auto(slo) = &open.rate else {
         return Ok(None);
     };
-    let duration = open
-        .duration
-        .unwrap_or(crate::study::rate::PROBE_DURATION)
-        .as_secs_f64();
     let m = model::parse(&cell.key.model)?;
     let mut probes: Vec<Probe> = Vec::new();
     let mut best: Option<(f64, RunResult)> = None;
@@ -74,11 +93,7 @@ pub fn search(
         if executor.interrupted() {
             return Ok(None);
         }
-        let tasks = ((rate * duration).ceil() as usize).max(MIN_PROBE_TASKS);
-        let mut probe_cell = cell.clone();
-        probe_cell.key.tasks = tasks;
-        probe_cell.parallelism = m.parallelism(tasks);
-        let run = executor.run(&plan.at_rate(rate), &probe_cell, Iteration::Counted(0));
+        let run = run_at(plan, cell, rate, Iteration::Probe(probes.len()), executor)?;
         if run.status == RunStatus::Interrupted {
             return Ok(None);
         }
@@ -127,10 +142,15 @@ mod tests {
     use crate::study::runner::mock::MockExecutor;
 
     fn auto_plan(models: &[&str], slo: &str) -> Plan {
+        auto_plan_repeated(models, slo, None)
+    }
+
+    /// `--rate auto --slo SLO` over `models` on `sleep:100ms`, with `-r` if given.
+    fn auto_plan_repeated(models: &[&str], slo: &str, repeat: Option<usize>) -> Plan {
         plan::build(&RunOptions {
             workloads: vec!["sleep:100ms".into()],
             models: models.iter().map(|m| m.to_string()).collect(),
-            repeat: Some(1),
+            repeat,
             warmup: Some(0),
             timeout: Duration::from_secs(60),
             open: OpenOptions {
@@ -179,21 +199,26 @@ mod tests {
         assert!(found.probes.last().unwrap().rate < 0.5);
     }
 
-    #[test]
-    fn the_study_writes_one_run_per_cell_with_its_search() {
-        let plan = auto_plan(&["pool:4", "pool:8"], "p99<150ms");
+    /// Runs the study `plan` on `mock` into a temporary results file.
+    fn study(plan: &Plan, mock: &MockExecutor) -> crate::study::StudyOutcome {
         let dir = tempfile::tempdir().unwrap();
         let mut w =
             crate::analysis::results::ResultsWriter::create(&dir.path().join("r.jsonl")).unwrap();
-        let out = crate::study::execute(
-            &plan,
-            &MockExecutor::new(2),
-            &mut w,
-            vec![],
-            crate::study::Feedback::Quiet,
-        )
-        .unwrap();
+        crate::study::execute(plan, mock, &mut w, vec![], crate::study::Feedback::Quiet).unwrap()
+    }
+
+    #[test]
+    fn the_study_writes_one_run_per_cell_with_its_search() {
+        let plan = auto_plan(&["pool:4", "pool:8"], "p99<150ms");
+        assert_eq!((plan.repeat, plan.open.as_ref().unwrap().remeasure), (1, 0));
+        let mock = MockExecutor::new(2);
+        let out = study(&plan, &mock);
         assert_eq!(out.runs.len(), 2);
+        // Without -r, the probe at the rate found is the cell's run: nothing else ran.
+        assert!(mock
+            .calls()
+            .iter()
+            .all(|c| matches!(c.iteration, Iteration::Probe(_))));
         let sustained: Vec<f64> = out
             .analysis
             .cells
@@ -201,5 +226,105 @@ mod tests {
             .map(|c| c.rate_search.as_ref().unwrap().sustained.unwrap())
             .collect();
         assert!(sustained[1] > 1.9 * sustained[0], "{sustained:?}");
+    }
+
+    #[test]
+    fn with_repeat_the_rate_found_is_measured_that_many_times_afresh() {
+        let plan = auto_plan_repeated(&["pool:4", "pool:8"], "p99<150ms", Some(3));
+        assert_eq!((plan.repeat, plan.open.as_ref().unwrap().remeasure), (3, 3));
+        let mock = MockExecutor::new(2).jitter(0.2);
+        let out = study(&plan, &mock);
+        assert_eq!(out.runs.len(), 2 * 3);
+        let calls = mock.calls();
+        for (cell, found) in plan.cells.iter().zip(&out.analysis.cells) {
+            let search = found.rate_search.as_ref().unwrap();
+            let rate = search.sustained.unwrap();
+            // Each cell: its probes, then three counted runs at the rate found, sized as its
+            // probes, each written with the search.
+            let mine: Vec<Iteration> = calls
+                .iter()
+                .filter(|c| c.key.model == cell.key.model)
+                .map(|c| c.iteration)
+                .collect();
+            let probes = search.probes.len();
+            assert_eq!(mine.len(), probes + 3, "{mine:?}");
+            assert!(mine[..probes]
+                .iter()
+                .enumerate()
+                .all(|(k, i)| *i == Iteration::Probe(k)));
+            assert_eq!(
+                mine[probes..],
+                [0, 1, 2].map(Iteration::Counted),
+                "{}",
+                cell.key.model
+            );
+            let runs: Vec<&RunResult> = out
+                .runs
+                .iter()
+                .filter(|r| r.key.model == cell.key.model)
+                .collect();
+            assert_eq!(runs.iter().map(|r| r.rep).collect::<Vec<_>>(), [0, 1, 2]);
+            for r in &runs {
+                assert_eq!(r.open.as_ref().unwrap().rate_asked, rate);
+                assert_eq!(r.key.tasks, found.key.tasks);
+                assert_eq!(r.rate_search.as_ref(), Some(search));
+            }
+            // The row is the three runs' median, not one probe.
+            assert_eq!(found.runs, 3);
+            let mut walls: Vec<f64> = runs.iter().map(|r| r.wall_s).collect();
+            walls.sort_by(f64::total_cmp);
+            assert_eq!(found.wall_median_s, Some(walls[1]));
+            assert!(
+                walls[0] < walls[2],
+                "the jitter spreads the runs: {walls:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn with_repeat_a_cell_that_sustained_no_rate_keeps_its_last_probe() {
+        // No rate gets sleep:100ms under 50 ms: nothing to measure again.
+        let plan = auto_plan_repeated(&["pool:4"], "p99<50ms", Some(3));
+        let mock = MockExecutor::new(2);
+        let out = study(&plan, &mock);
+        assert_eq!(out.runs.len(), 1);
+        assert_eq!(out.runs[0].rate_search.as_ref().unwrap().sustained, None);
+        assert!(mock
+            .calls()
+            .iter()
+            .all(|c| matches!(c.iteration, Iteration::Probe(_))));
+    }
+
+    #[test]
+    fn an_interrupt_between_the_runs_at_the_rate_found_keeps_those_done() {
+        let plan = auto_plan_repeated(&["pool:4"], "p99<150ms", Some(3));
+        let probes = search(&plan, &plan.cells[0], &MockExecutor::new(2), &mut |_, _| {})
+            .unwrap()
+            .unwrap()
+            .0
+            .probes
+            .len();
+        // Ctrl-C once the probes and one run at the rate found are made.
+        let out = study(&plan, &MockExecutor::new(2).interrupt_after(probes + 1));
+        assert!(out.interrupted);
+        assert_eq!(out.runs.len(), 1);
+        assert_eq!(out.runs[0].rep, 0);
+    }
+
+    #[test]
+    fn repeat_zero_is_refused_with_rate_auto_too() {
+        let err = plan::build(&RunOptions {
+            workloads: vec!["sleep:100ms".into()],
+            models: vec!["pool:4".into()],
+            repeat: Some(0),
+            open: OpenOptions {
+                rate: Some("auto".into()),
+                slo: Some("p99<150ms".into()),
+                ..OpenOptions::default()
+            },
+            ..RunOptions::default()
+        })
+        .unwrap_err();
+        assert!(err.to_string().contains("--repeat '0'"), "{err}");
     }
 }

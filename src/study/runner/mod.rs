@@ -30,23 +30,27 @@ pub enum Iteration {
     Warmup(usize),
     /// The counted repetition `rep` (0-based).
     Counted(usize),
+    /// Probe number K (0-based) of a `--rate auto` search; the probe kept is written as rep 0.
+    Probe(usize),
 }
 
 impl Iteration {
     /// The `rep` a run line carries: a warm-up's line is never written, and is numbered 0.
     pub fn rep(self) -> usize {
         match self {
-            Iteration::Warmup(_) => 0,
+            Iteration::Warmup(_) | Iteration::Probe(_) => 0,
             Iteration::Counted(rep) => rep,
         }
     }
 
     /// Its folder under a cell's `--cmd-output` folder: `rep-R` for the run line whose `rep`
-    /// is R, `warmup-K` for the K-th warm-up (0-based, as `rep`).
+    /// is R, `warmup-K` for the K-th warm-up and `probe-K` for a `--rate auto` search's K-th
+    /// probe (0-based, as `rep`).
     pub fn folder(self) -> String {
         match self {
             Iteration::Warmup(k) => format!("warmup-{k}"),
             Iteration::Counted(rep) => format!("rep-{rep}"),
+            Iteration::Probe(k) => format!("probe-{k}"),
         }
     }
 }
