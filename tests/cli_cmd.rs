@@ -227,19 +227,14 @@ fn cmd_output_keeps_each_tasks_stdout_and_stderr_of_every_run() {
     // Each task writes its own pid: the runs are told apart by what they wrote, not only by
     // where it went.
     let spec = "cmd:echo out-{i}-$$; echo err-{i} >&2";
-    let (_, path) = results_path();
-    let out = concur()
-        .args(["run", "-w", spec, "--shell", "-m", "pool:2", "-n", "3"])
-        .args(["-r", "3", "--warmup", "1", "-q", "--json"])
-        .arg(&path)
-        .arg("--cmd-output")
-        .arg(&out_dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let (_results, path) = results_path();
+    succeeds(
+        concur()
+            .args(["run", "-w", spec, "--shell", "-m", "pool:2", "-n", "3"])
+            .args(["-r", "3", "--warmup", "1", "-q", "--json"])
+            .arg(&path)
+            .arg("--cmd-output")
+            .arg(&out_dir),
     );
     let cell = out_dir.join("pool:2-x3");
     let mut folders: Vec<String> = std::fs::read_dir(&cell)

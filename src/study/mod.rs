@@ -307,15 +307,15 @@ fn execute_auto(
                 bar.inc(plan.repeat.saturating_sub(1) as u64);
             }
             Some(rate) => {
+                bar.set_message(format!(
+                    "{} {} at {rate:.1}/s",
+                    cell.key.workload, cell.key.model
+                ));
                 for rep in 0..remeasure {
                     if executor.interrupted() {
                         interrupted = true;
                         break;
                     }
-                    bar.set_message(format!(
-                        "{} {} at {rate:.1}/s",
-                        cell.key.workload, cell.key.model
-                    ));
                     let run = search::run_at(plan, cell, rate, Iteration::Counted(rep), executor)?;
                     if run.status == RunStatus::Interrupted {
                         interrupted = true;

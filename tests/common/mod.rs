@@ -70,19 +70,25 @@ pub fn run_study_exiting(args: &[&str], code: i32) -> (Output, Vec<Value>) {
     (out, lines)
 }
 
-/// Runs `concur run ARGS -q --json PATH`, which must succeed, writing the results to `path`.
-pub fn run_study_to(path: &Path, args: &[&str]) {
-    let out = concur()
-        .arg("run")
-        .args(args)
-        .args(["--warmup", "0", "-q", "--json"])
-        .arg(path)
-        .output()
-        .expect("concur runs");
+/// Runs `cmd`, which must succeed (its stderr is the failure's message); its output.
+pub fn succeeds(cmd: &mut Command) -> Output {
+    let out = cmd.output().expect("concur runs");
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Runs `concur run ARGS -q --json PATH`, which must succeed, writing the results to `path`.
+pub fn run_study_to(path: &Path, args: &[&str]) {
+    succeeds(
+        concur()
+            .arg("run")
+            .args(args)
+            .args(["--warmup", "0", "-q", "--json"])
+            .arg(path),
     );
 }
 
