@@ -30,19 +30,19 @@ pub const PROGRAMS: &[Program] = &[
     Program {
         name: "gil",
         file: "gil.py",
-        help: "CPython: math1 (a, b = b, a*b) or io1 (reads of /dev/urandom) K times, plain, threads or processes",
+        help: "CPython: math1 (a, b = b, a*b) or io1 (reads of /dev/urandom) K times, plain, threads or processes; --table: the classic's whole table",
         text: include_str!("gil.py"),
     },
     Program {
         name: "crawl",
         file: "crawl.py",
-        help: "CPython: N GETs of the delay server with requests (serial), gevent, tornado's curl client or aiohttp",
+        help: "CPython: N GETs of the delay server with requests (serial), gevent, tornado's curl client or aiohttp, over https with --cafile",
         text: include_str!("crawl.py"),
     },
     Program {
         name: "mailer",
         file: "mailer.rb",
-        help: "MRI: N deliveries (mail + fib) sequentially, forked, in threads, a thread pool, Celluloid or Sidekiq",
+        help: "MRI: N deliveries (mail + fib) sequentially, forked, in threads, a thread pool, Celluloid or Sidekiq; bm: the classic's Benchmark.bm table",
         text: include_str!("mailer.rb"),
     },
 ];
