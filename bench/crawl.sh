@@ -30,11 +30,18 @@ url="http://127.0.0.1:$port"
 echo "== 1. concur run crawl --url $url"
 $bin run crawl --url "$url" --json "$out/crawl.jsonl" --markdown "$out/crawl.md" -q | tee "$out/crawl.txt"
 
-echo "== 1b. Python clients (same server)"
+echo "== 1b. Python clients (same server): src/classic/crawl.py's CONCUR lines, labelled"
+# wall_s leaves the imports out; wall_s + import_s is the wall with them, as docs/benchmarks.md
+# reports it for these clients.
 : > "$out/python.jsonl"
-$py bench/classic/crawl.py serial --url "$url" -n 50 -c 1 | tee -a "$out/python.jsonl"
+classic() { # CLIENT N C
+  $py src/classic/crawl.py "$1" --url "$url" -n "$2" -c "$3" \
+    | sed -n "s/^CONCUR {/{\"client\": \"$1\", \"requests\": $2, \"concurrency\": $3, /p" \
+    | tee -a "$out/python.jsonl"
+}
+classic serial 50 1
 for c in gevent tornado aiohttp; do
-  $py bench/classic/crawl.py $c --url "$url" -n 1000 -c 100 | tee -a "$out/python.jsonl"
+  classic $c 1000 100
 done
 
 echo "== 2. throughput, delay=0, 100 connections: bench/throughput.sh (its own server)"

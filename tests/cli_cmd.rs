@@ -555,32 +555,7 @@ fn the_shipped_classic_programs_compile() {
 #[test]
 fn classic_crawl_clients_run_or_are_left_out_with_a_note() {
     let (_, lines) = run_study(&["crawl", "--quick", "--classic", "-r", "1"]);
-    let notes = of_type(&lines, "meta")[0]["notes"].to_string();
-    for label in [
-        "py:requests",
-        "py:gevent:100",
-        "py:tornado-curl:100",
-        "py:aiohttp:100",
-    ] {
-        let runs = runs_of(&lines, label);
-        if runs.is_empty() {
-            assert!(
-                notes.contains(&format!("{label} left out")),
-                "{label}: {notes}"
-            );
-            eprintln!("{label} was left out: {notes}");
-            continue;
-        }
-        for r in runs {
-            assert_eq!(r["status"], "ok", "{r}");
-            // Ten bytes a reply, as concur's own clients.
-            assert_eq!(
-                r["bytes"].as_u64(),
-                Some(10 * r["tasks"].as_u64().unwrap()),
-                "{r}"
-            );
-        }
-    }
+    assert_classic_crawl_rows(&lines);
 }
 
 #[test]

@@ -312,6 +312,29 @@ fn the_study_server_speaks_tls_with_tls() {
     }
 }
 
+/// `crawl --classic --url https://… --cacert CA`: the Python clients get the CA too
+/// (`crawl.py --cafile`) and fetch every reply, or are left out with a note when their
+/// packages are missing.
+#[test]
+fn classic_crawl_clients_trust_the_cacert_over_https() {
+    let (s, _dir, ca) = tls_server();
+    let (_, lines) = run(
+        &[
+            "crawl",
+            "--quick",
+            "--classic",
+            "-r",
+            "1",
+            "--url",
+            &s.base_url(),
+            "--cacert",
+            ca.to_str().unwrap(),
+        ],
+        0,
+    );
+    assert_classic_crawl_rows(&lines);
+}
+
 #[test]
 fn bad_request_flags_are_refused_before_any_work() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The classic crawl experiment's Python clients, against any delay server.
 
-  crawl.py CLIENT --url http://127.0.0.1:PORT [-n 1000] [-c 100] [--delay 100]
+  crawl.py CLIENT --url http://127.0.0.1:PORT [-n 1000] [-c 100] [--delay 100] [--cafile PEM]
 
 CLIENT is one of:
   serial   -- requests.get, one after another (the classic's serial client)
@@ -10,15 +10,19 @@ CLIENT is one of:
   aiohttp  -- one aiohttp ClientSession, an asyncio.Semaphore(C)
 
 Each request is GET /add?name=crawl<10 random letters>&delay=MS; the server answers with 10
-bytes. Prints one line `CONCUR {"wall_s", "bytes", "tasks_ok", "tasks_failed"}` (the work's
-own wall, without the interpreter's start-up and imports), as concur's external cells read it
-(`concur run crawl --classic`). Run each client in its own process (gevent patches the
-standard library).
+bytes. Prints one line `CONCUR {"wall_s", "bytes", "tasks_ok", "tasks_failed", "import_s",
+"peak_rss_kib"}`: the work's own wall, without the interpreter's start-up and imports, as
+concur's external cells read it (`concur run crawl --classic`); the time the imports (and
+gevent's patching) took just before, so that the wall with them is wall_s + import_s; and the
+process's peak RSS at the end. With an https:// URL, --cafile names a CA to trust besides the
+system's. Run each client in its own process (gevent patches the standard library).
 """
 
 import argparse
 import json
+import os
 import random
+import resource
 import string
 import sys
 import time
@@ -37,7 +41,7 @@ def serial(args):
     ok = errors = size = 0
     for u in urls(args.url, args.n, args.delay):
         try:
-            r = requests.get(u, timeout=30)
+            r = requests.get(u, timeout=30, verify=args.cafile or True)
             size += len(r.content)
             ok += r.status_code == 200
             errors += r.status_code != 200
@@ -57,7 +61,7 @@ def gevent_client(args):
 
     def fetch(u):
         try:
-            r = requests.get(u, timeout=30)
+            r = requests.get(u, timeout=30, verify=args.cafile or True)
             res["size"] += len(r.content)
             res["ok" if r.status_code == 200 else "errors"] += 1
         except Exception:
@@ -82,7 +86,10 @@ def tornado_client(args):
     async def main():
         client = AsyncHTTPClient()
         res = await asyncio.gather(
-            *(client.fetch(u, raise_error=False, request_timeout=30) for u in urls(args.url, args.n, args.delay))
+            *(
+                client.fetch(u, raise_error=False, request_timeout=30, ca_certs=args.cafile)
+                for u in urls(args.url, args.n, args.delay)
+            )
         )
         ok = sum(r.code == 200 for r in res)
         return ok, len(res) - ok, sum(len(r.body or b"") for r in res)
@@ -97,7 +104,12 @@ def aiohttp_client(args):
 
     async def main():
         sem = asyncio.Semaphore(args.c)
-        conn = aiohttp.TCPConnector(limit=args.c)
+        ssl_ctx = None
+        if args.cafile:
+            import ssl
+
+            ssl_ctx = ssl.create_default_context(cafile=args.cafile)
+        conn = aiohttp.TCPConnector(limit=args.c, ssl=ssl_ctx if ssl_ctx else True)
         async with aiohttp.ClientSession(connector=conn) as session:
 
             async def fetch(u):
@@ -142,20 +154,37 @@ PREPARE = {
 }
 
 
+def positive(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number of at least 1")
+    return value
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("client", choices=sorted(CLIENTS))
     p.add_argument("--url", required=True)
-    p.add_argument("-n", type=int, default=1000)
-    p.add_argument("-c", type=int, default=100)
+    p.add_argument("-n", type=positive, default=1000)
+    p.add_argument("-c", type=positive, default=100)
     p.add_argument("--delay", type=int, default=100)
+    p.add_argument("--cafile", help="a PEM file of CA certificates to trust for https:// URLs")
     args = p.parse_args()
+    if args.cafile and not os.path.isfile(args.cafile):
+        p.error(f"--cafile '{args.cafile}' is not a file (allowed: a PEM file of CA certificates)")
+    t = time.perf_counter()
     PREPARE[args.client]()
+    imports = time.perf_counter() - t
     t = time.perf_counter()
     ok, errors, size = CLIENTS[args.client](args)
     wall = time.perf_counter() - t
     print("CONCUR " + json.dumps({
         "wall_s": wall, "bytes": size, "tasks_ok": ok, "tasks_failed": errors,
+        "import_s": imports,
+        "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
     }))
     return 0
 

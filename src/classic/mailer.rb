@@ -1,9 +1,11 @@
 #!/usr/bin/env ruby
 # frozen_string_literal: true
 #
-# The classic Ruby "mailer" experiment, one cell per process, as concur runs it (--classic):
+# The classic Ruby "mailer" experiment: one cell per process, as concur runs it (--classic),
+# or the classic's Benchmark.bm table in one process (bm):
 #
 #   mailer.rb MODE [--tasks N] [--fib F] [--workers W] [--redis URL]
+#   mailer.rb bm [--tasks N] [--fib F] [--workers W] [--many-threads M]
 #
 # The Redis URL may come from the environment instead, as CONCUR_JOBS_BACKEND=redis://...
 # (how concur passes the study's --jobs-backend: `ps` shows every user a command line, so a
@@ -20,6 +22,10 @@
 #              process is started and waited for first, then N jobs are pushed and drained
 # The last line is `CONCUR {"wall_s": ..., "bytes": ..., "tasks_ok": N}`: the work's own
 # wall, without the interpreter's start-up and gem loading.
+# bm runs seq, fork, threads and pool one after another under Benchmark.bm (`user system
+# total real`; user and system are this process's, total adds reaped children) and, with
+# --many-threads M, a row of M threads, one delivery each (the classic's 10,000, which the OS
+# may refuse: the error is printed and the table goes on).
 
 require 'json'
 require 'optparse'
@@ -63,16 +69,57 @@ def deliver(i, fib_n)
   sink.string.bytesize
 end
 
+# One thread per delivery, then join all. When the OS refuses a thread (the classic's 10,000
+# threads), the ones already started are joined before the error goes on.
+def in_threads(n, fib_n)
+  threads = []
+  n.times { |i| threads << Thread.new { deliver(i, fib_n) } }
+  threads.sum(&:value)
+rescue ThreadError, SystemCallError, NoMemoryError
+  threads.each { |t| t.join rescue nil }
+  raise
+end
+
+# The N deliveries of a mode that needs no gem, and the bytes of their mails (nil for fork:
+# the children's byte counts stay in the children, as in the classic).
+def deliveries(mode, n, fib_n, workers)
+  case mode
+  when 'seq' then (0...n).sum { |i| deliver(i, fib_n) }
+  when 'fork'
+    n.times { |i| fork { deliver(i, fib_n) } }
+    bad = Process.waitall.count { |_, st| !st.success? }
+    raise "#{bad} forked deliveries failed" if bad.positive?
+  when 'threads' then in_threads(n, fib_n)
+  when 'pool'
+    q = Queue.new
+    n.times { |i| q << i }
+    q.close
+    (0...workers).map { Thread.new { s = 0; while (i = q.pop); s += deliver(i, fib_n); end; s } }.sum(&:value)
+  end
+end
+
+MODES = %w[seq fork threads pool celluloid sidekiq bm].freeze
+
 if $PROGRAM_NAME == __FILE__
-opts = { tasks: 100, fib: 30, workers: 10, redis: nil }
+opts = { tasks: 100, fib: 30, workers: 10, redis: nil, many: nil }
 mode = ARGV.shift
-OptionParser.new do |o|
-  o.on('--tasks N', Integer) { |v| opts[:tasks] = v }
-  o.on('--fib F', Integer) { |v| opts[:fib] = v }
-  o.on('--workers W', Integer) { |v| opts[:workers] = v }
-  o.on('--redis URL') { |v| opts[:redis] = v }
-end.parse!
+usage = ->(why) { warn "mailer.rb: #{why}"; exit 2 }
+begin
+  OptionParser.new do |o|
+    o.on('--tasks N', Integer) { |v| opts[:tasks] = v }
+    o.on('--fib F', Integer) { |v| opts[:fib] = v }
+    o.on('--workers W', Integer) { |v| opts[:workers] = v }
+    o.on('--redis URL') { |v| opts[:redis] = v }
+    o.on('--many-threads M', Integer) { |v| opts[:many] = v }
+  end.parse!
+rescue OptionParser::ParseError => e
+  usage.call(e.message)
+end
 opts[:redis] ||= ENV['CONCUR_JOBS_BACKEND'] if ENV['CONCUR_JOBS_BACKEND'].to_s.start_with?('redis')
+usage.call("unknown mode #{mode.inspect} (allowed: #{MODES.join(', ')})") unless MODES.include?(mode)
+usage.call("--fib #{opts[:fib]} is below 0") if opts[:fib].negative?
+%i[tasks workers many].each { |k| usage.call("--#{k} #{opts[k]} is below 1") if opts[k]&.< 1 }
+usage.call('sidekiq needs --redis URL or CONCUR_JOBS_BACKEND=redis://...') if mode == 'sidekiq' && !opts[:redis]
 n = opts[:tasks]
 f = opts[:fib]
 w = opts[:workers]
@@ -85,30 +132,36 @@ end
 now = -> { Process.clock_gettime(Process::CLOCK_MONOTONIC) }
 
 case mode
-when 'seq'
+when 'seq', 'threads', 'pool'
   t0 = now.call
-  done(t0, (0...n).sum { |i| deliver(i, f) }, n)
+  done(t0, deliveries(mode, n, f, w), n)
 when 'fork'
   t0 = now.call
-  n.times { |i| fork { deliver(i, f) } }
-  bad = Process.waitall.count { |_, st| !st.success? }
-  abort "#{bad} forked deliveries failed" if bad.positive?
-  # The children's byte counts stay in the children, as in the classic: the parent renders
-  # the same mails (fib's value computed once, outside the clock) to count their bytes.
+  deliveries(mode, n, f, w)
+  # The parent renders the same mails (fib's value computed once, outside the clock) to
+  # count their bytes.
   wall = now.call - t0
   fv = fib(f)
   bytes = (0...n).sum { |i| render(i, f, fv).bytesize }
   puts "CONCUR #{JSON.generate(wall_s: wall, bytes: bytes, tasks_ok: n)}"
-when 'threads'
-  t0 = now.call
-  done(t0, (0...n).map { |i| Thread.new { deliver(i, f) } }.sum(&:value), n)
-when 'pool'
-  t0 = now.call
-  q = Queue.new
-  n.times { |i| q << i }
-  q.close
-  total = (0...w).map { Thread.new { s = 0; while (i = q.pop); s += deliver(i, f); end; s } }.sum(&:value)
-  done(t0, total, n)
+when 'bm'
+  require 'benchmark'
+  require 'etc'
+  $stdout.sync = true
+  puts "# ruby #{RUBY_VERSION} (#{RUBY_PLATFORM}), #{Etc.nprocessors} CPUs; fib=#{f}, tasks=#{n}, pool=#{w}"
+  rows = [['sequential', 'seq', n], ['fork', 'fork', n], ['threads', 'threads', n], ["pool(#{w})", 'pool', n]]
+  rows << ["threads-#{opts[:many]}", 'threads', opts[:many]] if opts[:many]
+  errors = []
+  Benchmark.bm(12) do |x|
+    rows.each do |label, m, count|
+      x.report(label) do
+        deliveries(m, count, f, w)
+      rescue StandardError, NoMemoryError => e
+        errors << "#{label}: #{e.class}: #{e.message}"
+      end
+    end
+  end
+  errors.each { |e| puts "# error: #{e}" }
 when 'celluloid'
   $stderr.reopen(File::NULL) # Celluloid logs its shutdown on stderr
   require 'celluloid'
@@ -122,7 +175,6 @@ when 'celluloid'
   total = (0...n).map { |i| pool.future.deliver_one(i, f) }.sum(&:value)
   done(t0, total, n)
 when 'sidekiq'
-  abort 'sidekiq needs --redis URL or CONCUR_JOBS_BACKEND=redis://...' unless opts[:redis]
   require 'sidekiq'
   require 'securerandom'
   queue = "concur-#{SecureRandom.hex(4)}"
@@ -142,8 +194,6 @@ when 'sidekiq'
   total = Sidekiq.redis { |r| r.get("#{counter}:bytes") }.to_i
   done(t0, total, n)
   Sidekiq.redis { |r| r.del(counter, "#{counter}:bytes") }
-else
-  abort "unknown mode #{mode.inspect} (seq, fork, threads, pool, celluloid, sidekiq)"
 end
 end
 

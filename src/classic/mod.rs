@@ -30,19 +30,19 @@ pub const PROGRAMS: &[Program] = &[
     Program {
         name: "gil",
         file: "gil.py",
-        help: "CPython: math1 (a, b = b, a*b) or io1 (reads of /dev/urandom) K times, plain, threads or processes",
+        help: "CPython: math1 (a, b = b, a*b) or io1 (reads of /dev/urandom) K times, plain, threads or processes; --table: the classic's whole table",
         text: include_str!("gil.py"),
     },
     Program {
         name: "crawl",
         file: "crawl.py",
-        help: "CPython: N GETs of the delay server with requests (serial), gevent, tornado's curl client or aiohttp",
+        help: "CPython: N GETs of the delay server with requests (serial), gevent, tornado's curl client or aiohttp, over https with --cafile",
         text: include_str!("crawl.py"),
     },
     Program {
         name: "mailer",
         file: "mailer.rb",
-        help: "MRI: N deliveries (mail + fib) sequentially, forked, in threads, a thread pool, Celluloid or Sidekiq",
+        help: "MRI: N deliveries (mail + fib) sequentially, forked, in threads, a thread pool, Celluloid or Sidekiq; bm: the classic's Benchmark.bm table",
         text: include_str!("mailer.rb"),
     },
 ];
@@ -166,11 +166,11 @@ pub fn prepare(study: &str, o: &RunOptions, redis: bool) -> Result<Classic> {
     match study {
         "gil" => gil(&mut c, o.quick),
         "mailer" => mailer(&mut c, o.quick, o.gil, redis),
-        "crawl" => crawl(&mut c, o.quick, o.full, o.gil),
+        "crawl" => crawl(&mut c, o.quick, o.gil, o),
         presets::TOUR => {
             gil(&mut c, true);
             mailer(&mut c, true, false, redis);
-            crawl(&mut c, true, o.full, false);
+            crawl(&mut c, true, false, o);
         }
         other => {
             return Err(Error::usage(format!(
@@ -293,15 +293,26 @@ fn gil(c: &mut Classic, quick: bool) {
     ));
 }
 
-/// `crawl`: the classic's Python clients against the study's server.
-fn crawl(c: &mut Classic, quick: bool, full: bool, gil: bool) {
+/// `crawl`: the classic's Python clients against the study's server, trusting `--cacert`'s
+/// CA as concur's clients do (`o` gives `--full`, `--cacert` and `-k`).
+fn crawl(c: &mut Classic, quick: bool, gil: bool, o: &RunOptions) {
     let Some(py) = python() else {
         c.notes.push(format!(
             "classic: python3 is not on PATH, so the py: cells of crawl are left out (apt-get install python3, or {INSTALL})"
         ));
         return;
     };
-    let (n, seq_n) = presets::crawl_sizes(quick, full);
+    let (n, seq_n) = presets::crawl_sizes(quick, o.full);
+    let cafile = o
+        .cacert
+        .as_deref()
+        .map(|ca| format!(" --cafile {}", quoted(ca)))
+        .unwrap_or_default();
+    if o.insecure {
+        c.notes.push(
+            "classic: the py: crawl clients verify the server's certificate: -k does not reach them (give its CA with --cacert)".into(),
+        );
+    }
     let script = c.dir.path().join("crawl.py");
     let probe = "import importlib.util as u, sys; print(' '.join(m for m in sys.argv[1:] if u.find_spec(m)))";
     let found =
@@ -333,7 +344,7 @@ fn crawl(c: &mut Classic, quick: bool, full: bool, gil: bool) {
         c.peers.push(peer(
             label,
             format!(
-                "{} {} {client} --url {{url}} -n {{tasks}} -c {}",
+                "{} {} {client} --url {{url}} -n {{tasks}} -c {}{cafile}",
                 quoted(&py),
                 quoted(&script),
                 if client == "serial" { "1" } else { "{workers}" }

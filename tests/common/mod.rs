@@ -123,6 +123,37 @@ pub fn runs_of<'a>(lines: &'a [Value], model: &str) -> Vec<&'a Value> {
         .collect()
 }
 
+/// Checks the Python clients' rows of a `crawl --classic` study: each fetched every reply
+/// (ten bytes each, as concur's own clients), or was left out with a note naming what is
+/// missing.
+pub fn assert_classic_crawl_rows(lines: &[Value]) {
+    let notes = of_type(lines, "meta")[0]["notes"].to_string();
+    for label in [
+        "py:requests",
+        "py:gevent:100",
+        "py:tornado-curl:100",
+        "py:aiohttp:100",
+    ] {
+        let runs = runs_of(lines, label);
+        if runs.is_empty() {
+            assert!(
+                notes.contains(&format!("{label} left out")),
+                "{label}: {notes}"
+            );
+            eprintln!("{label} was left out: {notes}");
+            continue;
+        }
+        for r in runs {
+            assert_eq!(r["status"], "ok", "{r}");
+            assert_eq!(
+                r["bytes"].as_u64(),
+                Some(10 * r["tasks"].as_u64().unwrap()),
+                "{r}"
+            );
+        }
+    }
+}
+
 /// Runs `concur run ARGS --warmup 0 -q --json PATH` in `dir` and returns its output, whatever
 /// its exit status: studies in which tasks fail may exit 0 or 1.
 pub fn run_into(dir: &Path, path: &Path, args: &[&str]) -> Output {

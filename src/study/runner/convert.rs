@@ -163,7 +163,9 @@ pub(crate) fn convert(cell: &CellPlan, rep: usize, ended: Ended, verdict: Verdic
     run
 }
 
-/// What an external program may report on its `CONCUR {json}` line.
+/// What an external program may report on its `CONCUR {json}` line. Other keys are the
+/// program's own, for its other readers (`bench/` reads the classic crawl.py's `import_s` and
+/// `peak_rss_kib`): they are ignored, never refused.
 #[derive(Debug, Clone, serde::Deserialize)]
 struct PeerReport {
     /// The work's own wall time, seconds.
@@ -282,4 +284,35 @@ pub(crate) fn convert_external(
         }
     }
     run
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ended_with(line: &str) -> Ended {
+        Ended {
+            waited: Err(std::io::Error::other("not waited for")),
+            killed_for: None,
+            wall_s: 1.0,
+            tree_pss_kib: None,
+            report: None,
+            concur_line: Some(line.into()),
+            stderr_tail: vec![],
+        }
+    }
+
+    #[test]
+    fn a_concur_line_may_carry_keys_of_its_own_but_needs_wall_s() {
+        let line = r#"{"wall_s": 0.5, "bytes": 10, "tasks_ok": 1, "tasks_failed": 0, "import_s": 0.2, "peak_rss_kib": 30000}"#;
+        let r = peer_report(&ended_with(line)).unwrap().unwrap();
+        assert_eq!(
+            (r.wall_s, r.bytes, r.tasks_ok, r.tasks_failed),
+            (0.5, Some(10), Some(1), Some(0))
+        );
+        let e = peer_report(&ended_with(r#"{"bytes": 10}"#))
+            .unwrap()
+            .unwrap_err();
+        assert!(e.contains("wall_s"), "{e}");
+    }
 }
