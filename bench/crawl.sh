@@ -18,14 +18,12 @@ venv="${VENV:-/tmp/concur-venv}"
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/pip" install -q aiohttp gevent tornado pycurl requests fastapi uvicorn
 py="$venv/bin/python"
-cargo build --release -q
-bin=$PWD/target/release/concur
+source bench/lib.sh
+build
 
-port=18931
-$bin serve -q --addr 127.0.0.1:$port & server=$!
-trap 'kill $server 2>/dev/null || true; kill $fastapi 2>/dev/null || true' EXIT
-until curl -s "http://127.0.0.1:$port/stats" >/dev/null; do sleep 0.1; done
-url="http://127.0.0.1:$port"
+start_server srv
+server=$srv_pid
+url=$srv_url
 
 echo "== 1. concur run crawl --url $url"
 $bin run crawl --url "$url" --json "$out/crawl.jsonl" --markdown "$out/crawl.md" -q | tee "$out/crawl.txt"
@@ -60,7 +58,9 @@ measure() { # name pid base
 }
 : > "$out/servers.txt"
 measure concur $server "$url"
-(cd bench/classic && exec $py -m uvicorn fastapi_app:app --port $((port+1)) --log-level warning) & fastapi=$!
-until curl -s "http://127.0.0.1:$((port+1))/add" >/dev/null; do sleep 0.2; done
-measure fastapi $fastapi "http://127.0.0.1:$((port+1))"
+fastapi_port=$(free_port)
+(cd bench/classic && exec $py -m uvicorn fastapi_app:app --port "$fastapi_port" --log-level warning) & fastapi=$!
+stop_on_exit "$fastapi"
+until curl -s "http://127.0.0.1:$fastapi_port/add" >/dev/null; do sleep 0.2; done
+measure fastapi $fastapi "http://127.0.0.1:$fastapi_port"
 echo "results in $out"

@@ -8,14 +8,11 @@ cd "$(dirname "$0")/.."
 reps="${1:-5}"
 out="${2:-/tmp/concur-crawl1000}"
 mkdir -p "$out"
-cargo build --release -q
-bin=$PWD/target/release/concur
-port=18971
-$bin serve -q --addr 127.0.0.1:$port & server=$!
-trap 'kill $server 2>/dev/null || true' EXIT
-until curl -s "http://127.0.0.1:$port/stats" >/dev/null; do sleep 0.1; done
+source bench/lib.sh
+build
+start_server srv
 echo "machine: $(nproc) cores, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)"
-$bin crawl "http://127.0.0.1:$port/add?name={rand}&delay=100" -n 1000 -c 1000 --model async \
+$bin crawl "$srv_url/add?name={rand}&delay=100" -n 1000 -c 1000 --model async \
   -r "$reps" -q --json "$out/crawl1000.jsonl" > /dev/null
 python3 - "$out/crawl1000.jsonl" <<'PY'
 import json, statistics, sys

@@ -10,16 +10,14 @@ n="${1:-20000}"
 w="${2:-10000}"
 out="${3:-/tmp/concur-heap}"
 mkdir -p "$out"
-ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+source bench/lib.sh
+raise_open_files
+build
 cargo build --release -q --example http_heap
-bin=$PWD/target/release/concur
-port=18981
-$bin serve -q --addr 127.0.0.1:$port & server=$!
-trap 'kill $server 2>/dev/null || true' EXIT
-until curl -s "http://127.0.0.1:$port/stats" >/dev/null; do sleep 0.1; done
+start_server srv
 rm -f "$out"/heap.*
 heaptrack -o "$out/heap" target/release/examples/http_heap \
-  "http://127.0.0.1:$port/add?name={rand}&delay=100" "$n" "$w" > /dev/null
+  "$srv_url/add?name={rand}&delay=100" "$n" "$w" > /dev/null
 heaptrack_print -f "$out"/heap.* --print-peaks 1 --print-allocators 0 --print-leaks 0 \
   --print-temporary 0 --peak-limit 12 --sub-peak-limit 12 > "$out/peaks.txt" 2>/dev/null
 # Each site: its bytes at the peak, its calls, and its first frames below the allocator.

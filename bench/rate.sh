@@ -19,13 +19,10 @@ rates=(${rates[*]})
 mkdir -p "$out"
 wrk2="${WRK2:-$(command -v wrk2 || true)}"
 [ -x "$wrk2" ] || { echo "wrk2 not found: set WRK2=/path/to/wrk (built from giltene/wrk2)" >&2; exit 2; }
-cargo build --release -q
-bin=$PWD/target/release/concur
-port=18991
-$bin serve -q --addr 127.0.0.1:$port & server=$!
-trap 'kill $server 2>/dev/null || true' EXIT
-until curl -s "http://127.0.0.1:$port/stats" >/dev/null; do sleep 0.1; done
-base="http://127.0.0.1:$port/add?delay=0&name="
+source bench/lib.sh
+build
+start_server srv
+base="$srv_url/add?delay=0&name="
 secs=10
 : > "$out/rows.txt"
 for r in $(seq "$rounds"); do

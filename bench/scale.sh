@@ -14,17 +14,15 @@ n="${1:-100000}"
 w="${2:-10000}"
 out="${3:-/tmp/concur-scale}"
 mkdir -p "$out"
-ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+source bench/lib.sh
+raise_open_files
 venv="${VENV:-/tmp/concur-venv}"
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/pip" install -q aiohttp
-cargo build --release -q
-bin=$PWD/target/release/concur
-port=18951
-$bin serve -q --addr 127.0.0.1:$port & server=$!
-trap 'kill $server 2>/dev/null || true' EXIT
-until curl -s "http://127.0.0.1:$port/stats" >/dev/null; do sleep 0.1; done
-url="http://127.0.0.1:$port"
+build
+start_server srv
+server=$srv_pid
+url=$srv_url
 echo "machine: $(nproc) cores, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg); somaxconn $(sysctl -n net.core.somaxconn)"
 echo "N=$n W=$w delay=100ms ideal=$(python3 -c "import math; print(math.ceil($n/$w)*0.1)") s"
 : > "$out/scale.txt"

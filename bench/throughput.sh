@@ -8,14 +8,11 @@ cd "$(dirname "$0")/.."
 rounds="${1:-3}"
 out="${2:-/tmp/concur-throughput}"
 mkdir -p "$out"
-cargo build --release -q
-bin=$PWD/target/release/concur
+source bench/lib.sh
+build
 oha="$(command -v oha || echo /tmp/oha/bin/oha)"
-port=18990
-$bin serve -q --addr 127.0.0.1:$port & server=$!
-trap 'kill $server 2>/dev/null || true' EXIT
-until curl -s "http://127.0.0.1:$port/stats" >/dev/null; do sleep 0.1; done
-base="http://127.0.0.1:$port/add?delay=0&name="
+start_server srv
+base="$srv_url/add?delay=0&name="
 n=150000
 : > "$out/rps.txt"
 for r in $(seq "$rounds"); do

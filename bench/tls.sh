@@ -19,18 +19,14 @@ command -v wrk >/dev/null && command -v hey >/dev/null || {
 venv="${VENV:-/tmp/concur-venv}"
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/pip" install -q aiohttp
-cargo build --release -q
-bin=$PWD/target/release/concur
-port=18961
-$bin serve --tls-self-signed --addr 127.0.0.1:$port 2> "$out/serve.txt" & tls_server=$!
-$bin serve -q --addr 127.0.0.1:$((port+1)) & plain_server=$!
-trap 'kill $tls_server $plain_server 2>/dev/null || true' EXIT
-until curl -s "http://127.0.0.1:$((port+1))/stats" >/dev/null; do sleep 0.1; done
-until grep -q listening "$out/serve.txt" 2>/dev/null; do sleep 0.1; done
-ca=$(sed -n 's/.*written to \([^ ]*\) .*/\1/p' "$out/serve.txt")
-cat "$out/serve.txt"
-https="https://127.0.0.1:$port"
-http="http://127.0.0.1:$((port+1))"
+source bench/lib.sh
+build
+start_server tls --tls-self-signed
+start_server plain
+ca=$tls_ca
+https=$tls_url
+http=$plain_url
+echo "concur serve --tls-self-signed on $https, its certificate in $ca; plain concur serve on $http"
 echo "machine: $(nproc) cores, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # One concur crawl: prints "label wall_s max_rss_kib tls_us_p50 connect_us_p50 tasks_ok".
