@@ -60,6 +60,7 @@ fn every_model_gives_the_same_checksum_in_fresh_processes(
 fn panics_and_errors_are_failed_tasks_with_their_message(
     report: &concur::LabReport,
     async_report: &concur::LabReport,
+    build_panic_report: &concur::LabReport,
 ) {
     for r in &report.runs {
         let what = r.key.label();
@@ -96,6 +97,22 @@ fn panics_and_errors_are_failed_tasks_with_their_message(
         assert_eq!(r.tasks_ok, 2, "{}: {:?}", r.key.label(), r.error);
         assert_eq!(r.failures.get("panic"), Some(&1), "{}", r.key.label());
     }
+    // So is one raised while the closure builds its future: that task alone fails, the worker
+    // loop that ran it goes on to the next ones.
+    for r in &build_panic_report.runs {
+        let what = r.key.label();
+        assert_eq!(r.tasks_ok, 19, "{what}: {:?}", r.error);
+        assert_eq!(r.bytes, 19, "{what}");
+        assert_eq!(
+            r.failures.get("panic"),
+            Some(&1),
+            "{what}: {:?}",
+            r.failures
+        );
+        let e = r.error.as_deref().unwrap_or_default();
+        assert!(e.contains("future 7 not built"), "{what}: {e}");
+    }
+    assert_eq!(build_panic_report.runs.len(), 3);
     println!("ok: panics and errors are failed tasks");
 }
 
@@ -183,7 +200,20 @@ fn main() {
         .warmup(0)
         .run()
         .expect("the lab runs");
+    let build_panic = Lab::new("lab-build-panic")
+        .async_task(|i| {
+            if i == 7 {
+                panic!("future {i} not built");
+            }
+            async move { 1u64 }
+        })
+        .models(["async:2", "async-local:2", "actor:2"])
+        .tasks([20])
+        .repeat(1)
+        .warmup(0)
+        .run()
+        .expect("the lab runs");
     every_model_gives_the_same_checksum_in_fresh_processes(&sum, &models);
-    panics_and_errors_are_failed_tasks_with_their_message(&bad, &bad_async);
+    panics_and_errors_are_failed_tasks_with_their_message(&bad, &bad_async, &build_panic);
     bad_input_is_refused_before_any_run();
 }

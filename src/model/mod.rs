@@ -130,7 +130,15 @@ pub fn execute(w: &dyn Workload, index: usize) -> TaskRecord {
 /// failed task (kind `panic`), as in [`execute`].
 pub async fn execute_async(w: Arc<dyn Workload>, index: usize) -> TaskRecord {
     let start_ns = mono_ns();
-    let result = workload::CatchPanic(w.run_async(index)).await;
+    // A closure may panic while it builds its future, before there is a future to guard.
+    let result = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.run_async(index)))
+    {
+        Ok(future) => workload::CatchPanic(future).await,
+        Err(payload) => Err(workload::TaskError::new(
+            "panic",
+            workload::panic_message(&*payload),
+        )),
+    };
     record(index, start_ns, result)
 }
 
