@@ -680,12 +680,13 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
             } else {
                 a.model.clone()
             };
-            let tasks = match (a.requests, a.open.duration) {
-                (Some(n), _) => vec![n],
-                (None, Some(_)) => vec![],
-                (None, None) => vec![1000],
-            };
             let open: concur::study::plan::OpenOptions = a.open.into();
+            // --rate auto sizes its probes itself; --duration sizes the run.
+            let tasks = match a.requests {
+                Some(n) => vec![n],
+                None if open.is_auto() || open.duration.is_some() => vec![],
+                None => vec![1000],
+            };
             let mut opts = RunOptions {
                 workloads: vec![format!("http:{}", a.url)],
                 models: vec![model],

@@ -422,3 +422,21 @@ fn serve_shuts_down_gracefully_on_sigterm() {
     );
     assert!(child.wait().unwrap().success());
 }
+
+#[test]
+fn a_crawl_finds_the_rate_its_client_sustains_with_rate_auto() {
+    // async:4 on 100 ms responses serves 40/s; no -n: the search sizes its probes itself.
+    let s = server();
+    let url = format!("{}/add?name={{rand}}&delay=100", s.base_url());
+    let (code, lines) = crawl(&[&url, "-c", "4", "--rate", "auto", "--slo", "p99<150ms"]);
+    assert_eq!(code, Some(0), "{lines:?}");
+    let runs = of_type(&lines, "run");
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let found = runs[0]["rate_search"]["sustained"].as_f64().unwrap_or(0.0);
+    assert!(
+        (30.0..=44.0).contains(&found),
+        "found {found}/s: {}",
+        runs[0]
+    );
+    assert_eq!(runs[0]["model"], "async:4");
+}
