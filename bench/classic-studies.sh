@@ -11,16 +11,18 @@ out="${1:-/tmp/concur-bench}"
 shift || true
 studies=("${@:-gil mailer crawl}")
 mkdir -p "$out"
+source bench/lib.sh
 if [ -z "${CONCUR:-}" ]; then
-  cargo build --release -q
-  CONCUR=target/release/concur
+  build
+  CONCUR=$bin
 fi
 for study in ${studies[@]}; do
   extra=()
   if [ "$study" = mailer ] && command -v redis-server >/dev/null; then
-    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    port=$(free_port)
     redis-server --port "$port" --save '' --appendonly no --daemonize yes --pidfile "$out/redis.pid" >/dev/null
-    trap 'kill "$(cat "$out/redis.pid")" 2>/dev/null || true' EXIT
+    for _ in $(seq 100); do [ -s "$out/redis.pid" ] && break; sleep 0.05; done
+    stop_on_exit "$(cat "$out/redis.pid")"
     for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.05; done
     extra=(--jobs-backend "redis://127.0.0.1:$port/0")
   fi

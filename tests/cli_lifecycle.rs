@@ -8,52 +8,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::wait_for;
-
-/// A process as `/proc/PID/stat` shows it: parent, state letter, start time (clock ticks since
-/// boot, which tells a process from a later one that reuses its pid).
-struct Stat {
-    ppid: i32,
-    state: char,
-    start: u64,
-}
-
-fn stat(pid: i32) -> Option<Stat> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may hold spaces and parentheses: fields start after the last ')'.
-    let rest = &text[text.rfind(')')? + 1..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    Some(Stat {
-        state: f.first()?.chars().next()?,
-        ppid: f.get(1)?.parse().ok()?,
-        // Field 22 of stat; `rest` starts at field 3.
-        start: f.get(19)?.parse().ok()?,
-    })
-}
-
-/// Every live descendant of `root`, as (pid, start time).
-fn descendants(root: i32) -> Vec<(i32, u64)> {
-    let mut all: Vec<(i32, Stat)> = Vec::new();
-    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
-            continue;
-        };
-        if let Some(s) = stat(pid) {
-            all.push((pid, s));
-        }
-    }
-    let mut out: Vec<(i32, u64)> = Vec::new();
-    let mut frontier = vec![root];
-    while let Some(parent) = frontier.pop() {
-        for (pid, s) in &all {
-            if s.ppid == parent && s.state != 'Z' {
-                out.push((*pid, s.start));
-                frontier.push(*pid);
-            }
-        }
-    }
-    out
-}
+use common::{descendants, stat, wait_for};
 
 /// Whether the process `pid` that started at `start` still runs (a zombie has ended: the
 /// container's init may be slow to reap the orphans it inherits).

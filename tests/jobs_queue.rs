@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::wait_for;
+use common::{descendants, wait_for};
 use concur::jobs::worker::{work, WorkOptions};
 use concur::jobs::{self, Backend, FailedSet, Job, RetrySchedule};
 use serde_json::Value;
@@ -764,36 +764,6 @@ fn the_jobs_commands_take_the_backend_from_concur_jobs_backend() {
     }
 }
 
-/// The pids of `root`'s descendants, from `/proc/*/stat` (whose fourth field, after the
-/// parenthesised name, is the parent's pid).
-fn descendants(root: u32) -> Vec<u32> {
-    let mut parent = BTreeMap::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
-            continue;
-        };
-        let after_name = &stat[stat.rfind(')').map_or(0, |i| i + 1)..];
-        if let Some(ppid) = after_name
-            .split_whitespace()
-            .nth(1)
-            .and_then(|p| p.parse::<u32>().ok())
-        {
-            parent.insert(pid, ppid);
-        }
-    }
-    let mut found = vec![root];
-    let mut i = 0;
-    while i < found.len() {
-        let p = found[i];
-        found.extend(parent.iter().filter(|(_, pp)| **pp == p).map(|(c, _)| *c));
-        i += 1;
-    }
-    found.split_off(1)
-}
-
 #[test]
 fn no_process_concur_starts_shows_the_redis_password_on_its_command_line() {
     const PASSWORD: &str = "Cmdline-s3cret-42";
@@ -838,7 +808,9 @@ fn no_process_concur_starts_shows_the_redis_password_on_its_command_line() {
     let deadline = Instant::now() + Duration::from_secs(180);
     while study.try_wait().unwrap().is_none() {
         assert!(Instant::now() < deadline, "the study did not end");
-        for pid in std::iter::once(root).chain(descendants(root)) {
+        for pid in
+            std::iter::once(root).chain(descendants(root as i32).into_iter().map(|(p, _)| p as u32))
+        {
             if let Ok(argv) = std::fs::read(format!("/proc/{pid}/cmdline")) {
                 let argv = String::from_utf8_lossy(&argv).replace('\0', " ");
                 if !argv.trim().is_empty() {

@@ -14,8 +14,9 @@ bytes. Prints one line `CONCUR {"wall_s", "bytes", "tasks_ok", "tasks_failed", "
 "peak_rss_kib"}`: the work's own wall, without the interpreter's start-up and imports, as
 concur's external cells read it (`concur run crawl --classic`); the time the imports (and
 gevent's patching) took just before, so that the wall with them is wall_s + import_s; and the
-process's peak RSS at the end. With an https:// URL, --cafile names a CA to trust besides the
-system's. Run each client in its own process (gevent patches the standard library).
+process's peak RSS at the end. With an https:// URL, --cafile names the CA certificates to
+trust instead of the system's (as requests' verify=, tornado's ca_certs and
+ssl.create_default_context(cafile=) all do). Run each client in its own process (gevent patches the standard library).
 """
 
 import argparse
@@ -171,7 +172,7 @@ def main():
     p.add_argument("-n", type=positive, default=1000)
     p.add_argument("-c", type=positive, default=100)
     p.add_argument("--delay", type=int, default=100)
-    p.add_argument("--cafile", help="a PEM file of CA certificates to trust for https:// URLs")
+    p.add_argument("--cafile", help="a PEM file of the CA certificates to trust for https:// URLs (instead of the system's)")
     args = p.parse_args()
     if args.cafile and not os.path.isfile(args.cafile):
         p.error(f"--cafile '{args.cafile}' is not a file (allowed: a PEM file of CA certificates)")

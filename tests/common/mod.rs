@@ -125,9 +125,11 @@ pub fn runs_of<'a>(lines: &'a [Value], model: &str) -> Vec<&'a Value> {
 
 /// Checks the Python clients' rows of a `crawl --classic` study: each fetched every reply
 /// (ten bytes each, as concur's own clients), or was left out with a note naming what is
-/// missing.
+/// missing. With `CONCUR_REQUIRE_PY_CLIENTS` set (CI installs them), requests and aiohttp
+/// must have run.
 pub fn assert_classic_crawl_rows(lines: &[Value]) {
     let notes = of_type(lines, "meta")[0]["notes"].to_string();
+    let required = std::env::var_os("CONCUR_REQUIRE_PY_CLIENTS").is_some();
     for label in [
         "py:requests",
         "py:gevent:100",
@@ -135,6 +137,9 @@ pub fn assert_classic_crawl_rows(lines: &[Value]) {
         "py:aiohttp:100",
     ] {
         let runs = runs_of(lines, label);
+        if required && (label == "py:requests" || label == "py:aiohttp:100") {
+            assert!(!runs.is_empty(), "{label} did not run: {notes}");
+        }
         if runs.is_empty() {
             assert!(
                 notes.contains(&format!("{label} left out")),
@@ -214,4 +219,49 @@ pub fn failing_study(dir: &Path) -> PathBuf {
     assert_eq!(status("sleep:5s"), ["timeout", "timeout"]);
     assert_eq!(status("fib:15"), ["ok", "ok"]);
     path
+}
+
+/// A process as `/proc/PID/stat` shows it: parent, state letter, start time (clock ticks since
+/// boot, which tells a process from a later one that reuses its pid).
+pub struct Stat {
+    pub ppid: i32,
+    pub state: char,
+    pub start: u64,
+}
+
+pub fn stat(pid: i32) -> Option<Stat> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses: fields start after the last ')'.
+    let rest = &text[text.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    Some(Stat {
+        state: f.first()?.chars().next()?,
+        ppid: f.get(1)?.parse().ok()?,
+        // Field 22 of stat; `rest` starts at field 3.
+        start: f.get(19)?.parse().ok()?,
+    })
+}
+
+/// Every live descendant of `root`, as (pid, start time).
+pub fn descendants(root: i32) -> Vec<(i32, u64)> {
+    let mut all: Vec<(i32, Stat)> = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
+            continue;
+        };
+        if let Some(s) = stat(pid) {
+            all.push((pid, s));
+        }
+    }
+    let mut out: Vec<(i32, u64)> = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(parent) = frontier.pop() {
+        for (pid, s) in &all {
+            if s.ppid == parent && s.state != 'Z' {
+                out.push((*pid, s.start));
+                frontier.push(*pid);
+            }
+        }
+    }
+    out
 }
