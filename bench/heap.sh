@@ -6,12 +6,8 @@
 # Defaults: N=20000, W=10000. Needs heaptrack (apt-get install heaptrack).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-n="${1:-20000}"
-w="${2:-10000}"
-out="${3:-/tmp/concur-heap}"
-mkdir -p "$out"
 source bench/lib.sh
-raise_open_files
+connections_args 20000 10000 /tmp/concur-heap "$@"
 build
 cargo build --release -q --example http_heap
 start_server srv

@@ -7,6 +7,10 @@
 #                              then NAME_ca); returns once it answers; stopped on exit
 #   stop_on_exit PID           stops another background process when the script exits
 #   raise_open_files           lifts the open-files limit as far as allowed (10,000 connections)
+#   connections_args N W OUT [ARG...]
+#                              the [N] [W] [OUT_DIR] arguments of the scripts that open W
+#                              connections (N, W, OUT when absent): sets n, w and out, makes
+#                              out, raises the open-files limit
 
 bench_pids=()
 trap 'kill "${bench_pids[@]}" 2>/dev/null || true' EXIT
@@ -19,6 +23,14 @@ build() {
 }
 
 raise_open_files() { ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"; }
+
+connections_args() {
+  n=${4:-$1}
+  w=${5:-$2}
+  out=${6:-$3}
+  mkdir -p "$out"
+  raise_open_files
+}
 
 # A port nothing listens on now: a fixed port would meet a server left from an earlier run, and
 # the benchmark would measure that one.

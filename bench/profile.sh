@@ -6,12 +6,8 @@
 # Needs perf (apt-get install linux-perf) and wrk.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-n="${1:-30000}"
-w="${2:-10000}"
-out="${3:-/tmp/concur-profile}"
-mkdir -p "$out"
 source bench/lib.sh
-raise_open_files
+connections_args 30000 10000 /tmp/concur-profile "$@"
 build
 top() { perf report -i "$1" --no-children --sort symbol --stdio 2>/dev/null | grep -E '^ +[0-9.]+%' | head -"$2" || true; }
 

@@ -10,12 +10,8 @@
 # Defaults: N=100000, W=10000. Installs aiohttp in a venv; needs wrk (apt-get install wrk).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-n="${1:-100000}"
-w="${2:-10000}"
-out="${3:-/tmp/concur-scale}"
-mkdir -p "$out"
 source bench/lib.sh
-raise_open_files
+connections_args 100000 10000 /tmp/concur-scale "$@"
 venv="${VENV:-/tmp/concur-venv}"
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/pip" install -q aiohttp
