@@ -231,7 +231,7 @@ struct RunArgs {
     /// Counted runs per cell (default: 5 for gil and free-form, 3 for mailer and the tour); with --rate auto, fresh runs at each cell's rate found after its search (default: none, the probe that found it is the row)
     #[arg(long, short = 'r', value_name = "R")]
     repeat: Option<usize>,
-    /// Uncounted warm-up runs per cell before the counted ones
+    /// Uncounted warm-up runs per cell before the counted ones (not with --rate auto, whose search probes the cell first)
     #[arg(long, value_name = "N")]
     warmup: Option<usize>,
     /// Scale the built-in study down to seconds

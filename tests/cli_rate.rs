@@ -253,6 +253,10 @@ fn bad_rates_are_refused_before_any_work() {
             &["--rate", "10", "--slo", "p99<1s"],
             "--slo applies to --rate auto",
         ),
+        (
+            &["--rate", "auto", "--slo", "p99<1s", "--warmup", "1"],
+            "--warmup does not apply",
+        ),
     ];
     for (extra, needle) in cases {
         let (dir, path) = results_path();

@@ -781,6 +781,11 @@ fn open_plan(all: &RunOptions, freeform: bool) -> Result<Option<OpenPlan>> {
             "--rate auto sizes each probe from its rate and --duration (2 s by default): -n/--tasks does not apply",
         ));
     }
+    if auto && all.warmup.is_some_and(|w| w > 0) {
+        return Err(Error::usage(
+            "--rate auto runs no warm-up (its search probes each cell before the runs at the rate found): --warmup does not apply",
+        ));
+    }
     let duration = match (o.duration, auto) {
         (Some(d), _) => Some(d),
         (None, true) => Some(rate::PROBE_DURATION),
