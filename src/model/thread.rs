@@ -91,14 +91,7 @@ impl Model for ThreadPerTask {
         }
         gate.open();
         let created = threads.len();
-        let mut records: Vec<TaskRecord> = threads
-            .into_iter()
-            .map(|(i, t)| {
-                t.join().unwrap_or_else(|_| {
-                    TaskRecord::not_started(i, TaskError::new("panic", "thread panicked"))
-                })
-            })
-            .collect();
+        let mut records: Vec<TaskRecord> = threads.into_iter().map(|(i, t)| join(i, t)).collect();
         if let Some(reason) = &error {
             records.extend(never_started(created..ctx.tasks, reason));
         }
@@ -111,6 +104,13 @@ impl Model for ThreadPerTask {
     }
 }
 
+/// Task `i`'s record from its thread; a thread that panicked outside the task's guard is a
+/// failed task.
+fn join(i: usize, t: os_thread::OsThread<TaskRecord>) -> TaskRecord {
+    t.join()
+        .unwrap_or_else(|_| TaskRecord::not_started(i, TaskError::new("panic", "thread panicked")))
+}
+
 /// Open model: one new thread per arrival, created when the task is due (its creation cost
 /// is part of the task's queue time). Finished threads are joined as the run goes, so only the
 /// tasks in flight hold a thread: a long run at a modest rate never piles up exited threads.
@@ -121,11 +121,6 @@ fn open(ctx: &RunCtx, a: &crate::model::arrivals::Arrivals) -> ModelOutcome {
     let mut records: Vec<TaskRecord> = Vec::with_capacity(ctx.tasks);
     let mut error = None;
     let mut created = 0;
-    let join = |i: usize, t: os_thread::OsThread<TaskRecord>| {
-        t.join().unwrap_or_else(|_| {
-            TaskRecord::not_started(i, TaskError::new("panic", "thread panicked"))
-        })
-    };
     a.dispatch(|i| {
         for k in done_rx.try_iter() {
             if let Some(t) = running.remove(&k) {

@@ -56,6 +56,20 @@ fn figure(kind: &str, caption: &str, chart: Chart) -> String {
     figure_with_legend(kind, caption, &[], chart)
 }
 
+/// A chart legend's colour swatches, each followed by its name.
+fn swatches(legend: &[(&str, charts::Rgb)]) -> String {
+    legend
+        .iter()
+        .map(|(name, c)| {
+            format!(
+                " <span class=\"sw\" style=\"background:{}\"></span>{}",
+                charts::css(*c),
+                escape(name)
+            )
+        })
+        .collect()
+}
+
 /// A chart in a figure, its caption followed by colour swatches for `legend`.
 fn figure_with_legend(
     kind: &str,
@@ -67,16 +81,7 @@ fn figure_with_legend(
         Ok(svg) => svg,
         Err(e) => format!("<p class=\"err\">chart not drawn: {}</p>", escape(&e)),
     };
-    let swatches: String = legend
-        .iter()
-        .map(|(name, c)| {
-            format!(
-                " <span class=\"sw\" style=\"background:{}\"></span>{}",
-                charts::css(*c),
-                escape(name)
-            )
-        })
-        .collect();
+    let swatches = swatches(legend);
     format!(
         "<figure class=\"chart\" data-kind=\"{kind}\"><figcaption>{}{swatches}</figcaption>\n{body}</figure>\n",
         escape(caption)
@@ -457,16 +462,7 @@ fn series_charts(g: &Group, series: &BTreeMap<&CellKey, &Vec<SeriesPoint>>) -> S
         ("p50", charts::color(2)),
         ("p99", charts::color(5)),
     ];
-    let swatches: String = legend
-        .iter()
-        .map(|(name, c)| {
-            format!(
-                " <span class=\"sw\" style=\"background:{}\"></span>{}",
-                charts::css(*c),
-                escape(name)
-            )
-        })
-        .collect();
+    let swatches = swatches(&legend);
     format!(
         "<figure class=\"chart\" data-kind=\"series\"><figcaption>Each cell's first run over time, per interval: tasks completed per second against the asked rate, and the latency (from each task's scheduled time) of the tasks completed in it. A model that falls behind completes below the asked line while its latency climbs.{swatches}</figcaption>\n<div class=\"grid\">{inner}</div></figure>\n"
     )

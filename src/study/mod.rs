@@ -149,17 +149,7 @@ pub fn execute(
     for why in hooks.finish() {
         eprintln!("warning: {why}");
     }
-    bar.finish_and_clear();
-    let analysis = analysis::analyze(&runs, &machine);
-    for c in &analysis.cells {
-        writer.write(&Line::Cell(c.clone()))?;
-    }
-    Ok(StudyOutcome {
-        meta,
-        runs,
-        analysis,
-        interrupted,
-    })
+    conclude(writer, meta, &machine, runs, interrupted, &bar)
 }
 
 /// hyperfine's hooks around a study's runs: `--setup` before a cell's first run, `--prepare`
@@ -236,6 +226,28 @@ impl<'a> CellHooks<'a> {
             .filter_map(|i| self.cleanup(i))
             .collect()
     }
+}
+
+/// Ends a study: clears the bar, analyses the runs and writes the cell lines.
+fn conclude(
+    writer: &mut ResultsWriter,
+    meta: Meta,
+    machine: &crate::analysis::results::Machine,
+    runs: Vec<RunResult>,
+    interrupted: bool,
+    bar: &ProgressBar,
+) -> Result<StudyOutcome> {
+    bar.finish_and_clear();
+    let analysis = analysis::analyze(&runs, machine);
+    for c in &analysis.cells {
+        writer.write(&Line::Cell(c.clone()))?;
+    }
+    Ok(StudyOutcome {
+        meta,
+        runs,
+        analysis,
+        interrupted,
+    })
 }
 
 /// `--rate auto`: one search per cell (no warm-up: the probes warm up). Without `-r`, the
@@ -329,17 +341,7 @@ fn execute_auto(
             break;
         }
     }
-    bar.finish_and_clear();
-    let analysis = analysis::analyze(&runs, &machine);
-    for c in &analysis.cells {
-        writer.write(&Line::Cell(c.clone()))?;
-    }
-    Ok(StudyOutcome {
-        meta,
-        runs,
-        analysis,
-        interrupted,
-    })
+    conclude(writer, meta, &machine, runs, interrupted, &bar)
 }
 
 #[cfg(test)]

@@ -118,13 +118,11 @@ fn crash_reason(how: String, ended: &Ended) -> String {
     }
 }
 
-/// Builds the run line from what the parent measured (rusage, PSS, its own wall) and, for a
-/// run that measured, what the child reported (its own wall, tasks, bytes, latency).
-pub(crate) fn convert(cell: &CellPlan, rep: usize, ended: Ended, verdict: Verdict) -> RunResult {
-    let mut run = template(cell, rep, verdict.status, ended.wall_s, verdict.error);
-    // Without a wait status there is no rusage either: the line stays as the template.
-    let Ok(usage) = ended.waited else {
-        return run;
+/// Fills in what the parent measured of the child (rusage from the wait, the tree's PSS);
+/// false when there was no wait status, so nothing was measured.
+fn parent_measured(run: &mut RunResult, ended: &Ended) -> bool {
+    let Ok(usage) = &ended.waited else {
+        return false;
     };
     run.user_s = usage.user_s;
     run.sys_s = usage.sys_s;
@@ -132,6 +130,17 @@ pub(crate) fn convert(cell: &CellPlan, rep: usize, ended: Ended, verdict: Verdic
     run.tree_pss_kib = ended.tree_pss_kib;
     run.ctx_voluntary = usage.ctx_voluntary;
     run.ctx_involuntary = usage.ctx_involuntary;
+    true
+}
+
+/// Builds the run line from what the parent measured (rusage, PSS, its own wall) and, for a
+/// run that measured, what the child reported (its own wall, tasks, bytes, latency).
+pub(crate) fn convert(cell: &CellPlan, rep: usize, ended: Ended, verdict: Verdict) -> RunResult {
+    let mut run = template(cell, rep, verdict.status, ended.wall_s, verdict.error);
+    // Without a wait status there is no rusage either: the line stays as the template.
+    if !parent_measured(&mut run, &ended) {
+        return run;
+    }
     match ended.report {
         Some(r) if verdict.status.measured() => {
             run.wall_s = r.wall_s;
@@ -248,15 +257,9 @@ pub(crate) fn convert_external(
         ended.wall_s,
         verdict.error.clone(),
     );
-    let Ok(usage) = &ended.waited else {
+    if !parent_measured(&mut run, &ended) {
         return run;
-    };
-    run.user_s = usage.user_s;
-    run.sys_s = usage.sys_s;
-    run.max_rss_kib = usage.max_rss_kib;
-    run.tree_pss_kib = ended.tree_pss_kib;
-    run.ctx_voluntary = usage.ctx_voluntary;
-    run.ctx_involuntary = usage.ctx_involuntary;
+    }
     run.processes_created = 1;
     if !verdict.status.measured() {
         run.tasks_failed = cell.key.tasks;
