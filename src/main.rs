@@ -204,6 +204,20 @@ struct RequestArgs {
     no_keepalive: bool,
 }
 
+/// The workload options a `jobs-procs` run hands its worker processes (see
+/// [`concur::selfcall::WORKLOAD_OPTIONS_ENV`]); the defaults otherwise.
+fn workload_options_from_env() -> Result<concur::workload::WorkloadOptions, Error> {
+    match std::env::var(concur::selfcall::WORKLOAD_OPTIONS_ENV) {
+        Err(_) => Ok(concur::workload::WorkloadOptions::default()),
+        Ok(json) => serde_json::from_str(&json).map_err(|e| {
+            Error::usage(format!(
+                "{} is not the workload options concur writes: {e}",
+                concur::selfcall::WORKLOAD_OPTIONS_ENV
+            ))
+        }),
+    }
+}
+
 impl RequestArgs {
     fn apply(self, o: &mut RunOptions) {
         o.headers = self.headers;
@@ -544,6 +558,7 @@ fn jobs(c: JobsCommand) -> Result<i32, Error> {
                 done_log,
                 until_empty,
                 records,
+                workload_options: workload_options_from_env()?,
                 ..Default::default()
             };
             cli::work_main(&b.backend.parse()?, &opts)

@@ -67,8 +67,16 @@ pub enum SelfCall {
         queue: String,
         /// The file the records go to.
         records: PathBuf,
+        /// The run's workload options (a `--cacert`, headers, a body...), which the worker's
+        /// tasks need as much as the run's own.
+        options: crate::workload::WorkloadOptions,
     },
 }
+
+/// The environment variable in which a `jobs-procs` worker gets the run's workload options
+/// (JSON): `jobs work` has no flags for them, and headers may hold secrets that argv would
+/// show to every user.
+pub const WORKLOAD_OPTIONS_ENV: &str = "CONCUR_WORKLOAD_OPTIONS";
 
 impl SelfCall {
     /// The hidden subcommand that receives a `Run`.
@@ -112,11 +120,14 @@ impl SelfCall {
                 backend,
                 queue,
                 records,
+                options,
             } => {
+                let options = serde_json::to_string(options).map_err(io::Error::other)?;
                 cmd.args(["jobs", "work", "-c", "1", "--queue", queue])
                     .arg("--records")
                     .arg(records)
                     .env(crate::jobs::BACKEND_ENV, backend)
+                    .env(WORKLOAD_OPTIONS_ENV, options)
                     .stdout(Stdio::null())
                     .stderr(Stdio::null());
             }

@@ -16,22 +16,7 @@ const PRINTF: &str = "cmd:printf 'task %s of %s\\n' {i} {n}";
 /// from the registry so that a new model cannot be left out; the Redis one is run by
 /// tests/jobs_queue.rs, which starts a server.
 fn cmd_models() -> Vec<String> {
-    let opts = concur::workload::WorkloadOptions::default();
-    let w = concur::workload::parse("cmd:true", &opts).unwrap();
-    concur::model::REGISTRY
-        .iter()
-        .map(|e| {
-            if e.takes_workers {
-                format!("{}:3", e.name)
-            } else {
-                e.name.to_string()
-            }
-        })
-        .filter(|spec| {
-            let m = concur::model::parse(spec).unwrap();
-            !m.needs_redis() && m.check(&*w, false).is_ok()
-        })
-        .collect()
+    common::models_accepting("cmd:true", 3)
 }
 
 #[test]

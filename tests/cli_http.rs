@@ -115,24 +115,14 @@ fn every_model_fetches_the_exact_checksum() {
         "-r".into(),
         "1".into(),
     ];
-    for m in [
-        "seq",
-        "thread",
-        "spawn",
-        "fork",
-        "pool:4",
-        "rayon:4",
-        "async:4",
-        "async-local:4",
-        "curl:4",
-        "green:4",
-    ] {
+    let models = common::models_accepting("http:http://127.0.0.1:1/x", 4);
+    for m in &models {
         args.extend(["-m".into(), m.into()]);
     }
     let args: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
     let (_, lines) = run_study(&args);
     let runs = of_type(&lines, "run");
-    assert_eq!(runs.len(), 10);
+    assert_eq!(runs.len(), models.len());
     for r in runs {
         assert_eq!(r["status"], "ok", "{r}");
         assert_eq!(r["bytes"], 200, "{}: 10 bytes × 20", r["model"]);

@@ -28,21 +28,10 @@ fn tls_server() -> (InProcessServer, tempfile::TempDir, std::path::PathBuf) {
     (s, dir, ca)
 }
 
-const ALL_MODELS: &[&str] = &[
-    "seq",
-    "thread",
-    "spawn",
-    "fork",
-    "pool:4",
-    "rayon:4",
-    "async:4",
-    "async-local:4",
-    "curl:4",
-    "green:4",
-    "actor:4",
-    "jobs:4",
-    "jobs-memory:4",
-];
+/// Every model that fetches http workloads, 4 workers each.
+fn all_models() -> Vec<String> {
+    common::models_accepting("http:http://127.0.0.1:1/x", 4)
+}
 
 /// `concur run` with `args`, its exit code checked, its lines returned.
 fn run(args: &[&str], code: i32) -> (std::process::Output, Vec<serde_json::Value>) {
@@ -54,19 +43,19 @@ fn every_model_fetches_the_exact_checksum_over_tls() {
     let (s, _dir, ca) = tls_server();
     assert!(s.base_url().starts_with("https://"));
     let url = format!("http:{}/add?name=t{{rand}}&delay=5", s.base_url());
+    let models = all_models();
     let mut args = vec!["-w", url.as_str(), "-n", "20", "-r", "1"];
     args.extend(["--cacert", ca.to_str().unwrap()]);
-    for m in ALL_MODELS {
+    for m in &models {
         args.extend(["-m", m]);
     }
     let (_, lines) = run(&args, 0);
     let runs = of_type(&lines, "run");
-    assert_eq!(runs.len(), ALL_MODELS.len());
+    assert_eq!(runs.len(), models.len());
     for r in runs {
         assert_eq!(r["status"], "ok", "{r}");
         assert_eq!(r["bytes"], 200, "{}: 10 bytes × 20", r["model"]);
-        let model = r["model"].as_str().unwrap();
-        if model == "fork" || model == "spawn" {
+        if r["task_processes"] == true {
             // Their tasks run in other processes: the run's process saw no connection.
             assert!(r.get("connections_opened").is_none(), "{r}");
             continue;
@@ -80,7 +69,7 @@ fn every_model_fetches_the_exact_checksum_over_tls() {
         assert!(r["tls_us"]["p50"].as_u64().unwrap() > 0, "{r}");
     }
     let st = s.stats.snapshot();
-    assert_eq!(st.requests, 20 * ALL_MODELS.len() as u64);
+    assert_eq!(st.requests, 20 * all_models().len() as u64);
     assert_eq!(st.tls_failures, 0);
 }
 

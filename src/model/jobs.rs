@@ -116,6 +116,7 @@ impl Jobs {
             backend: url.expose().to_string(),
             queue: queue.to_string(),
             records: log.0.clone(),
+            options: ctx.env.options.clone(),
         };
         let mut children = Vec::with_capacity(self.workers);
         let mut error = None;

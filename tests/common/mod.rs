@@ -265,3 +265,25 @@ pub fn descendants(root: i32) -> Vec<(i32, u64)> {
     }
     out
 }
+
+/// Every registered model that accepts `workload` (by its own check), as a spec with `workers`
+/// where it takes a count; the ones that need a Redis server are left out (their tests start
+/// one).
+pub fn models_accepting(workload: &str, workers: usize) -> Vec<String> {
+    let opts = concur::workload::WorkloadOptions::default();
+    let w = concur::workload::parse(workload, &opts).expect("a workload spec");
+    concur::model::REGISTRY
+        .iter()
+        .map(|e| {
+            if e.takes_workers {
+                format!("{}:{workers}", e.name)
+            } else {
+                e.name.to_string()
+            }
+        })
+        .filter(|spec| {
+            let m = concur::model::parse(spec).expect("a registered model");
+            !m.needs_redis() && m.check(&*w, false).is_ok()
+        })
+        .collect()
+}
