@@ -559,7 +559,6 @@ fn jobs(c: JobsCommand) -> Result<i32, Error> {
                 until_empty,
                 records,
                 workload_options: workload_options_from_env()?,
-                ..Default::default()
             };
             cli::work_main(&b.backend.parse()?, &opts)
         }
