@@ -39,9 +39,6 @@ struct Waiter {
     thread: Thread,
 }
 
-/// CPython's default switch interval.
-pub const DEFAULT_SWITCH_INTERVAL: Duration = Duration::from_millis(5);
-
 /// Turns the emulation on or off for this process, with the given switch interval.
 pub fn configure(enabled: bool, switch_interval: Duration) {
     INTERVAL_NS.store(switch_interval.as_nanos() as u64, Ordering::Relaxed);
@@ -208,6 +205,9 @@ mod tests {
         }
         assert_eq!(max_inside.load(Ordering::SeqCst), 1, "two holders at once");
         assert!(!state().held, "lock left held");
-        configure(false, DEFAULT_SWITCH_INTERVAL);
+        configure(
+            false,
+            crate::options::LockOptions::default().switch_interval,
+        );
     }
 }

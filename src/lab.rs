@@ -21,7 +21,7 @@ use crate::analysis::Analysis;
 use crate::error::{Error, Result};
 use crate::report::{self, Report};
 use crate::selfcall::SelfCall;
-use crate::study::{self, Executor, InProcessExecutor, ProcessExecutor, RunOptions};
+use crate::study::{self, Executor, InProcessExecutor, ProcessExecutor, StudyOptions};
 use crate::workload::custom::{self, FnWorkload, TaskOutput};
 use crate::workload::{Nature, Workload};
 
@@ -35,12 +35,12 @@ pub fn init() {
     INIT.store(true, Ordering::SeqCst);
 }
 
-/// Whether this process was started by concur's runner for one run (`__run`) or one task
-/// (`__task`), and which.
-fn child_call() -> Option<String> {
-    std::env::args()
+/// Whether this process was started by concur for part of a study's work (a run, a task, a
+/// queue worker): its first argument is one of the hidden subcommands.
+fn is_child() -> bool {
+    std::env::args_os()
         .nth(1)
-        .filter(|a| a == SelfCall::RUN || a == SelfCall::TASK)
+        .is_some_and(|a| SelfCall::NAMES.iter().any(|n| a == *n))
 }
 
 /// A study of workloads of your own under the models you name, built step by step.
@@ -60,7 +60,7 @@ pub struct Lab {
     name: String,
     workloads: Vec<Arc<dyn Workload>>,
     nature: Nature,
-    options: RunOptions,
+    options: StudyOptions,
     baseline: Option<String>,
     save_baseline: Option<String>,
     results: Option<PathBuf>,
@@ -73,9 +73,9 @@ impl Lab {
             name: name.to_string(),
             workloads: Vec::new(),
             nature: Nature::Measured,
-            options: RunOptions {
+            options: StudyOptions {
                 name: Some(name.to_string()),
-                ..RunOptions::default()
+                ..StudyOptions::default()
             },
             baseline: None,
             save_baseline: None,
@@ -177,13 +177,13 @@ impl Lab {
 
     /// Runs every cell under the emulated interpreter lock (`--gil`).
     pub fn gil(mut self, on: bool) -> Lab {
-        self.options.gil = on;
+        self.options.lock.gil = on;
         self
     }
 
     /// The emulated lock's switch interval (`--switch-interval`, 5 ms by default).
     pub fn switch_interval(mut self, d: Duration) -> Lab {
-        self.options.switch_interval = d;
+        self.options.lock.switch_interval = d;
         self
     }
 
@@ -240,14 +240,14 @@ impl Lab {
             custom::register(w.clone()).map_err(Error::usage)?;
             opts.workloads.push(w.spec());
         }
-        if let Some(call) = child_call() {
+        if is_child() {
             // In a run's process: the lab whose workload the request names performs it and
             // ends the process; the binary's other labs step aside with an empty report.
             let ours = SelfCall::peek()?
                 .workload()
                 .is_some_and(|spec| opts.workloads.iter().any(|w| w == spec));
             if ours {
-                serve_child(&call);
+                serve_child();
             }
             return Ok(LabReport::empty());
         }
@@ -324,14 +324,9 @@ impl Lab {
     }
 }
 
-/// Performs the one run (or task) this process was started for, then ends it.
-fn serve_child(call: &str) -> ! {
-    let done = if call == SelfCall::RUN {
-        study::child::run_main()
-    } else {
-        study::child::task_main()
-    };
-    match done {
+/// Performs the one run, task or worker this process was started for, then ends it.
+fn serve_child() -> ! {
+    match study::child::serve() {
         Ok(()) => std::process::exit(0),
         Err(e) => {
             eprintln!("concur: {e}");

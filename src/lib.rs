@@ -50,6 +50,8 @@
 
 pub mod analysis;
 pub mod classic;
+#[doc(hidden)]
+pub mod cli;
 pub mod error;
 pub(crate) mod gil;
 pub(crate) mod interrupt;
@@ -57,6 +59,7 @@ pub mod jobs;
 pub mod lab;
 pub mod measure;
 pub mod model;
+pub mod options;
 pub(crate) mod process;
 pub mod publish;
 pub mod report;
@@ -74,6 +77,7 @@ pub use analysis::results::{CellResult, Isolation, RunResult};
 pub use error::Error;
 pub use lab::{init, Lab, LabReport};
 pub use model::Model;
+pub use options::StudyOptions;
 pub use publish::Outputs;
 pub use workload::custom::TaskOutput;
 pub use workload::{Nature, TaskError, Workload};
@@ -88,7 +92,7 @@ use analysis::results::{read_results, ResultsWriter};
 /// `concur run`: validates the options into a plan, runs it, saves and shows the results.
 /// Returns the exit code: 0 when every counted run succeeded (or `-i`), 1 when some failed,
 /// 130 when interrupted (every finished run is kept).
-pub fn run(opts: &study::RunOptions, out: &Outputs, command: Vec<String>) -> Result<i32, Error> {
+pub fn run(opts: &study::StudyOptions, out: &Outputs, command: Vec<String>) -> Result<i32, Error> {
     // --classic: the programs are written out, sized on this machine and added as external
     // cells; their folder lives until the study ends.
     let mut opts = std::borrow::Cow::Borrowed(opts);
@@ -104,7 +108,7 @@ pub fn run(opts: &study::RunOptions, out: &Outputs, command: Vec<String>) -> Res
             .as_deref()
             .is_some_and(|u| u.starts_with("redis"));
         let c = classic::prepare(&study_name, &opts, redis)?;
-        opts.to_mut().peers.extend(c.peers);
+        opts.to_mut().peers.peers.extend(c.peers);
         classic_notes = c.notes;
         Some(c.dir)
     } else {
@@ -223,14 +227,14 @@ pub fn advise(
     workload: &str,
     tasks: Option<usize>,
     repeat: Option<usize>,
-    base: study::RunOptions,
+    base: study::StudyOptions,
     out: &Outputs,
     command: Vec<String>,
 ) -> Result<i32, Error> {
     let cores = model::cores();
     // An open run without -n is sized by its --duration; async then gets a generous W.
     let w = tasks.unwrap_or(if base.open.rate.is_some() { 1000 } else { 10 });
-    let opts = study::RunOptions {
+    let opts = study::StudyOptions {
         workloads: vec![workload.to_string()],
         models: vec![
             "seq".into(),
@@ -240,7 +244,7 @@ pub fn advise(
             "fork".into(),
         ],
         tasks: tasks.into_iter().collect(),
-        repeat: repeat.or((!base.open.is_auto()).then_some(3)),
+        repeat: repeat.or(base.open.default_repeat(3)),
         warmup: Some(0),
         ..base
     };

@@ -1,14 +1,15 @@
 //! Our own binary started again for part of the work, as one typed value: a run of a cell
 //! (`__run`, started by the study runner), one task (`__task`, by the `spawn` model) or a
-//! queue worker (`jobs work -c 1 --records FILE`, by `jobs-procs:W`). [`SelfCall::spawn`]
-//! is the one place that builds these command lines, and [`SelfCall::receive`] the one place
-//! a child decodes its request.
+//! queue worker (`__worker`, by `jobs-procs:W`). [`SelfCall::spawn`] is the one place that
+//! builds these command lines, and [`SelfCall::receive`] the one place a child decodes its
+//! request: each call carries the whole [`TaskEnv`] (workload, its options, lock settings,
+//! jobs backend), so no option reaches a child any other way.
 //!
-//! Requests travel on file descriptor 4, never on argv: the request holds the workload spec,
-//! the options and the jobs backend URL, which may carry a password, and every local user
-//! can read any process's argv with `ps`. A queue worker, a command of its own, gets its
-//! backend in its environment (`CONCUR_JOBS_BACKEND`), readable by its user only. Every child dies with the thread that started it
-//! (`process::die_with_parent`), so nothing outlives a killed study.
+//! Requests travel on file descriptor 4, never on argv or in the environment: the request
+//! holds the workload spec, the options (headers may hold tokens) and the jobs backend URL,
+//! which may carry a password, and every local user can read any process's argv with `ps`.
+//! Every child dies with the thread that started it (`process::die_with_parent`), so nothing
+//! outlives a killed study.
 //!
 //! This module sits between the models (it carries their [`TaskEnv`]) and the study runner;
 //! it knows nothing of plans or results.
@@ -57,36 +58,31 @@ pub enum SelfCall {
         /// Which task.
         index: usize,
     },
-    /// `concur jobs work -c 1 --queue Q --records FILE`, the backend in `CONCUR_JOBS_BACKEND`:
-    /// one worker process of `jobs-procs:W`, appending each acknowledged task's record to
-    /// `records`.
+    /// `concur __worker`: one worker process of `jobs-procs:W`, one thread working the run's
+    /// queue on `env.jobs_backend` and appending each acknowledged task's record to `records`.
     JobsWorker {
-        /// The queue's backend URL (`sqlite:PATH`).
-        backend: String,
+        /// The workload and lock settings, and the queue's backend (`jobs_backend`).
+        env: TaskEnv,
         /// The run's own queue.
         queue: String,
         /// The file the records go to.
         records: PathBuf,
-        /// The run's workload options (a `--cacert`, headers, a body...), which the worker's
-        /// tasks need as much as the run's own.
-        options: crate::workload::WorkloadOptions,
     },
 }
-
-/// The environment variable in which a `jobs-procs` worker gets the run's workload options
-/// (JSON): `jobs work` has no flags for them, and headers may hold secrets that argv would
-/// show to every user.
-pub const WORKLOAD_OPTIONS_ENV: &str = "CONCUR_WORKLOAD_OPTIONS";
 
 impl SelfCall {
     /// The hidden subcommand that receives a `Run`.
     pub const RUN: &'static str = "__run";
     /// The hidden subcommand that receives a `Task`.
     pub const TASK: &'static str = "__task";
+    /// The hidden subcommand that receives a `JobsWorker`.
+    pub const WORKER: &'static str = "__worker";
+    /// Every hidden subcommand: a process started with one of them serves its request.
+    pub const NAMES: [&'static str; 3] = [Self::RUN, Self::TASK, Self::WORKER];
 
-    /// Starts this call as a child of `exe` (our own binary). `Run` and `Task` get their
-    /// request on fd 4 and a report pipe on fd 3, whose read end is returned; a `JobsWorker`
-    /// reports through its records file and returns none. The child dies with the calling
+    /// Starts this call as a child of `exe` (our own binary), its request on fd 4. `Run` and
+    /// `Task` report on a pipe at fd 3, whose read end is returned; a `JobsWorker` reports
+    /// through its records file and returns none. The child dies with the calling
     /// thread, which must outlive it (see `process::die_with_parent`).
     pub fn spawn(&self, exe: &Path) -> io::Result<(Child, Option<File>)> {
         let mut cmd = Command::new(exe);
@@ -113,33 +109,20 @@ impl SelfCall {
                     .stdout(stdout_for(env.options.mail_sink));
             }
             // Workers run with the mail workload's default sink and report nothing but their
-            // records, so every standard stream is closed. The backend goes in the
-            // environment, which `jobs work` reads when `--backend` is absent: on argv, any
-            // user's `ps` would show a password in it.
-            SelfCall::JobsWorker {
-                backend,
-                queue,
-                records,
-                options,
-            } => {
-                let options = serde_json::to_string(options).map_err(io::Error::other)?;
-                cmd.args(["jobs", "work", "-c", "1", "--queue", queue])
-                    .arg("--records")
-                    .arg(records)
-                    .env(crate::jobs::BACKEND_ENV, backend)
-                    .env(WORKLOAD_OPTIONS_ENV, options)
+            // records, so every standard stream is closed.
+            SelfCall::JobsWorker { .. } => {
+                cmd.arg(Self::WORKER)
                     .stdout(Stdio::null())
                     .stderr(Stdio::null());
             }
         }
         process::die_with_parent(&mut cmd);
-        if let SelfCall::JobsWorker { .. } = self {
-            return Ok((cmd.spawn()?, None));
-        }
         let request = serde_json::to_vec(self).map_err(io::Error::other)?;
         let request = process::request_file(&request)?;
         let (child, report) = process::spawn_with_report(&mut cmd, Some(&request))?;
-        Ok((child, Some(report)))
+        // A worker reports through its records file: its pipe is not read.
+        let report = (!matches!(self, SelfCall::JobsWorker { .. })).then_some(report);
+        Ok((child, report))
     }
 
     /// The request on fd 4, left in place for [`SelfCall::receive`].
@@ -152,12 +135,11 @@ impl SelfCall {
     pub fn workload(&self) -> Option<&str> {
         match self {
             SelfCall::Run(req) => Some(&req.env.workload),
-            SelfCall::Task { env, .. } => Some(&env.workload),
-            SelfCall::JobsWorker { .. } => None,
+            SelfCall::Task { env, .. } | SelfCall::JobsWorker { env, .. } => Some(&env.workload),
         }
     }
 
-    /// In a `__run` or `__task` child: the request on fd 4, or the one-line error that this
+    /// In a child of ours: the request on fd 4, or the one-line error that this
     /// command is run by concur itself when it is missing (someone typed the hidden command).
     pub fn receive() -> Result<SelfCall> {
         let text = process::take_request().map_err(|e| Error::usage(e.to_string()))?;
@@ -205,6 +187,11 @@ mod tests {
             SelfCall::Task {
                 env: env(),
                 index: 7,
+            },
+            SelfCall::JobsWorker {
+                env: env(),
+                queue: "q".into(),
+                records: "/tmp/r.jsonl".into(),
             },
         ];
         for c in calls {

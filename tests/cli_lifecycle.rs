@@ -83,7 +83,7 @@ fn spawn_children_die_with_the_runner() {
 
 #[test]
 fn jobs_worker_processes_die_with_the_runner() {
-    // __run and its 2 `jobs work` processes.
+    // __run and its 2 `__worker` processes.
     killed_runner_leaves_nothing("jobs-procs:2", 3);
 }
 
@@ -92,6 +92,7 @@ fn the_hidden_commands_refuse_to_run_by_hand() {
     for args in [
         vec!["__run"],
         vec!["__task"],
+        vec!["__worker"],
         vec!["__run", r#"{"env":{"workload":"fib:1"}}"#],
         vec!["__task", "{}", "0"],
     ] {

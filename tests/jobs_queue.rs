@@ -773,8 +773,8 @@ fn no_process_concur_starts_shows_the_redis_password_on_its_command_line() {
     let results = dir.path().join("r.jsonl");
     let peer_saw = dir.path().join("peer-env");
     let hook_saw = dir.path().join("hook-env");
-    // jobs-redis:2 runs in `__run` children on our Redis; jobs-procs:2 starts `concur jobs
-    // work` processes (on a SQLite file of its own); the peer and the hook are `sh -c`. The
+    // jobs-redis:2 runs in `__run` children on our Redis; jobs-procs:2 starts `concur
+    // __worker` processes (on a SQLite file of its own); the peer and the hook are `sh -c`. The
     // backend is given in the environment, so not even the study's own argv holds it.
     let mut study = std::process::Command::new(env!("CARGO_BIN_EXE_concur"));
     study
@@ -825,7 +825,7 @@ fn no_process_concur_starts_shows_the_redis_password_on_its_command_line() {
     assert!(study.wait().unwrap().success(), "{err}");
     // The scan saw the processes that matter, and none of them shows the password.
     assert!(seen.iter().any(|a| a.contains(" __run")), "{seen:#?}");
-    let workers: Vec<&String> = seen.iter().filter(|a| a.contains(" jobs work ")).collect();
+    let workers: Vec<&String> = seen.iter().filter(|a| a.contains(" __worker")).collect();
     assert!(!workers.is_empty(), "no jobs-procs worker seen: {seen:#?}");
     for a in &workers {
         assert!(!a.contains("--backend") && !a.contains("sqlite"), "{a}");

@@ -151,7 +151,7 @@ fn main() {
     // Every lab runs before anything reads a report: in a run's process (this binary started
     // again), the labs before the one that owns the run return empty reports.
     // Every registered model that can run a closure here (jobs-redis needs a Redis server,
-    // jobs-procs' workers are `concur jobs work` processes and curl runs HTTP only).
+    // jobs-procs' workers re-create workloads by spec and curl runs HTTP only).
     let models: Vec<String> = concur::model::REGISTRY
         .iter()
         .map(|e| e.usage().replace(":W", ":3"))

@@ -7,7 +7,7 @@
 //! SQLite (a fresh file in the temporary directory per run, removed afterwards, or the
 //! `--jobs-backend sqlite:PATH` given), `jobs-memory:W` the in-process queue (Sucker Punch),
 //! and `jobs-redis:W` the Redis server that `--jobs-backend redis://...` names, on a queue of
-//! its own per run. `jobs-procs:W` is `jobs:W` with W worker processes (`concur jobs work -c 1`,
+//! its own per run. `jobs-procs:W` is `jobs:W` with W worker processes (`concur __worker`, one thread each,
 //! each reporting its task records through a shared file) instead of W threads; they run
 //! without the interpreter-lock emulation (one thread each, so it would change nothing) and
 //! with the `mail` workload's default sink. The run's wall time covers opening the queue (a few milliseconds for
@@ -113,10 +113,12 @@ impl Jobs {
         // Started and waited for on this thread, which therefore outlives the workers, as
         // their death-with-parent signal requires.
         let call = SelfCall::JobsWorker {
-            backend: url.expose().to_string(),
+            env: crate::model::TaskEnv {
+                jobs_backend: Some(url.clone()),
+                ..ctx.env.clone()
+            },
             queue: queue.to_string(),
             records: log.0.clone(),
-            options: ctx.env.options.clone(),
         };
         let mut children = Vec::with_capacity(self.workers);
         let mut error = None;
@@ -200,7 +202,7 @@ impl Model for Jobs {
     fn check(&self, w: &dyn Workload, _gil: bool) -> Result<(), String> {
         if self.kind == Kind::Procs && !w.portable() {
             return Err(format!(
-                "its workers are `concur jobs work` processes, which cannot re-create '{}' (a workload of this program's own); use jobs:W, which runs the same queue on threads",
+                "its workers are processes that re-create the workload from its spec, which cannot re-create '{}' (a workload of this program's own); use jobs:W, which runs the same queue on threads",
                 w.spec()
             ));
         }

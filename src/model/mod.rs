@@ -263,12 +263,7 @@ pub fn expand_scan(spec: &str) -> Result<Vec<String>, Error> {
         }
     }
     let number = |w: &str| {
-        match w.trim().parse::<usize>() {
-        Ok(n) if (1..=MAX_WORKERS).contains(&n) => Ok(n),
-        _ => Err(bad(format!(
-            "workers '{w}' must be a whole number from 1 to {MAX_WORKERS} (a scan is W1,W2,… or LO..HI)"
-        ))),
-    }
+        parse_workers(w.trim()).map_err(|why| bad(format!("{why} (a scan is W1,W2,… or LO..HI)")))
     };
     let workers: Vec<usize> = match list.split_once("..") {
         Some((lo, hi)) => {
@@ -299,6 +294,17 @@ pub fn expand_scan(spec: &str) -> Result<Vec<String>, Error> {
         .collect())
 }
 
+/// Parses a worker count `W` (of `pool:W`, a scan's element, a `--peer` label's `:W`): the
+/// one place its range is decided.
+pub fn parse_workers(w: &str) -> Result<usize, String> {
+    match w.parse::<usize>() {
+        Ok(n) if (1..=MAX_WORKERS).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "workers '{w}' must be a whole number from 1 to {MAX_WORKERS}"
+        )),
+    }
+}
+
 /// Parses a model spec such as `seq`, `thread` or `pool:10`.
 pub fn parse(spec: &str) -> Result<Box<dyn Model>, Error> {
     let (name, workers) = match spec.split_once(':') {
@@ -318,13 +324,9 @@ pub fn parse(spec: &str) -> Result<Box<dyn Model>, Error> {
             return Err(Error::usage(format!("bad model '{spec}': {why}")));
         }
         (true, None) => Some(cores()),
-        (true, Some(w)) => match w.parse::<usize>() {
-            Ok(n) if (1..=MAX_WORKERS).contains(&n) => Some(n),
-            _ => {
-                let why = format!("workers '{w}' must be a whole number from 1 to {MAX_WORKERS}");
-                return Err(Error::usage(format!("bad model '{spec}': {why}")));
-            }
-        },
+        (true, Some(w)) => Some(
+            parse_workers(w).map_err(|why| Error::usage(format!("bad model '{spec}': {why}")))?,
+        ),
     };
     Ok((entry.build)(workers))
 }

@@ -20,9 +20,6 @@ pub struct OsThread<T> {
     _result: PhantomData<T>,
 }
 
-/// The default stack size of threads we create, the same as Rust's.
-pub const DEFAULT_STACK: usize = 2 << 20;
-
 extern "C" fn trampoline(arg: *mut c_void) -> *mut c_void {
     // SAFETY: `arg` is the `Box<Start>` leaked by `spawn` for this thread alone.
     let start = unsafe { Box::from_raw(arg as *mut Start) };

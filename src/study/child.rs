@@ -1,6 +1,8 @@
 //! The child side of a run: the hidden `__run` command (one repetition of one cell, in a fresh
-//! process) and `__task` (one task, for the `spawn` model). Both read their request from fd 4
-//! ([`SelfCall::receive`]) and report JSON on fd 3.
+//! process), `__task` (one task, for the `spawn` model) and `__worker` (one queue worker of
+//! `jobs-procs:W`). Each reads its request from fd 4 ([`SelfCall::receive`], through
+//! [`serve`], the one dispatch the binary and a library user's binary share); runs and tasks
+//! report JSON on fd 3, workers append records to their file.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -14,7 +16,7 @@ use crate::measure::latency::{LatencyRecorder, LatencySummary};
 use crate::measure::open::OpenStats;
 use crate::measure::{self, mono_ns};
 use crate::model::arrivals::Arrivals;
-use crate::model::{self, execute, ModelOutcome, RunCtx};
+use crate::model::{self, execute, ModelOutcome, RunCtx, TaskEnv};
 use crate::selfcall::SelfCall;
 use crate::{gil, process};
 
@@ -149,24 +151,46 @@ fn pipe() -> Result<std::fs::File> {
     process::report_pipe().map_err(|e| Error::usage(e.to_string()))
 }
 
-/// The error for a request meant for another hidden command than `name`.
-fn wrong_request(name: &str) -> Error {
-    Error::usage(format!(
-        "{name} was handed another command's request on fd 4"
-    ))
+/// In a process that concur started for part of its work: performs what the request on
+/// fd 4 asks for (a run, a task, a queue worker) and reports it.
+pub fn serve() -> Result<()> {
+    match SelfCall::receive()? {
+        SelfCall::Run(req) => run_main(req),
+        SelfCall::Task { env, index } => task_main(env, index),
+        SelfCall::JobsWorker {
+            env,
+            queue,
+            records,
+        } => worker_main(env, queue, records),
+    }
 }
 
-/// `concur __run`: runs one repetition of one cell (the request on fd 4) and reports it on
-/// fd 3.
-pub fn run_main() -> Result<()> {
+/// `concur __run`: runs one repetition of one cell and reports it on fd 3.
+fn run_main(req: RunRequest) -> Result<()> {
     let mut out = pipe()?;
-    let SelfCall::Run(req) = SelfCall::receive()? else {
-        return Err(wrong_request(SelfCall::RUN));
-    };
     let rep = run_cell(req)?;
     let text = serde_json::to_string(&rep).map_err(|e| Error::Internal(e.to_string()))?;
     let _ = std::io::stdout().flush();
     writeln!(out, "{text}").map_err(|e| Error::io("writing the run report", e))
+}
+
+/// `concur __worker`: one thread working the run's queue until it is killed, each
+/// acknowledged task's record appended to `records`.
+fn worker_main(env: TaskEnv, queue: String, records: std::path::PathBuf) -> Result<()> {
+    // The workload is parsed here so that a request this binary cannot serve fails at once.
+    env.install()?;
+    let backend = env
+        .jobs_backend
+        .clone()
+        .ok_or_else(|| Error::usage("a jobs worker's request names no queue backend"))?;
+    let opts = crate::jobs::worker::WorkOptions {
+        concurrency: 1,
+        queues: vec![queue],
+        records: Some(records),
+        workload_options: env.options,
+        ..Default::default()
+    };
+    crate::jobs::cli::work_main(&backend, &opts).map(|_| ())
 }
 
 /// Runs one repetition of one cell in this process and condenses it into the report: the
@@ -242,13 +266,9 @@ fn live_ticker(
     (stop, handle)
 }
 
-/// `concur __task`: runs one task (the `spawn` model's child; the request on fd 4) and
-/// reports it on fd 3.
-pub fn task_main() -> Result<()> {
+/// `concur __task`: runs one task (the `spawn` model's child) and reports it on fd 3.
+fn task_main(env: TaskEnv, index: usize) -> Result<()> {
     let mut out = pipe()?;
-    let SelfCall::Task { env, index } = SelfCall::receive()? else {
-        return Err(wrong_request(SelfCall::TASK));
-    };
     let workload = env.install()?;
     let rec = execute(&*workload, index);
     let _ = std::io::stdout().flush();

@@ -11,7 +11,7 @@ pub mod search;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-pub use plan::{Plan, RunOptions};
+pub use plan::{Plan, StudyOptions};
 pub use runner::in_process::InProcessExecutor;
 
 pub use runner::{Executor, Iteration, LiveSink, ProcessExecutor, RunServer};

@@ -5,238 +5,17 @@ use std::time::Duration;
 
 use crate::analysis::results::{CellKey, Nature, Traits};
 use crate::error::{Error, Result};
-use crate::gil::DEFAULT_SWITCH_INTERVAL;
-use crate::model::{self, os_thread::DEFAULT_STACK, Model};
+use crate::model::{self, Model};
+pub use crate::options::{Hook, Hooks, OpenOptions, PeerRequest, StudyOptions};
 use crate::study::presets;
 use crate::study::rate::{self, OpenPlan, Rate};
-use crate::workload::{self, MailSink, Workload, WorkloadOptions};
+use crate::workload::{self, Workload, WorkloadOptions};
+
+/// Counted runs per cell of a free-form study when `-r` is not given.
+pub const FREEFORM_REPEAT: usize = 5;
 
 /// The most tasks a cell may have.
 pub const MAX_TASKS: usize = 1_000_000;
-
-/// What the user asked for, before validation (the CLI fills this in).
-#[derive(Debug, Clone)]
-pub struct RunOptions {
-    /// A built-in study (`gil`, `mailer`, `tour`), or `None` for free-form / the tour.
-    pub study: Option<String>,
-    /// The name of a free-form study (`custom` when `None`; a library lab's own name).
-    pub name: Option<String>,
-    /// Free-form workload specs.
-    pub workloads: Vec<String>,
-    /// Free-form model specs.
-    pub models: Vec<String>,
-    /// Free-form task counts.
-    pub tasks: Vec<usize>,
-    /// Turn on the interpreter-lock emulation (free-form and `mailer`).
-    pub gil: bool,
-    /// The emulated lock's switch interval.
-    pub switch_interval: Duration,
-    /// Counted runs per cell (default depends on the study). With `--rate auto`: fresh runs at
-    /// each cell's rate found, after its search (default: none, the probe is the run).
-    pub repeat: Option<usize>,
-    /// Uncounted warm-up runs per cell (default depends on the study).
-    pub warmup: Option<usize>,
-    /// Scale built-in studies down to seconds.
-    pub quick: bool,
-    /// Add the 30,000-thread cell to `mailer`.
-    pub stress: bool,
-    /// Kill a run after this long.
-    pub timeout: Duration,
-    /// Stack size of per-task and pool threads, bytes.
-    pub stack_size: usize,
-    /// Where `mail` writes.
-    pub mail_sink: MailSink,
-    /// The server `http:/PATH` workloads go to; `None` starts one in-process when needed.
-    pub url: Option<String>,
-    /// How long one HTTP request may take.
-    pub request_timeout: Duration,
-    /// The HTTP method (`--method`), GET when `None`.
-    pub method: Option<String>,
-    /// `-H 'Name: value'` lines, unchecked.
-    pub headers: Vec<String>,
-    /// `--body FILE` (`@-`: standard input).
-    pub body: Option<String>,
-    /// `--cacert FILE`: a CA trusted besides the system's roots.
-    pub cacert: Option<std::path::PathBuf>,
-    /// `-k/--insecure`: skip certificate verification.
-    pub insecure: bool,
-    /// `--no-keepalive`: a new connection (and TLS session) per request.
-    pub no_keepalive: bool,
-    /// `--tls`: the study's own server and its clients speak TLS (a self-signed certificate).
-    pub tls: bool,
-    /// `crawl`: run the seq cell at full size instead of scaled down.
-    pub full: bool,
-    /// The jobs models' backend: `sqlite:PATH` for `jobs:W` (`None`: a fresh file per run),
-    /// `redis://...` for `jobs-redis:W` (which the `mailer` study then adds).
-    pub jobs_backend: Option<String>,
-    /// `--shell`: `cmd:` workloads run under `sh -c`.
-    pub shell: bool,
-    /// `--cmd-output DIR`: `cmd:` tasks keep their stdout and stderr there.
-    pub cmd_output: Option<std::path::PathBuf>,
-    /// External cells (`--peer LABEL=COMMAND`, and the classic programs of `--classic`).
-    pub peers: Vec<PeerRequest>,
-    /// `--classic`: add the classic experiments' programs as external cells.
-    pub classic: bool,
-    /// hyperfine's hooks: commands run around each cell and each run.
-    pub hooks: Hooks,
-    /// Open-model runs: `--rate`, `--duration`, `--interval`, `--slo`.
-    pub open: OpenOptions,
-}
-
-/// An external cell as asked for: a program that brings its own concurrency.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct PeerRequest {
-    /// Its row's label (the results' `model`); a trailing `:W` is its worker count.
-    pub label: String,
-    /// The command, run under `sh -c` after `{tasks}`, `{workers}` and `{url}` are replaced.
-    pub command: String,
-    /// The workload whose table it joins; `None`: the plan's first workload.
-    pub workload: Option<String>,
-    /// Whether it joins the table of the cells with the interpreter lock (a classic program
-    /// that has a real one).
-    pub gil: bool,
-    /// The task counts to run it at; `None`: every task count of its table.
-    pub tasks: Option<Vec<usize>>,
-    /// How many tasks it runs at once when its label has no `:W` (a serial program: 1);
-    /// `None`: all of them.
-    pub workers: Option<usize>,
-}
-
-impl PeerRequest {
-    /// Parses `--peer LABEL=COMMAND`; the reason when it is not of that form.
-    pub fn parse(text: &str) -> std::result::Result<Self, String> {
-        let (label, command) = text
-            .split_once('=')
-            .filter(|(l, c)| !l.trim().is_empty() && !c.trim().is_empty())
-            .ok_or_else(|| format!("--peer '{text}' must be LABEL=COMMAND"))?;
-        Ok(PeerRequest {
-            label: label.trim().to_string(),
-            command: command.to_string(),
-            ..Default::default()
-        })
-    }
-}
-
-/// hyperfine's hooks, each a shell command (`sh -c`).
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Hooks {
-    /// Once before a cell's first run.
-    pub setup: Option<String>,
-    /// Before every run (warm-ups included).
-    pub prepare: Option<String>,
-    /// After every run (warm-ups included).
-    pub conclude: Option<String>,
-    /// Once after a cell's last run.
-    pub cleanup: Option<String>,
-}
-
-/// Which hook.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Hook {
-    /// `--setup`.
-    Setup,
-    /// `--prepare`.
-    Prepare,
-    /// `--conclude`.
-    Conclude,
-    /// `--cleanup`.
-    Cleanup,
-}
-
-impl Hook {
-    /// The flag that sets it.
-    pub fn flag(self) -> &'static str {
-        match self {
-            Hook::Setup => "--setup",
-            Hook::Prepare => "--prepare",
-            Hook::Conclude => "--conclude",
-            Hook::Cleanup => "--cleanup",
-        }
-    }
-}
-
-impl Hooks {
-    /// The command of `hook`, if one was given.
-    pub fn get(&self, hook: Hook) -> Option<&str> {
-        match hook {
-            Hook::Setup => self.setup.as_deref(),
-            Hook::Prepare => self.prepare.as_deref(),
-            Hook::Conclude => self.conclude.as_deref(),
-            Hook::Cleanup => self.cleanup.as_deref(),
-        }
-        .filter(|c| !c.trim().is_empty())
-    }
-}
-
-/// The open-model flags as given, before validation.
-#[derive(Debug, Clone)]
-pub struct OpenOptions {
-    /// `--rate`: open-model runs at `R` tasks/s, a ramp `A..B`, or `auto` (raw text).
-    pub rate: Option<String>,
-    /// `--duration`: how long an open run's releases last (instead of `-n`).
-    pub duration: Option<Duration>,
-    /// `--interval`: the open runs' time-series interval.
-    pub interval: Duration,
-    /// `--slo`: the latency `--rate auto` keeps, e.g. `p99<100ms` (raw text).
-    pub slo: Option<String>,
-}
-
-impl OpenOptions {
-    /// Whether `--rate` asks for `auto` (before validation: crawl and advise pick their `-r`
-    /// default from it).
-    pub fn is_auto(&self) -> bool {
-        self.rate.as_deref().map(str::trim) == Some("auto")
-    }
-}
-
-impl Default for OpenOptions {
-    fn default() -> Self {
-        OpenOptions {
-            rate: None,
-            duration: None,
-            interval: Duration::from_secs(1),
-            slo: None,
-        }
-    }
-}
-
-impl Default for RunOptions {
-    fn default() -> Self {
-        RunOptions {
-            study: None,
-            name: None,
-            workloads: vec![],
-            models: vec![],
-            tasks: vec![],
-            gil: false,
-            switch_interval: DEFAULT_SWITCH_INTERVAL,
-            repeat: None,
-            warmup: None,
-            quick: false,
-            stress: false,
-            timeout: Duration::from_secs(300),
-            stack_size: DEFAULT_STACK,
-            mail_sink: MailSink::Discard,
-            url: None,
-            request_timeout: Duration::from_secs(30),
-            method: None,
-            headers: vec![],
-            body: None,
-            cacert: None,
-            insecure: false,
-            no_keepalive: false,
-            tls: false,
-            full: false,
-            jobs_backend: None,
-            shell: false,
-            cmd_output: None,
-            peers: vec![],
-            classic: false,
-            hooks: Hooks::default(),
-            open: OpenOptions::default(),
-        }
-    }
-}
 
 /// What runs for a cell: concur's own run of a model, or another program.
 #[derive(Debug, Clone, PartialEq)]
@@ -293,7 +72,7 @@ pub struct Plan {
     pub tls: bool,
     /// What the reader should know about the plan (chosen sizes, scaled cells).
     pub notes: Vec<String>,
-    /// The jobs models' backend, parsed (see [`RunOptions::jobs_backend`]).
+    /// The jobs models' backend, parsed (see [`StudyOptions::jobs_backend`]).
     pub jobs_backend: Option<crate::jobs::BackendUrl>,
     /// Commands run around each cell and each run.
     pub hooks: Hooks,
@@ -397,17 +176,10 @@ fn peer_cells(
         )));
     }
     let workers = match label.rsplit_once(':') {
-        Some((_, w)) if w.chars().all(|c| c.is_ascii_digit()) && !w.is_empty() => {
-            match w.parse::<usize>() {
-                Ok(n) if (1..=model::MAX_WORKERS).contains(&n) => Some(n),
-                _ => {
-                    return Err(Error::usage(format!(
-                        "--peer label '{label}': workers '{w}' must be from 1 to {}",
-                        model::MAX_WORKERS
-                    )))
-                }
-            }
-        }
+        Some((_, w)) if w.chars().all(|c| c.is_ascii_digit()) && !w.is_empty() => Some(
+            model::parse_workers(w)
+                .map_err(|why| Error::usage(format!("--peer label '{label}': {why}")))?,
+        ),
         _ => None,
     };
     let group: Vec<&CellPlan> = cells
@@ -502,8 +274,8 @@ fn check_range(flag: &str, value: usize, lo: usize, hi: usize) -> Result<usize> 
 }
 
 /// Whether `--classic` applies to these options: a built-in study, not a free-form one.
-pub fn check_classic(o: &RunOptions) -> Result<()> {
-    if o.classic && (!o.workloads.is_empty() || !o.models.is_empty() || !o.tasks.is_empty()) {
+pub fn check_classic(o: &StudyOptions) -> Result<()> {
+    if o.classic && o.is_freeform() {
         return Err(Error::usage(
             "--classic adds the classic programs to the gil, mailer and crawl studies and the tour; a free-form study takes --peer LABEL=COMMAND instead",
         ));
@@ -513,8 +285,8 @@ pub fn check_classic(o: &RunOptions) -> Result<()> {
 
 /// Checks the HTTP request flags (`--method`, `-H`, `--body`, `--cacert`, `-k`,
 /// `--no-keepalive`) into the options the workload reads; a file is read here, once.
-pub fn request_options(o: &RunOptions) -> Result<WorkloadOptions> {
-    let method = match &o.method {
+pub fn request_options(o: &StudyOptions) -> Result<WorkloadOptions> {
+    let method = match &o.request.method {
         Some(m) => Some(
             workload::http::check_method(m)
                 .map_err(Error::usage)?
@@ -523,12 +295,13 @@ pub fn request_options(o: &RunOptions) -> Result<WorkloadOptions> {
         None => None,
     };
     let headers = o
+        .request
         .headers
         .iter()
         .map(|h| workload::http::check_header(h))
         .collect::<std::result::Result<Vec<_>, _>>()
         .map_err(Error::usage)?;
-    let body = match o.body.as_deref() {
+    let body = match o.request.body.as_deref() {
         None => None,
         Some("@-") => {
             let mut b = Vec::new();
@@ -542,13 +315,13 @@ pub fn request_options(o: &RunOptions) -> Result<WorkloadOptions> {
             ))
         })?),
     };
-    if let (true, Some(ca)) = (o.insecure, &o.cacert) {
+    if let (true, Some(ca)) = (o.request.insecure, &o.request.cacert) {
         return Err(Error::usage(format!(
             "--insecure and --cacert '{}' contradict each other: -k trusts every certificate, --cacert one more CA; give one of them",
             ca.display()
         )));
     }
-    let ca_pem = match &o.cacert {
+    let ca_pem = match &o.request.cacert {
         None => None,
         Some(path) => {
             let text = std::fs::read_to_string(path).map_err(|e| {
@@ -567,25 +340,27 @@ pub fn request_options(o: &RunOptions) -> Result<WorkloadOptions> {
         headers,
         body,
         ca_pem,
-        insecure: o.insecure,
-        keepalive: !o.no_keepalive,
+        insecure: o.request.insecure,
+        keepalive: !o.request.no_keepalive,
         ..WorkloadOptions::default()
     })
 }
 
 /// Builds the plan from the user's options; every bad value is a usage error naming it.
-pub fn build(o: &RunOptions) -> Result<Plan> {
+pub fn build(o: &StudyOptions) -> Result<Plan> {
     check_classic(o)?;
-    let freeform = !o.workloads.is_empty() || !o.models.is_empty() || !o.tasks.is_empty();
+    let freeform = o.is_freeform();
     if let (Some(study), true) = (&o.study, freeform) {
         return Err(Error::usage(format!(
             "the '{study}' study has fixed cells; --workload/--model/--tasks build a free-form study instead: use one or the other"
         )));
     }
-    if o.switch_interval < Duration::from_micros(1) || o.switch_interval > Duration::from_secs(1) {
+    if o.lock.switch_interval < Duration::from_micros(1)
+        || o.lock.switch_interval > Duration::from_secs(1)
+    {
         return Err(Error::usage(format!(
             "--switch-interval '{}' must be from 1us to 1s",
-            crate::units::fmt_duration_spec(o.switch_interval)
+            crate::units::fmt_duration_spec(o.lock.switch_interval)
         )));
     }
     if o.timeout.is_zero() {
@@ -600,9 +375,9 @@ pub fn build(o: &RunOptions) -> Result<Plan> {
     let options = WorkloadOptions {
         mail_sink: o.mail_sink,
         base_url: o.url.clone(),
-        request_timeout_ms: o.request_timeout.as_millis().max(1) as u64,
-        cmd_shell: o.shell,
-        cmd_output: o.cmd_output.clone(),
+        request_timeout_ms: o.request.request_timeout.as_millis().max(1) as u64,
+        cmd_shell: o.cmd.shell,
+        cmd_output: o.cmd.cmd_output.clone(),
         cell_tasks: None,
         ..request_options(o)?
     };
@@ -656,7 +431,7 @@ pub fn build(o: &RunOptions) -> Result<Plan> {
                         workload: w.clone(),
                         model: m.clone(),
                         tasks: n,
-                        gil: o.gil,
+                        gil: o.lock.gil,
                         expected_failure: false,
                     });
                 }
@@ -665,7 +440,7 @@ pub fn build(o: &RunOptions) -> Result<Plan> {
         presets::Preset {
             name,
             cells,
-            repeat: 5,
+            repeat: FREEFORM_REPEAT,
             warmup: 1,
             notes: vec![],
         }
@@ -696,7 +471,7 @@ pub fn build(o: &RunOptions) -> Result<Plan> {
         .map(|c| cell(c, &options))
         .collect::<Result<Vec<_>>>()?;
     let mut peers = Vec::new();
-    for p in &o.peers {
+    for p in &o.peers.peers {
         peers.extend(peer_cells(p, &cells, &preset.name, &options)?);
     }
     cells.extend(peers);
@@ -728,17 +503,17 @@ pub fn build(o: &RunOptions) -> Result<Plan> {
         warmup: check_range("--warmup", o.warmup.unwrap_or(preset.warmup), 0, 100)?,
         timeout: o.timeout,
         stack_size: o.stack_size,
-        switch_interval: o.switch_interval,
+        switch_interval: o.lock.switch_interval,
         options,
         notes: preset.notes,
         jobs_backend,
-        hooks: o.hooks.clone(),
+        hooks: o.peers.hooks.clone(),
         open,
     })
 }
 
 /// Validates `--rate`, `--duration`, `--interval` and `--slo` together.
-fn open_plan(all: &RunOptions, freeform: bool) -> Result<Option<OpenPlan>> {
+fn open_plan(all: &StudyOptions, freeform: bool) -> Result<Option<OpenPlan>> {
     let o = &all.open;
     let Some(text) = &o.rate else {
         if let Some(d) = o.duration {
@@ -804,13 +579,13 @@ fn open_plan(all: &RunOptions, freeform: bool) -> Result<Option<OpenPlan>> {
 mod tests {
     use super::*;
 
-    fn opts() -> RunOptions {
-        RunOptions::default()
+    fn opts() -> StudyOptions {
+        StudyOptions::default()
     }
 
     #[test]
     fn freeform_is_the_cross_product() {
-        let o = RunOptions {
+        let o = StudyOptions {
             workloads: vec!["fib:10".into(), "sleep:1ms".into()],
             models: vec!["seq".into(), "pool:2".into()],
             tasks: vec![1, 4],
@@ -824,57 +599,60 @@ mod tests {
     #[test]
     fn conflicts_and_bad_values_are_usage_errors() {
         let cases = [
-            RunOptions {
+            StudyOptions {
                 study: Some("gil".into()),
                 workloads: vec!["fib:1".into()],
                 ..opts()
             },
-            RunOptions {
+            StudyOptions {
                 workloads: vec!["fib:1".into()],
                 ..opts()
             },
-            RunOptions {
+            StudyOptions {
                 workloads: vec!["fib:1".into()],
                 models: vec!["seq".into()],
                 quick: true,
                 ..opts()
             },
-            RunOptions {
+            StudyOptions {
                 workloads: vec!["fib:1".into()],
                 models: vec!["seq".into()],
                 tasks: vec![0],
                 ..opts()
             },
-            RunOptions {
+            StudyOptions {
                 study: Some("nope".into()),
                 ..opts()
             },
-            RunOptions {
+            StudyOptions {
                 study: Some("gil".into()),
                 repeat: Some(0),
                 ..opts()
             },
-            RunOptions {
+            StudyOptions {
                 study: Some("gil".into()),
-                gil: true,
+                lock: crate::options::LockOptions {
+                    gil: true,
+                    ..Default::default()
+                },
                 ..opts()
             },
-            RunOptions {
+            StudyOptions {
                 study: Some("gil".into()),
                 stress: true,
                 ..opts()
             },
-            RunOptions {
+            StudyOptions {
                 study: Some("mailer".into()),
                 jobs_backend: Some("mysql://x".into()),
                 ..opts()
             },
-            RunOptions {
+            StudyOptions {
                 study: Some("mailer".into()),
                 jobs_backend: Some("memory".into()),
                 ..opts()
             },
-            RunOptions {
+            StudyOptions {
                 workloads: vec!["fib:1".into()],
                 models: vec!["jobs-redis:2".into()],
                 ..opts()
@@ -893,8 +671,8 @@ mod tests {
         duration: Option<u64>,
         slo: Option<&str>,
         tasks: &[usize],
-    ) -> RunOptions {
-        RunOptions {
+    ) -> StudyOptions {
+        StudyOptions {
             workloads: vec!["sleep:1ms".into()],
             models: vec!["pool:2".into()],
             tasks: tasks.to_vec(),
@@ -939,7 +717,7 @@ mod tests {
 
     #[test]
     fn only_the_stress_cell_is_planned_to_fail() {
-        let p = build(&RunOptions {
+        let p = build(&StudyOptions {
             study: Some("mailer".into()),
             stress: true,
             ..opts()
@@ -984,7 +762,7 @@ mod tests {
     fn studies_build() {
         for s in ["gil", "mailer", "tour"] {
             for quick in [false, true] {
-                let p = build(&RunOptions {
+                let p = build(&StudyOptions {
                     study: Some(s.into()),
                     quick,
                     ..opts()

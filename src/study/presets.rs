@@ -2,7 +2,7 @@
 //! work), sized for this kind of machine, and the quick tour that `concur run` runs.
 
 use crate::error::{Error, Result};
-use crate::study::plan::{CellRequest, RunOptions};
+use crate::study::plan::{CellRequest, StudyOptions};
 
 /// The default study: every built-in study, scaled down (`--quick`).
 pub const TOUR: &str = "tour";
@@ -207,7 +207,7 @@ fn crawl_study(quick: bool, full: bool, gil: bool) -> Preset {
 /// The named study's cells for these options.
 /// `redis` says whether `--jobs-backend` names a Redis (the plan parsed it), so that `mailer`
 /// adds its `jobs-redis:10` cell.
-pub fn preset(name: &str, o: &RunOptions, redis: bool) -> Result<Preset> {
+pub fn preset(name: &str, o: &StudyOptions, redis: bool) -> Result<Preset> {
     if o.full && name != "crawl" && name != TOUR {
         return Err(Error::usage(
             "--full runs the crawl study's seq cell at full size; it applies to crawl only",
@@ -220,17 +220,17 @@ pub fn preset(name: &str, o: &RunOptions, redis: bool) -> Result<Preset> {
     }
     match name {
         "gil" => {
-            if o.gil {
+            if o.lock.gil {
                 return Err(Error::usage(
                     "the gil study runs every cell with and without the lock already; drop --gil",
                 ));
             }
             Ok(gil_study(o.quick))
         }
-        "mailer" => Ok(mailer_study(o.quick, o.stress, o.gil, redis)),
-        "crawl" => Ok(crawl_study(o.quick, o.full, o.gil)),
+        "mailer" => Ok(mailer_study(o.quick, o.stress, o.lock.gil, redis)),
+        "crawl" => Ok(crawl_study(o.quick, o.full, o.lock.gil)),
         TOUR => {
-            if o.gil {
+            if o.lock.gil {
                 return Err(Error::usage("the tour runs the gil study, which runs with and without the lock already; drop --gil"));
             }
             let g = gil_study(true);

@@ -138,7 +138,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::study::plan::{self, OpenOptions, RunOptions};
+    use crate::study::plan::{self, OpenOptions, StudyOptions};
     use crate::study::runner::mock::MockExecutor;
 
     fn auto_plan(models: &[&str], slo: &str) -> Plan {
@@ -147,7 +147,7 @@ mod tests {
 
     /// `--rate auto --slo SLO` over `models` on `sleep:100ms`, with `-r` if given.
     fn auto_plan_repeated(models: &[&str], slo: &str, repeat: Option<usize>) -> Plan {
-        plan::build(&RunOptions {
+        plan::build(&StudyOptions {
             workloads: vec!["sleep:100ms".into()],
             models: models.iter().map(|m| m.to_string()).collect(),
             repeat,
@@ -158,7 +158,7 @@ mod tests {
                 slo: Some(slo.into()),
                 ..OpenOptions::default()
             },
-            ..RunOptions::default()
+            ..StudyOptions::default()
         })
         .unwrap()
     }
@@ -313,7 +313,7 @@ mod tests {
 
     #[test]
     fn repeat_zero_is_refused_with_rate_auto_too() {
-        let err = plan::build(&RunOptions {
+        let err = plan::build(&StudyOptions {
             workloads: vec!["sleep:100ms".into()],
             models: vec!["pool:4".into()],
             repeat: Some(0),
@@ -322,7 +322,7 @@ mod tests {
                 slo: Some("p99<150ms".into()),
                 ..OpenOptions::default()
             },
-            ..RunOptions::default()
+            ..StudyOptions::default()
         })
         .unwrap_err();
         assert!(err.to_string().contains("--repeat '0'"), "{err}");

@@ -123,8 +123,11 @@ fn yes() -> bool {
     true
 }
 
+/// `--request-timeout`'s default, in the unit the options carry.
 fn default_request_timeout_ms() -> u64 {
-    30_000
+    crate::options::RequestOptions::default()
+        .request_timeout
+        .as_millis() as u64
 }
 
 /// One task's HTTP request, for a model that makes the request itself (`curl`): everything a
@@ -202,7 +205,7 @@ pub trait Workload: Send + Sync + 'static {
     }
     /// Whether another process of any concur binary can re-create this workload from its spec
     /// (built-in workloads can; a closure registered by a library user exists only in that
-    /// user's binary, so `jobs-procs`' `concur jobs work` processes cannot run it).
+    /// user's binary, so `jobs-procs`' worker processes cannot run it).
     fn portable(&self) -> bool {
         true
     }

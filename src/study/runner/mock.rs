@@ -36,7 +36,7 @@ use crate::measure::latency::LatencySummary;
 use crate::measure::open::OpenStats;
 use crate::measure::rusage::ChildUsage;
 use crate::study::child::ChildReport;
-use crate::study::plan::{self, CellPlan, Hook, Plan, RunOptions};
+use crate::study::plan::{self, CellPlan, Hook, Plan, StudyOptions};
 
 /// Seconds per task of a workload the mock was told nothing about.
 pub(crate) const DEFAULT_TASK_S: f64 = 0.01;
@@ -377,14 +377,14 @@ pub(crate) fn mock_plan(
     tasks: &[usize],
     repeat: usize,
 ) -> Plan {
-    let opts = RunOptions {
+    let opts = StudyOptions {
         workloads: workloads.iter().map(|s| s.to_string()).collect(),
         models: models.iter().map(|s| s.to_string()).collect(),
         tasks: tasks.to_vec(),
         repeat: Some(repeat),
         warmup: Some(0),
         timeout: Duration::from_secs(60),
-        ..RunOptions::default()
+        ..StudyOptions::default()
     };
     match plan::build(&opts) {
         Ok(p) => p,

@@ -1,0 +1,111 @@
+//! What the help shows that other definitions decide: the registries' lists (workloads,
+//! models, studies, formats) and the studies' default repeat counts, filled into the flags'
+//! help texts, and `concur list`. A new workload, model, study or format cannot be missing.
+
+use clap::CommandFactory;
+
+use super::Cli;
+use crate::study::presets;
+
+/// `concur list`: every workload, model, study and output format, with one line each.
+pub(super) fn list() {
+    println!("Workloads (--workload SPEC):");
+    for e in crate::workload::REGISTRY {
+        println!("  {:28} {}", e.usage, e.help);
+    }
+    println!("\nModels (--model SPEC; W defaults to the core count):");
+    for e in crate::model::REGISTRY {
+        println!("  {:28} {}", e.usage(), e.help);
+    }
+    println!("\nStudies (concur run STUDY):");
+    for (name, help) in presets::STUDIES {
+        println!("  {name:28} {help}");
+    }
+    println!("\nOutput formats (--format FORMAT, --export FORMAT=FILE):");
+    for f in crate::report::FORMATS {
+        println!("  {:28} {}", f.name, f.help);
+    }
+}
+
+/// Each study's counted runs per cell when `-r` is not given, from the studies themselves:
+/// `gil 5 (--quick 3), …, free-form 5`.
+fn default_repeats() -> String {
+    let defaults = crate::options::StudyOptions::default();
+    let mut parts: Vec<String> = presets::STUDIES
+        .iter()
+        .filter_map(|(name, _)| {
+            let full = presets::preset(name, &defaults, false).ok()?.repeat;
+            let quick = presets::preset(
+                name,
+                &crate::options::StudyOptions {
+                    quick: true,
+                    ..defaults.clone()
+                },
+                false,
+            )
+            .ok()?
+            .repeat;
+            Some(if quick == full {
+                format!("{full} for {name}")
+            } else {
+                format!("{full} for {name} ({quick} with --quick)")
+            })
+        })
+        .collect();
+    parts.push(format!(
+        "{} for a free-form study",
+        crate::study::plan::FREEFORM_REPEAT
+    ));
+    parts.join(", ")
+}
+
+/// The command line's definition, with the lists in its help made from the registries.
+pub(super) fn command() -> clap::Command {
+    let workloads = crate::workload::REGISTRY
+        .iter()
+        .map(|e| e.usage)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let models = crate::model::REGISTRY
+        .iter()
+        .map(|e| e.usage())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let studies = presets::STUDIES
+        .iter()
+        .map(|(n, _)| *n)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let formats = crate::report::format_names().join(", ");
+    let repeats = default_repeats();
+    let fill = |a: clap::Arg| -> clap::Arg {
+        let help = a.get_help().map(|h| h.to_string()).unwrap_or_default();
+        if !help.contains(char::is_uppercase) {
+            return a;
+        }
+        let filled = help
+            .replace("(WORKLOADS)", &format!("({workloads})"))
+            .replace("(MODELS)", &format!("({models})"))
+            .replace("(STUDIES)", &format!("(default tour; {studies})"))
+            .replace("(FORMATS)", &format!("({formats})"))
+            .replace("REPEATS", &repeats);
+        if filled == help {
+            a
+        } else {
+            a.help(filled)
+        }
+    };
+    let fill_all = |c: clap::Command| -> clap::Command {
+        let ids: Vec<String> = c.get_arguments().map(|a| a.get_id().to_string()).collect();
+        ids.iter().fold(c, |c, id| c.mut_arg(id, fill))
+    };
+    let mut cmd = Cli::command();
+    let names: Vec<String> = cmd
+        .get_subcommands()
+        .map(|s| s.get_name().to_string())
+        .collect();
+    for n in names {
+        cmd = cmd.mut_subcommand(n, fill_all);
+    }
+    cmd
+}

@@ -1,0 +1,171 @@
+//! The `jobs` and `classic` subcommands: their flags and the one library call each makes.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+use crate::options::parse_duration;
+use crate::Error;
+
+#[derive(Args)]
+pub(super) struct BackendArg {
+    /// sqlite (concur-results/jobs.sqlite), sqlite:PATH, or redis://[:PASSWORD@]HOST:PORT/DB; with a password, set CONCUR_JOBS_BACKEND instead, which `ps` does not show
+    #[arg(long, value_name = "URL", default_value = "sqlite", env = crate::jobs::BACKEND_ENV, hide_env_values = true)]
+    backend: String,
+}
+
+#[derive(Subcommand)]
+pub(super) enum JobsCommand {
+    /// Enqueue N jobs, each running one task of a workload (class Concur::Task)
+    Enqueue {
+        /// The workload spec each job runs (e.g. fib:30, mail, sleep:10ms)
+        #[arg(
+            long,
+            short = 'w',
+            value_name = "SPEC",
+            required_unless_present = "noop"
+        )]
+        workload: Option<String>,
+        /// Enqueue jobs that do nothing (class Concur::Noop), for throughput measurements
+        #[arg(long, conflicts_with = "workload")]
+        noop: bool,
+        /// How many jobs
+        #[arg(short = 'n', value_name = "N")]
+        n: usize,
+        /// The queue
+        #[arg(long, short = 'q', default_value = "default")]
+        queue: String,
+        /// Retries before the dead set (Sidekiq's default: 25)
+        #[arg(long, value_name = "N")]
+        retry: Option<u32>,
+        #[command(flatten)]
+        b: BackendArg,
+    },
+    /// Work on queues until SIGTERM or Ctrl-C (run it on as many machines as share one Redis)
+    Work {
+        /// Worker threads
+        #[arg(short = 'c', long, default_value = "10")]
+        concurrency: usize,
+        /// Queues in priority order (repeatable; default: default)
+        #[arg(long = "queue", short = 'q', value_name = "Q")]
+        queues: Vec<String>,
+        /// Lease (SQLite) or heartbeat TTL (Redis): a dead worker's jobs return after this
+        #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+        lease: std::time::Duration,
+        /// After SIGTERM, how long running jobs may finish before they are returned to their queue
+        #[arg(long, value_name = "DURATION", default_value = "25s", value_parser = parse_duration)]
+        shutdown_timeout: std::time::Duration,
+        /// A fixed delay before each retry instead of Sidekiq's backoff (count^4 + 15 + jitter s)
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        retry_delay: Option<std::time::Duration>,
+        /// Append each job id to FILE after it ran, before its acknowledgement (duplicate audits)
+        #[arg(long, value_name = "FILE")]
+        done_log: Option<PathBuf>,
+        /// Exit once the queues, in-flight jobs and retries are empty
+        #[arg(long)]
+        until_empty: bool,
+        /// Append each task job's record (JSON line) to FILE once acknowledged (for jobs-procs:W)
+        #[arg(long, value_name = "FILE", hide = true)]
+        records: Option<PathBuf>,
+        #[command(flatten)]
+        b: BackendArg,
+    },
+    /// Counts: enqueued, busy, processed, failed, retry, dead, workers alive
+    Stats {
+        /// One JSON object instead of a table
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        b: BackendArg,
+    },
+    /// List the retry set (one JSON job a line), or requeue it all now
+    Retry(FailedSetArgs),
+    /// List the dead set (one JSON job a line), or requeue it all
+    Dead(FailedSetArgs),
+}
+
+#[derive(Subcommand)]
+pub(super) enum ClassicCommand {
+    /// Install Ruby, Celluloid, Sidekiq (apt-get) and the Python clients (a venv with pip)
+    Install,
+    /// Print a classic program's source (gil, crawl, mailer)
+    Show {
+        /// The program
+        name: String,
+    },
+    /// List the classic programs
+    List,
+}
+
+pub(super) fn classic(c: ClassicCommand) -> Result<i32, Error> {
+    match c {
+        ClassicCommand::Install => crate::classic::install(),
+        ClassicCommand::Show { name } => {
+            print!("{}", crate::classic::show(&name)?);
+            Ok(0)
+        }
+        ClassicCommand::List => {
+            for p in crate::classic::PROGRAMS {
+                println!("  {:8} {:10} {}", p.name, p.file, p.help);
+            }
+            Ok(0)
+        }
+    }
+}
+
+#[derive(Args)]
+pub(super) struct FailedSetArgs {
+    /// Move every job of the set back onto its queue
+    #[arg(long)]
+    requeue: bool,
+    /// List at most this many
+    #[arg(long, default_value = "100")]
+    limit: usize,
+    #[command(flatten)]
+    b: BackendArg,
+}
+
+pub(super) fn jobs(c: JobsCommand) -> Result<i32, Error> {
+    use crate::jobs::{cli, worker::WorkOptions, FailedSet, RetrySchedule};
+    match c {
+        JobsCommand::Enqueue {
+            workload,
+            noop: _,
+            n,
+            queue,
+            retry,
+            b,
+        } => cli::enqueue(&b.backend.parse()?, workload.as_deref(), n, &queue, retry),
+        JobsCommand::Work {
+            concurrency,
+            queues,
+            lease,
+            shutdown_timeout,
+            retry_delay,
+            done_log,
+            until_empty,
+            records,
+            b,
+        } => {
+            let opts = WorkOptions {
+                concurrency,
+                queues: cli::queues_or_default(queues),
+                lease,
+                schedule: retry_delay.map_or(RetrySchedule::Sidekiq, RetrySchedule::Fixed),
+                shutdown_deadline: shutdown_timeout,
+                done_log,
+                until_empty,
+                records,
+                workload_options: crate::workload::WorkloadOptions::default(),
+            };
+            cli::work_main(&b.backend.parse()?, &opts)
+        }
+        JobsCommand::Stats { json, b } => cli::stats(&b.backend.parse()?, json),
+        JobsCommand::Retry(a) => {
+            cli::failed_set(&a.b.backend.parse()?, FailedSet::Retry, a.requeue, a.limit)
+        }
+        JobsCommand::Dead(a) => {
+            cli::failed_set(&a.b.backend.parse()?, FailedSet::Dead, a.requeue, a.limit)
+        }
+    }
+}

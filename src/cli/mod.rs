@@ -1,0 +1,391 @@
+//! The command line: the subcommands and their flags (the option groups themselves are
+//! defined once, in [`crate::options`]), the help lists filled from the registries, and the
+//! one call each subcommand makes into the library. The binary is `main() { cli::main() }`.
+
+mod help;
+mod jobs;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, FromArgMatches, Parser, Subcommand};
+
+use crate::options::{
+    parse_duration, CmdOptions, OpenOptions, PeerOptions, RequestOptions, StudyOptions,
+};
+use crate::report::{Export, Target};
+use crate::{Error, Outputs};
+
+#[derive(Parser)]
+#[command(
+    name = "concur",
+    version,
+    about = "Run one workload under many concurrency models and see what each costs",
+    long_about = "Run one workload under many concurrency models (sequential, OS threads, processes, \
+pools, work stealing, async event loops) and compare wall and CPU time, memory, latency and the \
+distance to the ideal the hardware allows. Every run happens in a fresh process.\n\n\
+Start with `concur run` (a quick tour of every study), then `concur run gil` or `concur run mailer`, \
+or your own matrix: `concur run --workload fib:30 --model seq --model pool:4 --tasks 100`.\n\
+`concur list` shows every workload, model and study."
+)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a built-in study (default: the quick tour) or a free-form matrix of cells
+    Run(RunArgs),
+    /// Render a results file (.jsonl) again
+    Report(ReportArgs),
+    /// List the workloads, models and studies, with their spec grammar
+    List,
+    /// Crawl one URL: N GETs, C at a time, under one model (a one-cell study)
+    Crawl(CrawlArgs),
+    /// Run the delay HTTP server (GET /add?delay=MS, /delay/DURATION, /bytes/N, /status/CODE, /stats)
+    Serve(ServeArgs),
+    /// Run the few cells that show what bounds a workload, and advise which model to use
+    Advise(AdviseArgs),
+    /// Background jobs: enqueue, work, stats, retry and dead sets (SQLite or Redis)
+    #[command(subcommand)]
+    Jobs(jobs::JobsCommand),
+    /// The classic experiments' programs in CPython and MRI that --classic runs: install, show
+    #[command(subcommand)]
+    Classic(jobs::ClassicCommand),
+    /// Print a shell completion script: concur completions bash > /etc/bash_completion.d/concur
+    Completions {
+        /// The shell
+        shell: clap_complete::Shell,
+    },
+    /// One run of one cell, started by `concur run` (its request comes on fd 4, never argv)
+    #[command(name = crate::selfcall::SelfCall::RUN, hide = true)]
+    InternalRun(InternalArgs),
+    /// One task of the spawn model, started by a run (its request comes on fd 4)
+    #[command(name = crate::selfcall::SelfCall::TASK, hide = true)]
+    InternalTask(InternalArgs),
+    /// One worker process of the jobs-procs model, started by a run (its request comes on fd 4)
+    #[command(name = crate::selfcall::SelfCall::WORKER, hide = true)]
+    InternalWorker(InternalArgs),
+}
+
+/// The hidden commands take nothing on argv (their request comes on fd 4). Whatever is given
+/// there anyway is accepted and ignored, so that every hand-made invocation, old-style
+/// request argument included, gets the same one-line "run by concur itself" refusal.
+#[derive(Args)]
+struct InternalArgs {
+    #[arg(hide = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    _ignored: Vec<String>,
+}
+
+#[derive(Args)]
+struct OutputArgs {
+    /// Also write a CSV of the cells to FILE ('-' for stdout)
+    #[arg(long, value_name = "FILE")]
+    csv: Option<PathBuf>,
+    /// Also write Markdown tables to FILE ('-' for stdout)
+    #[arg(long, value_name = "FILE")]
+    markdown: Option<PathBuf>,
+    /// Also write one self-contained HTML report with charts to FILE
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    /// Compare with a baseline: a name saved with --save-baseline, or a results file
+    #[arg(long, value_name = "NAME|FILE")]
+    baseline: Option<String>,
+    /// Save these results as a baseline under concur-results/baselines/NAME.jsonl
+    #[arg(long, value_name = "NAME")]
+    save_baseline: Option<String>,
+    /// What stdout shows (FORMATS)
+    #[arg(long, value_name = "FORMAT", default_value = "table")]
+    format: String,
+    /// Also write a rendering to a file, FORMAT=FILE ('-' for stdout), repeatable (FORMATS)
+    #[arg(long, value_name = "FORMAT=FILE", value_parser = Export::parse)]
+    export: Vec<Export>,
+    /// No progress bar, notes or warnings on stderr
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+/// Flags of the `cmd:` workload.
+#[derive(Args)]
+struct FailureArgs {
+    /// Exit 0 even when runs or tasks failed (they are still counted and shown)
+    #[arg(long, short = 'i')]
+    ignore_failures: bool,
+}
+
+/// What every HTTP request sends and how it connects (`run` and `crawl`).
+#[derive(Args)]
+struct RunArgs {
+    #[command(flatten)]
+    study: StudyOptions,
+    /// The JSON Lines results file, written as runs finish ('-' for stdout; default concur-results/STUDY-TIME.jsonl)
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    #[command(flatten)]
+    out: OutputArgs,
+    #[command(flatten)]
+    failures: FailureArgs,
+}
+
+#[derive(Args)]
+struct CrawlArgs {
+    /// The URL to GET, fetched as given (http://HOST:PORT/PATH); every {rand} becomes 10 random letters
+    url: String,
+    /// How many requests (default 1000; with --rate --duration, as many as the duration holds)
+    #[arg(short = 'n', long)]
+    requests: Option<usize>,
+    /// How many at once (the model's W)
+    #[arg(short = 'c', long, default_value_t = 100)]
+    concurrency: usize,
+    /// The model (MODELS); -c is its W
+    #[arg(long, default_value = "async")]
+    model: String,
+    /// Counted runs (default 1); with --rate auto, fresh runs at the rate found after the search (default: none, the probe that found it is the row)
+    #[arg(long, short = 'r', value_name = "R")]
+    repeat: Option<usize>,
+    #[command(flatten)]
+    request: RequestOptions,
+    /// The JSON Lines results file ('-' for stdout)
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    #[command(flatten)]
+    peers: PeerOptions,
+    #[command(flatten)]
+    open: OpenOptions,
+    #[command(flatten)]
+    out: OutputArgs,
+    #[command(flatten)]
+    failures: FailureArgs,
+}
+
+#[derive(Args)]
+struct AdviseArgs {
+    /// The workload spec to advise on, e.g. fib:30 or sleep:100ms
+    #[arg(long = "workload", short = 'w', value_name = "SPEC")]
+    workload: String,
+    /// Tasks per cell (default 10; with --rate, --duration sizes the cells instead)
+    #[arg(long = "tasks", short = 'n', value_name = "N")]
+    tasks: Option<usize>,
+    /// Counted runs per cell (default 3); with --rate auto, fresh runs at each cell's rate found after its search (default: none, the probe that found it is the row)
+    #[arg(long, short = 'r', value_name = "R")]
+    repeat: Option<usize>,
+    /// Write the advice, the cells and the warnings as one JSON document to FILE ('-' for stdout)
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// The JSON Lines results file of the runs (default concur-results/custom-TIME.jsonl)
+    #[arg(long, value_name = "FILE")]
+    results: Option<PathBuf>,
+    #[command(flatten)]
+    cmd: CmdOptions,
+    #[command(flatten)]
+    open: OpenOptions,
+    #[command(flatten)]
+    out: OutputArgs,
+    #[command(flatten)]
+    failures: FailureArgs,
+}
+
+#[derive(Args)]
+struct ServeArgs {
+    /// Address to listen on (loopback by default)
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    addr: std::net::SocketAddr,
+    /// Longest delay a request may ask for; longer ones get a 400
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    max_delay: std::time::Duration,
+    /// Largest body /bytes/N sends; larger ones get a 400
+    #[arg(long, value_name = "SIZE", default_value = "10M", value_parser = crate::units::parse_size)]
+    max_bytes: u64,
+    /// Close a connection whose client sends no complete request headers for this long
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    header_timeout: std::time::Duration,
+    /// Serve HTTPS with this certificate chain (PEM); needs --tls-key
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "tls_key",
+        conflicts_with = "tls_self_signed"
+    )]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM)
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Serve HTTPS with a new self-signed certificate for the listen address; its path and
+    /// SHA-256 fingerprint are printed (trust it with --cacert)
+    #[arg(long)]
+    tls_self_signed: bool,
+    /// Print nothing on stderr
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(Args)]
+struct ReportArgs {
+    /// A results file written by `concur run`
+    file: PathBuf,
+    #[command(flatten)]
+    out: OutputArgs,
+}
+
+/// `--backend`: where the queue lives.
+fn serve_tls(
+    cert: Option<PathBuf>,
+    key: Option<PathBuf>,
+    self_signed: bool,
+) -> Result<Option<crate::server::ServeTls>, Error> {
+    Ok(match (cert, key) {
+        (Some(c), Some(k)) => Some(crate::server::ServeTls::Files(
+            crate::tls::ServerCert::from_files(&c, &k).map_err(Error::usage)?,
+        )),
+        _ if self_signed => Some(crate::server::ServeTls::SelfSigned),
+        _ => None,
+    })
+}
+
+fn outputs(o: OutputArgs, results: Option<PathBuf>, ignore_failures: bool) -> Outputs {
+    let mut exports: Vec<Export> = [("csv", o.csv), ("markdown", o.markdown), ("html", o.html)]
+        .into_iter()
+        .filter_map(|(format, file)| {
+            file.map(|f| Export {
+                format: format.into(),
+                target: Target::from_arg(f),
+            })
+        })
+        .chain(o.export)
+        .collect();
+    let stdout_taken = exports.iter().any(|e| e.target == Target::Stdout)
+        || results.as_deref() == Some(std::path::Path::new("-"));
+    if !stdout_taken {
+        exports.push(Export {
+            format: o.format,
+            target: Target::Stdout,
+        });
+    }
+    Outputs {
+        results,
+        exports,
+        baseline: o.baseline,
+        save_baseline: o.save_baseline,
+        quiet: o.quiet,
+        ignore_failures,
+    }
+}
+
+fn dispatch(cli: Cli) -> Result<i32, Error> {
+    match cli.command {
+        Command::Run(a) => crate::run(
+            &a.study,
+            &outputs(a.out, a.json, a.failures.ignore_failures),
+            command_line(),
+        ),
+        Command::Report(a) => crate::report_file(&a.file, &outputs(a.out, None, false)),
+        Command::Crawl(a) => {
+            let takes_workers = crate::model::REGISTRY
+                .iter()
+                .any(|e| e.name == a.model && e.takes_workers);
+            let model = if takes_workers {
+                format!("{}:{}", a.model, a.concurrency)
+            } else {
+                a.model.clone()
+            };
+            // --rate auto sizes its probes itself; --duration sizes the run.
+            let tasks = match a.requests {
+                Some(n) => vec![n],
+                None if a.open.is_auto() || a.open.duration.is_some() => vec![],
+                None => vec![1000],
+            };
+            let opts = StudyOptions {
+                workloads: vec![format!("http:{}", a.url)],
+                models: vec![model],
+                tasks,
+                repeat: a.repeat.or(a.open.default_repeat(1)),
+                warmup: Some(0),
+                request: a.request,
+                peers: a.peers,
+                open: a.open,
+                ..StudyOptions::default()
+            };
+            crate::run(
+                &opts,
+                &outputs(a.out, a.json, a.failures.ignore_failures),
+                command_line(),
+            )
+        }
+        Command::Serve(a) => {
+            let opts = crate::server::ServerOptions {
+                addr: a.addr,
+                max_delay: a.max_delay,
+                max_bytes: a.max_bytes,
+                header_timeout: a.header_timeout,
+                tls: serve_tls(a.tls_cert, a.tls_key, a.tls_self_signed)?,
+                ..Default::default()
+            };
+            crate::server::run_foreground(opts, a.quiet).map(|_| 0)
+        }
+        Command::Advise(mut a) => {
+            if let Some(file) = a.json.take() {
+                a.out.export.push(Export {
+                    format: "json".into(),
+                    target: Target::from_arg(file),
+                });
+            }
+            let base = StudyOptions {
+                cmd: a.cmd,
+                open: a.open,
+                ..StudyOptions::default()
+            };
+            crate::advise(
+                &a.workload,
+                a.tasks,
+                a.repeat,
+                base,
+                &outputs(a.out, a.results, a.failures.ignore_failures),
+                command_line(),
+            )
+        }
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut help::command(),
+                "concur",
+                &mut std::io::stdout(),
+            );
+            Ok(0)
+        }
+        Command::Jobs(c) => jobs::jobs(c),
+        Command::Classic(c) => jobs::classic(c),
+        Command::List => {
+            help::list();
+            Ok(0)
+        }
+        Command::InternalRun(_) | Command::InternalTask(_) | Command::InternalWorker(_) => {
+            crate::study::child::serve().map(|_| 0)
+        }
+    }
+}
+
+/// The command line as typed, for the results' meta line (an argument that is not UTF-8 is
+/// kept, its bad bytes replaced, rather than a panic).
+fn command_line() -> Vec<String> {
+    std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect()
+}
+
+/// Parses the command line, runs the subcommand, and returns the exit code: the library's,
+/// 2 for bad input (with one line on stderr), 0 when stdout was closed early (`| head`).
+pub fn main() -> ExitCode {
+    let cli = match Cli::from_arg_matches(&help::command().get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    match dispatch(cli) {
+        Ok(code) => ExitCode::from(code as u8),
+        Err(Error::ClosedStdout) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("concur: {e}");
+            ExitCode::from(e.exit_code() as u8)
+        }
+    }
+}

@@ -1,0 +1,349 @@
+//! The options a user gives a study, each defined once: every group here is at the same time
+//! the command line's definition (`#[derive(Args)]`: the flag, its help, its default) and the
+//! library's value ([`crate::Lab`] sets the same fields), so a default or a help text cannot
+//! drift between the two. `Default` is what the command line gives when the flag is absent
+//! ([`defaults`]), never a second copy of the values.
+//!
+//! These are raw values: the plan (`study::plan::build`) checks them, and nothing downstream
+//! re-validates.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, FromArgMatches};
+
+use crate::workload::MailSink;
+
+/// What clap gives each field of `T` when no flag is on the command line: the one place
+/// the options' defaults come from.
+pub fn defaults<T: Args + FromArgMatches>() -> T {
+    let cmd = T::augment_args(clap::Command::new("defaults"));
+    // Every option group has a default for every field (tested below), so an empty command
+    // line always parses.
+    let matches = cmd
+        .try_get_matches_from(["defaults"])
+        .expect("every option group parses from an empty command line");
+    T::from_arg_matches(&matches).expect("every option group parses from an empty command line")
+}
+
+/// Parses a duration flag (`5ms`, `2s`, `1m`).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    crate::units::parse_duration(s)
+}
+
+/// Parses a size flag (`2M`, `64k`) into bytes.
+pub fn parse_size(s: &str) -> Result<usize, String> {
+    let n = crate::units::parse_size(s)?;
+    usize::try_from(n).map_err(|_| format!("size '{s}' is too large for this machine"))
+}
+
+/// A study's options: which cells, how they run, and the groups below. `concur run` is this
+/// plus its output flags; `crawl` and `advise` fill in the few fields they set.
+#[derive(Args, Debug, Clone)]
+pub struct StudyOptions {
+    /// Built-in study (STUDIES)
+    pub study: Option<String>,
+    /// The name of a free-form study (`custom` when `None`; a library lab's own name).
+    #[arg(skip)]
+    pub name: Option<String>,
+    /// Workload spec for a free-form study, repeatable (WORKLOADS); an http URL is fetched as given, every {rand} in it becomes 10 random letters
+    #[arg(long = "workload", short = 'w', value_name = "SPEC")]
+    pub workloads: Vec<String>,
+    /// Model spec for a free-form study, repeatable (MODELS)
+    #[arg(long = "model", short = 'm', value_name = "SPEC")]
+    pub models: Vec<String>,
+    /// Task counts for a free-form study (repeatable or comma-separated; default 10)
+    #[arg(long = "tasks", short = 'n', value_name = "N", value_delimiter = ',')]
+    pub tasks: Vec<usize>,
+    /// Counted runs per cell (default: REPEATS); with --rate auto, fresh runs at each cell's rate found after its search (default: none, the probe that found it is the row)
+    #[arg(long, short = 'r', value_name = "R")]
+    pub repeat: Option<usize>,
+    /// Uncounted warm-up runs per cell before the counted ones (not with --rate auto, whose search probes the cell first)
+    #[arg(long, value_name = "N")]
+    pub warmup: Option<usize>,
+    /// Scale the built-in study down to seconds
+    #[arg(long)]
+    pub quick: bool,
+    /// mailer: add a 30,000-thread cell, past this machine's thread limit
+    #[arg(long)]
+    pub stress: bool,
+    /// The interpreter-lock emulation.
+    #[command(flatten)]
+    pub lock: LockOptions,
+    /// Kill a run that takes longer than this and record it as timed out
+    #[arg(long, value_name = "DURATION", default_value = "300s", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// Stack size of the threads that models create (thread, pool, rayon, async)
+    #[arg(long, value_name = "SIZE", default_value = "2M", value_parser = parse_size)]
+    pub stack_size: usize,
+    /// Where the mail workload writes its mails
+    #[arg(long, value_enum, default_value = "discard")]
+    pub mail_sink: MailSink,
+    /// The server that http:/PATH workloads (and the crawl study) fetch from; by default
+    /// concur starts its own delay server in-process on a free loopback port
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// crawl: run the seq cell with all 1000 requests (100 s) instead of 50
+    #[arg(long)]
+    pub full: bool,
+    /// Run the study's own server over TLS (a self-signed certificate its clients trust)
+    #[arg(long)]
+    pub tls: bool,
+    /// What every HTTP request sends and how it connects.
+    #[command(flatten)]
+    pub request: RequestOptions,
+    /// Queue of the jobs models: sqlite:PATH for jobs:W (default: a fresh file per run), redis://[:PASSWORD@]HOST:PORT/DB for jobs-redis:W (mailer then adds it); with a password, set CONCUR_JOBS_BACKEND instead, which `ps` does not show
+    #[arg(long, value_name = "URL", env = crate::jobs::BACKEND_ENV, hide_env_values = true)]
+    pub jobs_backend: Option<String>,
+    /// gil, mailer, crawl, tour: add the classic programs in CPython and MRI as external cells (py:…, rb:…); see `concur classic`
+    #[arg(long)]
+    pub classic: bool,
+    /// The `cmd:` workload's flags.
+    #[command(flatten)]
+    pub cmd: CmdOptions,
+    /// External cells and the hooks around runs.
+    #[command(flatten)]
+    pub peers: PeerOptions,
+    /// Open-model runs.
+    #[command(flatten)]
+    pub open: OpenOptions,
+}
+
+impl Default for StudyOptions {
+    fn default() -> Self {
+        defaults()
+    }
+}
+
+impl StudyOptions {
+    /// Whether cells are named one by one (`--workload`, `--model`, `--tasks`) rather than
+    /// taken from a built-in study.
+    pub fn is_freeform(&self) -> bool {
+        !self.workloads.is_empty() || !self.models.is_empty() || !self.tasks.is_empty()
+    }
+}
+
+/// The interpreter-lock emulation (CPython's GIL, MRI's GVL).
+#[derive(Args, Debug, Clone, Copy, PartialEq)]
+pub struct LockOptions {
+    /// Emulate an interpreter lock (CPython's GIL, MRI's GVL) in every run
+    #[arg(long)]
+    pub gil: bool,
+    /// The emulated lock's switch interval
+    #[arg(long, value_name = "DURATION", default_value = "5ms", value_parser = parse_duration)]
+    pub switch_interval: Duration,
+}
+
+impl Default for LockOptions {
+    fn default() -> Self {
+        defaults()
+    }
+}
+
+/// What every HTTP request sends and how it connects (`run` and `crawl`).
+#[derive(Args, Debug, Clone, PartialEq)]
+pub struct RequestOptions {
+    /// A request header 'Name: value', repeatable; {rand} and {i} work in the value
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    pub headers: Vec<String>,
+    /// The request method (GET by default)
+    #[arg(long, value_name = "METHOD")]
+    pub method: Option<String>,
+    /// The request body: a file, or @- for standard input; {rand} and {i} work in it
+    #[arg(long, value_name = "FILE")]
+    pub body: Option<String>,
+    /// Trust the CA certificates in FILE (PEM) besides the system's roots
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// Do not verify server certificates (as curl's -k)
+    #[arg(short = 'k', long)]
+    pub insecure: bool,
+    /// Open a new connection (and TLS session) for every request
+    #[arg(long)]
+    pub no_keepalive: bool,
+    /// How long one HTTP request may take, connect to last byte
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub request_timeout: Duration,
+}
+
+impl Default for RequestOptions {
+    fn default() -> Self {
+        defaults()
+    }
+}
+
+/// Flags of the `cmd:` workload.
+#[derive(Args, Debug, Clone, Default, PartialEq)]
+pub struct CmdOptions {
+    /// Run cmd: workloads under sh -c (pipes, globs, variables) instead of splitting their words
+    #[arg(long)]
+    pub shell: bool,
+    /// Keep each cmd: task's stdout and stderr, of every run, as DIR/MODEL-xN/rep-R/task-I.out and .err (R as the results' "rep"; warm-ups in warmup-K; with several -w, MODEL-xN starts with wK-, K the workload's place)
+    #[arg(long, value_name = "DIR")]
+    pub cmd_output: Option<PathBuf>,
+}
+
+/// External cells (`--peer`) and hyperfine's hooks.
+#[derive(Args, Debug, Clone, Default, PartialEq)]
+pub struct PeerOptions {
+    /// An external program that brings its own concurrency, one more row per task count: LABEL=COMMAND, run with sh -c, {tasks} {workers} {url} replaced; a line `CONCUR {"wall_s":S}` on its stdout reports the work's own wall (repeatable)
+    #[arg(long = "peer", value_name = "LABEL=COMMAND", value_parser = PeerRequest::parse)]
+    pub peers: Vec<PeerRequest>,
+    /// Commands run around each cell and each run.
+    #[command(flatten)]
+    pub hooks: Hooks,
+}
+
+/// An external cell as asked for: a program that brings its own concurrency.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PeerRequest {
+    /// Its row's label (the results' `model`); a trailing `:W` is its worker count.
+    pub label: String,
+    /// The command, run under `sh -c` after `{tasks}`, `{workers}` and `{url}` are replaced.
+    pub command: String,
+    /// The workload whose table it joins; `None`: the plan's first workload.
+    pub workload: Option<String>,
+    /// Whether it joins the table of the cells with the interpreter lock (a classic program
+    /// that has a real one).
+    pub gil: bool,
+    /// The task counts to run it at; `None`: every task count of its table.
+    pub tasks: Option<Vec<usize>>,
+    /// How many tasks it runs at once when its label has no `:W` (a serial program: 1);
+    /// `None`: all of them.
+    pub workers: Option<usize>,
+}
+
+impl PeerRequest {
+    /// Parses `--peer LABEL=COMMAND`; the reason when it is not of that form.
+    pub fn parse(text: &str) -> std::result::Result<Self, String> {
+        let (label, command) = text
+            .split_once('=')
+            .filter(|(l, c)| !l.trim().is_empty() && !c.trim().is_empty())
+            .ok_or_else(|| format!("--peer '{text}' must be LABEL=COMMAND"))?;
+        Ok(PeerRequest {
+            label: label.trim().to_string(),
+            command: command.to_string(),
+            ..Default::default()
+        })
+    }
+}
+
+/// hyperfine's hooks, each a shell command (`sh -c`).
+#[derive(Args, Debug, Clone, PartialEq, Default)]
+pub struct Hooks {
+    /// Command (sh -c) run once before each cell's first run
+    #[arg(long, value_name = "CMD")]
+    pub setup: Option<String>,
+    /// Command (sh -c) run before every run
+    #[arg(long, value_name = "CMD")]
+    pub prepare: Option<String>,
+    /// Command (sh -c) run after every run
+    #[arg(long, value_name = "CMD")]
+    pub conclude: Option<String>,
+    /// Command (sh -c) run once after each cell's last run
+    #[arg(long, value_name = "CMD")]
+    pub cleanup: Option<String>,
+}
+
+/// Which hook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hook {
+    /// `--setup`.
+    Setup,
+    /// `--prepare`.
+    Prepare,
+    /// `--conclude`.
+    Conclude,
+    /// `--cleanup`.
+    Cleanup,
+}
+
+impl Hook {
+    /// The flag that sets it.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Hook::Setup => "--setup",
+            Hook::Prepare => "--prepare",
+            Hook::Conclude => "--conclude",
+            Hook::Cleanup => "--cleanup",
+        }
+    }
+}
+
+impl Hooks {
+    /// The command of `hook`, if one was given.
+    pub fn get(&self, hook: Hook) -> Option<&str> {
+        match hook {
+            Hook::Setup => self.setup.as_deref(),
+            Hook::Prepare => self.prepare.as_deref(),
+            Hook::Conclude => self.conclude.as_deref(),
+            Hook::Cleanup => self.cleanup.as_deref(),
+        }
+        .filter(|c| !c.trim().is_empty())
+    }
+}
+
+/// Open-model runs: tasks arrive at a rate instead of all at once.
+#[derive(Args, Debug, Clone, PartialEq)]
+pub struct OpenOptions {
+    /// Release tasks at R per second (open model; latency counted from each task's scheduled time), a ramp A..B rising over the run, or auto (with --slo: the highest rate each model sustains)
+    #[arg(long, value_name = "R|A..B|auto", allow_hyphen_values = true)]
+    pub rate: Option<String>,
+    /// With --rate: release tasks for this long (instead of -n; default 5s, 2s per --rate auto probe)
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// With --rate: the time series' interval (and of the live line on stderr)
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    pub interval: Duration,
+    /// With --rate auto: the latency to keep, PERCENTILE<DURATION (p50, p90, p99, p999, max), e.g. 'p99<100ms'
+    #[arg(long, value_name = "SLO")]
+    pub slo: Option<String>,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        defaults()
+    }
+}
+
+impl OpenOptions {
+    /// Whether `--rate` asks for `auto` (before validation).
+    pub fn is_auto(&self) -> bool {
+        self.rate.as_deref().map(str::trim) == Some("auto")
+    }
+
+    /// The counted runs per cell when `-r` is not given and the study's own default is
+    /// `default`: with `--rate auto` none (the probe that found the rate is the run), so
+    /// `None` then. The one place that rule lives.
+    pub fn default_repeat(&self, default: usize) -> Option<usize> {
+        (!self.is_auto()).then_some(default)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_group_has_its_defaults_from_its_flags() {
+        let s = StudyOptions::default();
+        assert_eq!(s.timeout, Duration::from_secs(300));
+        assert_eq!(s.stack_size, 2 << 20);
+        assert_eq!(s.lock.switch_interval, Duration::from_millis(5));
+        assert_eq!(s.request.request_timeout, Duration::from_secs(30));
+        assert_eq!(s.open.interval, Duration::from_secs(1));
+        assert_eq!(s.mail_sink, MailSink::Discard);
+        assert!(!s.lock.gil && s.peers.peers.is_empty() && s.study.is_none());
+        assert_eq!(RequestOptions::default(), s.request);
+        assert_eq!(OpenOptions::default(), s.open);
+        assert_eq!(LockOptions::default(), s.lock);
+    }
+
+    #[test]
+    fn auto_rate_has_no_default_repeat() {
+        let mut o = OpenOptions::default();
+        assert_eq!(o.default_repeat(3), Some(3));
+        o.rate = Some(" auto".into());
+        assert_eq!(o.default_repeat(3), None);
+    }
+}
