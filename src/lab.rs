@@ -263,7 +263,8 @@ impl Lab {
                 self.name
             )));
         }
-        let plan = study::plan::build(&opts)?;
+        let bound = crate::bind::bind(study::plan::build(&opts)?, &opts)?;
+        let plan = &bound.plan;
         let baseline = match &self.baseline {
             Some(spec) => Some((
                 spec.clone(),
@@ -277,7 +278,7 @@ impl Lab {
         };
         let process;
         let executor: &dyn Executor = if INIT.load(Ordering::SeqCst) {
-            process = ProcessExecutor::new(None)?;
+            process = ProcessExecutor::new(bound.run_server())?;
             &process
         } else {
             if !WARNED.swap(true, Ordering::SeqCst) {
@@ -289,7 +290,7 @@ impl Lab {
             &InProcessExecutor
         };
         let outcome = study::execute(
-            &plan,
+            plan,
             executor,
             &mut writer,
             std::env::args().collect(),

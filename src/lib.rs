@@ -49,6 +49,7 @@
 #![warn(missing_docs)]
 
 pub mod analysis;
+pub mod bind;
 pub mod classic;
 #[doc(hidden)]
 pub mod cli;
@@ -93,43 +94,10 @@ use analysis::results::{read_results, ResultsWriter};
 /// Returns the exit code: 0 when every counted run succeeded (or `-i`), 1 when some failed,
 /// 130 when interrupted (every finished run is kept).
 pub fn run(opts: &study::StudyOptions, out: &Outputs, command: Vec<String>) -> Result<i32, Error> {
-    // --classic: the programs are written out, sized on this machine and added as external
-    // cells; their folder lives until the study ends.
-    let mut opts = std::borrow::Cow::Borrowed(opts);
-    let mut classic_notes = Vec::new();
-    let _classic_dir = if opts.classic {
-        study::plan::check_classic(&opts)?;
-        let study_name = opts
-            .study
-            .clone()
-            .unwrap_or_else(|| study::presets::TOUR.into());
-        let redis = opts
-            .jobs_backend
-            .as_deref()
-            .is_some_and(|u| u.starts_with("redis"));
-        let c = classic::prepare(&study_name, &opts, redis)?;
-        opts.to_mut().peers.peers.extend(c.peers);
-        classic_notes = c.notes;
-        Some(c.dir)
-    } else {
-        None
-    };
-    let mut plan = study::plan::build(&opts)?;
-    plan.notes.extend(classic_notes);
+    let plan = study::plan::build(opts)?;
     let prepared = publish::prepare(out)?;
-    // http:/PATH cells without --url get concur's own delay server, in this process, on a
-    // free loopback port; its counters give each run the server's peak in-flight.
-    let server = if plan.needs_server() {
-        Some(server::InProcessServer::start(
-            server::ServerOptions {
-                tls: plan.tls.then_some(server::ServeTls::SelfSigned),
-                ..server::ServerOptions::ephemeral()
-            },
-            model::cores(),
-        )?)
-    } else {
-        None
-    };
+    let bound = bind::bind(plan, opts)?;
+    let plan = &bound.plan;
     let json_path = out.results.clone().unwrap_or_else(|| {
         let stamp = study::machine::now_rfc3339().replace([':', '-'], "");
         PathBuf::from("concur-results").join(format!("{}-{stamp}.jsonl", plan.name))
@@ -164,19 +132,17 @@ pub fn run(opts: &study::StudyOptions, out: &Outputs, command: Vec<String>) -> R
     } else {
         study::Feedback::Lines
     };
-    if let (Some(s), false) = (&server, out.quiet) {
+    if let (Some(s), false) = (&bound.server, out.quiet) {
         eprintln!(
             "server: concur's delay server in-process at {}",
             s.base_url()
         );
     }
-    let executor = study::ProcessExecutor::new(server.as_ref().map(|s| study::RunServer {
-        base_url: s.base_url(),
-        cert_pem: s.cert.as_ref().map(|c| c.cert_pem.clone()),
-        stats: &s.stats,
-    }))?;
-    let outcome = study::execute(&plan, &executor, &mut writer, command, feedback)?;
-    drop(server);
+    let executor = study::ProcessExecutor::new(bound.run_server())?;
+    let outcome = study::execute(plan, &executor, &mut writer, command, feedback)?;
+    // The server stops (and the classic programs' folder goes) before the reports are made.
+    drop(executor);
+    drop(bound);
     publish::publish(
         &outcome.analysis,
         &outcome.meta,

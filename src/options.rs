@@ -187,8 +187,8 @@ pub struct CmdOptions {
 #[derive(Args, Debug, Clone, Default, PartialEq)]
 pub struct PeerOptions {
     /// An external program that brings its own concurrency, one more row per task count: LABEL=COMMAND, run with sh -c, {tasks} {workers} {url} replaced; a line `CONCUR {"wall_s":S}` on its stdout reports the work's own wall (repeatable)
-    #[arg(long = "peer", value_name = "LABEL=COMMAND", value_parser = PeerRequest::parse)]
-    pub peers: Vec<PeerRequest>,
+    #[arg(long = "peer", value_name = "LABEL=COMMAND")]
+    pub peers: Vec<String>,
     /// Commands run around each cell and each run.
     #[command(flatten)]
     pub hooks: Hooks,

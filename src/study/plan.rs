@@ -78,6 +78,21 @@ pub struct Plan {
     pub hooks: Hooks,
     /// Open-model runs (`--rate`); `None`: closed batches.
     pub open: Option<OpenPlan>,
+    /// What the bind step must still fetch from the world before the plan can run.
+    pub needs: Needs,
+}
+
+/// The files and programs a plan names but does not touch: the bind step
+/// ([`crate::bind`]) reads them, and fails with one line naming the value.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Needs {
+    /// `--body`: a file to read, or `@-` for standard input.
+    pub body: Option<String>,
+    /// `--cacert`: a PEM file of CA certificates.
+    pub cacert: Option<std::path::PathBuf>,
+    /// `--classic`: the classic programs, to be written out and calibrated, then added as
+    /// external cells ([`Plan::with_peers`]).
+    pub classic: bool,
 }
 
 /// A cell as a preset or the user names it, before validation.
@@ -105,6 +120,17 @@ impl Plan {
             o.rate = Rate::Fixed(rate);
         }
         p
+    }
+
+    /// The plan with the external cells of `peers` added (the classic programs, which the
+    /// bind step sizes on this machine).
+    pub fn with_peers(mut self, peers: &[PeerRequest]) -> Result<Plan> {
+        let mut added = Vec::new();
+        for p in peers {
+            added.extend(peer_cells(p, &self.cells, &self.name, &self.options)?);
+        }
+        self.cells.extend(added);
+        Ok(self)
     }
 
     /// Whether some cell fetches `http:/PATH` from the run's own server and none was given.
@@ -283,8 +309,9 @@ pub fn check_classic(o: &StudyOptions) -> Result<()> {
     Ok(())
 }
 
-/// Checks the HTTP request flags (`--method`, `-H`, `--body`, `--cacert`, `-k`,
-/// `--no-keepalive`) into the options the workload reads; a file is read here, once.
+/// Checks the HTTP request flags (`--method`, `-H`, `-k`, `--no-keepalive`) into the
+/// options the workload reads. `--body` and `--cacert` name files, which the bind step reads
+/// ([`Needs`]); here they are only checked against each other.
 pub fn request_options(o: &StudyOptions) -> Result<WorkloadOptions> {
     let method = match &o.request.method {
         Some(m) => Some(
@@ -301,45 +328,15 @@ pub fn request_options(o: &StudyOptions) -> Result<WorkloadOptions> {
         .map(|h| workload::http::check_header(h))
         .collect::<std::result::Result<Vec<_>, _>>()
         .map_err(Error::usage)?;
-    let body = match o.request.body.as_deref() {
-        None => None,
-        Some("@-") => {
-            let mut b = Vec::new();
-            std::io::Read::read_to_end(&mut std::io::stdin(), &mut b)
-                .map_err(|e| Error::usage(format!("--body '@-': standard input cannot be read: {e}")))?;
-            Some(b)
-        }
-        Some(path) => Some(std::fs::read(path).map_err(|e| {
-            Error::usage(format!(
-                "--body '{path}' cannot be read: {e} (allowed: a readable file, or @- for standard input)"
-            ))
-        })?),
-    };
     if let (true, Some(ca)) = (o.request.insecure, &o.request.cacert) {
         return Err(Error::usage(format!(
             "--insecure and --cacert '{}' contradict each other: -k trusts every certificate, --cacert one more CA; give one of them",
             ca.display()
         )));
     }
-    let ca_pem = match &o.request.cacert {
-        None => None,
-        Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| {
-                Error::usage(format!(
-                    "--cacert '{}' cannot be read: {e} (allowed: a PEM file of CA certificates)",
-                    path.display()
-                ))
-            })?;
-            crate::tls::certs_from_pem(&text)
-                .map_err(|why| Error::usage(format!("--cacert '{}' {why}", path.display())))?;
-            Some(text)
-        }
-    };
     Ok(WorkloadOptions {
         method,
         headers,
-        body,
-        ca_pem,
         insecure: o.request.insecure,
         keepalive: !o.request.no_keepalive,
         ..WorkloadOptions::default()
@@ -472,15 +469,15 @@ pub fn build(o: &StudyOptions) -> Result<Plan> {
         .collect::<Result<Vec<_>>>()?;
     let mut peers = Vec::new();
     for p in &o.peers.peers {
-        peers.extend(peer_cells(p, &cells, &preset.name, &options)?);
+        let p = PeerRequest::parse(p).map_err(Error::usage)?;
+        peers.extend(peer_cells(&p, &cells, &preset.name, &options)?);
     }
     cells.extend(peers);
-    // jobs-redis:W needs a Redis, which must answer now rather than fail every run later.
-    if cells.iter().any(|c| c.needs_redis) {
-        let url = redis_url.ok_or_else(|| {
-            Error::usage("jobs-redis:W needs --jobs-backend redis://HOST:PORT/DB")
-        })?;
-        crate::jobs::open(url).map_err(|e| Error::usage(format!("--jobs-backend: {e}")))?;
+    // jobs-redis:W needs a Redis (the bind step checks that it answers).
+    if cells.iter().any(|c| c.needs_redis) && redis_url.is_none() {
+        return Err(Error::usage(
+            "jobs-redis:W needs --jobs-backend redis://HOST:PORT/DB",
+        ));
     }
     if o.tls && !cells.iter().any(|c| c.needs_server) {
         return Err(Error::usage(
@@ -495,7 +492,13 @@ pub fn build(o: &StudyOptions) -> Result<Plan> {
         (None, true) => 1,
         (None, false) => check_range("--repeat", preset.repeat, 1, 1000)?,
     };
+    let needs = Needs {
+        body: o.request.body.clone(),
+        cacert: o.request.cacert.clone(),
+        classic: o.classic,
+    };
     Ok(Plan {
+        needs,
         tls: o.tls,
         name: preset.name,
         cells,
