@@ -4,6 +4,7 @@
 //! thread-local for the request's thread to read.
 
 use std::cell::Cell;
+use std::error::Error as _;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::{Arc, OnceLock};
@@ -83,14 +84,17 @@ impl Client {
     }
 }
 
-/// The marker of a TLS failure in ureq's transport errors.
-const TLS_FAILED: &str = "TLS handshake failed";
-
+/// The kind of a failed request from ureq's error: the TLS handshake's failure (which
+/// [`TimedTls`] marks), a timeout (ureq turns its deadline and a socket's timeouts into
+/// `TimedOut`), a connect that failed, or else a failure while reading.
 fn transport_kind(t: &ureq::Transport) -> &'static str {
-    let text = t.to_string();
-    if text.contains(TLS_FAILED) {
+    let io = t.source().and_then(|s| s.downcast_ref::<std::io::Error>());
+    if io
+        .and_then(|e| e.get_ref())
+        .is_some_and(|inner| inner.is::<TlsFailed>())
+    {
         tls::KIND
-    } else if text.contains("timed out") || text.contains("Timeout") {
+    } else if io.is_some_and(|e| e.kind() == std::io::ErrorKind::TimedOut) {
         "timeout"
     } else if t.kind() == ureq::ErrorKind::ConnectionFailed {
         "connect"
@@ -121,6 +125,19 @@ impl ureq::Resolver for CountingResolver {
 struct TimedTls {
     config: Arc<rustls::ClientConfig>,
 }
+
+/// A TLS handshake that failed, as the error ureq carries back: its type, not its text, tells
+/// [`transport_kind`] that the failure was TLS's.
+#[derive(Debug)]
+struct TlsFailed(String);
+
+impl std::fmt::Display for TlsFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "TLS handshake failed: {}", self.0)
+    }
+}
+
+impl std::error::Error for TlsFailed {}
 
 /// A TLS stream for ureq.
 #[derive(Debug)]
@@ -154,8 +171,7 @@ impl ureq::TlsConnector for TimedTls {
         mut io: Box<dyn ureq::ReadWrite>,
     ) -> Result<Box<dyn ureq::ReadWrite>, ureq::Error> {
         let t0 = mono_ns();
-        let fail =
-            |e: String| ureq::Error::from(std::io::Error::other(format!("{TLS_FAILED}: {e}")));
+        let fail = |e: String| ureq::Error::from(std::io::Error::other(TlsFailed(e)));
         let name = ServerName::try_from(dns_name.trim_matches(['[', ']']).to_string())
             .map_err(|e| fail(e.to_string()))?;
         let mut conn = rustls::ClientConnection::new(self.config.clone(), name)
@@ -169,5 +185,44 @@ impl ureq::TlsConnector for TimedTls {
             c.set((start, start.map(|s| micros(s, t0)), Some(micros(t0, now))));
         });
         Ok(Box::new(UreqTls(rustls::StreamOwned::new(conn, io))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn transport(e: std::io::Error) -> ureq::Transport {
+        match ureq::Error::from(e) {
+            ureq::Error::Transport(t) => t,
+            other => panic!("{other}"),
+        }
+    }
+
+    #[test]
+    fn kinds_come_from_the_error_types() {
+        let tls_failed = std::io::Error::other(TlsFailed("UnknownIssuer".into()));
+        assert_eq!(transport_kind(&transport(tls_failed)), tls::KIND);
+        let slow = std::io::Error::new(std::io::ErrorKind::TimedOut, "too slow");
+        assert_eq!(transport_kind(&transport(slow)), "timeout");
+        // A text that merely says so is not a timeout.
+        let said = std::io::Error::other("the handshake timed out, it says");
+        assert_eq!(transport_kind(&transport(said)), "read");
+    }
+
+    #[test]
+    fn a_closed_port_is_a_connect_error() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let e = ureq::get(&format!("http://127.0.0.1:{port}/"))
+            .call()
+            .unwrap_err();
+        let ureq::Error::Transport(t) = e else {
+            panic!("{e}")
+        };
+        assert_eq!(transport_kind(&t), "connect");
     }
 }
