@@ -114,6 +114,15 @@ impl Drop for CaFile {
     }
 }
 
+/// How every transfer of a run connects, from the run's options.
+struct Connection<'a> {
+    timeout: Duration,
+    keepalive: bool,
+    insecure: bool,
+    /// The CA file of a run with `--cacert`.
+    ca_file: Option<&'a PathBuf>,
+}
+
 /// The first retry's pause; each further one doubles it up to [`RETRY_MAX`].
 const RETRY_FIRST: Duration = Duration::from_millis(5);
 /// The longest pause between connect attempts.
@@ -121,45 +130,46 @@ const RETRY_MAX: Duration = Duration::from_millis(200);
 
 impl CurlMulti {
     /// Sets `easy` up for `req` from a clean state (options of the previous request gone, its
-    /// connection kept).
+    /// connection kept). libcurl sends the builder's headers as they are: a header given
+    /// replaces libcurl's own of that name (`Host`, `Accept`, `Content-Length`), and the two
+    /// it would add besides (`Content-Type` for a body, `Expect: 100-continue` for one over
+    /// 1 KiB) are switched off unless the request has them.
     fn configure(
         easy: &mut Easy2<Counter>,
         req: &HttpRequest,
-        timeout: Duration,
-        ca_file: Option<&PathBuf>,
+        conn: &Connection<'_>,
     ) -> Result<(), curl::Error> {
         easy.reset();
         easy.get_mut().bytes = 0;
         easy.url(&req.url)?;
-        easy.timeout(timeout)?;
-        match req.method.as_str() {
-            "GET" => easy.get(true)?,
-            "HEAD" => easy.nobody(true)?,
-            "POST" => easy.post(true)?,
-            other => easy.custom_request(other)?,
+        easy.timeout(conn.timeout)?;
+        if req.is_head() {
+            easy.nobody(true)?;
+        } else if req.method != "GET" || req.body.is_some() {
+            // Also for a POST: `CURLOPT_POST` without a body would send one, chunked.
+            easy.custom_request(&req.method)?;
         }
         if let Some(body) = &req.body {
             easy.post_fields_copy(body)?;
-            if req.method == "GET" {
-                // post_fields turns the request into a POST; a GET with a body stays a GET.
-                easy.custom_request("GET")?;
-            }
         }
         let mut list = List::new();
-        for h in &req.headers {
-            list.append(h)?;
+        for (name, value) in &req.headers {
+            list.append(&format!("{name}: {value}"))?;
         }
-        // libcurl waits for a `100 Continue` before a body over 1 KiB; no other client here does.
-        list.append("Expect:")?;
+        for own in ["Content-Type", "Expect"] {
+            if !req.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(own)) {
+                list.append(&format!("{own}:"))?;
+            }
+        }
         easy.http_headers(list)?;
-        if !req.keepalive {
+        if !conn.keepalive {
             easy.forbid_reuse(true)?;
             easy.fresh_connect(true)?;
         }
-        if req.insecure {
+        if conn.insecure {
             easy.ssl_verify_peer(false)?;
             easy.ssl_verify_host(false)?;
-        } else if let Some(ca) = ca_file.cloned().or_else(crate::tls::system_ca_file) {
+        } else if let Some(ca) = conn.ca_file.cloned().or_else(crate::tls::system_ca_file) {
             easy.cainfo(ca)?;
         }
         Ok(())
@@ -169,11 +179,10 @@ impl CurlMulti {
         multi: &Multi,
         mut easy: Easy2<Counter>,
         req: &HttpRequest,
-        timeout: Duration,
-        ca_file: Option<&PathBuf>,
+        conn: &Connection<'_>,
         (index, start_ns, attempts): (usize, u64, u32),
     ) -> Result<Slot, (TaskError, Easy2<Counter>)> {
-        if let Err(e) = Self::configure(&mut easy, req, timeout, ca_file) {
+        if let Err(e) = Self::configure(&mut easy, req, conn) {
             return Err((TaskError::new("request", e.to_string()), easy));
         }
         let handle = match multi.add2(easy) {
@@ -249,7 +258,12 @@ impl Model for CurlMulti {
             },
             _ => None,
         };
-        let ca_path = ca_file.as_ref().map(|f| &f.0);
+        let conn = Connection {
+            timeout,
+            keepalive: ctx.env.options.keepalive,
+            insecure: ctx.env.options.insecure,
+            ca_file: ca_file.as_ref().map(|f| &f.0),
+        };
         let n = ctx.tasks;
         let mut records = Vec::with_capacity(n);
         let mut free: Vec<Easy2<Counter>> = (0..self.workers.min(n))
@@ -296,7 +310,7 @@ impl Model for CurlMulti {
                             .into(),
                     );
                 };
-                match Self::start(&multi, easy, &req, timeout, ca_path, task) {
+                match Self::start(&multi, easy, &req, &conn, task) {
                     Ok(mut slot) => {
                         let id = vacant.pop().unwrap_or(active.len());
                         if let Err(e) = slot.handle.set_token(id) {

@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::measure::TaskError;
 use crate::{gil, Error};
+pub use http::HttpRequest;
 
 /// A boxed future returned by [`Workload::run_async`].
 pub type TaskFuture = Pin<Box<dyn Future<Output = Result<u64, TaskError>> + Send>>;
@@ -130,26 +131,6 @@ fn default_request_timeout_ms() -> u64 {
         .as_millis() as u64
 }
 
-/// One task's HTTP request, for a model that makes the request itself (`curl`): everything a
-/// client needs, placeholders filled in.
-#[derive(Debug, Clone)]
-pub struct HttpRequest {
-    /// The URL, `{rand}` and `{i}` filled in.
-    pub url: String,
-    /// The method.
-    pub method: String,
-    /// `Name: value` lines.
-    pub headers: Vec<String>,
-    /// The body, if any.
-    pub body: Option<Vec<u8>>,
-    /// Skip certificate verification.
-    pub insecure: bool,
-    /// Extra trusted certificates, PEM.
-    pub ca_pem: Option<String>,
-    /// Reuse connections.
-    pub keepalive: bool,
-}
-
 /// What one task does.
 pub trait Workload: Send + Sync + 'static {
     /// The canonical spec, which parses back to the same workload.
@@ -193,8 +174,8 @@ pub trait Workload: Send + Sync + 'static {
     fn gil_governs(&self) -> bool {
         true
     }
-    /// Whether each task is one HTTP GET of [`Workload::url`], so that a model may make the
-    /// request itself (`curl`).
+    /// Whether each task is one HTTP request ([`Workload::http_request`]), so that a model may
+    /// make the request itself (`curl`).
     fn is_http(&self) -> bool {
         false
     }
@@ -213,8 +194,9 @@ pub trait Workload: Send + Sync + 'static {
     fn url(&self, _index: usize) -> Option<String> {
         None
     }
-    /// The whole request task `index` makes (method, headers, body, TLS settings), for HTTP
-    /// workloads once the run's server is known.
+    /// The whole request task `index` makes (method, URL, headers, body), as every client
+    /// sends it, for HTTP workloads once the run's server is known; how to connect (TLS,
+    /// keep-alive, timeout) is the run's [`WorkloadOptions`].
     fn http_request(&self, _index: usize) -> Option<HttpRequest> {
         None
     }

@@ -1,0 +1,344 @@
+//! HTTP/1.1 on the wire for the green client, which has no HTTP library: a request head
+//! written as the builder decided it, and a response read with `httparse` (status, body length
+//! by `Content-Length`, chunks or the connection's close, and whether the connection stays
+//! open), consuming nothing past it so that a kept connection is ready for the next one.
+
+use std::io::{BufRead, Read};
+
+use super::request::HttpRequest;
+
+/// `req` as bytes: the request line, every header in order, the empty line, the body.
+pub(super) fn write_request(req: &HttpRequest) -> Vec<u8> {
+    let body = req.body.as_deref().unwrap_or_default();
+    let mut out = Vec::with_capacity(256 + body.len());
+    for part in [
+        req.method.as_str(),
+        " ",
+        req.target.as_str(),
+        " HTTP/1.1\r\n",
+    ] {
+        out.extend_from_slice(part.as_bytes());
+    }
+    for (name, value) in &req.headers {
+        for part in [name.as_str(), ": ", value.as_str(), "\r\n"] {
+            out.extend_from_slice(part.as_bytes());
+        }
+    }
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(body);
+    out
+}
+
+/// The longest response head accepted.
+const MAX_HEAD: usize = 64 << 10;
+
+/// The most header lines in a response head.
+const MAX_HEADERS: usize = 100;
+
+/// How a response's body is delimited.
+#[derive(Debug, PartialEq)]
+enum Body {
+    /// No body whatever the headers say (1xx, 204, 304).
+    Empty,
+    /// `Content-Length` bytes.
+    Length(u64),
+    /// `Transfer-Encoding: chunked`.
+    Chunked,
+    /// Until the server closes the connection.
+    UntilClose,
+}
+
+/// What the client needs from a response head.
+#[derive(Debug, PartialEq)]
+struct Head {
+    status: u16,
+    body: Body,
+    keep_alive: bool,
+}
+
+fn invalid(msg: impl Into<String>) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, msg.into())
+}
+
+/// Parses a complete head at the start of `bytes`: its length and content, or `None` when more
+/// bytes are needed.
+fn parse_head(bytes: &[u8]) -> std::io::Result<Option<(usize, Head)>> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut resp = httparse::Response::new(&mut headers);
+    let len = match resp.parse(bytes) {
+        Ok(httparse::Status::Complete(len)) => len,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(e) => return Err(invalid(format!("bad response head: {e}"))),
+    };
+    let status = resp.code.unwrap_or(0);
+    // HTTP/1.0 closes unless asked to keep the connection, HTTP/1.1 keeps it unless told.
+    let mut keep_alive = resp.version == Some(1);
+    let (mut length, mut chunked) = (None, false);
+    for h in resp.headers.iter() {
+        let value = std::str::from_utf8(h.value).unwrap_or("").trim();
+        if h.name.eq_ignore_ascii_case("content-length") {
+            length = Some(
+                value
+                    .parse::<u64>()
+                    .map_err(|_| invalid(format!("bad Content-Length '{value}'")))?,
+            );
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            chunked = value.to_ascii_lowercase().contains("chunked");
+        } else if h.name.eq_ignore_ascii_case("connection") {
+            let value = value.to_ascii_lowercase();
+            if value.contains("close") {
+                keep_alive = false;
+            } else if value.contains("keep-alive") {
+                keep_alive = true;
+            }
+        }
+    }
+    // RFC 9112 section 6.3: these statuses have no body; chunked wins over a length.
+    let body = if (100..200).contains(&status) || status == 204 || status == 304 {
+        Body::Empty
+    } else if chunked {
+        Body::Chunked
+    } else if let Some(n) = length {
+        Body::Length(n)
+    } else {
+        keep_alive = false;
+        Body::UntilClose
+    };
+    Ok(Some((
+        len,
+        Head {
+            status,
+            body,
+            keep_alive,
+        },
+    )))
+}
+
+/// Reads a response head, consuming exactly its bytes from `s`.
+fn read_head(s: &mut impl BufRead) -> std::io::Result<Head> {
+    // Bytes of a head that spans reads; empty in the usual case of a head in one read, which
+    // is parsed in place.
+    let mut partial = Vec::new();
+    loop {
+        let buf = s.fill_buf()?;
+        if buf.is_empty() {
+            return Err(invalid("connection closed before the response head ended"));
+        }
+        let got = buf.len();
+        let before = partial.len();
+        let parsed = if before == 0 {
+            parse_head(buf)?
+        } else {
+            partial.extend_from_slice(buf);
+            parse_head(&partial)?
+        };
+        if let Some((len, head)) = parsed {
+            s.consume(len - before);
+            return Ok(head);
+        }
+        if before == 0 {
+            partial.extend_from_slice(buf);
+        }
+        s.consume(got);
+        if partial.len() > MAX_HEAD {
+            return Err(invalid(format!(
+                "response head over {} KiB",
+                MAX_HEAD >> 10
+            )));
+        }
+    }
+}
+
+/// Reads one line (chunk size or trailer) of at most 4 KiB, CRLF included.
+fn read_line(s: &mut impl BufRead) -> std::io::Result<Vec<u8>> {
+    let mut line = Vec::new();
+    s.by_ref().take(4 << 10).read_until(b'\n', &mut line)?;
+    if !line.ends_with(b"\n") {
+        return Err(invalid("connection closed in a chunk header"));
+    }
+    Ok(line)
+}
+
+/// Whether a line is empty but for its line end (servers may send a bare LF).
+fn is_blank(line: &[u8]) -> bool {
+    line == b"\r\n" || line == b"\n"
+}
+
+/// Reads and discards exactly `n` bytes.
+fn skip(s: &mut impl BufRead, n: u64, what: &str) -> std::io::Result<()> {
+    let got = std::io::copy(&mut s.by_ref().take(n), &mut std::io::sink())?;
+    if got < n {
+        return Err(invalid(format!("connection closed in {what}")));
+    }
+    Ok(())
+}
+
+/// Reads one HTTP/1.1 response: (status, body bytes read, whether the connection stays
+/// open). Handles `Content-Length`, chunked bodies (with trailers) and bodies that end when
+/// the server closes; consumes nothing past the response, so a kept connection is ready for
+/// the next one.
+pub fn read_response(s: &mut impl BufRead) -> std::io::Result<(u16, u64, bool)> {
+    read_response_to(s, false)
+}
+
+/// [`read_response`] for a request that was a `HEAD` (`to_head`), whose response never has a
+/// body whatever its headers say.
+pub fn read_response_to(s: &mut impl BufRead, to_head: bool) -> std::io::Result<(u16, u64, bool)> {
+    let head = read_head(s)?;
+    let body = if to_head { Body::Empty } else { head.body };
+    let n = match body {
+        Body::Empty => 0,
+        Body::Length(n) => {
+            skip(s, n, "the body")?;
+            n
+        }
+        Body::UntilClose => std::io::copy(s, &mut std::io::sink())?,
+        Body::Chunked => {
+            let mut n = 0u64;
+            loop {
+                let line = read_line(s)?;
+                let size = match httparse::parse_chunk_size(&line) {
+                    Ok(httparse::Status::Complete((_, size))) => size,
+                    _ => return Err(invalid("bad chunk size")),
+                };
+                if size == 0 {
+                    break;
+                }
+                skip(s, size, "a chunk")?;
+                if !is_blank(&read_line(s)?) {
+                    return Err(invalid("a chunk does not end with CRLF"));
+                }
+                n += size;
+            }
+            // Trailer fields, if any, up to the empty line.
+            while !is_blank(&read_line(s)?) {}
+            n
+        }
+    };
+    Ok((head.status, n, head.keep_alive))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::BufReader;
+
+    use super::*;
+
+    #[test]
+    fn a_request_is_written_as_built() {
+        let req = HttpRequest {
+            method: "POST".into(),
+            url: "http://h:1/x?a=1".into(),
+            target: "/x?a=1".into(),
+            headers: vec![
+                ("Host".into(), "h:1".into()),
+                ("X-Test".into(), "0".into()),
+                ("Content-Length".into(), "2".into()),
+            ],
+            body: Some(bytes::Bytes::from_static(b"hi")),
+        };
+        assert_eq!(
+            write_request(&req),
+            b"POST /x?a=1 HTTP/1.1\r\nHost: h:1\r\nX-Test: 0\r\nContent-Length: 2\r\n\r\nhi"
+        );
+    }
+
+    #[test]
+    fn responses_are_read_by_length_and_chunks() {
+        let mut r: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+        assert_eq!(read_response(&mut r).unwrap(), (200, 5, true));
+        let mut c: &[u8] = b"HTTP/1.1 503 X\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n";
+        assert_eq!(read_response(&mut c).unwrap(), (503, 5, false));
+    }
+
+    /// A reader that hands out one piece per read, as a socket does when a response arrives
+    /// in several segments.
+    struct Pieces(std::collections::VecDeque<Vec<u8>>);
+
+    impl Read for Pieces {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            let Some(mut piece) = self.0.pop_front() else {
+                return Ok(0);
+            };
+            let n = piece.len().min(out.len());
+            out[..n].copy_from_slice(&piece[..n]);
+            if n < piece.len() {
+                self.0.push_front(piece.split_off(n));
+            }
+            Ok(n)
+        }
+    }
+
+    fn pieces(parts: &[&[u8]], capacity: usize) -> BufReader<Pieces> {
+        BufReader::with_capacity(capacity, Pieces(parts.iter().map(|p| p.to_vec()).collect()))
+    }
+
+    #[test]
+    fn heads_split_across_reads_and_larger_than_one_read_are_parsed() {
+        // Split inside the status line, inside a header, and between CR and LF of the end.
+        let mut r = pieces(
+            &[
+                b"HTTP/1.",
+                b"1 200 OK\r\nContent-Le",
+                b"ngth: 10\r\n\r",
+                b"\nok: added\n",
+            ],
+            16 << 10,
+        );
+        assert_eq!(read_response(&mut r).unwrap(), (200, 10, true));
+        // A head of about 3 KiB through an 8-byte buffer: hundreds of reads.
+        let mut long = b"HTTP/1.1 200 OK\r\n".to_vec();
+        for i in 0..60 {
+            long.extend_from_slice(format!("X-Filler-{i}: {}\r\n", "v".repeat(40)).as_bytes());
+        }
+        long.extend_from_slice(b"Transfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\n0\r\n\r\n");
+        let mut r = pieces(&[&long], 8);
+        assert_eq!(read_response(&mut r).unwrap(), (200, 4, true));
+        assert_eq!(
+            r.fill_buf().unwrap(),
+            b"",
+            "the whole response was consumed"
+        );
+    }
+
+    #[test]
+    fn kept_connections_are_left_at_the_next_response() {
+        let two: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabcHTTP/1.1 404 Not Found\r\ntransfer-encoding: Chunked\r\n\r\n2;ext=1\r\nxy\r\n0\r\nTrailer: t\r\n\r\nHTTP/1.1 204 No Content\r\nContent-Length: 9\r\n\r\n";
+        let mut r = pieces(&[two], 5);
+        assert_eq!(read_response(&mut r).unwrap(), (200, 3, true));
+        assert_eq!(read_response(&mut r).unwrap(), (404, 2, true));
+        assert_eq!(read_response(&mut r).unwrap(), (204, 0, true));
+        // HTTP/1.0 closes unless asked; a body without a length runs to the close.
+        let mut r: &[u8] = b"HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\nx";
+        assert_eq!(read_response(&mut r).unwrap(), (200, 1, false));
+        let mut r: &[u8] =
+            b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 1\r\n\r\nx";
+        assert_eq!(read_response(&mut r).unwrap(), (200, 1, true));
+        let mut r: &[u8] = b"HTTP/1.1 200 OK\r\n\r\nuntil close";
+        assert_eq!(read_response(&mut r).unwrap(), (200, 11, false));
+    }
+
+    #[test]
+    fn broken_responses_are_errors() {
+        for bytes in [
+            &b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"[..],
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nabc",
+            b"HTTP/1.1 200 OK\r\nContent-Length: five\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcX\r\n",
+            b"SMTP ready\r\n\r\n",
+            b"",
+        ] {
+            let mut r = bytes;
+            let e = read_response(&mut r).unwrap_err();
+            assert_eq!(e.kind(), std::io::ErrorKind::InvalidData, "{bytes:?}");
+        }
+        let mut huge = b"HTTP/1.1 200 OK\r\n".to_vec();
+        huge.extend(std::iter::repeat_n(b'x', MAX_HEAD + 10));
+        let mut r = pieces(&[&huge], 4096);
+        assert!(read_response(&mut r)
+            .unwrap_err()
+            .to_string()
+            .contains("over 64 KiB"));
+    }
+}
