@@ -355,16 +355,8 @@ pub struct LabReport {
 impl LabReport {
     /// The report of a lab that stepped aside in a run's process.
     fn empty() -> LabReport {
-        let machine = crate::study::machine::machine();
         LabReport {
-            meta: Meta {
-                schema: results::SCHEMA,
-                concur: crate::VERSION.into(),
-                started: crate::study::machine::now_rfc3339(),
-                machine,
-                command: Vec::new(),
-                notes: Vec::new(),
-            },
+            meta: study::meta(crate::study::machine::machine(), &[], Vec::new()),
             runs: Vec::new(),
             analysis: Analysis::default(),
             advice: Vec::new(),

@@ -44,6 +44,26 @@ pub struct StudyOutcome {
     pub interrupted: bool,
 }
 
+/// The results' meta line for a study starting now on `machine`: the one place it is made.
+pub fn meta(
+    machine: crate::analysis::results::Machine,
+    command: &[String],
+    notes: Vec<String>,
+) -> Meta {
+    Meta {
+        schema: SCHEMA,
+        concur: crate::VERSION.into(),
+        started: machine::now_rfc3339(),
+        machine,
+        // The command line may hold a Redis password (--jobs-backend): never recorded.
+        command: command
+            .iter()
+            .map(|a| crate::secret::mask_credentials(a))
+            .collect(),
+        notes,
+    }
+}
+
 fn progress_bar(total: u64, show: bool) -> ProgressBar {
     if !show {
         return ProgressBar::hidden();
@@ -69,18 +89,7 @@ pub fn execute(
     feedback: Feedback,
 ) -> Result<StudyOutcome> {
     let machine = executor.machine();
-    let meta = Meta {
-        schema: SCHEMA,
-        concur: crate::VERSION.into(),
-        started: machine::now_rfc3339(),
-        machine: machine.clone(),
-        // The command line may hold a Redis password (--jobs-backend): never recorded.
-        command: command
-            .iter()
-            .map(|a| crate::secret::mask_credentials(a))
-            .collect(),
-        notes: plan.notes.clone(),
-    };
+    let meta = meta(machine.clone(), &command, plan.notes.clone());
     writer.write(&Line::Meta(meta.clone()))?;
     let auto = plan
         .open
