@@ -1,9 +1,9 @@
 //! TLS for the HTTP clients and the delay server: rustls configurations, the trusted roots,
 //! the self-signed certificate of `concur serve --tls-self-signed`, and fingerprints.
 //!
-//! Every config is built with the `ring` provider named explicitly: libcurl's rustls-ffi
-//! brings aws-lc-rs into the same build, and with two providers compiled in, rustls has no
-//! process default to fall back on.
+//! One crypto provider, aws-lc-rs, for every stack (why it and not ring: `Cargo.toml`). It is
+//! named explicitly in every config, and it is the one libcurl's rustls-ffi picks for itself, so
+//! every client offers the same key exchanges and suites.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -17,7 +17,10 @@ use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, ServerConfig, S
 
 /// The provider every config here uses.
 pub fn provider() -> Arc<CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
+    static PROVIDER: std::sync::OnceLock<Arc<CryptoProvider>> = std::sync::OnceLock::new();
+    PROVIDER
+        .get_or_init(|| Arc::new(rustls::crypto::aws_lc_rs::default_provider()))
+        .clone()
 }
 
 /// The certificates in a PEM text, or why there are none. Used by the plan to refuse a
@@ -207,7 +210,7 @@ impl ServerCert {
 
 /// SHA-256 of a DER certificate, `AB:CD:…`.
 pub fn fingerprint(der: &[u8]) -> String {
-    ring::digest::digest(&ring::digest::SHA256, der)
+    aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, der)
         .as_ref()
         .iter()
         .map(|b| format!("{b:02X}"))
