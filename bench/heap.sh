@@ -8,11 +8,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
 connections_args 20000 10000 /tmp/concur-heap "$@"
-build
-cargo build --release -q --example http_heap
+build_profiling
+cargo build --profile profiling -q --example http_heap
 start_server srv
 rm -f "$out"/heap.*
-heaptrack -o "$out/heap" target/release/examples/http_heap \
+heaptrack -o "$out/heap" target/profiling/examples/http_heap \
   "$srv_url/add?name={rand}&delay=100" "$n" "$w" > /dev/null
 heaptrack_print -f "$out"/heap.* --print-peaks 1 --print-allocators 0 --print-leaks 0 \
   --print-temporary 0 --peak-limit 12 --sub-peak-limit 12 > "$out/peaks.txt" 2>/dev/null

@@ -1,6 +1,8 @@
 # Sourced by the bench scripts after `cd` to the repository (never run on its own): what every
 # one of them needs, in one place.
 #   build                      builds the release binary; $bin is its path
+#   build_profiling            builds with symbols and line tables (the `profiling` profile,
+#                              for perf and heaptrack); $bin is target/profiling/concur
 #   start_server NAME [OPT...] starts one `concur serve OPT...` on a free loopback port, in the
 #                              background; sets NAME_port, NAME_pid and NAME_url (http:// or,
 #                              with --tls-self-signed, https://, whose certificate's path is
@@ -20,6 +22,12 @@ stop_on_exit() { bench_pids+=("$1"); }
 build() {
   cargo build --release -q
   bin=$PWD/target/release/concur
+}
+
+# The release binary ships without debug info; profilers need the symbols and lines.
+build_profiling() {
+  cargo build --profile profiling -q
+  bin=$PWD/target/profiling/concur
 }
 
 raise_open_files() { ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"; }

@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
 connections_args 30000 10000 /tmp/concur-profile "$@"
-build
+build_profiling
 top() { perf report -i "$1" --no-children --sort symbol --stdio 2>/dev/null | grep -E '^ +[0-9.]+%' | head -"$2" || true; }
 
 start_server srv

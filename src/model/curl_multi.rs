@@ -4,7 +4,9 @@
 //!
 //! libcurl is built here with its rustls backend (rustls-ffi), so it needs no system TLS
 //! library. It verifies against the system's CA bundle (the file rustls-native-certs also
-//! reads), plus `--cacert` through one file written for the run.
+//! reads), plus `--cacert` through one file written for the run; or, when `--cacert` holds a
+//! server certificate marked as a CA, which that backend cannot accept, concur's own verifier
+//! checks each new connection before its request ([`PeerCheck`]).
 //!
 //! Connects that fail while the server is known to be there (it has answered in this run)
 //! are retried after a short, growing pause until the request timeout: a client that opens
@@ -15,8 +17,12 @@
 //! connect refused (ECONNREFUSED) before the server ever answered is final: a closed port
 //! still fails at once.
 
+use std::cell::Cell;
 use std::collections::VecDeque;
+use std::ffi::{c_char, c_int, c_long, c_void, CStr};
 use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 
 use curl::easy::{Easy2, Handler, List, WriteError};
@@ -25,7 +31,10 @@ use curl::multi::{Easy2Handle, Multi};
 use super::{Entry, Model, ModelOutcome, RunCtx};
 use crate::measure::conn::ConnSample;
 use crate::measure::{mono_ns, TaskError, TaskRecord};
+use crate::tls;
 use crate::workload::{HttpRequest, Workload};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 
 pub(super) const ENTRY: Entry = Entry {
     name: "curl",
@@ -44,9 +53,11 @@ pub struct CurlMulti {
     workers: usize,
 }
 
-/// Counts body bytes as they arrive.
+/// Counts body bytes as they arrive; holds the handle's [`PeerCheck`] while one is set.
+#[derive(Default)]
 struct Counter {
     bytes: u64,
+    peer: Option<Rc<PeerCheck>>,
 }
 
 impl Handler for Counter {
@@ -91,6 +102,32 @@ struct Retry {
     due_ns: u64,
 }
 
+/// How a run's transfers verify the server.
+enum Trust {
+    /// libcurl verifies, against its CA file: the system's bundle, or the run's [`CaFile`].
+    Libcurl(Option<CaFile>),
+    /// libcurl verifies nothing and [`PeerCheck`] verifies each new connection.
+    Concur(Arc<tls::Verifier>),
+}
+
+impl Trust {
+    /// The run's trust: [`Trust::Concur`] only when `--cacert` holds a certificate that could
+    /// be a server's own marked as a CA (`tls::Verifier::has_ca_marked_server_certificate`),
+    /// the one case libcurl's rustls backend gets wrong; otherwise libcurl's own verification,
+    /// whose cost is part of the handshake it times.
+    fn for_run(ca_pem: Option<&str>, insecure: bool) -> Result<Trust, String> {
+        let Some(pem) = ca_pem.filter(|_| !insecure) else {
+            return Ok(Trust::Libcurl(None));
+        };
+        let verifier = tls::Verifier::new(Some(pem))?;
+        if verifier.has_ca_marked_server_certificate() {
+            Ok(Trust::Concur(Arc::new(verifier)))
+        } else {
+            CaFile::write(pem).map(|f| Trust::Libcurl(Some(f)))
+        }
+    }
+}
+
 /// The CA file of a run with `--cacert`: the system's bundle and the extra certificates, in
 /// one file libcurl reads (its rustls backend takes one file or one blob, and a blob is copied
 /// into every easy handle). Removed when the run ends.
@@ -119,8 +156,182 @@ struct Connection<'a> {
     timeout: Duration,
     keepalive: bool,
     insecure: bool,
-    /// The CA file of a run with `--cacert`.
-    ca_file: Option<&'a PathBuf>,
+    /// Who verifies the server's certificate (libcurl with the run's CA file, or concur).
+    trust: &'a Trust,
+}
+
+/// concur's verification of a connection that libcurl opened without verifying it, done after
+/// the handshake and before the request is sent (CURLOPT_PREREQFUNCTION, libcurl ≥ 7.80).
+/// Used when `--cacert` holds a server certificate marked as a CA: libcurl's rustls backend
+/// refuses it even when the server presents exactly it ("unknown certificate error"), has no
+/// pinning (its `Curl_ssl_rustls` lacks SSLSUPP_PINNEDPUBKEY, so CURLOPT_PINNEDPUBLICKEY is
+/// refused) and no verifier hook but "verify nothing". The chain comes from CURLOPT_CERTINFO,
+/// which that backend fills when the handshake completes; rustls still checks the handshake's
+/// signature, so the server holds the key of the certificate checked here.
+struct PeerCheck {
+    verifier: Arc<tls::Verifier>,
+    /// The easy handle whose transfers this checks (for its certificate information).
+    handle: *mut curl_sys::CURL,
+    name: ServerName<'static>,
+    /// Why the check refused the server, for the task's error.
+    refused: Cell<Option<String>>,
+}
+
+/// Not in curl-sys: CURLOPT_PREREQFUNCTION and CURLOPT_PREREQDATA (curl.h, 8.x).
+const CURLOPT_PREREQFUNCTION: curl_sys::CURLoption = curl_sys::CURLOPTTYPE_FUNCTIONPOINT + 312;
+const CURLOPT_PREREQDATA: curl_sys::CURLoption = curl_sys::CURLOPTTYPE_OBJECTPOINT + 313;
+/// The callback's return values (curl.h).
+const CURL_PREREQFUNC_OK: c_int = 0;
+const CURL_PREREQFUNC_ABORT: c_int = 1;
+
+type PrereqFn = extern "C" fn(*mut c_void, *mut c_char, *mut c_char, c_int, c_int) -> c_int;
+
+impl PeerCheck {
+    /// Turns libcurl's verification off on `easy` and this check on, for `url`.
+    fn install(
+        easy: &mut Easy2<Counter>,
+        verifier: &Arc<tls::Verifier>,
+        url: &str,
+    ) -> Result<(), curl::Error> {
+        let host = url::Url::parse(url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_string))
+            .unwrap_or_default();
+        // A host TLS cannot name: leave libcurl's own verification on (it refuses).
+        let Ok(name) = tls::server_name(&host) else {
+            return Ok(());
+        };
+        // Rc: the handle and its callback live on this one thread.
+        let check = Rc::new(PeerCheck {
+            verifier: verifier.clone(),
+            handle: easy.raw(),
+            name,
+            refused: Cell::new(None),
+        });
+        easy.ssl_verify_peer(false)?;
+        easy.ssl_verify_host(false)?;
+        easy.certinfo(true)?;
+        let callback: PrereqFn = prereq;
+        // Safety: both options take what is passed (a function of curl's prototype, a pointer
+        // it hands back); the pointer stays valid while the options are set, as the handle's
+        // Counter holds the Rc until the next configure(), whose reset() unsets them.
+        let set = unsafe {
+            [
+                curl_sys::curl_easy_setopt(easy.raw(), CURLOPT_PREREQFUNCTION, callback),
+                curl_sys::curl_easy_setopt(
+                    easy.raw(),
+                    CURLOPT_PREREQDATA,
+                    Rc::as_ptr(&check) as *mut c_void,
+                ),
+            ]
+        };
+        if let Some(&code) = set.iter().find(|&&c| c != curl_sys::CURLE_OK) {
+            return Err(curl::Error::new(code));
+        }
+        easy.get_mut().peer = Some(check);
+        Ok(())
+    }
+
+    /// Checks the connection the transfer is about to use.
+    fn verify(&self) -> Result<(), String> {
+        let mut connects: c_long = 0;
+        let mut info: *mut curl_sys::curl_certinfo = std::ptr::null_mut();
+        // Safety: `handle` is the easy handle whose callback runs now (getinfo is allowed in
+        // callbacks); each call writes one value of the type its CURLINFO names.
+        let codes = unsafe {
+            [
+                curl_sys::curl_easy_getinfo(
+                    self.handle,
+                    curl_sys::CURLINFO_NUM_CONNECTS,
+                    &mut connects,
+                ),
+                curl_sys::curl_easy_getinfo(self.handle, curl_sys::CURLINFO_CERTINFO, &mut info),
+            ]
+        };
+        if codes.iter().any(|&c| c != curl_sys::CURLE_OK) {
+            return Err("libcurl gave no certificate information to verify".into());
+        }
+        let chain = certinfo_chain(info)?;
+        let Some((end_entity, intermediates)) = chain.split_first() else {
+            // No handshake in this transfer: a kept connection, checked when it was opened (a
+            // refused one is closed with its aborted transfer).
+            return if connects == 0 {
+                Ok(())
+            } else {
+                Err("libcurl gave no certificate for a new connection".into())
+            };
+        };
+        self.verifier
+            .check(end_entity, intermediates, &self.name, UnixTime::now())
+    }
+}
+
+/// The certificates of CURLINFO_CERTINFO (its `Cert:` PEM entries), server's first.
+fn certinfo_chain(
+    info: *const curl_sys::curl_certinfo,
+) -> Result<Vec<CertificateDer<'static>>, String> {
+    let mut chain = Vec::new();
+    if info.is_null() {
+        return Ok(chain);
+    }
+    // Safety: libcurl's certinfo: `num_of_certs` lists of NUL-terminated strings, valid until
+    // the transfer's next getinfo reset (after this callback).
+    unsafe {
+        for i in 0..usize::try_from((*info).num_of_certs).unwrap_or(0) {
+            let mut item = *(*info).certinfo.add(i);
+            while !item.is_null() {
+                let text = CStr::from_ptr((*item).data).to_bytes();
+                if let Some(pem) = text.strip_prefix(b"Cert:") {
+                    chain.push(CertificateDer::from_pem_slice(pem).map_err(|e| {
+                        format!("libcurl gave a server certificate that is not PEM: {e}")
+                    })?);
+                }
+                item = (*item).next;
+            }
+        }
+    }
+    Ok(chain)
+}
+
+/// CURLOPT_PREREQFUNCTION: lets the request go only if [`PeerCheck::verify`] accepts.
+extern "C" fn prereq(
+    data: *mut c_void,
+    _remote_ip: *mut c_char,
+    _local_ip: *mut c_char,
+    _remote_port: c_int,
+    _local_port: c_int,
+) -> c_int {
+    // Safety: `data` is the PeerCheck that install() set with this callback, still alive.
+    let check = unsafe { &*(data as *const PeerCheck) };
+    // A panic must not unwind into libcurl.
+    let verdict = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check.verify()))
+        .unwrap_or_else(|_| Err("the certificate check failed unexpectedly".into()));
+    match verdict {
+        Ok(()) => CURL_PREREQFUNC_OK,
+        Err(words) => {
+            check.refused.set(Some(words));
+            CURL_PREREQFUNC_ABORT
+        }
+    }
+}
+
+/// The error of a failed transfer: [`PeerCheck`]'s words when it refused the server, the words
+/// for a certificate libcurl refused, or libcurl's own message.
+fn transfer_error(easy: &Easy2<Counter>, e: &curl::Error, url: Option<&str>) -> TaskError {
+    let refused = easy.get_ref().peer.as_ref().and_then(|p| p.refused.take());
+    if let Some(words) = refused {
+        return TaskError::new(tls::KIND, words);
+    }
+    let kind = curl_kind(e);
+    let message = e.to_string();
+    let host = url
+        .and_then(|u| url::Url::parse(u).ok())
+        .and_then(|u| u.host_str().map(str::to_string))
+        .unwrap_or_default();
+    match tls::libcurl_refusal_words(&message, &host).filter(|_| kind == tls::KIND) {
+        Some(words) => TaskError::new(kind, words),
+        None => TaskError::new(kind, message),
+    }
 }
 
 /// The first retry's pause; each further one doubles it up to [`RETRY_MAX`].
@@ -141,6 +352,7 @@ impl CurlMulti {
     ) -> Result<(), curl::Error> {
         easy.reset();
         easy.get_mut().bytes = 0;
+        easy.get_mut().peer = None;
         easy.url(&req.url)?;
         easy.timeout(conn.timeout)?;
         if req.is_head() {
@@ -166,11 +378,21 @@ impl CurlMulti {
             easy.forbid_reuse(true)?;
             easy.fresh_connect(true)?;
         }
-        if conn.insecure {
-            easy.ssl_verify_peer(false)?;
-            easy.ssl_verify_host(false)?;
-        } else if let Some(ca) = conn.ca_file.cloned().or_else(crate::tls::system_ca_file) {
-            easy.cainfo(ca)?;
+        match conn.trust {
+            _ if conn.insecure => {
+                easy.ssl_verify_peer(false)?;
+                easy.ssl_verify_host(false)?;
+            }
+            Trust::Concur(verifier) if req.url.starts_with("https:") => {
+                PeerCheck::install(easy, verifier, &req.url)?;
+            }
+            Trust::Concur(_) => {}
+            Trust::Libcurl(ca) => {
+                let ca = ca.as_ref().map(|f| f.0.clone());
+                if let Some(ca) = ca.or_else(tls::system_ca_file) {
+                    easy.cainfo(ca)?;
+                }
+            }
         }
         Ok(())
     }
@@ -190,7 +412,7 @@ impl CurlMulti {
             Err(e) => {
                 return Err((
                     TaskError::new("request", e.to_string()),
-                    Easy2::new(Counter { bytes: 0 }),
+                    Easy2::new(Counter::default()),
                 ))
             }
         };
@@ -251,23 +473,21 @@ impl Model for CurlMulti {
             return fail(format!("cannot configure libcurl multi: {e}"));
         }
         let timeout = Duration::from_millis(ctx.env.options.request_timeout_ms.max(1));
-        let ca_file = match ctx.env.options.ca_pem.as_deref() {
-            Some(pem) if !ctx.env.options.insecure => match CaFile::write(pem) {
-                Ok(f) => Some(f),
+        let trust =
+            match Trust::for_run(ctx.env.options.ca_pem.as_deref(), ctx.env.options.insecure) {
+                Ok(t) => t,
                 Err(e) => return fail(e),
-            },
-            _ => None,
-        };
+            };
         let conn = Connection {
             timeout,
             keepalive: ctx.env.options.keepalive,
             insecure: ctx.env.options.insecure,
-            ca_file: ca_file.as_ref().map(|f| &f.0),
+            trust: &trust,
         };
         let n = ctx.tasks;
         let mut records = Vec::with_capacity(n);
         let mut free: Vec<Easy2<Counter>> = (0..self.workers.min(n))
-            .map(|_| Easy2::new(Counter { bytes: 0 }))
+            .map(|_| Easy2::new(Counter::default()))
             .collect();
         // Transfers in flight in a slab: libcurl hands back each finished transfer's token (its
         // index here). Scanning every transfer for every message instead cost O(W) per
@@ -388,7 +608,14 @@ impl Model for CurlMulti {
                 let code = easy.response_code().unwrap_or(0);
                 let bytes = easy.get_ref().bytes;
                 let error = match result {
-                    Err(e) => Some(TaskError::new(curl_kind(&e), e.to_string())),
+                    Err(e) => Some(transfer_error(
+                        &easy,
+                        &e,
+                        ctx.workload
+                            .http_request(slot.index)
+                            .as_ref()
+                            .map(|r| r.url.as_str()),
+                    )),
                     Ok(()) if code >= 500 => {
                         Some(TaskError::new("http_5xx", format!("HTTP {code}")))
                     }

@@ -177,7 +177,8 @@ impl ureq::TlsConnector for TimedTls {
         let mut conn = rustls::ClientConnection::new(self.config.clone(), name)
             .map_err(|e| fail(e.to_string()))?;
         while conn.is_handshaking() {
-            conn.complete_io(&mut io).map_err(|e| fail(e.to_string()))?;
+            conn.complete_io(&mut io)
+                .map_err(|e| fail(tls::handshake_failure(&e)))?;
         }
         let now = mono_ns();
         UREQ_CONN.with(|c| {

@@ -127,7 +127,7 @@ fn connect(ep: &Endpoint) -> Result<BufReader<Stream>, TaskError> {
             })();
             if let Err(e) = shaken {
                 ep.conns.record(sample);
-                return Err(tls_err(e.to_string()));
+                return Err(tls_err(tls::handshake_failure(&e)));
             }
             sample.tls_us = Some(micros(t1, mono_ns()));
             Stream::Tls(Box::new(rustls::StreamOwned::new(conn, s)))

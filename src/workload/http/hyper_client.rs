@@ -131,7 +131,12 @@ async fn connect(ep: &Endpoint) -> Result<SendRequest<Full<Bytes>>, TaskError> {
             let tls = tokio_rustls::TlsConnector::from(config.clone())
                 .connect(ep.server_name.clone(), stream)
                 .await
-                .map_err(|e| TaskError::new(tls::KIND, format!("{}: {e}", ep.connect)));
+                .map_err(|e| {
+                    TaskError::new(
+                        tls::KIND,
+                        format!("{}: {}", ep.connect, tls::handshake_failure(&e)),
+                    )
+                });
             match tls {
                 Ok(s) => {
                     sample.tls_us = Some(micros(t1, mono_ns()));
