@@ -115,7 +115,7 @@ fn every_model_fetches_the_exact_checksum() {
         "-r".into(),
         "1".into(),
     ];
-    let models = common::models_accepting("http:http://127.0.0.1:1/x", 4);
+    let models = common::models_accepting_exactly("http:http://127.0.0.1:1/x", 4, HTTP_MODELS_4);
     for m in &models {
         args.extend(["-m".into(), m.into()]);
     }

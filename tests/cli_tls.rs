@@ -28,9 +28,10 @@ fn tls_server() -> (InProcessServer, tempfile::TempDir, std::path::PathBuf) {
     (s, dir, ca)
 }
 
-/// Every model that fetches http workloads, 4 workers each.
+/// Every model that fetches http workloads, 4 workers each, checked against the registry's
+/// own checks.
 fn all_models() -> Vec<String> {
-    common::models_accepting("http:http://127.0.0.1:1/x", 4)
+    common::models_accepting_exactly("http:http://127.0.0.1:1/x", 4, HTTP_MODELS_4)
 }
 
 /// `concur run` with `args`, its exit code checked, its lines returned.

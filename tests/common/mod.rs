@@ -268,7 +268,8 @@ pub fn descendants(root: i32) -> Vec<(i32, u64)> {
 
 /// Every registered model that accepts `workload` (by its own check), as a spec with `workers`
 /// where it takes a count; the ones that need a Redis server are left out (their tests start
-/// one).
+/// one). Tests that mean "every model" go through [`models_accepting_exactly`], so that a model
+/// that wrongly starts refusing a workload fails them instead of silently dropping out.
 pub fn models_accepting(workload: &str, workers: usize) -> Vec<String> {
     let opts = concur::workload::WorkloadOptions::default();
     let w = concur::workload::parse(workload, &opts).expect("a workload spec");
@@ -286,4 +287,46 @@ pub fn models_accepting(workload: &str, workers: usize) -> Vec<String> {
             !m.needs_redis() && m.check(&*w, false).is_ok()
         })
         .collect()
+}
+
+/// Every model that must fetch `http:` workloads, 4 workers where it takes them: all but
+/// `jobs-redis` (tests/jobs_queue.rs runs it on the Redis it starts), in the registry's order.
+pub const HTTP_MODELS_4: &[&str] = &[
+    "seq",
+    "thread",
+    "spawn",
+    "fork",
+    "pool:4",
+    "rayon:4",
+    "async:4",
+    "async-local:4",
+    "curl:4",
+    "green:4",
+    "actor:4",
+    "jobs:4",
+    "jobs-memory:4",
+    "jobs-procs:4",
+];
+
+/// [`models_accepting`], checked against the literal list of models that must accept
+/// `workload`: the code under test does not get to choose the models its test runs. A model
+/// missing from the derived list refuses what it should run; one that is only in the derived
+/// list is new (add it to the test's list).
+pub fn models_accepting_exactly(workload: &str, workers: usize, expected: &[&str]) -> Vec<String> {
+    let derived = models_accepting(workload, workers);
+    let refusing: Vec<&&str> = expected
+        .iter()
+        .filter(|m| !derived.iter().any(|d| d == *m))
+        .collect();
+    let unlisted: Vec<&String> = derived
+        .iter()
+        .filter(|d| !expected.contains(&d.as_str()))
+        .collect();
+    assert!(
+        refusing.is_empty() && unlisted.is_empty(),
+        "{workload}: models that refuse it: {refusing:?}; models that accept it but are not \
+         in the test's list: {unlisted:?}"
+    );
+    assert_eq!(derived, expected, "{workload}: the registry's order");
+    derived
 }
