@@ -1,5 +1,7 @@
 //! The I/O half: the delay server's answers, the http workload under every model against an
-//! in-process server, connection errors, disconnects, timeouts and 10,000 connections.
+//! in-process server, connection errors, disconnects and timeouts. (Thousands of connections
+//! at once are in tests/many_connections.rs, so that they never run beside this file's timing
+//! checks: the exact server peak, the rate search.)
 
 mod common;
 
@@ -245,44 +247,6 @@ fn a_silent_client_is_disconnected_after_the_header_timeout() {
     let n = c.read(&mut buf).unwrap_or(0);
     assert_eq!(n, 0, "the server should close, not answer");
     assert!(t.elapsed() < Duration::from_secs(5));
-}
-
-#[test]
-fn ten_thousand_concurrent_connections_are_served() {
-    let s = server();
-    let url = format!("http:{}/add?name={{rand}}&delay=1500", s.base_url());
-    let (_, lines) = run_study(&[
-        "-w",
-        &url,
-        "-m",
-        "async:10000",
-        "-n",
-        "10000",
-        "-r",
-        "1",
-        "--timeout",
-        "120s",
-    ]);
-    let r = of_type(&lines, "run")[0];
-    assert_eq!(r["status"], "ok", "{}", r["error"]);
-    assert_eq!(r["tasks_ok"], 10_000);
-    assert_eq!(r["bytes"], 100_000);
-    // Every request reached the server and none is left in flight.
-    wait_for(
-        "the server's handlers to finish",
-        Duration::from_secs(10),
-        || s.stats.snapshot().in_flight == 0,
-    );
-    let stats = s.stats.snapshot();
-    assert_eq!(stats.requests, 10_000);
-    // All 10,000 are in flight at once only if the last connects before the first answer
-    // (1.5 s), which a loaded machine may miss: ask for thousands at once, never above the
-    // model's bound.
-    assert!(
-        (2_500..=10_000).contains(&stats.peak_in_flight),
-        "peak in flight {}",
-        stats.peak_in_flight
-    );
 }
 
 #[test]

@@ -20,6 +20,17 @@ pub fn wait_for(what: &str, limit: std::time::Duration, mut cond: impl FnMut() -
     }
 }
 
+/// Held by the tests of one binary that must not run at the same time (heavy ones, and the
+/// timing checks that would suffer beside them): the test harness runs a binary's tests on
+/// parallel threads, and each binary has its own copy of this lock.
+static ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Takes [`ALONE`] for the rest of the calling test (a test that failed holding it does not
+/// stop the others).
+pub fn alone() -> std::sync::MutexGuard<'static, ()> {
+    ALONE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// The concur binary under test, without a `CONCUR_JOBS_BACKEND` the developer's shell may
 /// have set (it would stand in for every absent `--backend`).
 pub fn concur() -> Command {
