@@ -143,7 +143,9 @@ fn timeout_kills_the_commands_whole_process_group_and_leaves_nothing_behind() {
         "1s",
     ]);
     assert!(started.elapsed() < Duration::from_secs(60));
-    for r in of_type(&lines, "run") {
+    let runs = of_type(&lines, "run");
+    assert_eq!(runs.len(), 2, "one run per cell: {runs:?}");
+    for r in runs {
         assert_eq!(r["status"], "timeout", "{r}");
     }
     let recorded: Vec<u32> = std::fs::read_to_string(&pids)
@@ -196,17 +198,22 @@ fn programs_that_cannot_run_are_refused_before_any_run() {
             "names one of concur's models",
         ),
     ] {
-        let out = concur()
-            .arg("run")
-            .args(args)
-            .args(["-q", "--json", "-"])
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        let mut all = vec!["run"];
+        all.extend_from_slice(args);
+        all.push("-q");
+        let err = refused_before_any_run(&all);
         assert!(err.contains(needle), "{args:?}: {err}");
     }
+    // The marker does show a run: the same hook beside a command that can run.
+    let dir = tempfile::tempdir().unwrap();
+    let (hook, marker) = prepare_marker(dir.path());
+    succeeds(
+        concur()
+            .current_dir(dir.path())
+            .args(["run", "-w", "cmd:true", "-m", "seq", "-n", "1", "-r", "1"])
+            .args(["--warmup", "0", "-q", "--prepare", &hook]),
+    );
+    assert!(marker.exists(), "the --prepare hook left no marker");
 }
 
 #[test]

@@ -207,7 +207,9 @@ fn a_closed_port_gives_connect_errors_and_the_run_finishes() {
     }
     let (_, lines) = run_failing_study(&args);
     assert!(t.elapsed() < Duration::from_secs(30));
-    for r in of_type(&lines, "run") {
+    let runs = of_type(&lines, "run");
+    assert_eq!(runs.len(), 6, "one run per model: {runs:?}");
+    for r in runs {
         assert_eq!(r["status"], "failed", "{r}");
         assert_eq!(r["failures"]["connect"], 6, "{r}");
         assert_eq!(r["tasks_ok"], 0);
@@ -295,24 +297,13 @@ fn urls_that_cannot_work_are_refused_before_any_run() {
         ("/add?name=a b", "cannot be sent"),
     ] {
         let spec = format!("http:{url}");
-        let out = concur()
-            .args(["run", "-w", &spec, "-m", "seq", "-q"])
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{spec}: {err}");
-        assert_eq!(err.lines().count(), 1, "{spec}: {err}");
+        let err = refused_before_any_run(&["run", "-w", &spec, "-m", "seq", "-q"]);
         assert!(err.contains(&format!("'{url}'")), "{spec}: {err}");
         assert!(err.contains(needle), "{spec}: {err}");
         assert!(err.contains("allowed: http://"), "{spec}: {err}");
-        assert!(out.stdout.is_empty(), "{spec}: nothing ran");
     }
-    let out = concur()
-        .args(["crawl", "http://[::1", "-n", "1", "-q"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("'http://[::1'"));
+    let err = refused_before_any_run(&["crawl", "http://[::1", "-n", "1", "-q"]);
+    assert!(err.contains("'http://[::1'"), "{err}");
 }
 
 #[test]
@@ -321,15 +312,10 @@ fn models_that_cannot_run_a_workload_are_refused_up_front() {
         ("fib:10", "curl:2", "http workloads only"),
         ("read", "green:2", "blocking std I/O"),
     ] {
-        let out = concur().args(["run", "-w", w, "-m", m]).output().unwrap();
-        assert_eq!(out.status.code(), Some(2));
-        assert!(String::from_utf8_lossy(&out.stderr).contains(needle));
+        let err = refused_before_any_run(&["run", "-w", w, "-m", m]);
+        assert!(err.contains(needle), "{w} {m}: {err}");
     }
-    let out = concur()
-        .args(["run", "-w", "sleep:1ms", "-m", "green:2", "--gil"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    refused_before_any_run(&["run", "-w", "sleep:1ms", "-m", "green:2", "--gil"]);
 }
 
 #[test]

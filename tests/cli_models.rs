@@ -131,7 +131,10 @@ fn every_model_runs_every_workload_with_the_same_checksum() {
     assert_eq!(checksum["read:/dev/zero:1024x10"], 5 * 10 * 1024);
     assert_eq!(checksum["sleep:1ms"], 0);
     assert!(checksum["mail:10"] > 5 * 60);
-    // What each model created is recorded.
+    // What each model created is recorded (each of these ran all five workloads).
+    for m in ["fork", "spawn", "thread", "pool:3", "seq"] {
+        assert_eq!(runs_of(&lines, m).len(), WORKLOADS.len(), "{m}");
+    }
     for r in runs_of(&lines, "fork") {
         assert_eq!(r["processes_created"], 5);
     }

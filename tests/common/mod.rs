@@ -60,6 +60,45 @@ pub fn of_type<'a>(lines: &'a [Value], ty: &str) -> Vec<&'a Value> {
     lines.iter().filter(|l| l["type"] == ty).collect()
 }
 
+/// The `--prepare` hook that [`refused_before_any_run`] adds: it leaves `prepared` in `dir`
+/// before every run, so a run that happened shows even when nothing else was written.
+pub fn prepare_marker(dir: &Path) -> (String, PathBuf) {
+    let marker = dir.join("prepared");
+    (format!("touch '{}'", marker.display()), marker)
+}
+
+/// Runs `concur ARGS --prepare HOOK` (ARGS start with `run` or `crawl`) in a fresh directory
+/// and checks that it was refused before any run: exit 2, one line on stderr, nothing on
+/// stdout, no marker from the `--prepare` hook, no results folder. Returns the stderr line.
+pub fn refused_before_any_run(args: &[&str]) -> String {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (hook, marker) = prepare_marker(dir.path());
+    let out = concur()
+        .current_dir(dir.path())
+        .args(args)
+        .args(["--prepare", &hook])
+        .output()
+        .expect("concur runs");
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(
+        err.trim().lines().count(),
+        1,
+        "{args:?}: not one line: {err}"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(!marker.exists(), "{args:?}: a run was prepared: {err}");
+    assert!(
+        !dir.path().join("concur-results").exists(),
+        "{args:?}: a results file was written: {err}"
+    );
+    err
+}
+
 /// Runs `concur run ARGS --json FILE -q`, checks that it exits with `code`, and returns the
 /// process output and the lines.
 pub fn run_study_exiting(args: &[&str], code: i32) -> (Output, Vec<Value>) {
