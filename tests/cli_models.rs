@@ -69,6 +69,8 @@ const EXPECTED: &[(&str, &[&str])] = &[
 
 #[test]
 fn every_model_runs_every_workload_with_the_same_checksum() {
+    // Dozens of runs: not beside the timing test below.
+    let _alone = alone();
     let models = models();
     let expected: Vec<(String, Vec<&str>)> = EXPECTED
         .iter()
@@ -151,14 +153,48 @@ fn every_model_runs_every_workload_with_the_same_checksum() {
     for r in runs_of(&lines, "seq") {
         assert!(r["workers"].is_null());
     }
-    // A forked tree's memory is sampled over the whole tree.
     for r in of_type(&lines, "run") {
         assert!(r["max_rss_kib"].as_u64().unwrap() > 0);
     }
 }
 
 #[test]
+fn a_spawned_trees_memory_counts_every_process() {
+    // 5 tasks of 200 ms, each a process of our own binary under spawn: five such processes
+    // alive at once for far longer than the sampler's interval (10 ms at least). Their private
+    // pages add up; the shared ones are split between them (PSS). Measured here: seq 2.7 MiB,
+    // spawn ×5 8.3 MiB. A sampler that saw only the run's own process would give spawn about
+    // what it gives seq.
+    let (_, lines) = run_study(&[
+        "-w",
+        "sleep:200ms",
+        "-m",
+        "seq",
+        "-m",
+        "spawn",
+        "-n",
+        "5",
+        "-r",
+        "1",
+    ]);
+    let pss = |m: &str| {
+        let runs = runs_of(&lines, m);
+        assert_eq!(runs.len(), 1, "{m}");
+        runs[0]["tree_pss_kib"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{m}: no tree PSS: {}", runs[0]))
+    };
+    let (seq, spawn) = (pss("seq"), pss("spawn"));
+    assert!(seq > 0);
+    assert!(
+        spawn > 2 * seq,
+        "spawn ×5 tree PSS {spawn} KiB, seq {seq} KiB: the children were not counted"
+    );
+}
+
+#[test]
 fn concurrency_overlaps_delays() {
+    let _alone = alone();
     // 10 × 50 ms: seq takes ≥ 500 ms, every concurrent model far less. Generous bounds.
     const CONCURRENT: &[&str] = &[
         "thread",
