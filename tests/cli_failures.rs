@@ -106,32 +106,29 @@ fn a_run_past_its_timeout_is_killed_and_recorded() {
 
 #[test]
 fn ctrl_c_keeps_every_finished_run() {
-    let (_dir, path) = results_path();
+    // Each run's one task sleeps, then appends a line to `finished`: an account of the runs
+    // that really finished kept by the tasks themselves, not by concur.
+    let (dir, path) = results_path();
+    let finished = dir.path().join("finished");
+    let task = format!("cmd:sleep 0.4; echo done >> '{}'", finished.display());
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("concur"))
         .args([
-            "run",
-            "-w",
-            "sleep:150ms",
-            "-m",
-            "seq",
-            "-n",
-            "1",
-            "-r",
-            "100",
-            "--warmup",
-            "0",
-            "-q",
-            "--json",
+            "run", "-w", &task, "--shell", "-m", "seq", "-n", "1", "-r", "100",
         ])
+        .args(["--warmup", "0", "-q", "--json"])
         .arg(&path)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    wait_for("two runs recorded", Duration::from_secs(30), || {
+    let recorded = || {
         std::fs::read_to_string(&path)
-            .map(|t| t.lines().filter(|l| l.contains("\"type\":\"run\"")).count() >= 2)
-            .unwrap_or(false)
+            .map(|t| t.lines().filter(|l| l.contains("\"type\":\"run\"")).count())
+            .unwrap_or(0)
+    };
+    // Interrupt just after a run was recorded: the next one is 0.4 s from finishing.
+    wait_for("two runs recorded", Duration::from_secs(60), || {
+        recorded() >= 2
     });
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
@@ -139,8 +136,17 @@ fn ctrl_c_keeps_every_finished_run() {
     assert_eq!(status.code(), Some(130));
     let lines = read_lines(&path);
     let runs = of_type(&lines, "run");
-    assert!(runs.len() >= 2 && runs.len() < 100);
-    assert!(runs.iter().all(|r| r["status"] == "ok"));
+    let really = std::fs::read_to_string(&finished)
+        .unwrap_or_default()
+        .lines()
+        .count();
+    assert!(really >= 2 && really < 100, "{really} runs finished");
+    assert_eq!(
+        runs.len(),
+        really,
+        "runs kept in the results file against runs whose task finished: {runs:?}"
+    );
+    assert!(runs.iter().all(|r| r["status"] == "ok"), "{runs:?}");
     assert_eq!(
         of_type(&lines, "cell").len(),
         1,
