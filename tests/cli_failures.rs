@@ -211,3 +211,32 @@ fn a_crawl_of_a_closed_port_exits_1() {
     let (code, _) = crawl(&["http://127.0.0.1:1/x", "-n", "5", "-c", "5", "-i"]);
     assert_eq!(code, Some(0));
 }
+
+#[test]
+fn advise_exits_1_when_its_runs_fail_and_0_with_i() {
+    let advise = |extra: &[&str]| {
+        let (_dir, path) = results_path();
+        let out = concur()
+            .args(["advise", "-w", "crash:panic", "-n", "2", "-r", "1", "-q"])
+            .args(extra)
+            .arg("--results")
+            .arg(&path)
+            .output()
+            .unwrap();
+        let lines = read_lines(&path);
+        let runs = of_type(&lines, "run");
+        assert!(!runs.is_empty(), "{out:?}");
+        assert!(runs.iter().all(|r| r["status"] == "failed"), "{runs:?}");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+        )
+    };
+    let (code, text) = advise(&[]);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("No run of crash:panic succeeded"), "{text}");
+    // -i accepts the failures: the same runs and advice, exit 0.
+    let (code, text) = advise(&["-i"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("No run of crash:panic succeeded"), "{text}");
+}
