@@ -305,6 +305,94 @@ fn an_https_study_without_keepalive_follows_the_schema() {
 }
 
 #[test]
+fn queue_lock_and_crawl_studies_follow_the_schema() {
+    // The job-queue models (SQLite, memory, worker processes), with the actor pool beside.
+    let (dir, path) = results_path();
+    let out = run_into(
+        dir.path(),
+        &path,
+        &[
+            "-w",
+            "fib:10",
+            "-m",
+            "jobs:2",
+            "-m",
+            "jobs-memory:2",
+            "-m",
+            "jobs-procs:2",
+            "-m",
+            "actor:2",
+            "-n",
+            "4",
+            "-r",
+            "1",
+        ],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let lines = check_file(&path);
+    let runs = of_type(&lines, "run");
+    assert_eq!(runs.len(), 4, "{runs:?}");
+    for r in &runs {
+        assert_eq!(r["status"], "ok", "{r}");
+        assert_eq!(r["queue"], r["family"] != "actor", "{r}");
+    }
+    // The interpreter-lock emulation: threads and forks with --gil.
+    let (dir, path) = results_path();
+    let out = run_into(
+        dir.path(),
+        &path,
+        &[
+            "-w",
+            "spin:100000",
+            "-m",
+            "seq",
+            "-m",
+            "thread",
+            "-m",
+            "fork",
+            "-n",
+            "2",
+            "-r",
+            "1",
+            "--gil",
+        ],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let lines = check_file(&path);
+    let runs = of_type(&lines, "run");
+    assert_eq!(runs.len(), 3, "{runs:?}");
+    assert!(runs.iter().all(|r| r["gil"] == true), "{runs:?}");
+    // `concur crawl` against a server of the test's own.
+    let s = concur::server::InProcessServer::start(concur::server::ServerOptions::ephemeral(), 1)
+        .expect("server starts");
+    let (dir, path) = results_path();
+    let url = format!("{}/add?name={{rand}}&delay=1", s.base_url());
+    let out = concur()
+        .current_dir(dir.path())
+        .args(["crawl", &url, "-n", "10", "-c", "5", "-q", "--json"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let lines = check_file(&path);
+    let runs = of_type(&lines, "run");
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["bytes"], 100, "{}", runs[0]);
+    // The crawl study, its quick size, on its own server.
+    let (dir, path) = results_path();
+    let out = run_into(dir.path(), &path, &["crawl", "--quick", "-r", "1"]);
+    assert!(out.status.success(), "{out:?}");
+    let lines = check_file(&path);
+    let runs = of_type(&lines, "run");
+    assert!(runs.len() >= 4, "{runs:?}");
+    assert!(
+        runs.iter()
+            .all(|r| r["study"] == "crawl" && r["status"] == "ok"),
+        "{runs:?}"
+    );
+}
+
+#[test]
 fn a_saved_baseline_follows_the_schema() {
     let (dir, path) = results_path();
     let out = run_into(
