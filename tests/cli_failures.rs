@@ -140,7 +140,7 @@ fn ctrl_c_keeps_every_finished_run() {
         .unwrap_or_default()
         .lines()
         .count();
-    assert!(really >= 2 && really < 100, "{really} runs finished");
+    assert!((2..100).contains(&really), "{really} runs finished");
     assert_eq!(
         runs.len(),
         really,
