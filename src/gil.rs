@@ -176,11 +176,27 @@ pub fn released<T>(f: impl FnOnce() -> T) -> T {
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicI64;
+    use std::time::Instant;
+
+    /// Gives up after this long, so that a broken lock fails the test instead of hanging it.
+    const LIMIT: Duration = Duration::from_secs(10);
 
     // One test owns the process-wide lock so the tests cannot interfere with each other.
     #[test]
     fn lock_excludes_hands_over_and_releases_around_io() {
         configure(true, Duration::from_millis(1));
+        excludes();
+        hands_over_while_computing();
+        releases_around_io();
+        assert!(!state().held, "lock left held");
+        configure(
+            false,
+            crate::options::LockOptions::default().switch_interval,
+        );
+    }
+
+    /// Never two holders at once.
+    fn excludes() {
         let inside = Arc::new(AtomicI64::new(0));
         let max_inside = Arc::new(AtomicI64::new(0));
         let handles: Vec<_> = (0..4)
@@ -204,10 +220,73 @@ mod tests {
             h.join().unwrap();
         }
         assert_eq!(max_inside.load(Ordering::SeqCst), 1, "two holders at once");
-        assert!(!state().held, "lock left held");
-        configure(
-            false,
-            crate::options::LockOptions::default().switch_interval,
+    }
+
+    /// Two threads that compute without ever letting go take turns: the lock changes hands
+    /// in the middle of their work, at the switch interval, many times. Without the forced
+    /// hand-over the first holder would run to its end (here: until the deadline) and the
+    /// lock would change hands once.
+    fn hands_over_while_computing() {
+        const TURNS: u64 = 6;
+        let switches_before = forced_switches();
+        // Who computed last, and how often the computing thread changed.
+        let last = Arc::new(AtomicUsize::new(usize::MAX));
+        let turns = Arc::new(AtomicU64::new(0));
+        let deadline = Instant::now() + LIMIT;
+        let handles: Vec<_> = (0..2)
+            .map(|me| {
+                let (last, turns) = (last.clone(), turns.clone());
+                std::thread::spawn(move || {
+                    let _g = hold();
+                    while turns.load(Ordering::SeqCst) < TURNS && Instant::now() < deadline {
+                        let before = last.swap(me, Ordering::SeqCst);
+                        if before != me && before != usize::MAX {
+                            turns.fetch_add(1, Ordering::SeqCst);
+                        }
+                        std::hint::black_box((0..200u64).sum::<u64>());
+                        tick();
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        let turns = turns.load(Ordering::SeqCst);
+        assert!(
+            turns >= TURNS,
+            "the lock changed hands {turns} times between two computing threads"
+        );
+        assert!(
+            forced_switches() > switches_before,
+            "no forced switch was counted"
+        );
+    }
+
+    /// A holder that blocks inside [`released`] lets another thread take the lock meanwhile;
+    /// when it returns it waits for the lock again.
+    fn releases_around_io() {
+        let (in_io_tx, in_io_rx) = std::sync::mpsc::channel::<()>();
+        let (took_tx, took_rx) = std::sync::mpsc::channel::<()>();
+        let blocked = std::thread::spawn(move || {
+            let _g = hold();
+            // The "blocking I/O": waits for the other thread to have taken the lock.
+            released(|| {
+                in_io_tx.send(()).unwrap();
+                took_rx.recv_timeout(LIMIT).is_ok()
+            })
+        });
+        let other = std::thread::spawn(move || {
+            in_io_rx.recv_timeout(LIMIT).unwrap();
+            let _g = hold();
+            // Still holding: the blocked thread cannot have come back from its I/O. (If it
+            // gave up waiting, nobody listens any more.)
+            let _ = took_tx.send(());
+        });
+        other.join().unwrap();
+        assert!(
+            blocked.join().unwrap(),
+            "the lock stayed held around blocking I/O: nobody else could take it"
         );
     }
 }

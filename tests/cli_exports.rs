@@ -178,6 +178,56 @@ fn a_closed_stdout_ends_quietly_with_0() {
 }
 
 #[test]
+fn concur_run_into_a_closed_pipe_ends_quietly_with_0() {
+    // `concur run … | head -1` where head is gone before the table comes: the study still
+    // writes every result, and the table's write into the closed pipe ends it with 0.
+    let (dir, json) = results_path();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("concur"))
+        .current_dir(dir.path())
+        .args([
+            "run", "-w", "fib:10", "-m", "seq", "-m", "pool:2", "-n", "1,2,3,4",
+        ])
+        .args(["-r", "1", "--warmup", "0", "--json"])
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert!(
+        !err.contains("panicked") && !err.contains("Broken pipe"),
+        "{err}"
+    );
+    let lines = read_lines(&json);
+    assert_eq!(of_type(&lines, "cell").len(), 8, "every result was written");
+    // The shell's own pipe, as the README writes it: the first line, exit 0 from both.
+    let bin = assert_cmd::cargo::cargo_bin("concur");
+    let out = std::process::Command::new("bash")
+        .current_dir(dir.path())
+        .arg("-c")
+        .arg(format!(
+            "set -o pipefail; '{}' run -w fib:10 -m seq -m pool:2 -n 1,2,3,4 -r 1 --warmup 0 \
+             --json r2.jsonl 2> err | head -1; code=$?; cat err >&2; exit $code",
+            bin.display()
+        ))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1);
+}
+
+#[test]
 fn help_list_and_completions_name_every_registry_entry() {
     let help = |args: &[&str]| {
         let out = concur().args(args).output().unwrap();

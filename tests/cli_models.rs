@@ -46,9 +46,40 @@ fn models() -> Vec<(String, Vec<&'static str>)> {
         .collect()
 }
 
+/// What each model must run among [`WORKLOADS`], written out: the models' own checks (which
+/// [`models`] asks) must agree, so a model that wrongly starts refusing a workload fails here
+/// instead of dropping out of the study. `curl` runs http only; `green` refuses blocking std
+/// I/O; `jobs-redis` is left to tests/jobs_queue.rs.
+const EXPECTED: &[(&str, &[&str])] = &[
+    ("seq", WORKLOADS),
+    ("thread", WORKLOADS),
+    ("spawn", WORKLOADS),
+    ("fork", WORKLOADS),
+    ("pool:3", WORKLOADS),
+    ("rayon:3", WORKLOADS),
+    ("async:3", WORKLOADS),
+    ("async-local:3", WORKLOADS),
+    ("curl:3", &[]),
+    ("green:3", &["fib:15", "spin:10000", "sleep:1ms", "mail:10"]),
+    ("actor:3", WORKLOADS),
+    ("jobs:3", WORKLOADS),
+    ("jobs-memory:3", WORKLOADS),
+    ("jobs-procs:3", WORKLOADS),
+];
+
 #[test]
 fn every_model_runs_every_workload_with_the_same_checksum() {
+    // Dozens of runs: not beside the timing test below.
+    let _alone = alone();
     let models = models();
+    let expected: Vec<(String, Vec<&str>)> = EXPECTED
+        .iter()
+        .map(|(m, ws)| (m.to_string(), ws.to_vec()))
+        .collect();
+    assert_eq!(
+        models, expected,
+        "the models' checks disagree with what each must run"
+    );
     // One study per set of accepted workloads (a study is a full cross product).
     let mut by_set: BTreeMap<Vec<&str>, Vec<String>> = BTreeMap::new();
     for (m, accepted) in &models {
@@ -102,7 +133,10 @@ fn every_model_runs_every_workload_with_the_same_checksum() {
     assert_eq!(checksum["read:/dev/zero:1024x10"], 5 * 10 * 1024);
     assert_eq!(checksum["sleep:1ms"], 0);
     assert!(checksum["mail:10"] > 5 * 60);
-    // What each model created is recorded.
+    // What each model created is recorded (each of these ran all five workloads).
+    for m in ["fork", "spawn", "thread", "pool:3", "seq"] {
+        assert_eq!(runs_of(&lines, m).len(), WORKLOADS.len(), "{m}");
+    }
     for r in runs_of(&lines, "fork") {
         assert_eq!(r["processes_created"], 5);
     }
@@ -119,14 +153,48 @@ fn every_model_runs_every_workload_with_the_same_checksum() {
     for r in runs_of(&lines, "seq") {
         assert!(r["workers"].is_null());
     }
-    // A forked tree's memory is sampled over the whole tree.
     for r in of_type(&lines, "run") {
         assert!(r["max_rss_kib"].as_u64().unwrap() > 0);
     }
 }
 
 #[test]
+fn a_spawned_trees_memory_counts_every_process() {
+    // 5 tasks of 200 ms, each a process of our own binary under spawn: five such processes
+    // alive at once for far longer than the sampler's interval (10 ms at least). Their private
+    // pages add up; the shared ones are split between them (PSS). Measured here: seq 2.7 MiB,
+    // spawn ×5 8.3 MiB. A sampler that saw only the run's own process would give spawn about
+    // what it gives seq.
+    let (_, lines) = run_study(&[
+        "-w",
+        "sleep:200ms",
+        "-m",
+        "seq",
+        "-m",
+        "spawn",
+        "-n",
+        "5",
+        "-r",
+        "1",
+    ]);
+    let pss = |m: &str| {
+        let runs = runs_of(&lines, m);
+        assert_eq!(runs.len(), 1, "{m}");
+        runs[0]["tree_pss_kib"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{m}: no tree PSS: {}", runs[0]))
+    };
+    let (seq, spawn) = (pss("seq"), pss("spawn"));
+    assert!(seq > 0);
+    assert!(
+        spawn > 2 * seq,
+        "spawn ×5 tree PSS {spawn} KiB, seq {seq} KiB: the children were not counted"
+    );
+}
+
+#[test]
 fn concurrency_overlaps_delays() {
+    let _alone = alone();
     // 10 × 50 ms: seq takes ≥ 500 ms, every concurrent model far less. Generous bounds.
     const CONCURRENT: &[&str] = &[
         "thread",

@@ -28,9 +28,10 @@ fn tls_server() -> (InProcessServer, tempfile::TempDir, std::path::PathBuf) {
     (s, dir, ca)
 }
 
-/// Every model that fetches http workloads, 4 workers each.
+/// Every model that fetches http workloads, 4 workers each, checked against the registry's
+/// own checks.
 fn all_models() -> Vec<String> {
-    common::models_accepting("http:http://127.0.0.1:1/x", 4)
+    common::models_accepting_exactly("http:http://127.0.0.1:1/x", 4, HTTP_MODELS_4)
 }
 
 /// `concur run` with `args`, its exit code checked, its lines returned.
@@ -90,7 +91,9 @@ fn an_untrusted_certificate_fails_every_task_as_tls_and_k_accepts_it() {
         args.extend(["-m", m]);
     }
     let (out, lines) = run(&args, 1);
-    for r in of_type(&lines, "run") {
+    let runs = of_type(&lines, "run");
+    assert_eq!(runs.len(), models.len(), "{runs:?}");
+    for r in runs {
         assert_eq!(r["status"], "failed", "{r}");
         assert_eq!(r["failures"]["tls"], 3, "{r}");
         let e = r["error"].as_str().unwrap();
@@ -103,7 +106,9 @@ fn an_untrusted_certificate_fails_every_task_as_tls_and_k_accepts_it() {
     assert!(shown.contains("tls"), "{shown}");
     args.push("-k");
     let (_, lines) = run(&args, 0);
-    for r in of_type(&lines, "run") {
+    let runs = of_type(&lines, "run");
+    assert_eq!(runs.len(), models.len(), "{runs:?}");
+    for r in runs {
         assert_eq!(r["bytes"], 30, "{r}");
     }
 }
@@ -302,7 +307,9 @@ fn the_study_server_speaks_tls_with_tls() {
         ],
         0,
     );
-    for r in of_type(&lines, "run") {
+    let runs = of_type(&lines, "run");
+    assert_eq!(runs.len(), 2, "async:2 and curl:2: {runs:?}");
+    for r in runs {
         assert_eq!(r["bytes"], 40, "{r}");
         assert!(r["tls_us"]["p50"].as_u64().is_some(), "{r}");
     }
@@ -354,31 +361,20 @@ fn bad_request_flags_are_refused_before_any_work() {
         (vec!["--method", "GE T"], "--method 'GE T'"),
     ] {
         for sub in ["run", "crawl"] {
-            let mut cmd = concur();
-            if sub == "run" {
-                cmd.args(["run", "-w", &format!("http:{url}"), "-m", "seq", "-q"]);
+            let spec = format!("http:{url}");
+            let mut args = if sub == "run" {
+                vec!["run", "-w", &spec, "-m", "seq", "-q"]
             } else {
-                cmd.args(["crawl", url, "-q"]);
-            }
-            let out = cmd.args(&extra).output().unwrap();
-            let err = String::from_utf8_lossy(&out.stderr);
-            assert_eq!(out.status.code(), Some(2), "{sub} {extra:?}: {err}");
-            assert_eq!(err.lines().count(), 1, "{sub} {extra:?}: {err}");
+                vec!["crawl", url, "-q"]
+            };
+            args.extend(&extra);
+            let err = refused_before_any_run(&args);
             assert!(err.contains(needle), "{sub} {extra:?}: {err}");
-            assert!(out.stdout.is_empty());
         }
     }
-    let out = concur()
-        .args(["crawl", "gopher://127.0.0.1/x", "-q"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("'gopher:'"));
-    let out = concur()
-        .args(["run", "-w", "fib:5", "-m", "seq", "--tls", "-q"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    let err = refused_before_any_run(&["crawl", "gopher://127.0.0.1/x", "-q"]);
+    assert!(err.contains("'gopher:'"), "{err}");
+    refused_before_any_run(&["run", "-w", "fib:5", "-m", "seq", "--tls", "-q"]);
 }
 
 #[test]

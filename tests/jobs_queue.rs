@@ -303,6 +303,120 @@ fn a_failing_job_goes_through_its_retries_to_the_dead_set() {
 }
 
 #[test]
+fn a_job_with_retry_false_is_dropped_after_one_failure() {
+    // Sidekiq's `retry: false`: one run, no retry, not kept in the dead set.
+    let dir = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start();
+    for url in ["memory".to_string(), sqlite_url(dir.path()), redis.url()] {
+        let b = open(&url);
+        enqueue(&*b, "crash:panic", 1, Value::Bool(false));
+        enqueue(&*b, "fib:5", 1, Value::Bool(true));
+        drain(b.clone(), RetrySchedule::Fixed(Duration::from_millis(10)));
+        let s = b.stats().unwrap();
+        assert_eq!(
+            (s.processed, s.failed, s.retry, s.dead, s.enqueued, s.busy),
+            (1, 1, 0, 0, 0, 0),
+            "{url}: one failure, then dropped"
+        );
+    }
+}
+
+/// Kills one new job on `b` and returns the dead set, oldest first.
+fn kill_one_more(b: &dyn Backend) -> (String, Vec<String>) {
+    let q = vec!["default".to_string()];
+    enqueue(b, "fib:5", 1, Value::Bool(true));
+    let c = b
+        .fetch("w1", &q, Duration::from_secs(1))
+        .unwrap()
+        .expect("the job");
+    b.kill("w1", &c, Some(&c.raw)).unwrap();
+    (c.raw.clone(), b.list(FailedSet::Dead, 20_000).unwrap())
+}
+
+#[test]
+fn the_dead_set_keeps_at_most_10000_jobs_and_six_months() {
+    // The README's caps (Sidekiq's): 10,000 jobs, 6 months (180 days).
+    const CAP: usize = 10_000;
+    assert_eq!(jobs::DEAD_MAX_JOBS, CAP);
+    assert_eq!(jobs::DEAD_TIMEOUT, Duration::from_secs(180 * 24 * 3600));
+    let now = jobs::now();
+    let ancient = now - 181.0 * 24.0 * 3600.0;
+    // Fillers died a little before now, in order: filler-0 is the oldest.
+    let filler = |i: usize| format!("filler-{i}");
+    let died = |i: usize| now - 1000.0 + i as f64 * 0.01;
+    let check = |url: &str, b: &dyn Backend, aged: bool| {
+        let (new, dead) = kill_one_more(b);
+        assert_eq!(dead.len(), CAP, "{url}");
+        assert_eq!(b.stats().unwrap().dead, CAP as u64, "{url}");
+        assert!(
+            !dead.iter().any(|p| p == "ancient"),
+            "{url}: kept past 6 months"
+        );
+        if aged {
+            // The ancient one went for its age, then the oldest filler for the count.
+            assert_eq!(
+                dead[0],
+                filler(1),
+                "{url}: the oldest was not the one dropped"
+            );
+        }
+        assert_eq!(dead.last(), Some(&new), "{url}: the job killed last");
+    };
+
+    // memory: through the backend (it lives as long as its process: no job ages there).
+    let b = open("memory");
+    let q = vec!["default".to_string()];
+    let payloads: Vec<String> = (0..CAP).map(filler).collect();
+    b.enqueue("default", &payloads).unwrap();
+    for _ in 0..CAP {
+        let c = b.fetch("w1", &q, Duration::ZERO).unwrap().unwrap();
+        b.kill("w1", &c, Some(&c.raw)).unwrap();
+    }
+    check("memory", &*b, false);
+    assert_eq!(b.list(FailedSet::Dead, 1).unwrap(), [filler(1)]);
+
+    // sqlite: 10,000 dead jobs and one dead 181 days ago, written straight into its file.
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_url(dir.path());
+    let b = open(&url);
+    {
+        let mut c = rusqlite::Connection::open(dir.path().join("q.sqlite")).unwrap();
+        let tx = c.transaction().unwrap();
+        {
+            let mut ins = tx
+                .prepare(
+                    "INSERT INTO jobs(queue, state, run_at, payload) VALUES ('default', 3, ?1, ?2)",
+                )
+                .unwrap();
+            ins.execute(rusqlite::params![ancient, "ancient"]).unwrap();
+            for i in 0..CAP {
+                ins.execute(rusqlite::params![died(i), filler(i)]).unwrap();
+            }
+        }
+        tx.commit().unwrap();
+    }
+    assert_eq!(b.stats().unwrap().dead, CAP as u64 + 1);
+    check(&url, &*b, true);
+
+    // redis: the same in its `dead` sorted set.
+    let redis = RedisServer::start();
+    let url = redis.url();
+    let b = open(&url);
+    let mut c = redis::Client::open(url.as_str())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let mut zadd = redis::cmd("ZADD");
+    zadd.arg("dead").arg(ancient).arg("ancient");
+    for i in 0..CAP {
+        zadd.arg(died(i)).arg(filler(i));
+    }
+    let added: usize = zadd.query(&mut c).unwrap();
+    assert_eq!(added, CAP + 1);
+    check(&url, &*b, true);
+}
+
+#[test]
 fn malformed_jobs_land_in_the_dead_set_with_their_parse_error() {
     let dir = tempfile::tempdir().unwrap();
     let redis = RedisServer::start();
@@ -509,6 +623,14 @@ fn redis_restart_with_aof_mid_run_loses_nothing() {
     let log = dir.path().join("done.log");
     let mut w = worker(&url, &log, "5s", &[]);
     wait_for("some jobs", Duration::from_secs(60), || unique(&log) >= 50);
+    // Jobs are still waiting when the server dies (300 × 20 ms on 4 threads take 1.5 s; the
+    // first 50 a quarter of a second): otherwise the restart has nothing to lose.
+    let s = b.stats().unwrap();
+    assert!(
+        s.enqueued > 0,
+        "{url}: the jobs were done before the kill: {s:?}"
+    );
+    assert!(unique(&log) < 300, "{url}: every job ran before the kill");
     redis.crash_and_restart();
     wait_for(
         "every job after the restart",
@@ -948,6 +1070,8 @@ fn the_cli_never_shows_a_redis_password() {
     let dir = tempfile::tempdir().unwrap();
     let results = dir.path().join("r.jsonl");
     let results = results.to_str().unwrap();
+    let html = dir.path().join("r.html");
+    let html = html.to_str().unwrap();
     let study = |backend: &str| {
         concur_cli(&[
             "run",
@@ -965,6 +1089,8 @@ fn the_cli_never_shows_a_redis_password() {
             backend,
             "--json",
             results,
+            "--html",
+            html,
         ])
     };
     let (code, out, err) = study(&url);
@@ -975,6 +1101,13 @@ fn the_cli_never_shows_a_redis_password() {
     let written = std::fs::read_to_string(results).unwrap();
     hidden("the results file", &written, "");
     assert!(written.contains(&masked), "{written}");
+    // So does the HTML report, which shows the command line.
+    let page = std::fs::read_to_string(html).unwrap();
+    hidden("the HTML report", &page, "");
+    assert!(
+        page.contains(&masked),
+        "the HTML report does not show the masked URL"
+    );
     let (code, out, err) = study(&redis.url_with(Some(WRONG)));
     hidden("run with a wrong password", &out, &err);
     assert_eq!(code, Some(2), "{err}");

@@ -62,6 +62,7 @@ fn panics_and_errors_are_failed_tasks_with_their_message(
     async_report: &concur::LabReport,
     build_panic_report: &concur::LabReport,
 ) {
+    assert_eq!(report.runs.len(), 3, "seq, pool:2 and async:2");
     for r in &report.runs {
         let what = r.key.label();
         assert_eq!(
@@ -93,12 +94,14 @@ fn panics_and_errors_are_failed_tasks_with_their_message(
     }
     assert_eq!(report.failed_runs(), 3);
     // An async closure's panic is a failed task too.
+    assert_eq!(async_report.runs.len(), 2, "async:2 and seq");
     for r in &async_report.runs {
         assert_eq!(r.tasks_ok, 2, "{}: {:?}", r.key.label(), r.error);
         assert_eq!(r.failures.get("panic"), Some(&1), "{}", r.key.label());
     }
     // So is one raised while the closure builds its future: that task alone fails, the worker
     // loop that ran it goes on to the next ones.
+    assert_eq!(build_panic_report.runs.len(), 3);
     for r in &build_panic_report.runs {
         let what = r.key.label();
         assert_eq!(r.tasks_ok, 19, "{what}: {:?}", r.error);
@@ -112,26 +115,37 @@ fn panics_and_errors_are_failed_tasks_with_their_message(
         let e = r.error.as_deref().unwrap_or_default();
         assert!(e.contains("future 7 not built"), "{what}: {e}");
     }
-    assert_eq!(build_panic_report.runs.len(), 3);
     println!("ok: panics and errors are failed tasks");
+}
+
+/// Where a bad lab's task would leave its mark if it ever ran: named by the first process of
+/// this test (runs are this binary started again, with the same environment).
+fn ran_marker() -> std::path::PathBuf {
+    std::path::PathBuf::from(std::env::var_os(MARKER_VAR).expect("set by main"))
+}
+
+const MARKER_VAR: &str = "CONCUR_LAB_TEST_RAN_MARKER";
+
+/// A task that leaves the marker, then returns one byte.
+fn marking(_i: usize) -> u64 {
+    let _ = std::fs::write(ran_marker(), b"ran");
+    1
 }
 
 fn bad_input_is_refused_before_any_run() {
     for (lab, needle) in [
         (
-            Lab::new("fib").task(|_| 1u64).models(["seq"]),
+            Lab::new("fib").task(marking).models(["seq"]),
             "taken by the built-in workload 'fib'",
         ),
         (
-            Lab::new("lab-procs")
-                .task(|_| 1u64)
-                .models(["jobs-procs:2"]),
+            Lab::new("lab-procs").task(marking).models(["jobs-procs:2"]),
             "cannot re-create 'lab-procs'",
         ),
         (Lab::new("lab-none").models(["seq"]), "has no workload"),
-        (Lab::new("lab-nomodel").task(|_| 1u64), "has no models"),
+        (Lab::new("lab-nomodel").task(marking), "has no models"),
         (
-            Lab::new("lab-badmodel").task(|_| 1u64).models(["pool:0"]),
+            Lab::new("lab-badmodel").task(marking).models(["pool:0"]),
             "bad model 'pool:0'",
         ),
     ] {
@@ -141,6 +155,7 @@ fn bad_input_is_refused_before_any_run() {
             Ok(_) => panic!("accepted; wanted an error with {needle:?}"),
         }
     }
+    assert!(!ran_marker().exists(), "a refused lab ran a task");
     println!("ok: bad input refused");
 }
 
@@ -148,6 +163,12 @@ const N: usize = 12;
 
 fn main() {
     concur::init();
+    if std::env::var_os(MARKER_VAR).is_none() {
+        // The first process, before any thread or run: every run's process inherits it.
+        let marker = std::env::temp_dir().join(format!("concur-lab-ran-{}", std::process::id()));
+        let _ = std::fs::remove_file(&marker);
+        std::env::set_var(MARKER_VAR, &marker);
+    }
     // Every lab runs before anything reads a report: in a run's process (this binary started
     // again), the labs before the one that owns the run return empty reports.
     // Every registered model that can run a closure here (jobs-redis needs a Redis server,
@@ -213,7 +234,19 @@ fn main() {
         .warmup(0)
         .run()
         .expect("the lab runs");
+    // The marker does show a run: a good lab with the task of the bad ones leaves it.
+    let good = Lab::new("lab-marks")
+        .task(marking)
+        .models(["seq"])
+        .tasks([1])
+        .repeat(1)
+        .warmup(0)
+        .run()
+        .expect("the lab runs");
+    let marked = std::fs::remove_file(ran_marker()).is_ok();
     every_model_gives_the_same_checksum_in_fresh_processes(&sum, &models);
     panics_and_errors_are_failed_tasks_with_their_message(&bad, &bad_async, &build_panic);
+    assert_eq!(good.runs.len(), 1);
+    assert!(marked, "the marking task left no marker");
     bad_input_is_refused_before_any_run();
 }

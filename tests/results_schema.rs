@@ -120,7 +120,9 @@ fn open_model_runs_and_a_rate_search_follow_the_schema() {
     );
     assert!(out.status.success(), "{out:?}");
     let lines = check_file(&path);
-    for r in of_type(&lines, "run") {
+    let runs = of_type(&lines, "run");
+    assert_eq!(runs.len(), 2, "pool:1 and async:8: {runs:?}");
+    for r in runs {
         assert_eq!(r["rate_ramp"], json!([40.0, 120.0]), "{r}");
         assert!(r["series"].as_array().is_some_and(|s| !s.is_empty()), "{r}");
         assert!(
@@ -128,7 +130,9 @@ fn open_model_runs_and_a_rate_search_follow_the_schema() {
             "{r}"
         );
     }
-    for c in of_type(&lines, "cell") {
+    let cells = of_type(&lines, "cell");
+    assert_eq!(cells.len(), 2, "{cells:?}");
+    for c in cells {
         assert!(c.get("series").is_none(), "{c}");
         assert_eq!(c["rate_asked"], 80.0);
     }
@@ -166,6 +170,7 @@ fn open_model_runs_and_a_rate_search_follow_the_schema() {
         &["-w", "fib:5", "-m", "seq", "-n", "2", "-r", "1"],
     );
     let lines = check_file(&path);
+    assert_eq!(lines.len(), 3, "meta, run, cell: {lines:?}");
     for l in &lines[1..] {
         for k in [
             "rate_asked",
@@ -184,7 +189,9 @@ fn failed_crashed_and_timed_out_runs_follow_the_schema() {
     let dir = tempfile::tempdir().unwrap();
     let path = failing_study(dir.path());
     let lines = check_file(&path);
-    for r in of_type(&lines, "run") {
+    let runs = of_type(&lines, "run");
+    assert_eq!(runs.len(), 8, "4 workloads × 2 models: {runs:?}");
+    for r in runs {
         if r["status"] != "ok" {
             assert!(r["error"].is_string(), "{r}");
         }
@@ -242,12 +249,16 @@ fn an_http_study_against_its_own_server_follows_the_schema() {
     );
     assert!(out.status.success(), "{out:?}");
     let lines = check_file(&path);
-    for r in of_type(&lines, "run") {
+    let runs = of_type(&lines, "run");
+    assert_eq!(runs.len(), 2, "seq and async:4: {runs:?}");
+    for r in runs {
         assert_eq!(r["status"], "ok", "{r}");
         assert_eq!(r["nature"], "delay");
         assert!(r["server_peak_in_flight"].as_i64().unwrap() >= 1, "{r}");
     }
-    for c in of_type(&lines, "cell") {
+    let cells = of_type(&lines, "cell");
+    assert_eq!(cells.len(), 2, "{cells:?}");
+    for c in cells {
         assert_eq!(c["waits"], true, "{c}");
         assert!(c["tasks_per_s"].as_f64().unwrap() > 0.0, "{c}");
     }
@@ -280,7 +291,9 @@ fn an_https_study_without_keepalive_follows_the_schema() {
     );
     assert!(out.status.success(), "{out:?}");
     let lines = check_file(&path);
-    for r in of_type(&lines, "run") {
+    let runs = of_type(&lines, "run");
+    assert_eq!(runs.len(), 3, "async:2, curl:2 and fork: {runs:?}");
+    for r in runs {
         assert_eq!(r["status"], "ok", "{r}");
         if r["model"] == "fork" {
             continue;
@@ -289,6 +302,94 @@ fn an_https_study_without_keepalive_follows_the_schema() {
         assert!(r["tls_us"]["p50"].as_u64().is_some(), "{r}");
         assert!(r["connect_us"]["p50"].as_u64().is_some(), "{r}");
     }
+}
+
+#[test]
+fn queue_lock_and_crawl_studies_follow_the_schema() {
+    // The job-queue models (SQLite, memory, worker processes), with the actor pool beside.
+    let (dir, path) = results_path();
+    let out = run_into(
+        dir.path(),
+        &path,
+        &[
+            "-w",
+            "fib:10",
+            "-m",
+            "jobs:2",
+            "-m",
+            "jobs-memory:2",
+            "-m",
+            "jobs-procs:2",
+            "-m",
+            "actor:2",
+            "-n",
+            "4",
+            "-r",
+            "1",
+        ],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let lines = check_file(&path);
+    let runs = of_type(&lines, "run");
+    assert_eq!(runs.len(), 4, "{runs:?}");
+    for r in &runs {
+        assert_eq!(r["status"], "ok", "{r}");
+        assert_eq!(r["queue"], r["family"] != "actor", "{r}");
+    }
+    // The interpreter-lock emulation: threads and forks with --gil.
+    let (dir, path) = results_path();
+    let out = run_into(
+        dir.path(),
+        &path,
+        &[
+            "-w",
+            "spin:100000",
+            "-m",
+            "seq",
+            "-m",
+            "thread",
+            "-m",
+            "fork",
+            "-n",
+            "2",
+            "-r",
+            "1",
+            "--gil",
+        ],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let lines = check_file(&path);
+    let runs = of_type(&lines, "run");
+    assert_eq!(runs.len(), 3, "{runs:?}");
+    assert!(runs.iter().all(|r| r["gil"] == true), "{runs:?}");
+    // `concur crawl` against a server of the test's own.
+    let s = concur::server::InProcessServer::start(concur::server::ServerOptions::ephemeral(), 1)
+        .expect("server starts");
+    let (dir, path) = results_path();
+    let url = format!("{}/add?name={{rand}}&delay=1", s.base_url());
+    let out = concur()
+        .current_dir(dir.path())
+        .args(["crawl", &url, "-n", "10", "-c", "5", "-q", "--json"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let lines = check_file(&path);
+    let runs = of_type(&lines, "run");
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["bytes"], 100, "{}", runs[0]);
+    // The crawl study, its quick size, on its own server.
+    let (dir, path) = results_path();
+    let out = run_into(dir.path(), &path, &["crawl", "--quick", "-r", "1"]);
+    assert!(out.status.success(), "{out:?}");
+    let lines = check_file(&path);
+    let runs = of_type(&lines, "run");
+    assert!(runs.len() >= 4, "{runs:?}");
+    assert!(
+        runs.iter()
+            .all(|r| r["study"] == "crawl" && r["status"] == "ok"),
+        "{runs:?}"
+    );
 }
 
 #[test]

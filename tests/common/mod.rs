@@ -20,6 +20,17 @@ pub fn wait_for(what: &str, limit: std::time::Duration, mut cond: impl FnMut() -
     }
 }
 
+/// Held by the tests of one binary that must not run at the same time (heavy ones, and the
+/// timing checks that would suffer beside them): the test harness runs a binary's tests on
+/// parallel threads, and each binary has its own copy of this lock.
+static ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Takes [`ALONE`] for the rest of the calling test (a test that failed holding it does not
+/// stop the others).
+pub fn alone() -> std::sync::MutexGuard<'static, ()> {
+    ALONE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// The concur binary under test, without a `CONCUR_JOBS_BACKEND` the developer's shell may
 /// have set (it would stand in for every absent `--backend`).
 pub fn concur() -> Command {
@@ -47,6 +58,45 @@ pub fn read_lines(path: &Path) -> Vec<Value> {
 /// The lines of one type (`meta`, `run`, `cell`).
 pub fn of_type<'a>(lines: &'a [Value], ty: &str) -> Vec<&'a Value> {
     lines.iter().filter(|l| l["type"] == ty).collect()
+}
+
+/// The `--prepare` hook that [`refused_before_any_run`] adds: it leaves `prepared` in `dir`
+/// before every run, so a run that happened shows even when nothing else was written.
+pub fn prepare_marker(dir: &Path) -> (String, PathBuf) {
+    let marker = dir.join("prepared");
+    (format!("touch '{}'", marker.display()), marker)
+}
+
+/// Runs `concur ARGS --prepare HOOK` (ARGS start with `run` or `crawl`) in a fresh directory
+/// and checks that it was refused before any run: exit 2, one line on stderr, nothing on
+/// stdout, no marker from the `--prepare` hook, no results folder. Returns the stderr line.
+pub fn refused_before_any_run(args: &[&str]) -> String {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (hook, marker) = prepare_marker(dir.path());
+    let out = concur()
+        .current_dir(dir.path())
+        .args(args)
+        .args(["--prepare", &hook])
+        .output()
+        .expect("concur runs");
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(
+        err.trim().lines().count(),
+        1,
+        "{args:?}: not one line: {err}"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(!marker.exists(), "{args:?}: a run was prepared: {err}");
+    assert!(
+        !dir.path().join("concur-results").exists(),
+        "{args:?}: a results file was written: {err}"
+    );
+    err
 }
 
 /// Runs `concur run ARGS --json FILE -q`, checks that it exits with `code`, and returns the
@@ -268,7 +318,8 @@ pub fn descendants(root: i32) -> Vec<(i32, u64)> {
 
 /// Every registered model that accepts `workload` (by its own check), as a spec with `workers`
 /// where it takes a count; the ones that need a Redis server are left out (their tests start
-/// one).
+/// one). Tests that mean "every model" go through [`models_accepting_exactly`], so that a model
+/// that wrongly starts refusing a workload fails them instead of silently dropping out.
 pub fn models_accepting(workload: &str, workers: usize) -> Vec<String> {
     let opts = concur::workload::WorkloadOptions::default();
     let w = concur::workload::parse(workload, &opts).expect("a workload spec");
@@ -286,4 +337,46 @@ pub fn models_accepting(workload: &str, workers: usize) -> Vec<String> {
             !m.needs_redis() && m.check(&*w, false).is_ok()
         })
         .collect()
+}
+
+/// Every model that must fetch `http:` workloads, 4 workers where it takes them: all but
+/// `jobs-redis` (tests/jobs_queue.rs runs it on the Redis it starts), in the registry's order.
+pub const HTTP_MODELS_4: &[&str] = &[
+    "seq",
+    "thread",
+    "spawn",
+    "fork",
+    "pool:4",
+    "rayon:4",
+    "async:4",
+    "async-local:4",
+    "curl:4",
+    "green:4",
+    "actor:4",
+    "jobs:4",
+    "jobs-memory:4",
+    "jobs-procs:4",
+];
+
+/// [`models_accepting`], checked against the literal list of models that must accept
+/// `workload`: the code under test does not get to choose the models its test runs. A model
+/// missing from the derived list refuses what it should run; one that is only in the derived
+/// list is new (add it to the test's list).
+pub fn models_accepting_exactly(workload: &str, workers: usize, expected: &[&str]) -> Vec<String> {
+    let derived = models_accepting(workload, workers);
+    let refusing: Vec<&&str> = expected
+        .iter()
+        .filter(|m| !derived.iter().any(|d| d == *m))
+        .collect();
+    let unlisted: Vec<&String> = derived
+        .iter()
+        .filter(|d| !expected.contains(&d.as_str()))
+        .collect();
+    assert!(
+        refusing.is_empty() && unlisted.is_empty(),
+        "{workload}: models that refuse it: {refusing:?}; models that accept it but are not \
+         in the test's list: {unlisted:?}"
+    );
+    assert_eq!(derived, expected, "{workload}: the registry's order");
+    derived
 }
