@@ -21,13 +21,13 @@ stop_on_exit() { bench_pids+=("$1"); }
 
 build() {
   cargo build --release -q
-  bin=$PWD/target/release/concur
+  bin=${CARGO_TARGET_DIR:-$PWD/target}/release/concur
 }
 
 # The release binary ships without debug info; profilers need the symbols and lines.
 build_profiling() {
   cargo build --profile profiling -q
-  bin=$PWD/target/profiling/concur
+  bin=${CARGO_TARGET_DIR:-$PWD/target}/profiling/concur
 }
 
 raise_open_files() { ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"; }

@@ -159,7 +159,7 @@ fn jobs_worker_processes_die_with_the_runner() {
 /// (2 tasks) under models that run it from a thread, a task, a fork, a spawned task or a
 /// queue worker process.
 const BUILT_IN_TREES: &[(&str, &str, usize, usize)] = &[
-    // __run and its 3 forks; its 3 __task children; its 2 `jobs work` processes.
+    // __run and its 3 forks; its 3 __task children; its 2 `__worker` processes.
     ("sleep:60s", "fork", 3, 4),
     ("sleep:60s", "spawn", 3, 4),
     ("sleep:60s", "jobs-procs:2", 3, 3),
