@@ -39,6 +39,9 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
 
 /// A study's options: which cells, how they run, and the groups below. `concur run` is this
 /// plus its output flags; `crawl` and `advise` fill in the few fields they set.
+// The doc comments of the fields are the flags' help texts as users read them, grammar in
+// brackets included (`redis://[:PASSWORD@]HOST`), not links.
+#[allow(rustdoc::broken_intra_doc_links)]
 #[derive(Args, Debug, Clone)]
 pub struct StudyOptions {
     /// Built-in study (STUDIES)

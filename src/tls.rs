@@ -133,7 +133,7 @@ impl Verifier {
     }
 
     /// Checks the chain a server presented (its own certificate, then the others it sent) for
-    /// `name` at `now`: nothing, or the words of [`refusal_words`]. For clients that verify
+    /// `name` at `now`: nothing, or the words of `refusal_words`. For clients that verify
     /// outside a rustls handshake (libcurl's, in `curl_multi.rs`) as well as for this verifier.
     pub fn check(
         &self,
