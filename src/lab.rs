@@ -14,14 +14,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::analysis::advice::{self, Advice};
-use crate::analysis::compare::{self, Comparison};
-use crate::analysis::results::{self, CellResult, Meta, ResultsWriter, RunResult};
+use crate::analysis::advice::Advice;
+use crate::analysis::compare::Comparison;
+use crate::analysis::results::{CellResult, Meta, RunResult};
 use crate::analysis::Analysis;
+use crate::app::{command_line, conduct, Conduct, Isolation};
 use crate::error::{Error, Result};
+use crate::publish::Outputs;
 use crate::report::{self, Report};
 use crate::selfcall::SelfCall;
-use crate::study::{self, Executor, InProcessExecutor, ProcessExecutor, StudyOptions};
+use crate::study::{self, StudyOptions};
 use crate::workload::custom::{self, FnWorkload, TaskOutput};
 use crate::workload::{Nature, Workload};
 
@@ -263,23 +265,8 @@ impl Lab {
                 self.name
             )));
         }
-        let bound = crate::bind::bind(study::plan::build(&opts)?, &opts)?;
-        let plan = &bound.plan;
-        let baseline = match &self.baseline {
-            Some(spec) => Some((
-                spec.clone(),
-                results::read_results(&compare::resolve_baseline(spec)?)?,
-            )),
-            None => None,
-        };
-        let mut writer = match &self.results {
-            Some(p) => ResultsWriter::create(p)?,
-            None => ResultsWriter::sink(),
-        };
-        let process;
-        let executor: &dyn Executor = if INIT.load(Ordering::SeqCst) {
-            process = ProcessExecutor::new(bound.run_server())?;
-            &process
+        let isolation = if INIT.load(Ordering::SeqCst) {
+            Isolation::FreshProcess
         } else {
             if !WARNED.swap(true, Ordering::SeqCst) {
                 eprintln!(
@@ -287,40 +274,33 @@ impl Lab {
                     self.name
                 );
             }
-            &InProcessExecutor
+            Isolation::InProcess
         };
-        let outcome = study::execute(
-            plan,
-            executor,
-            &mut writer,
-            std::env::args().collect(),
-            study::Feedback::Quiet,
+        // A lab shows nothing and renders nothing: its report is returned, not printed.
+        let out = Outputs {
+            results: self.results.clone(),
+            exports: Vec::new(),
+            baseline: self.baseline.clone(),
+            save_baseline: self.save_baseline.clone(),
+            quiet: true,
+            ignore_failures: true,
+        };
+        let done = conduct(
+            &opts,
+            &out,
+            Conduct {
+                isolation,
+                feedback: study::Feedback::Quiet,
+                default_results: false,
+                command: command_line(),
+            },
         )?;
-        let comparison = baseline.map(|(label, b)| {
-            compare::compare(
-                &label,
-                &b.runs,
-                b.meta.as_ref().map(|m| &m.machine),
-                &outcome.runs,
-                Some(&outcome.meta.machine),
-            )
-        });
-        let advice = advice::advise(&outcome.analysis);
-        if let Some(name) = &self.save_baseline {
-            crate::publish::save_baseline(
-                name,
-                &outcome.analysis,
-                &outcome.meta,
-                &outcome.runs,
-                true,
-            )?;
-        }
         Ok(LabReport {
-            meta: outcome.meta,
-            runs: outcome.runs,
-            analysis: outcome.analysis,
-            advice,
-            comparison,
+            meta: done.outcome.meta,
+            runs: done.outcome.runs,
+            analysis: done.outcome.analysis,
+            advice: done.conclusion.advice,
+            comparison: done.conclusion.comparison,
         })
     }
 }

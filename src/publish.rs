@@ -53,15 +53,24 @@ pub fn prepare(out: &Outputs) -> Result<Prepared> {
     Ok(Prepared { exports, baseline })
 }
 
+/// What a study concludes beyond its cells: the comparison with a baseline, and the advice.
+#[derive(Debug, Clone)]
+pub struct Conclusion {
+    /// The comparison with the baseline, if one was named.
+    pub comparison: Option<compare::Comparison>,
+    /// The advice per group of cells.
+    pub advice: Vec<advice::Advice>,
+}
+
 /// Compares with the baseline (if any), advises, writes every rendering, saves the baseline
-/// and prints the warnings.
+/// and prints the warnings; returns the comparison and the advice.
 pub fn publish(
     a: &Analysis,
     meta: &Meta,
     runs: &[RunResult],
     prepared: Prepared,
     out: &Outputs,
-) -> Result<()> {
+) -> Result<Conclusion> {
     let comparison = prepared.baseline.map(|(label, b)| {
         compare::compare(
             &label,
@@ -92,10 +101,10 @@ pub fn publish(
     if let Some(name) = &out.save_baseline {
         save_baseline(name, a, meta, runs, out.quiet)?;
     }
-    Ok(())
+    Ok(Conclusion { comparison, advice })
 }
 
-pub(crate) fn save_baseline(
+fn save_baseline(
     name: &str,
     a: &Analysis,
     meta: &Meta,

@@ -277,7 +277,7 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
         Command::Run(a) => crate::run(
             &a.study,
             &outputs(a.out, a.json, a.failures.ignore_failures),
-            command_line(),
+            crate::app::command_line(),
         ),
         Command::Report(a) => crate::report_file(&a.file, &outputs(a.out, None, false)),
         Command::Crawl(a) => {
@@ -309,7 +309,7 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
             crate::run(
                 &opts,
                 &outputs(a.out, a.json, a.failures.ignore_failures),
-                command_line(),
+                crate::app::command_line(),
             )
         }
         Command::Serve(a) => {
@@ -341,7 +341,7 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
                 a.repeat,
                 base,
                 &outputs(a.out, a.results, a.failures.ignore_failures),
-                command_line(),
+                crate::app::command_line(),
             )
         }
         Command::Completions { shell } => {
@@ -363,14 +363,6 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
             crate::study::child::serve().map(|_| 0)
         }
     }
-}
-
-/// The command line as typed, for the results' meta line (an argument that is not UTF-8 is
-/// kept, its bad bytes replaced, rather than a panic).
-fn command_line() -> Vec<String> {
-    std::env::args_os()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect()
 }
 
 /// Parses the command line, runs the subcommand, and returns the exit code: the library's,

@@ -1,0 +1,212 @@
+//! One path for every command that runs a study: plan → bind → execute → publish
+//! ([`conduct`]). `concur run`, `crawl` and `advise` (which only fill in a [`StudyOptions`])
+//! and [`crate::Lab`] all take it; `concur report` enters at publish with a results file.
+
+use std::path::{Path, PathBuf};
+
+use crate::analysis::results::{read_results, ResultsWriter};
+use crate::error::{Error, Result};
+use crate::options::StudyOptions;
+use crate::publish::{self, Conclusion, Outputs};
+use crate::study::{self, Executor, Feedback, InProcessExecutor, ProcessExecutor, StudyOutcome};
+use crate::{bind, model, VERSION};
+
+/// Where a study's runs happen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Isolation {
+    /// Each run in a fresh process of this binary (the command line; a lab after `init`).
+    FreshProcess,
+    /// Each run inside this process (a lab whose binary did not call `init`).
+    InProcess,
+}
+
+/// How a study is carried out besides its options and outputs.
+pub(crate) struct Conduct {
+    /// Where the runs happen.
+    pub isolation: Isolation,
+    /// What stderr shows while they do.
+    pub feedback: Feedback,
+    /// Whether a results file is written when none was asked for
+    /// (`concur-results/STUDY-TIME.jsonl`; a lab writes none then).
+    pub default_results: bool,
+    /// The command line for the meta line.
+    pub command: Vec<String>,
+}
+
+/// What a conducted study produced and concluded.
+pub(crate) struct Conducted {
+    /// The runs, cells and meta line.
+    pub outcome: StudyOutcome,
+    /// The comparison with a baseline and the advice.
+    pub conclusion: Conclusion,
+    /// The results file written, if any.
+    pub results: Option<PathBuf>,
+}
+
+/// Plans `opts`, checks the outputs, acquires what the plan needs, runs every cell and
+/// publishes: the one path of every study.
+pub(crate) fn conduct(opts: &StudyOptions, out: &Outputs, how: Conduct) -> Result<Conducted> {
+    let plan = study::plan::build(opts)?;
+    let prepared = publish::prepare(out)?;
+    let bound = bind::bind(plan, opts)?;
+    let plan = &bound.plan;
+    let mut writer = match (&out.results, how.default_results) {
+        (Some(p), _) => ResultsWriter::create(p)?,
+        (None, true) => {
+            let stamp = study::machine::now_rfc3339().replace([':', '-'], "");
+            ResultsWriter::create(
+                &PathBuf::from("concur-results").join(format!("{}-{stamp}.jsonl", plan.name)),
+            )?
+        }
+        (None, false) => ResultsWriter::sink(),
+    };
+    if !out.quiet {
+        let runs = match plan.open.as_ref().filter(|o| o.is_auto()) {
+            Some(o) if o.remeasure > 0 => format!(
+                ", a rate search each, then {} runs at the rate found",
+                o.remeasure
+            ),
+            Some(_) => ", a rate search each".to_string(),
+            None if plan.warmup > 0 => {
+                format!(" × {} runs (+{} warm-up)", plan.repeat, plan.warmup)
+            }
+            None => format!(" × {} runs", plan.repeat),
+        };
+        eprintln!(
+            "concur {}: study '{}', {} cells{runs}",
+            VERSION,
+            plan.name,
+            plan.cells.len(),
+        );
+        for n in &plan.notes {
+            eprintln!("note: {n}");
+        }
+        if let Some(s) = &bound.server {
+            eprintln!(
+                "server: concur's delay server in-process at {}",
+                s.base_url()
+            );
+        }
+    }
+    let process;
+    let executor: &dyn Executor = match how.isolation {
+        Isolation::FreshProcess => {
+            process = ProcessExecutor::new(bound.run_server())?;
+            &process
+        }
+        Isolation::InProcess => &InProcessExecutor,
+    };
+    let outcome = study::execute(plan, executor, &mut writer, how.command, how.feedback)?;
+    // The server stops (and the classic programs' folder goes) before the reports are made.
+    drop(bound);
+    let conclusion = publish::publish(
+        &outcome.analysis,
+        &outcome.meta,
+        &outcome.runs,
+        prepared,
+        out,
+    )?;
+    Ok(Conducted {
+        outcome,
+        conclusion,
+        results: writer.path().map(Path::to_path_buf),
+    })
+}
+
+/// The command line as typed, for the results' meta line: an argument that is not UTF-8 is
+/// kept with its bad bytes replaced, rather than a panic.
+pub(crate) fn command_line() -> Vec<String> {
+    std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect()
+}
+
+/// `concur run`: validates the options into a plan, runs it, saves and shows the results.
+/// Returns the exit code: 0 when every counted run succeeded (or `-i`), 1 when some failed,
+/// 130 when interrupted (every finished run is kept).
+pub fn run(opts: &StudyOptions, out: &Outputs, command: Vec<String>) -> Result<i32> {
+    let feedback = if out.quiet {
+        Feedback::Quiet
+    } else if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        Feedback::Bar
+    } else {
+        Feedback::Lines
+    };
+    let done = conduct(
+        opts,
+        out,
+        Conduct {
+            isolation: Isolation::FreshProcess,
+            feedback,
+            default_results: true,
+            command,
+        },
+    )?;
+    if let (Some(p), false) = (&done.results, out.quiet) {
+        eprintln!(
+            "results: {} (render again with: concur report {})",
+            p.display(),
+            p.display()
+        );
+    }
+    if done.outcome.interrupted {
+        eprintln!(
+            "interrupted: {} finished runs kept",
+            done.outcome.runs.len()
+        );
+        return Ok(130);
+    }
+    Ok(publish::exit_status(&done.outcome.runs, out))
+}
+
+/// `concur report FILE`: renders a results file again (cells are recomputed from its runs, on
+/// the machine the file records). Rendering succeeded: 0, whatever the runs were.
+pub fn report_file(path: &Path, out: &Outputs) -> Result<i32> {
+    if out.results.is_some() {
+        return Err(Error::usage(
+            "report reads a results file; --json does not apply",
+        ));
+    }
+    let prepared = publish::prepare(out)?;
+    let results = read_results(path)?;
+    let meta = results
+        .meta
+        .ok_or_else(|| Error::usage(format!("'{}' has no meta line", path.display())))?;
+    let analysis = crate::analysis::analyze(&results.runs, &meta.machine);
+    publish::publish(&analysis, &meta, &results.runs, prepared, out)?;
+    Ok(0)
+}
+
+/// `concur advise`: runs the few cells that tell what bounds `workload` and which model suits
+/// it (seq, thread, a pool of one thread per core, async with every task in flight, fork), a
+/// few times each, and shows them with the advice. Returns the exit code as [`run`] does.
+/// `base` carries the flags that still apply (`--shell`, `--cmd-output`, the open model).
+/// `repeat`: `-r`, 3 by default (with `--rate auto`: none, each search's probe is its cell's
+/// run).
+pub fn advise(
+    workload: &str,
+    tasks: Option<usize>,
+    repeat: Option<usize>,
+    base: StudyOptions,
+    out: &Outputs,
+    command: Vec<String>,
+) -> Result<i32> {
+    let cores = model::cores();
+    // An open run without -n is sized by its --duration; async then gets a generous W.
+    let w = tasks.unwrap_or(if base.open.rate.is_some() { 1000 } else { 10 });
+    let opts = StudyOptions {
+        workloads: vec![workload.to_string()],
+        models: vec![
+            "seq".into(),
+            "thread".into(),
+            format!("pool:{cores}"),
+            format!("async:{}", w.max(1)),
+            "fork".into(),
+        ],
+        tasks: tasks.into_iter().collect(),
+        repeat: repeat.or(base.open.default_repeat(3)),
+        warmup: Some(0),
+        ..base
+    };
+    run(&opts, out, command)
+}
