@@ -18,8 +18,8 @@ pub(super) fn list() {
         println!("  {:28} {}", e.usage(), e.help);
     }
     println!("\nStudies (concur run STUDY):");
-    for (name, help) in presets::STUDIES {
-        println!("  {name:28} {help}");
+    for s in presets::STUDIES {
+        println!("  {:28} {}", s.name, s.help);
     }
     println!("\nOutput formats (--format FORMAT, --export FORMAT=FILE):");
     for f in crate::report::FORMATS {
@@ -33,7 +33,8 @@ fn default_repeats() -> String {
     let defaults = crate::options::StudyOptions::default();
     let mut parts: Vec<String> = presets::STUDIES
         .iter()
-        .filter_map(|(name, _)| {
+        .filter_map(|s| {
+            let name = s.name;
             let full = presets::preset(name, &defaults, false).ok()?.repeat;
             let quick = presets::preset(
                 name,
@@ -71,11 +72,7 @@ pub(super) fn command() -> clap::Command {
         .map(|e| e.usage())
         .collect::<Vec<_>>()
         .join(", ");
-    let studies = presets::STUDIES
-        .iter()
-        .map(|(n, _)| *n)
-        .collect::<Vec<_>>()
-        .join(", ");
+    let studies = presets::study_names().join(", ");
     let formats = crate::report::format_names().join(", ");
     let repeats = default_repeats();
     let fill = |a: clap::Arg| -> clap::Arg {

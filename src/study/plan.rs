@@ -301,10 +301,22 @@ fn check_range(flag: &str, value: usize, lo: usize, hi: usize) -> Result<usize> 
 
 /// Whether `--classic` applies to these options: a built-in study, not a free-form one.
 pub fn check_classic(o: &StudyOptions) -> Result<()> {
-    if o.classic && o.is_freeform() {
-        return Err(Error::usage(
-            "--classic adds the classic programs to the gil, mailer and crawl studies and the tour; a free-form study takes --peer LABEL=COMMAND instead",
-        ));
+    if !o.classic {
+        return Ok(());
+    }
+    let with_classic: Vec<&str> = presets::STUDIES
+        .iter()
+        .filter(|s| s.classic)
+        .map(|s| s.name)
+        .collect();
+    let name = o.study.as_deref().unwrap_or(presets::TOUR);
+    // An unknown study is the registry's to refuse (with the names allowed).
+    let known = presets::STUDIES.iter().any(|s| s.name == name);
+    if o.is_freeform() || (known && !with_classic.contains(&name)) {
+        return Err(Error::usage(format!(
+            "--classic adds the classic programs to these studies: {}; a free-form study takes --peer LABEL=COMMAND instead",
+            with_classic.join(", ")
+        )));
     }
     Ok(())
 }

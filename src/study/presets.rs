@@ -7,13 +7,51 @@ use crate::study::plan::{CellRequest, StudyOptions};
 /// The default study: every built-in study, scaled down (`--quick`).
 pub const TOUR: &str = "tour";
 
-/// The built-in studies' names and one line each, for `--help` and errors.
-pub const STUDIES: &[(&str, &str)] = &[
-    ("tour", "every study below in quick form, in under a minute (the default)"),
-    ("gil", "CPU work (spin) and blocking reads under seq, thread, spawn, fork; 1, 2, 6, 10 tasks; with and without --gil"),
-    ("crawl", "1000 GETs of a 100 ms delay under seq (50, --full: 1000), thread, pool:100, async:100, async-local:100, curl:100, green:100, async:1000, against concur's own server (or --url)"),
-    ("mailer", "100 mail deliveries (build + fib(30) + render) under seq, fork, spawn, thread, pool:10, rayon:10, async:10, actor:10, jobs:10 (SQLite), jobs-memory:10, jobs-redis:10 (with --jobs-backend redis://...), plus 10,000 threads"),
+/// A built-in study: its name, a line of help, and its cells for the user's options.
+pub struct Study {
+    /// What `concur run NAME` calls it.
+    pub name: &'static str,
+    /// What it runs, in one line (`--help`, `concur list`).
+    pub help: &'static str,
+    /// Its cells and default sizes for these options (`redis`: whether `--jobs-backend`
+    /// names a Redis); a flag it cannot take is a usage error.
+    pub build: fn(&StudyOptions, bool) -> Result<Preset>,
+    /// Whether `--classic` adds the classic programs' rows to it (`classic::prepare`).
+    pub classic: bool,
+}
+
+/// Every built-in study. A new study is one function here plus one entry.
+pub const STUDIES: &[Study] = &[
+    Study {
+        name: TOUR,
+        help: "every study below in quick form, in under a minute (the default)",
+        build: tour,
+        classic: true,
+    },
+    Study {
+        name: "gil",
+        help: "CPU work (spin) and blocking reads under seq, thread, spawn, fork; 1, 2, 6, 10 tasks; with and without --gil",
+        build: gil,
+        classic: true,
+    },
+    Study {
+        name: "crawl",
+        help: "1000 GETs of a 100 ms delay under seq (50, --full: 1000), thread, pool:100, async:100, async-local:100, curl:100, green:100, async:1000, against concur's own server (or --url)",
+        build: |o, _| Ok(crawl_study(o.quick, o.full, o.lock.gil)),
+        classic: true,
+    },
+    Study {
+        name: "mailer",
+        help: "100 mail deliveries (build + fib(30) + render) under seq, fork, spawn, thread, pool:10, rayon:10, async:10, actor:10, jobs:10 (SQLite), jobs-memory:10, jobs-redis:10 (with --jobs-backend redis://...), plus 10,000 threads",
+        build: |o, redis| Ok(mailer_study(o.quick, o.stress, o.lock.gil, redis)),
+        classic: true,
+    },
 ];
+
+/// The built-in studies' names, for help texts and errors.
+pub fn study_names() -> Vec<&'static str> {
+    STUDIES.iter().map(|s| s.name).collect()
+}
 
 /// `spin` iterations of the full `gil` study's CPU task: about 60 ms here (the classic's
 /// `math1` took about 50 ms in CPython 3.11 on this machine), so start-up costs cannot hide
@@ -204,6 +242,33 @@ fn crawl_study(quick: bool, full: bool, gil: bool) -> Preset {
     }
 }
 
+fn gil(o: &StudyOptions, _redis: bool) -> Result<Preset> {
+    if o.lock.gil {
+        return Err(Error::usage(
+            "the gil study runs every cell with and without the lock already; drop --gil",
+        ));
+    }
+    Ok(gil_study(o.quick))
+}
+
+fn tour(o: &StudyOptions, redis: bool) -> Result<Preset> {
+    if o.lock.gil {
+        return Err(Error::usage(
+            "the tour runs the gil study, which runs with and without the lock already; drop --gil",
+        ));
+    }
+    let g = gil_study(true);
+    let m = mailer_study(true, o.stress, false, redis);
+    let c = crawl_study(true, o.full, false);
+    Ok(Preset {
+        name: TOUR.into(),
+        cells: g.cells.into_iter().chain(m.cells).chain(c.cells).collect(),
+        repeat: 3,
+        warmup: 0,
+        notes: g.notes.into_iter().chain(m.notes).chain(c.notes).collect(),
+    })
+}
+
 /// The named study's cells for these options.
 /// `redis` says whether `--jobs-backend` names a Redis (the plan parsed it), so that `mailer`
 /// adds its `jobs-redis:10` cell.
@@ -218,39 +283,11 @@ pub fn preset(name: &str, o: &StudyOptions, redis: bool) -> Result<Preset> {
             "--stress adds the 30,000-thread cell to the mailer study; the gil study has none",
         ));
     }
-    match name {
-        "gil" => {
-            if o.lock.gil {
-                return Err(Error::usage(
-                    "the gil study runs every cell with and without the lock already; drop --gil",
-                ));
-            }
-            Ok(gil_study(o.quick))
-        }
-        "mailer" => Ok(mailer_study(o.quick, o.stress, o.lock.gil, redis)),
-        "crawl" => Ok(crawl_study(o.quick, o.full, o.lock.gil)),
-        TOUR => {
-            if o.lock.gil {
-                return Err(Error::usage("the tour runs the gil study, which runs with and without the lock already; drop --gil"));
-            }
-            let g = gil_study(true);
-            let m = mailer_study(true, o.stress, false, redis);
-            let c = crawl_study(true, o.full, false);
-            Ok(Preset {
-                name: TOUR.into(),
-                cells: g.cells.into_iter().chain(m.cells).chain(c.cells).collect(),
-                repeat: 3,
-                warmup: 0,
-                notes: g.notes.into_iter().chain(m.notes).chain(c.notes).collect(),
-            })
-        }
-        other => Err(Error::usage(format!(
-            "unknown study '{other}' (allowed: {})",
-            STUDIES
-                .iter()
-                .map(|(n, _)| *n)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))),
-    }
+    let study = STUDIES.iter().find(|s| s.name == name).ok_or_else(|| {
+        Error::usage(format!(
+            "unknown study '{name}' (allowed: {})",
+            study_names().join(", ")
+        ))
+    })?;
+    (study.build)(o, redis)
 }
