@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use crate::analysis::results::{read_results, ResultsWriter};
 use crate::error::{Error, Result};
 use crate::options::StudyOptions;
+use crate::output::{Feedback, Terminal};
 use crate::publish::{self, Conclusion, Outputs};
-use crate::study::{self, Executor, Feedback, InProcessExecutor, ProcessExecutor, StudyOutcome};
+use crate::study::{self, Executor, InProcessExecutor, ProcessExecutor, StudyOutcome};
 use crate::{bind, model, VERSION};
 
 /// Where a study's runs happen.
@@ -24,7 +25,7 @@ pub(crate) enum Isolation {
 pub(crate) struct Conduct {
     /// Where the runs happen.
     pub isolation: Isolation,
-    /// What stderr shows while they do.
+    /// What stderr shows while they do (and after: warnings, where the results went).
     pub feedback: Feedback,
     /// Whether a results file is written when none was asked for
     /// (`concur-results/STUDY-TIME.jsonl`; a lab writes none then).
@@ -39,8 +40,6 @@ pub(crate) struct Conducted {
     pub outcome: StudyOutcome,
     /// The comparison with a baseline and the advice.
     pub conclusion: Conclusion,
-    /// The results file written, if any.
-    pub results: Option<PathBuf>,
 }
 
 /// Plans `opts`, checks the outputs, acquires what the plan needs, runs every cell and
@@ -60,33 +59,32 @@ pub(crate) fn conduct(opts: &StudyOptions, out: &Outputs, how: Conduct) -> Resul
         }
         (None, false) => ResultsWriter::sink(),
     };
-    if !out.quiet {
-        let runs = match plan.open.as_ref().filter(|o| o.is_auto()) {
-            Some(o) if o.remeasure > 0 => format!(
-                ", a rate search each, then {} runs at the rate found",
-                o.remeasure
-            ),
-            Some(_) => ", a rate search each".to_string(),
-            None if plan.warmup > 0 => {
-                format!(" × {} runs (+{} warm-up)", plan.repeat, plan.warmup)
-            }
-            None => format!(" × {} runs", plan.repeat),
-        };
-        eprintln!(
-            "concur {}: study '{}', {} cells{runs}",
-            VERSION,
-            plan.name,
-            plan.cells.len(),
-        );
-        for n in &plan.notes {
-            eprintln!("note: {n}");
+    let terminal = Terminal::new(how.feedback);
+    let runs = match plan.open.as_ref().filter(|o| o.is_auto()) {
+        Some(o) if o.remeasure > 0 => format!(
+            ", a rate search each, then {} runs at the rate found",
+            o.remeasure
+        ),
+        Some(_) => ", a rate search each".to_string(),
+        None if plan.warmup > 0 => {
+            format!(" × {} runs (+{} warm-up)", plan.repeat, plan.warmup)
         }
-        if let Some(s) = &bound.server {
-            eprintln!(
-                "server: concur's delay server in-process at {}",
-                s.base_url()
-            );
-        }
+        None => format!(" × {} runs", plan.repeat),
+    };
+    terminal.line(format_args!(
+        "concur {}: study '{}', {} cells{runs}",
+        VERSION,
+        plan.name,
+        plan.cells.len(),
+    ));
+    for n in &plan.notes {
+        terminal.note(n);
+    }
+    if let Some(s) = &bound.server {
+        terminal.line(format_args!(
+            "server: concur's delay server in-process at {}",
+            s.base_url()
+        ));
     }
     let process;
     let executor: &dyn Executor = match how.isolation {
@@ -96,7 +94,7 @@ pub(crate) fn conduct(opts: &StudyOptions, out: &Outputs, how: Conduct) -> Resul
         }
         Isolation::InProcess => &InProcessExecutor,
     };
-    let outcome = study::execute(plan, executor, &mut writer, how.command, how.feedback)?;
+    let outcome = study::execute(plan, executor, &mut writer, how.command, &terminal)?;
     // The server stops (and the classic programs' folder goes) before the reports are made.
     drop(bound);
     let conclusion = publish::publish(
@@ -106,10 +104,16 @@ pub(crate) fn conduct(opts: &StudyOptions, out: &Outputs, how: Conduct) -> Resul
         prepared,
         out,
     )?;
+    if let Some(p) = writer.path() {
+        terminal.line(format_args!(
+            "results: {} (render again with: concur report {})",
+            p.display(),
+            p.display()
+        ));
+    }
     Ok(Conducted {
         outcome,
         conclusion,
-        results: writer.path().map(Path::to_path_buf),
     })
 }
 
@@ -125,35 +129,22 @@ pub(crate) fn command_line() -> Vec<String> {
 /// Returns the exit code: 0 when every counted run succeeded (or `-i`), 1 when some failed,
 /// 130 when interrupted (every finished run is kept).
 pub fn run(opts: &StudyOptions, out: &Outputs, command: Vec<String>) -> Result<i32> {
-    let feedback = if out.quiet {
-        Feedback::Quiet
-    } else if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-        Feedback::Bar
-    } else {
-        Feedback::Lines
-    };
     let done = conduct(
         opts,
         out,
         Conduct {
             isolation: Isolation::FreshProcess,
-            feedback,
+            feedback: Feedback::for_stderr(out.quiet),
             default_results: true,
             command,
         },
     )?;
-    if let (Some(p), false) = (&done.results, out.quiet) {
-        eprintln!(
-            "results: {} (render again with: concur report {})",
-            p.display(),
-            p.display()
-        );
-    }
     if done.outcome.interrupted {
-        eprintln!(
+        // Said even with --quiet: the exit status alone would not say what was kept.
+        Terminal::new(Feedback::Lines).line(format_args!(
             "interrupted: {} finished runs kept",
             done.outcome.runs.len()
-        );
+        ));
         return Ok(130);
     }
     Ok(publish::exit_status(&done.outcome.runs, out))

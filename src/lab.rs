@@ -269,10 +269,10 @@ impl Lab {
             Isolation::FreshProcess
         } else {
             if !WARNED.swap(true, Ordering::SeqCst) {
-                eprintln!(
-                    "concur: warning: concur::init() was not called first in main, so every run of lab '{}' happens inside this process (runtimes, pools and the allocator carry over; --timeout cannot stop a run); results say \"isolation\": \"in-process\"",
+                crate::output::warn_always(format_args!(
+                    "concur::init() was not called first in main, so every run of lab '{}' happens inside this process (runtimes, pools and the allocator carry over; --timeout cannot stop a run); results say \"isolation\": \"in-process\"",
                     self.name
-                );
+                ));
             }
             Isolation::InProcess
         };
@@ -310,7 +310,7 @@ fn serve_child() -> ! {
     match study::child::serve() {
         Ok(()) => std::process::exit(0),
         Err(e) => {
-            eprintln!("concur: {e}");
+            crate::output::fatal(&e);
             std::process::exit(e.exit_code());
         }
     }

@@ -62,6 +62,7 @@ pub mod lab;
 pub mod measure;
 pub mod model;
 pub mod options;
+pub mod output;
 pub(crate) mod process;
 pub mod publish;
 pub mod report;

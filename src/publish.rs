@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use crate::analysis::results::{Line, Meta, ResultsFile, ResultsWriter, RunResult, RunStatus};
 use crate::analysis::{advice, compare, results, Analysis};
 use crate::error::Result;
+use crate::output::Terminal;
 use crate::report::{Export, ExportManager, Report, Target};
 
 /// Where and how results are shown and saved.
@@ -89,14 +90,12 @@ pub fn publish(
         advice: &advice,
     };
     prepared.exports.write(&report)?;
-    if !out.quiet {
-        for w in a
-            .warnings
-            .iter()
-            .chain(comparison.iter().flat_map(|c| &c.warnings))
-        {
-            eprintln!("warning: {w}");
-        }
+    let terminal = Terminal::after(out.quiet);
+    for w in &a.warnings {
+        terminal.warning(w);
+    }
+    for w in comparison.iter().flat_map(|c| &c.warnings) {
+        terminal.warning(w);
     }
     if let Some(name) = &out.save_baseline {
         save_baseline(name, a, meta, runs, out.quiet)?;
@@ -120,9 +119,7 @@ fn save_baseline(
     for c in &a.cells {
         w.write(&Line::Cell(c.clone()))?;
     }
-    if !quiet {
-        eprintln!("baseline '{name}' saved: {}", path.display());
-    }
+    Terminal::after(quiet).line(format_args!("baseline '{name}' saved: {}", path.display()));
     Ok(())
 }
 
@@ -144,16 +141,14 @@ pub fn exit_status(runs: &[RunResult], out: &Outputs) -> i32 {
     if out.ignore_failures {
         return 0;
     }
-    if !out.quiet {
-        eprintln!(
-            "error: {} of {} runs failed (first: {} {}: {}); exit status 1 (-i/--ignore-failures accepts failures)",
-            failed.len(),
-            runs.len(),
-            first.key.workload,
-            first.key.label(),
-            first.error.as_deref().unwrap_or("failed tasks")
-        );
-    }
+    Terminal::after(out.quiet).error(format_args!(
+        "{} of {} runs failed (first: {} {}: {}); exit status 1 (-i/--ignore-failures accepts failures)",
+        failed.len(),
+        runs.len(),
+        first.key.workload,
+        first.key.label(),
+        first.error.as_deref().unwrap_or("failed tasks")
+    ));
     1
 }
 

@@ -16,13 +16,103 @@ pub const TOO_SHORT_S: f64 = 0.005;
 /// Coefficient of variation above which a cell's runs disagree.
 pub const HIGH_VARIATION: f64 = 0.10;
 
+/// Something a careful reader of the results must know, shown as one line (on stderr, and in
+/// every report, where it is that line's text).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Warning {
+    /// The machine was busy with other work when the study started (`busy`: a fraction).
+    Loaded {
+        /// How busy, 0 to 1.
+        busy: f64,
+    },
+    /// A cell's runs are too short to time reliably.
+    TooShort {
+        /// The cell, as the tables name it.
+        cell: String,
+        /// Its median wall.
+        wall_s: f64,
+    },
+    /// A cell's wall varies much across its runs.
+    Varies {
+        /// The cell, as the tables name it.
+        cell: String,
+        /// σ/mean.
+        cv: f64,
+    },
+    /// A cell's runs produced different checksums.
+    Checksums {
+        /// The cell, as the tables name it.
+        cell: String,
+    },
+    /// An open cell fell below 99% of the rate asked.
+    Behind {
+        /// The cell, as the tables name it.
+        cell: String,
+        /// The rate achieved, if any task ended.
+        achieved: Option<f64>,
+        /// The rate asked.
+        asked: f64,
+    },
+    /// Cells of CPU work ran more tasks at once than there are cores.
+    Oversubscribed {
+        /// Their labels.
+        cells: Vec<String>,
+        /// The cores.
+        cores: usize,
+    },
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Warning::Loaded { busy } => write!(
+                f,
+                "the machine was {:.0}% busy with other work when the study started: timings may be inflated",
+                100.0 * busy
+            ),
+            Warning::TooShort { cell, wall_s } => write!(
+                f,
+                "{cell}: runs take {} — too short to time reliably; use more tasks or a bigger task",
+                crate::units::fmt_secs(*wall_s)
+            ),
+            Warning::Varies { cell, cv } => write!(
+                f,
+                "{cell}: wall varies by {:.0}% (σ/mean) across runs; other programs may have interfered — close them or add --repeat",
+                100.0 * cv
+            ),
+            Warning::Checksums { cell } => write!(f, "{cell}: runs produced different checksums"),
+            Warning::Behind {
+                cell,
+                achieved,
+                asked,
+            } => write!(
+                f,
+                "{cell}: fell behind the asked rate: achieved {} of {asked:.1}/s asked (below 99%): arrivals queued, and the latency counts their wait",
+                achieved.map_or("-".into(), |a| format!("{a:.1}/s ({:.0}%)", 100.0 * a / asked)),
+            ),
+            Warning::Oversubscribed { cells, cores } => write!(
+                f,
+                "{} run more tasks at once than the {cores} cores: CPU work cannot go faster than {cores}×, and efficiency is taken over min(workers, cores)",
+                cells.join(", ")
+            ),
+        }
+    }
+}
+
+/// In a report a warning is its line.
+impl serde::Serialize for Warning {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 /// The cells of a set of runs, in order of first appearance, and warnings about them.
 #[derive(Debug, Clone, Default)]
 pub struct Analysis {
     /// One result per cell.
     pub cells: Vec<CellResult>,
     /// Things the reader should know (printed on stderr, kept in reports).
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
     /// The cores of the machine the runs were made on (from the results file's meta line,
     /// never from the machine that renders them).
     pub cores: usize,
@@ -234,10 +324,9 @@ pub fn analyze(runs: &[RunResult], machine: &Machine) -> Analysis {
     if machine.loaded() {
         warnings.insert(
             0,
-            format!(
-                "the machine was {:.0}% busy with other work when the study started: timings may be inflated",
-                100.0 * machine.cpu_busy.unwrap_or(0.0)
-            ),
+            Warning::Loaded {
+                busy: machine.cpu_busy.unwrap_or(0.0),
+            },
         );
     }
     Analysis {
@@ -247,7 +336,7 @@ pub fn analyze(runs: &[RunResult], machine: &Machine) -> Analysis {
     }
 }
 
-fn warnings(cells: &[CellResult], cores: usize) -> Vec<String> {
+fn warnings(cells: &[CellResult], cores: usize) -> Vec<Warning> {
     let mut w = Vec::new();
     let name = |c: &CellResult| {
         format!(
@@ -259,32 +348,28 @@ fn warnings(cells: &[CellResult], cores: usize) -> Vec<String> {
     };
     for c in cells {
         if let Some(m) = c.wall_median_s.filter(|m| *m < TOO_SHORT_S) {
-            w.push(format!(
-                "{}: runs take {} — too short to time reliably; use more tasks or a bigger task",
-                name(c),
-                crate::units::fmt_secs(m)
-            ));
+            w.push(Warning::TooShort {
+                cell: name(c),
+                wall_s: m,
+            });
         }
         if let (Some(sd), Some(mean)) = (c.wall_sd_s, c.wall_mean_s) {
             if c.runs >= 3 && mean > 0.0 && sd / mean > HIGH_VARIATION {
-                w.push(format!(
-                    "{}: wall varies by {:.0}% (σ/mean) across runs; other programs may have interfered — close them or add --repeat",
-                    name(c),
-                    100.0 * sd / mean
-                ));
+                w.push(Warning::Varies {
+                    cell: name(c),
+                    cv: sd / mean,
+                });
             }
         }
         if !c.bytes_consistent {
-            w.push(format!("{}: runs produced different checksums", name(c)));
+            w.push(Warning::Checksums { cell: name(c) });
         }
         if let Some(o) = c.open.as_ref().filter(|o| o.behind) {
-            w.push(format!(
-                "{}: fell behind the asked rate: achieved {} of {:.1}/s asked (below 99%): arrivals queued, and the latency counts their wait",
-                name(c),
-                o.rate_achieved
-                    .map_or("-".into(), |a| format!("{a:.1}/s ({:.0}%)", 100.0 * a / o.rate_asked)),
-                o.rate_asked
-            ));
+            w.push(Warning::Behind {
+                cell: name(c),
+                achieved: o.rate_achieved,
+                asked: o.rate_asked,
+            });
         }
     }
     let over: Vec<String> = cells
@@ -295,10 +380,7 @@ fn warnings(cells: &[CellResult], cores: usize) -> Vec<String> {
         .into_iter()
         .collect();
     if !over.is_empty() {
-        w.push(format!(
-            "{} run more tasks at once than the {cores} cores: CPU work cannot go faster than {cores}×, and efficiency is taken over min(workers, cores)",
-            over.join(", ")
-        ));
+        w.push(Warning::Oversubscribed { cells: over, cores });
     }
     w
 }
@@ -399,7 +481,7 @@ mod tests {
         let [lo, hi] = fork.wall_ci95_s.unwrap();
         assert!(close(Some(lo), 0.24) && close(Some(hi), 0.24));
         assert_eq!(
-            a.warnings,
+            a.warnings.iter().map(ToString::to_string).collect::<Vec<_>>(),
             ["fork ×8, thread ×8 run more tasks at once than the 4 cores: CPU work cannot go faster than 4×, and efficiency is taken over min(workers, cores)"]
         );
     }
@@ -513,6 +595,8 @@ mod tests {
         assert!(close(seq.wall_median_s, 1.0));
         assert!(close(seq.wall_min_s, 0.8) && close(seq.wall_max_s, 1.2));
         assert_eq!(a.warnings.len(), 1);
-        assert!(a.warnings[0].starts_with("fib:20 seq ×4: wall varies by 20%"));
+        assert!(a.warnings[0]
+            .to_string()
+            .starts_with("fib:20 seq ×4: wall varies by 20%"));
     }
 }

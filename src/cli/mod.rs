@@ -376,7 +376,7 @@ pub fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code as u8),
         Err(Error::ClosedStdout) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("concur: {e}");
+            crate::output::fatal(&e);
             ExitCode::from(e.exit_code() as u8)
         }
     }

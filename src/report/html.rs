@@ -590,7 +590,10 @@ pub fn render(r: &Report) -> String {
             if n == 1 { "" } else { "s" }
         ));
         for w in &r.analysis.warnings {
-            h.push_str(&format!("<p class=\"warn\">{}</p>\n", escape(w)));
+            h.push_str(&format!(
+                "<p class=\"warn\">{}</p>\n",
+                escape(&w.to_string())
+            ));
         }
         h.push_str("</details>\n");
     }

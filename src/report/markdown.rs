@@ -41,7 +41,7 @@ pub fn render(a: &Analysis, machine: Option<&Machine>) -> String {
     if !a.warnings.is_empty() {
         out.push_str("\nWarnings:\n\n");
         for w in &a.warnings {
-            out.push_str(&format!("- {}\n", escape(w)));
+            out.push_str(&format!("- {}\n", escape(&w.to_string())));
         }
     }
     out

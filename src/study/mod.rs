@@ -9,23 +9,12 @@ pub mod rate;
 pub mod runner;
 pub mod search;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-
 pub use plan::{Plan, StudyOptions};
 pub use runner::in_process::InProcessExecutor;
 
-pub use runner::{Executor, Iteration, LiveSink, ProcessExecutor, RunServer};
+pub use runner::{Executor, Iteration, ProcessExecutor, RunServer};
 
-/// What a study shows on stderr while it runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Feedback {
-    /// Nothing (`--quiet`).
-    Quiet,
-    /// Lines (stderr is not a terminal): open runs' live lines, `--rate auto`'s probes.
-    Lines,
-    /// A progress bar (stderr is a terminal), whose message shows the live rate.
-    Bar,
-}
+pub use crate::output::{Feedback, Terminal};
 
 use crate::analysis::results::{Line, Meta, ResultsWriter, RunResult, RunStatus, SCHEMA};
 use crate::analysis::{self, Analysis};
@@ -64,29 +53,16 @@ pub fn meta(
     }
 }
 
-fn progress_bar(total: u64, show: bool) -> ProgressBar {
-    if !show {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-    if let Ok(style) = ProgressStyle::with_template(
-        "{bar:30} {pos}/{len} runs, {elapsed} elapsed, ~{eta} left  {msg}",
-    ) {
-        bar.set_style(style);
-    }
-    bar
-}
-
 /// Runs every cell of `plan` through `executor` (warm-ups first, then `repeat` rounds over the
 /// cells, alternating direction so drift spreads evenly), writing each counted run to `writer`
-/// as it finishes and the cells at the end. `progress` shows a bar on stderr. An interrupt
+/// as it finishes and the cells at the end, showing its progress on `terminal`. An interrupt
 /// stops the study before the next run; the runs finished so far are kept.
 pub fn execute(
     plan: &Plan,
     executor: &dyn Executor,
     writer: &mut ResultsWriter,
     command: Vec<String>,
-    feedback: Feedback,
+    terminal: &Terminal,
 ) -> Result<StudyOutcome> {
     let machine = executor.machine();
     let meta = meta(machine.clone(), &command, plan.notes.clone());
@@ -102,14 +78,10 @@ pub fn execute(
     } else {
         plan.cells.len() * (plan.warmup + plan.repeat)
     };
-    let bar = progress_bar(total as u64, feedback == Feedback::Bar);
-    executor.show_live(match feedback {
-        Feedback::Quiet => LiveSink::Off,
-        Feedback::Lines => LiveSink::Lines,
-        Feedback::Bar => LiveSink::Bar(bar.clone()),
-    });
+    terminal.start(total as u64);
+    executor.show_live(terminal.clone());
     if auto {
-        return execute_auto(plan, executor, writer, meta, machine, feedback, bar);
+        return execute_auto(plan, executor, writer, meta, machine, terminal);
     }
     let mut runs = Vec::with_capacity(plan.cells.len() * plan.repeat);
     let mut interrupted = false;
@@ -120,13 +92,13 @@ pub fn execute(
                 interrupted = true;
                 break 'warm;
             }
-            bar.set_message(format!(
+            terminal.doing(format!(
                 "warm-up {} {}",
                 cell.key.workload,
                 cell.key.label()
             ));
             hooks.run(i, Iteration::Warmup(w), false);
-            bar.inc(1);
+            terminal.advance();
         }
     }
     'rounds: for rep in 0..plan.repeat {
@@ -143,7 +115,7 @@ pub fn execute(
                 interrupted = true;
                 break 'rounds;
             }
-            bar.set_message(format!("{} {}", cell.key.workload, cell.key.label()));
+            terminal.doing(format!("{} {}", cell.key.workload, cell.key.label()));
             let run = hooks.run(i, Iteration::Counted(rep), rep + 1 == plan.repeat);
             if run.status == RunStatus::Interrupted {
                 interrupted = true;
@@ -151,14 +123,14 @@ pub fn execute(
             }
             writer.write(&Line::Run(run.clone()))?;
             runs.push(run);
-            bar.inc(1);
+            terminal.advance();
         }
     }
     // Cells set up but not cleaned up (an interrupted study) are cleaned up all the same.
     for why in hooks.finish() {
-        eprintln!("warning: {why}");
+        terminal.warning(why);
     }
-    conclude(writer, meta, &machine, runs, interrupted, &bar)
+    conclude(writer, meta, &machine, runs, interrupted, terminal)
 }
 
 /// hyperfine's hooks around a study's runs: `--setup` before a cell's first run, `--prepare`
@@ -244,9 +216,9 @@ fn conclude(
     machine: &crate::analysis::results::Machine,
     runs: Vec<RunResult>,
     interrupted: bool,
-    bar: &ProgressBar,
+    terminal: &Terminal,
 ) -> Result<StudyOutcome> {
-    bar.finish_and_clear();
+    terminal.clear();
     let analysis = analysis::analyze(&runs, machine);
     for c in &analysis.cells {
         writer.write(&Line::Cell(c.clone()))?;
@@ -270,8 +242,7 @@ fn execute_auto(
     writer: &mut ResultsWriter,
     meta: Meta,
     machine: crate::analysis::results::Machine,
-    feedback: Feedback,
-    bar: ProgressBar,
+    terminal: &Terminal,
 ) -> Result<StudyOutcome> {
     let mut runs = Vec::with_capacity(plan.cells.len());
     let mut interrupted = false;
@@ -280,7 +251,7 @@ fn execute_auto(
             interrupted = true;
             break;
         }
-        bar.set_message(format!(
+        terminal.doing(format!(
             "searching {} {}",
             cell.key.workload, cell.key.model
         ));
@@ -300,18 +271,14 @@ fn execute_auto(
                     .map_or("-".into(), |l| crate::units::fmt_secs(l as f64 / 1e6)),
                 if p.ok { "kept" } else { "missed" }
             );
-            match feedback {
-                Feedback::Quiet => {}
-                Feedback::Lines => eprintln!("{text}"),
-                Feedback::Bar => bar.println(text),
-            }
+            terminal.line(text);
         };
         let Some((found, probe)) = search::search(plan, cell, executor, &mut each)? else {
             interrupted = executor.interrupted();
             if interrupted {
                 break;
             }
-            bar.inc(plan.repeat as u64);
+            terminal.advance_by(plan.repeat as u64);
             continue;
         };
         let remeasure = plan.open.as_ref().map_or(0, |o| o.remeasure);
@@ -319,16 +286,16 @@ fn execute_auto(
             run.rate_search = Some(found.clone());
             writer.write(&Line::Run(run.clone()))?;
             runs.push(run);
-            bar.inc(1);
+            terminal.advance();
             Ok(())
         };
         match found.sustained.filter(|_| remeasure > 0) {
             None => {
                 keep(probe)?;
-                bar.inc(plan.repeat.saturating_sub(1) as u64);
+                terminal.advance_by(plan.repeat.saturating_sub(1) as u64);
             }
             Some(rate) => {
-                bar.set_message(format!(
+                terminal.doing(format!(
                     "{} {} at {rate:.1}/s",
                     cell.key.workload, cell.key.model
                 ));
@@ -350,7 +317,7 @@ fn execute_auto(
             break;
         }
     }
-    conclude(writer, meta, &machine, runs, interrupted, &bar)
+    conclude(writer, meta, &machine, runs, interrupted, terminal)
 }
 
 #[cfg(test)]
@@ -369,7 +336,7 @@ mod tests {
             mock,
             &mut w,
             vec!["concur".into(), "test".into()],
-            Feedback::Quiet,
+            &Terminal::silent(),
         )
         .unwrap();
         let lines = std::fs::read_to_string(&path)

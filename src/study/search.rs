@@ -204,7 +204,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut w =
             crate::analysis::results::ResultsWriter::create(&dir.path().join("r.jsonl")).unwrap();
-        crate::study::execute(plan, mock, &mut w, vec![], crate::study::Feedback::Quiet).unwrap()
+        crate::study::execute(
+            plan,
+            mock,
+            &mut w,
+            vec![],
+            &crate::study::Terminal::silent(),
+        )
+        .unwrap()
     }
 
     #[test]

@@ -17,6 +17,7 @@ use std::time::Instant;
 use crate::analysis::results::{Machine, RunResult};
 use crate::error::{Error, Result};
 use crate::model::TaskEnv;
+use crate::output::Terminal;
 use crate::selfcall::RunRequest;
 use crate::server::Stats;
 use crate::study::child::LiveLine;
@@ -69,46 +70,26 @@ pub trait Executor {
     /// Runs `hook` of the plan for `cell`, if the plan has one; the reason when it failed.
     fn hook(&self, plan: &Plan, cell: &CellPlan, hook: Hook) -> std::result::Result<(), String>;
     /// Where open runs' live lines (one per interval) go from now on.
-    fn show_live(&self, _sink: LiveSink) {}
+    fn show_live(&self, _terminal: Terminal) {}
 }
 
-/// Where an open run's live lines go: nowhere, one stderr line each, or the progress bar's
-/// message (never both).
-#[derive(Clone, Default)]
-pub enum LiveSink {
-    /// Not shown (`--quiet`).
-    #[default]
-    Off,
-    /// One line on stderr per interval (stderr is not a terminal).
-    Lines,
-    /// The study's progress bar shows the live rate.
-    Bar(indicatif::ProgressBar),
-}
-
-impl LiveSink {
-    /// Shows one live line of the run of `cell`.
-    pub fn show(&self, cell: &CellPlan, l: &LiveLine) {
-        let asked = if l.asked > 0.0 {
-            format!("asked {:.1}/s", l.asked)
-        } else {
-            "all released".into()
-        };
-        let text = format!(
-            "{} {}: {:.0} s, {} due, {} done ({:.1}/s, {asked}), {} failed",
-            cell.key.workload,
-            cell.key.label(),
-            l.t_s,
-            l.due,
-            l.ended,
-            l.rate,
-            l.failed
-        );
-        match self {
-            LiveSink::Off => {}
-            LiveSink::Lines => eprintln!("{text}"),
-            LiveSink::Bar(bar) => bar.set_message(text),
-        }
-    }
+/// One live line of the run of `cell`, as the terminal shows it.
+fn live_text(cell: &CellPlan, l: &LiveLine) -> String {
+    let asked = if l.asked > 0.0 {
+        format!("asked {:.1}/s", l.asked)
+    } else {
+        "all released".into()
+    };
+    format!(
+        "{} {}: {:.0} s, {} due, {} done ({:.1}/s, {asked}), {} failed",
+        cell.key.workload,
+        cell.key.label(),
+        l.t_s,
+        l.due,
+        l.ended,
+        l.rate,
+        l.failed
+    )
 }
 
 /// The server a study started for its `http:/PATH` cells: where it listens and its counters.
@@ -126,7 +107,7 @@ pub struct RunServer<'a> {
 pub struct ProcessExecutor<'a> {
     exe: PathBuf,
     server: Option<RunServer<'a>>,
-    live: std::sync::Mutex<LiveSink>,
+    live: std::sync::Mutex<Terminal>,
 }
 
 impl<'a> ProcessExecutor<'a> {
@@ -139,7 +120,7 @@ impl<'a> ProcessExecutor<'a> {
         Ok(ProcessExecutor {
             exe,
             server,
-            live: std::sync::Mutex::new(LiveSink::Off),
+            live: std::sync::Mutex::new(Terminal::silent()),
         })
     }
 }
@@ -160,8 +141,8 @@ impl Executor for ProcessExecutor<'_> {
         let base_url = server.map(|s| s.0);
         let mut run = match &cell.kind {
             CellKind::Concur => {
-                let sink = self.live.lock().unwrap_or_else(|p| p.into_inner()).clone();
-                let live = |l: &LiveLine| sink.show(cell, l);
+                let terminal = self.live.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                let live = |l: &LiveLine| terminal.live(live_text(cell, l));
                 run_child(&self.exe, plan, cell, iteration, server, &live)
             }
             CellKind::External { command } => {
@@ -179,8 +160,8 @@ impl Executor for ProcessExecutor<'_> {
         crate::interrupt::interrupted()
     }
 
-    fn show_live(&self, sink: LiveSink) {
-        *self.live.lock().unwrap_or_else(|p| p.into_inner()) = sink;
+    fn show_live(&self, terminal: Terminal) {
+        *self.live.lock().unwrap_or_else(|p| p.into_inner()) = terminal;
     }
 
     fn hook(&self, plan: &Plan, cell: &CellPlan, hook: Hook) -> std::result::Result<(), String> {
