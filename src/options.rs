@@ -12,7 +12,24 @@ use std::time::Duration;
 
 use clap::{Args, FromArgMatches};
 
-use crate::workload::MailSink;
+use serde::{Deserialize, Serialize};
+
+/// The environment variable that names the queue when `--backend` / `--jobs-backend` is not
+/// given: a process's environment is readable by its own user only, where its argv is shown
+/// to every user by `ps`, so a Redis password belongs there. concur also hands the backend to
+/// the processes it starts (`--peer` programs, hooks) through it.
+pub const BACKEND_ENV: &str = "CONCUR_JOBS_BACKEND";
+
+/// Where the `mail` workload writes the mails it renders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum MailSink {
+    /// Render into a counting sink that discards (the default: measures the work, not a tty).
+    #[default]
+    Discard,
+    /// Print every mail on standard output, like the classic experiment.
+    Stdout,
+}
 
 /// What clap gives each field of `T` when no flag is on the command line: the one place
 /// the options' defaults come from.
@@ -96,7 +113,7 @@ pub struct StudyOptions {
     #[command(flatten)]
     pub request: RequestOptions,
     /// Queue of the jobs models: sqlite:PATH for jobs:W (default: a fresh file per run), redis://[:PASSWORD@]HOST:PORT/DB for jobs-redis:W (mailer then adds it); with a password, set CONCUR_JOBS_BACKEND instead, which `ps` does not show
-    #[arg(long, value_name = "URL", env = crate::jobs::BACKEND_ENV, hide_env_values = true)]
+    #[arg(long, value_name = "URL", env = BACKEND_ENV, hide_env_values = true)]
     pub jobs_backend: Option<String>,
     /// gil, mailer, crawl, tour: add the classic programs in CPython and MRI as external cells (py:…, rb:…); see `concur classic`
     #[arg(long)]

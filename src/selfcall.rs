@@ -11,21 +11,49 @@
 //! Every child dies with the thread that started it (`process::die_with_parent`), so nothing
 //! outlives a killed study.
 //!
-//! This module sits between the models (it carries their [`TaskEnv`]) and the study runner;
-//! it knows nothing of plans or results.
+//! This module sits below the models (which start `__task` and `__worker` children) and the
+//! study runner (`__run`); it knows nothing of plans or results.
 
 use std::fs::File;
 use std::io;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::model::TaskEnv;
+use crate::gil;
 use crate::process;
-use crate::workload::MailSink;
+use crate::workload::{self, MailSink, Workload, WorkloadOptions};
+
+/// Everything a task needs to be re-created in another process: the workload, its options,
+/// the lock settings and the jobs backend (every call below carries one).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskEnv {
+    /// The workload spec.
+    pub workload: String,
+    /// Run-wide workload options.
+    pub options: WorkloadOptions,
+    /// Whether the interpreter-lock emulation is on.
+    pub gil: bool,
+    /// The emulated lock's switch interval, microseconds.
+    pub switch_interval_us: u64,
+    /// The jobs models' backend: `sqlite:PATH` for `jobs:W` (`None`: a fresh file per run),
+    /// `redis://...` for `jobs-redis:W`. Serialized whole (password included) for the child.
+    #[serde(default)]
+    pub jobs_backend: Option<crate::jobs::BackendUrl>,
+}
+
+impl TaskEnv {
+    /// Applies the lock settings to this process and parses the workload.
+    pub fn install(&self) -> Result<Arc<dyn Workload>> {
+        gil::configure(self.gil, Duration::from_micros(self.switch_interval_us));
+        workload::parse(&self.workload, &self.options)
+    }
+}
 
 /// What the runner asks a `__run` child to do: one repetition of one cell.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -40,7 +68,7 @@ pub struct RunRequest {
     pub stack_size: usize,
     /// Open-model runs (`--rate`): the schedule the tasks are released on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub open: Option<crate::model::arrivals::OpenRun>,
+    pub open: Option<crate::measure::schedule::OpenRun>,
 }
 
 /// A process of our own binary that concur starts for part of its work.
@@ -179,8 +207,8 @@ mod tests {
                 model: "pool:2".into(),
                 tasks: 3,
                 stack_size: 1 << 20,
-                open: Some(crate::model::arrivals::OpenRun {
-                    schedule: crate::model::arrivals::Schedule::fixed(10.0, 3),
+                open: Some(crate::measure::schedule::OpenRun {
+                    schedule: crate::measure::schedule::Schedule::fixed(10.0, 3),
                     interval_us: 1_000_000,
                 }),
             }),

@@ -332,7 +332,7 @@ fn san(name: &str) -> String {
 /// a task error's 300 bytes after a client's prefix (ureq's is about 90).
 fn refusal_words(r: &Refusal, host: &str) -> String {
     const SKIP: &str = "or -k to skip verification";
-    let date = |t: &UnixTime| crate::study::machine::rfc3339(t.as_secs());
+    let date = |t: &UnixTime| crate::units::rfc3339(t.as_secs());
     match r {
         Refusal::UnknownIssuer => format!(
             "the server's certificate is not signed by a trusted CA: pass its CA with --cacert FILE, {SKIP}"

@@ -7,6 +7,7 @@ pub mod live;
 pub mod memory;
 pub mod open;
 pub mod rusage;
+pub mod schedule;
 pub mod series;
 
 use serde::{Deserialize, Serialize};

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::latency::{LatencyRecorder, LatencySummary};
 use super::series::{series, SeriesPoint};
 use super::TaskRecord;
-use crate::model::arrivals::Schedule;
+use crate::measure::schedule::Schedule;
 
 /// Achieved over asked rate below which a run fell behind (it could not keep the pace).
 pub const KEPT_UP: f64 = 0.99;

@@ -20,38 +20,12 @@ mod spawn;
 mod thread;
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
+use crate::error::Error;
 use crate::measure::{mono_ns, TaskRecord};
-use crate::workload::{self, guarded_run, Workload, WorkloadOptions};
-use crate::{gil, Error};
+use crate::workload::{self, guarded_run, Workload};
 
-/// Everything a task needs to be re-created in another process (`spawn`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TaskEnv {
-    /// The workload spec.
-    pub workload: String,
-    /// Run-wide workload options.
-    pub options: WorkloadOptions,
-    /// Whether the interpreter-lock emulation is on.
-    pub gil: bool,
-    /// The emulated lock's switch interval, microseconds.
-    pub switch_interval_us: u64,
-    /// The jobs models' backend: `sqlite:PATH` for `jobs:W` (`None`: a fresh file per run),
-    /// `redis://...` for `jobs-redis:W`. Serialized whole (password included) for the child.
-    #[serde(default)]
-    pub jobs_backend: Option<crate::jobs::BackendUrl>,
-}
-
-impl TaskEnv {
-    /// Applies the lock settings to this process and parses the workload.
-    pub fn install(&self) -> Result<Arc<dyn Workload>, Error> {
-        gil::configure(self.gil, Duration::from_micros(self.switch_interval_us));
-        workload::parse(&self.workload, &self.options)
-    }
-}
+pub use crate::selfcall::TaskEnv;
 
 /// What a model gets for one run.
 pub struct RunCtx {

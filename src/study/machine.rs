@@ -39,39 +39,7 @@ pub fn machine() -> Machine {
     }
 }
 
-/// Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-fn civil(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
-/// Seconds since the epoch as `YYYY-MM-DDTHH:MM:SSZ`.
-pub fn rfc3339(epoch_s: u64) -> String {
-    let (y, m, d) = civil((epoch_s / 86_400) as i64);
-    let s = epoch_s % 86_400;
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        s / 3600,
-        s / 60 % 60,
-        s % 60
-    )
-}
-
-/// Now, as RFC 3339 UTC.
-pub fn now_rfc3339() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    rfc3339(secs)
-}
+pub use crate::units::{now_rfc3339, rfc3339};
 
 /// Busy and total jiffies over all CPUs, from the first line of `/proc/stat`.
 fn cpu_jiffies() -> Option<(u64, u64)> {

@@ -7,7 +7,7 @@ use crate::analysis::results::{CellKey, Nature, Traits};
 use crate::error::{Error, Result};
 use crate::model::{self, Model};
 pub use crate::options::{Hook, Hooks, OpenOptions, PeerRequest, StudyOptions};
-use crate::study::presets;
+use crate::study::presets::{self, CellRequest};
 use crate::study::rate::{self, OpenPlan, Rate};
 use crate::workload::{self, Workload, WorkloadOptions};
 
@@ -93,23 +93,6 @@ pub struct Needs {
     /// `--classic`: the classic programs, to be written out and calibrated, then added as
     /// external cells ([`Plan::with_peers`]).
     pub classic: bool,
-}
-
-/// A cell as a preset or the user names it, before validation.
-#[derive(Debug, Clone)]
-pub struct CellRequest {
-    /// Study name.
-    pub study: String,
-    /// Workload spec.
-    pub workload: String,
-    /// Model spec.
-    pub model: String,
-    /// Task count.
-    pub tasks: usize,
-    /// Interpreter-lock emulation.
-    pub gil: bool,
-    /// The study plans this cell to fail (it shows an OS limit): failures do not count.
-    pub expected_failure: bool,
 }
 
 impl Plan {

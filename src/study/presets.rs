@@ -2,10 +2,27 @@
 //! work), sized for this kind of machine, and the quick tour that `concur run` runs.
 
 use crate::error::{Error, Result};
-use crate::study::plan::{CellRequest, StudyOptions};
+use crate::options::StudyOptions;
 
 /// The default study: every built-in study, scaled down (`--quick`).
 pub const TOUR: &str = "tour";
+
+/// A cell as a preset or the user names it, before validation.
+#[derive(Debug, Clone)]
+pub struct CellRequest {
+    /// Study name.
+    pub study: String,
+    /// Workload spec.
+    pub workload: String,
+    /// Model spec.
+    pub model: String,
+    /// Task count.
+    pub tasks: usize,
+    /// Interpreter-lock emulation.
+    pub gil: bool,
+    /// The study plans this cell to fail (it shows an OS limit): failures do not count.
+    pub expected_failure: bool,
+}
 
 /// A built-in study: its name, a line of help, and its cells for the user's options.
 pub struct Study {

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::measure::latency::LatencySummary;
-use crate::model::arrivals::{OpenRun, Schedule};
+use crate::measure::schedule::{OpenRun, Schedule};
 
 /// The highest rate accepted, tasks per second.
 pub const MAX_RATE: f64 = 1_000_000.0;

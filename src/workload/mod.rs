@@ -24,8 +24,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::Error;
+use crate::gil;
 pub use crate::measure::TaskError;
-use crate::{gil, Error};
 pub use http::HttpRequest;
 
 /// A boxed future returned by [`Workload::run_async`].
@@ -47,16 +48,7 @@ pub enum Nature {
     Measured,
 }
 
-/// Where the `mail` workload writes the mails it renders.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum MailSink {
-    /// Render into a counting sink that discards (the default: measures the work, not a tty).
-    #[default]
-    Discard,
-    /// Print every mail on standard output, like the classic experiment.
-    Stdout,
-}
+pub use crate::options::MailSink;
 
 /// Run-wide options that some workloads read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
