@@ -1,0 +1,894 @@
+//! Every command the documentation shows runs, so that none can drift from what the tool does.
+//!
+//! **Which lines are commands.** The fenced code blocks of README.md and of every `docs/*.md`
+//! (not ```` ```rust ````). In a block that has prompt lines (`$ …`), the prompt lines are the
+//! commands and every other line is output; in a block without prompts, a line that starts
+//! with `concur ` is a command unless its second word ends with a colon (`concur 0.1.0: study
+//! …`, `concur serve: listening …` are output), `cargo run --release -- ARGS` is `concur ARGS`
+//! (the README's main command), and `export NAME=VALUE` sets NAME for the block's later
+//! commands, as it would in the reader's shell. A line ending in `\` continues on the next; a
+//! trailing `# …` is a comment.
+//!
+//! **How they run.** In document order (README.md, then `docs/*.md` by name), all in one
+//! temporary directory, as one reader following the docs in one shell would: a later
+//! `concur report concur-results/gil-….jsonl` finds the results file of an earlier run, and
+//! `--baseline before` the baseline `--save-baseline before` saved. Each line is split like a
+//! shell splits it (`shlex`) and run as the built binary, in its own process group, with a
+//! deadline; it must exit 0, or the status [`EXIT_STATUS`] gives it (the docs' own failing
+//! examples). A line with a shell operator as a word (`|`, `>`, `&&`, …) runs under `sh -c`
+//! with the binary first on `PATH` as `concur`. A command that appears twice with the same
+//! options runs once.
+//!
+//! **What is made small, and why that is sound.** Every flag is a real flag of the command, and
+//! every value the harness changes is a size, never a meaning, so clap and the plan check the
+//! command exactly as written: task counts (`-n`, `--tasks`, `--requests`, `jobs enqueue -n`)
+//! keep their values up to 4 and drop larger ones (a list left empty becomes `4`); `run` and
+//! `advise` take `-r 1` (and `run` `--warmup 0`), replacing a value or added (not with
+//! `--rate auto`, where `-r` would add runs and `--warmup` is refused); a built-in study gets
+//! `--quick`; `--duration` becomes 1 s (a probe's 200 ms under `--rate auto`); `crawl` without
+//! `-n` gets `-n 4`. Values are replaced in place, not overridden by a second flag: concur's
+//! flags do not let the last value win (a second `-r` is an error, a second `-n` adds counts).
+//! On the project's 2-core VM the whole file takes about a minute.
+//!
+//! **What the docs assume exists**, the harness provides in the directory or rewrites to:
+//! `Cargo.lock` (the crate's own), `big.log` (64 KiB of text), `./convert` (a stand-in that
+//! reads its input file) and `in-0.png` … `in-19.png`, `cert.pem` (the CA of the TLS server
+//! below); `127.0.0.1:8080` and `localhost:8080` become a `concur serve` the test started,
+//! `127.0.0.1:8443` and `/tmp/concur-serve-8443.pem` a `concur serve --tls-self-signed` and its
+//! certificate; `redis://queue-host:6379/0` a `redis-server` the test started, and
+//! `redis://:PASSWORD@queue-host:6379/0` a second one started with `--requirepass PASSWORD`; a
+//! word with `…` is a glob in the directory (`…` = `*`), the newest match by name (results
+//! file names carry their time).
+//!
+//! **What never ends on its own** is ended by a condition, never by a sleep: `concur serve` is
+//! started on a free port (its `--addr` replaced), must print that it listens and answer a
+//! request (`/add` over HTTP; a ClientHello with a TLS record over HTTPS), then gets SIGTERM and
+//! must exit 0; `concur jobs work` gets `--until-empty`, its own flag to exit once the queues
+//! are empty, so it works off what the docs enqueued and ends.
+//!
+//! A command the harness cannot run goes in [`NOT_RUN`], by exact text and with its reason;
+//! the test fails when an entry of [`NOT_RUN`] or [`EXIT_STATUS`] no longer appears in the
+//! docs, so neither list can rot.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use common::wait_for;
+
+/// How long one command may take at its small size before it counts as hung.
+const DEADLINE: Duration = Duration::from_secs(180);
+
+/// Commands the harness does not run: (the command's exact text, as [`DocCommand::text`]
+/// gives it, the reason). Every entry must still appear in the docs.
+const NOT_RUN: &[(&str, &str)] = &[];
+
+/// Commands the docs show failing, with the exit status they document.
+const EXIT_STATUS: &[(&str, i32)] = &[
+    // docs/output.md: "When no run of a group succeeded …", the run ends with exit status 1.
+    (
+        "concur run -w http:http://127.0.0.1:1/x -m seq -n 3 -r 1",
+        1,
+    ),
+    // docs/output.md: bad input is refused before anything runs, with exit code 2.
+    ("concur run -w fib:abc -m seq", 2),
+    ("concur run -w fib:30 -m pool:0", 2),
+];
+
+/// The largest task count a command keeps.
+const SMALL: usize = 4;
+
+/// Shell operators that make a line a shell pipeline rather than one command.
+const SHELL_OPS: &[&str] = &[
+    "|", "||", "&&", ";", "&", ">", ">>", "<", "2>", "2>&1", "&>",
+];
+
+/// One command found in the docs.
+#[derive(Debug, Clone)]
+struct DocCommand {
+    /// The file it is in, relative to the crate root.
+    file: String,
+    /// Its (first) line there, from 1.
+    line: usize,
+    /// Its text: the line without prompt or comment, continuation lines joined, as
+    /// [`NOT_RUN`] and [`EXIT_STATUS`] name it.
+    text: String,
+    /// Its words after `concur` (or `cargo run --release --`), as a shell splits them.
+    args: Vec<String>,
+    /// `export`s earlier in its block.
+    env: Vec<(String, String)>,
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// README.md, then `docs/*.md` by name.
+fn doc_files() -> Vec<PathBuf> {
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(root().join("docs"))
+        .expect("docs/")
+        .map(|e| e.expect("a docs/ entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    docs.sort();
+    let mut files = vec![root().join("README.md")];
+    files.extend(docs);
+    files
+}
+
+/// `line` without a trailing comment: from an unquoted `#` that starts a word.
+fn strip_comment(line: &str) -> &str {
+    let (mut single, mut double, mut escaped) = (false, false, false);
+    let mut prev_space = true;
+    for (i, c) in line.char_indices() {
+        if escaped {
+            escaped = false;
+        } else if c == '\\' && !single {
+            escaped = true;
+        } else if c == '\'' && !double {
+            single = !single;
+        } else if c == '"' && !single {
+            double = !double;
+        } else if c == '#' && !single && !double && prev_space {
+            return line[..i].trim_end();
+        }
+        prev_space = c.is_whitespace();
+    }
+    line.trim_end()
+}
+
+/// The commands of one document, in order (see the module's doc for the rules).
+fn extract(file: &str, text: &str) -> Vec<DocCommand> {
+    let mut out = Vec::new();
+    let mut block: Option<(String, Vec<(usize, String)>)> = None;
+    for (i, line) in text.lines().enumerate() {
+        let fence = line.trim_start();
+        if fence.starts_with("```") || fence.starts_with("~~~") {
+            match block.take() {
+                None => block = Some((fence[3..].trim().to_string(), Vec::new())),
+                Some((lang, lines)) => {
+                    if lang != "rust" {
+                        out.extend(block_commands(file, &lines));
+                    }
+                }
+            }
+        } else if let Some((_, lines)) = block.as_mut() {
+            lines.push((i + 1, line.to_string()));
+        }
+    }
+    assert!(block.is_none(), "{file}: a code block is never closed");
+    out
+}
+
+/// The commands of one fenced block, `lines` numbered from 1.
+fn block_commands(file: &str, lines: &[(usize, String)]) -> Vec<DocCommand> {
+    // Logical lines: a trailing backslash continues on the next line.
+    let mut logical: Vec<(usize, String)> = Vec::new();
+    let mut pending: Option<(usize, String)> = None;
+    for (n, line) in lines {
+        let (start, mut joined) = match pending.take() {
+            Some((start, head)) => (start, format!("{head} {}", line.trim_start())),
+            None => (*n, line.clone()),
+        };
+        if joined.ends_with('\\') {
+            joined.pop();
+            pending = Some((start, joined.trim_end().to_string()));
+        } else {
+            logical.push((start, joined));
+        }
+    }
+    logical.extend(pending);
+    let prompted = logical.iter().any(|(_, l)| l.starts_with("$ "));
+    let mut env = Vec::new();
+    let mut out = Vec::new();
+    for (n, line) in logical {
+        let line = if prompted {
+            match line.strip_prefix("$ ") {
+                Some(rest) => rest.to_string(),
+                None => continue,
+            }
+        } else {
+            line
+        };
+        let text = strip_comment(&line).to_string();
+        if !["concur ", "cargo run --release -- ", "export "]
+            .iter()
+            .any(|p| text.starts_with(p))
+        {
+            continue;
+        }
+        let words = shlex::split(&text)
+            .unwrap_or_else(|| panic!("{file}:{n}: the shell cannot split {text:?}"));
+        if words.first().map(String::as_str) == Some("export") {
+            for w in &words[1..] {
+                let (k, v) = w
+                    .split_once('=')
+                    .unwrap_or_else(|| panic!("{file}:{n}: export without a value: {text:?}"));
+                env.push((k.to_string(), v.to_string()));
+            }
+            continue;
+        }
+        let args = if words.first().map(String::as_str) == Some("concur") {
+            // `concur 0.1.0: study …`, `concur serve: listening …` are output.
+            let second = text.split_whitespace().nth(1).unwrap_or("");
+            if second.ends_with(':') {
+                continue;
+            }
+            words[1..].to_vec()
+        } else if words.starts_with(&[
+            "cargo".into(),
+            "run".into(),
+            "--release".into(),
+            "--".into(),
+        ]) {
+            words[4..].to_vec()
+        } else {
+            continue;
+        };
+        out.push(DocCommand {
+            file: file.to_string(),
+            line: n,
+            text,
+            args,
+            env: env.clone(),
+        });
+    }
+    out
+}
+
+/// Every command of every document, in order.
+fn all_commands() -> Vec<DocCommand> {
+    let mut out = Vec::new();
+    for path in doc_files() {
+        let rel = path
+            .strip_prefix(root())
+            .expect("under the crate")
+            .display()
+            .to_string();
+        let text = std::fs::read_to_string(&path).expect("a doc");
+        out.extend(extract(&rel, &text));
+    }
+    out
+}
+
+/// A free loopback port (the listener is closed again at once).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// A process the test started, killed (with its process group) when dropped.
+struct Background {
+    child: Child,
+    what: String,
+}
+
+impl Background {
+    fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) on the process group this test created for the child.
+        unsafe { libc::kill(-self.pid(), libc::SIGKILL) };
+        let _ = self.child.wait();
+    }
+}
+
+/// A `redis-server` on a free loopback port, persisting nothing.
+fn redis(dir: &Path, password: Option<&str>) -> (Background, u16) {
+    let port = free_port();
+    let data = dir.join(format!("redis-{port}"));
+    std::fs::create_dir_all(&data).expect("redis dir");
+    let mut cmd = Command::new("redis-server");
+    cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--save", "", "--appendonly", "no"])
+        .arg("--dir")
+        .arg(&data)
+        .args(password.iter().flat_map(|p| ["--requirepass", p]))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0);
+    let child = cmd
+        .spawn()
+        .expect("redis-server must be installed (.ci/run installs it)");
+    let bg = Background {
+        child,
+        what: format!("redis-server on {port}"),
+    };
+    wait_for(&bg.what, Duration::from_secs(20), || {
+        let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+            return false;
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
+        let mut buf = [0u8; 16];
+        s.write_all(b"PING\r\n").is_ok()
+            && s.read(&mut buf)
+                .is_ok_and(|n| buf[..n].starts_with(b"+PONG") || buf[..n].starts_with(b"-NOAUTH"))
+    });
+    (bg, port)
+}
+
+/// One GET of `/add` on a plain server: whether it answered 200.
+fn answers_http(port: u16) -> bool {
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+    let req = "GET /add?name=doc&delay=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    let mut reply = String::new();
+    s.write_all(req.as_bytes()).is_ok()
+        && s.read_to_string(&mut reply).is_ok()
+        && reply.starts_with("HTTP/1.1 200")
+        && reply.ends_with("ok: added\n")
+}
+
+/// Whether an HTTPS server answers a ClientHello in TLS: a handshake (0x16) or alert (0x15)
+/// record comes back (this bare hello may offer too little to agree on; a server speaking
+/// plain HTTP would answer with text, and a dead one not at all).
+fn answers_tls(port: u16) -> bool {
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+    // A minimal TLS 1.2 ClientHello (one cipher suite, no extensions).
+    let hello: &[u8] = &[
+        0x16, 0x03, 0x01, 0x00, 0x2d, // record: handshake, 45 bytes
+        0x01, 0x00, 0x00, 0x29, // ClientHello, 41 bytes
+        0x03, 0x03, // TLS 1.2
+        1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
+        26, 27, 28, 29, 30, 31, 32,   // random
+        0x00, // session id
+        0x00, 0x02, 0xc0, 0x2f, // TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256
+        0x01, 0x00, // no compression
+    ];
+    let mut first = [0u8; 1];
+    s.write_all(hello).is_ok()
+        && s.read_exact(&mut first).is_ok()
+        && (first[0] == 0x16 || first[0] == 0x15)
+}
+
+/// Starts `concur ARGS` (a server) with stderr to `log`, and waits until it says it listens.
+fn start_server(env: &Env, args: &[String], log: &Path) -> Result<Background, String> {
+    let err = std::fs::File::create(log).expect("log file");
+    let mut cmd = env.concur();
+    cmd.args(args)
+        .stdout(Stdio::null())
+        .stderr(err)
+        .process_group(0);
+    let child = cmd.spawn().map_err(|e| format!("cannot start: {e}"))?;
+    let mut bg = Background {
+        child,
+        what: format!("concur {}", args.join(" ")),
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let said = std::fs::read_to_string(log).unwrap_or_default();
+        if said.contains("listening on") {
+            return Ok(bg);
+        }
+        if let Ok(Some(st)) = bg.child.try_wait() {
+            return Err(format!(
+                "{} exited ({st}) before listening: {said}",
+                bg.what
+            ));
+        }
+        if Instant::now() > deadline {
+            return Err(format!("{} did not listen within 30 s: {said}", bg.what));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// What the commands run against: the directory, the servers, the binary on `PATH`.
+struct Env {
+    dir: PathBuf,
+    tmp: PathBuf,
+    bin_dir: PathBuf,
+    http_port: u16,
+    https_port: u16,
+    redis_port: u16,
+    redis_auth_port: u16,
+}
+
+impl Env {
+    /// The binary, with the environment every doc command gets.
+    fn concur(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_concur"));
+        self.prepare(&mut c);
+        c
+    }
+
+    fn prepare(&self, c: &mut Command) {
+        let path = std::env::var("PATH").unwrap_or_default();
+        c.current_dir(&self.dir)
+            .env_remove("CONCUR_JOBS_BACKEND")
+            .env_remove("CONCUR_HUB")
+            .env("TMPDIR", &self.tmp)
+            .env("PATH", format!("{}:{path}", self.bin_dir.display()));
+    }
+
+    /// A word with the docs' placeholders replaced by what this test started.
+    fn substitute(&self, word: &str) -> String {
+        let https = format!("127.0.0.1:{}", self.https_port);
+        let http = format!("127.0.0.1:{}", self.http_port);
+        let pem = self
+            .tmp
+            .join(format!("concur-serve-{}.pem", self.https_port));
+        let w = word
+            .replace("/tmp/concur-serve-8443.pem", &pem.display().to_string())
+            .replace("127.0.0.1:8443", &https)
+            .replace("localhost:8443", &https)
+            .replace("127.0.0.1:8080", &http)
+            .replace("localhost:8080", &http)
+            .replace(
+                ":PASSWORD@queue-host:6379",
+                &format!(":PASSWORD@127.0.0.1:{}", self.redis_auth_port),
+            )
+            .replace("queue-host:6379", &format!("127.0.0.1:{}", self.redis_port));
+        if w.contains('…') {
+            self.glob(&w)
+        } else {
+            w
+        }
+    }
+
+    /// `…` as `*` in the directory: the last match by name (or the word as it was).
+    fn glob(&self, word: &str) -> String {
+        let (head, tail) = word.split_once('…').expect("a …");
+        let (parent, prefix) = match head.rfind('/') {
+            Some(i) => (&head[..=i], &head[i + 1..]),
+            None => ("", head),
+        };
+        let mut names: Vec<String> = std::fs::read_dir(self.dir.join(parent))
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.starts_with(prefix) && n.ends_with(tail))
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+            .pop()
+            .map_or_else(|| word.to_string(), |n| format!("{parent}{n}"))
+    }
+}
+
+/// The index of `flag`'s value in `args` (`-n 4`, `--tasks 4`, `--tasks=4`).
+fn flag_value(args: &[String], names: &[&str]) -> Option<usize> {
+    args.iter()
+        .position(|a| names.contains(&a.as_str()))
+        .map(|i| i + 1)
+        .or_else(|| {
+            args.iter().position(|a| {
+                names
+                    .iter()
+                    .any(|n| n.starts_with("--") && a.starts_with(&format!("{n}=")))
+            })
+        })
+}
+
+/// Sets `flag`'s value (in place, keeping the form it was given in), or adds `flag value`
+/// when it is absent and `add` says so.
+fn set_flag(args: &mut Vec<String>, names: &[&str], value: &str, add: bool) {
+    match flag_value(args, names) {
+        Some(i) if i < args.len() => match args[i].split_once('=') {
+            Some((name, _)) if names.contains(&name) => args[i] = format!("{name}={value}"),
+            _ => args[i] = value.to_string(),
+        },
+        Some(_) => {}
+        None if add => args.extend([names[0].to_string(), value.to_string()]),
+        None => {}
+    }
+}
+
+/// Keeps the counts of a `-n` value up to [`SMALL`] (`1,2,4,8` → `1,2,4`, `1000` → `4`).
+fn shrink_counts(value: &str) -> String {
+    let (prefix, list) = match value.split_once('=') {
+        Some((p, l)) => (format!("{p}="), l),
+        None => (String::new(), value),
+    };
+    let Ok(counts) = list
+        .split(',')
+        .map(|c| c.trim().parse::<usize>())
+        .collect::<Result<Vec<_>, _>>()
+    else {
+        return value.to_string();
+    };
+    let kept: Vec<String> = counts
+        .iter()
+        .filter(|c| **c <= SMALL)
+        .map(|c| c.to_string())
+        .collect();
+    if kept.is_empty() {
+        format!("{prefix}{SMALL}")
+    } else {
+        format!("{prefix}{}", kept.join(","))
+    }
+}
+
+fn has(args: &[String], names: &[&str]) -> bool {
+    flag_value(args, names).is_some()
+}
+
+/// The command made small (see the module's doc); `serve` and pipelines are handled apart.
+fn shrink(args: &[String]) -> Vec<String> {
+    let mut a = args.to_vec();
+    let sub = a.first().cloned().unwrap_or_default();
+    let counts: &[&str] = match sub.as_str() {
+        "crawl" => &["-n", "--requests"],
+        "run" | "advise" => &["-n", "--tasks"],
+        "jobs" => &["-n"],
+        _ => &[],
+    };
+    if let Some(i) = flag_value(&a, counts) {
+        if i < a.len() {
+            a[i] = shrink_counts(&a[i]);
+        }
+    }
+    let rate = flag_value(&a, &["--rate"]).and_then(|i| a.get(i).cloned());
+    let auto = rate.as_deref() == Some("auto");
+    if rate.is_some() {
+        let d = if auto { "200ms" } else { "1s" };
+        set_flag(&mut a, &["--duration"], d, auto);
+    }
+    match sub.as_str() {
+        "run" => {
+            set_flag(&mut a, &["-r", "--repeat"], "1", !auto);
+            if !auto {
+                set_flag(&mut a, &["--warmup"], "0", true);
+            }
+            let freeform = has(&a, &["-w", "--workload", "-m", "--model", "-n", "--tasks"]);
+            if !freeform && !a.iter().any(|x| x == "--quick") {
+                a.push("--quick".into());
+            }
+        }
+        "advise" => set_flag(&mut a, &["-r", "--repeat"], "1", !auto),
+        "crawl" if rate.is_none() => {
+            set_flag(&mut a, &["-n", "--requests"], &SMALL.to_string(), true);
+        }
+        "jobs"
+            if a.get(1).map(String::as_str) == Some("work")
+                && !a.iter().any(|x| x == "--until-empty") =>
+        {
+            a.push("--until-empty".into());
+        }
+        _ => {}
+    }
+    a
+}
+
+/// What identifies a command for running it once: its leading words, then its options as a
+/// set (the same options in another order run the same cells).
+fn run_key(args: &[String], env: &[(String, String)]) -> String {
+    let lead: Vec<&String> = args.iter().take_while(|a| !a.starts_with('-')).collect();
+    let mut groups: Vec<Vec<&String>> = Vec::new();
+    for a in &args[lead.len()..] {
+        match groups.last_mut() {
+            Some(g) if !a.starts_with('-') || a == "-" => g.push(a),
+            _ => groups.push(vec![a]),
+        }
+    }
+    groups.sort();
+    format!("{lead:?} {groups:?} {env:?}")
+}
+
+/// How one command ended.
+enum Outcome {
+    Exited(ExitStatus, Duration),
+    Failed(String),
+}
+
+/// Runs `cmd` to its end within [`DEADLINE`], stdout and stderr to files under `logs`.
+fn run_to_end(mut cmd: Command, logs: &Path, n: usize) -> Outcome {
+    let out = logs.join(format!("{n}.out"));
+    let err = logs.join(format!("{n}.err"));
+    cmd.stdout(std::fs::File::create(&out).expect("log"))
+        .stderr(std::fs::File::create(&err).expect("log"))
+        .stdin(Stdio::null())
+        .process_group(0);
+    let start = Instant::now();
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => return Outcome::Failed(format!("cannot start: {e}")),
+    };
+    let pid = child.id() as i32;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(st)) => break Some(st),
+            Ok(None) if start.elapsed() > DEADLINE => break None,
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => return Outcome::Failed(format!("wait: {e}")),
+        }
+    };
+    // Whatever the command left in its process group goes too (a command that leaves
+    // processes behind is a bug the other tests look for; here it must not outlive the test).
+    // SAFETY: kill(2) on the process group this test created.
+    unsafe { libc::kill(-pid, libc::SIGKILL) };
+    match status {
+        Some(st) => Outcome::Exited(st, start.elapsed()),
+        None => {
+            let _ = child.wait();
+            Outcome::Failed(format!(
+                "still running after {DEADLINE:?}; stderr: {}",
+                tail(&err)
+            ))
+        }
+    }
+}
+
+/// The last lines of a log file.
+fn tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(12)..].join("\n")
+}
+
+/// Runs a `concur serve` line: it must listen, answer, and exit 0 on SIGTERM.
+fn check_serve(env: &Env, args: &[String], logs: &Path, n: usize) -> Result<Duration, String> {
+    let start = Instant::now();
+    let mut a = args.to_vec();
+    let port = free_port();
+    set_flag(&mut a, &["--addr"], &format!("127.0.0.1:{port}"), true);
+    let log = logs.join(format!("{n}.err"));
+    let mut server = start_server(env, &a, &log)?;
+    let tls = a
+        .iter()
+        .any(|x| x == "--tls-self-signed" || x == "--tls-cert");
+    let answered = if tls {
+        answers_tls(port)
+    } else {
+        answers_http(port)
+    };
+    if !answered {
+        return Err(format!("it listens on {port} but does not answer"));
+    }
+    // SAFETY: kill(2) on the child this test started.
+    unsafe { libc::kill(server.pid(), libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match server.child.try_wait() {
+            Ok(Some(st)) if st.success() => return Ok(start.elapsed()),
+            Ok(Some(st)) => return Err(format!("after SIGTERM: {st}; {}", tail(&log))),
+            Ok(None) if Instant::now() > deadline => {
+                return Err("still running 30 s after SIGTERM".into())
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            Err(e) => return Err(format!("wait: {e}")),
+        }
+    }
+}
+
+/// The files the docs' commands read.
+fn fixtures(dir: &Path) {
+    std::fs::copy(root().join("Cargo.lock"), dir.join("Cargo.lock")).expect("Cargo.lock");
+    let line = "2026-12-01T12:00:00Z INFO concur doc fixture: a line of a log file\n";
+    std::fs::write(dir.join("big.log"), line.repeat(65536 / line.len())).expect("big.log");
+    let convert = dir.join("convert");
+    std::fs::write(
+        &convert,
+        "#!/bin/sh\n# A stand-in for an image converter: reads its input.\nexec cat \"$1\"\n",
+    )
+    .expect("convert");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&convert, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    for i in 0..20 {
+        std::fs::write(dir.join(format!("in-{i}.png")), [0x89, b'P', b'N', b'G']).expect("png");
+    }
+}
+
+#[test]
+fn the_lists_name_only_commands_the_docs_show() {
+    let texts: BTreeSet<String> = all_commands().into_iter().map(|c| c.text).collect();
+    for (text, _) in NOT_RUN {
+        assert!(
+            texts.contains(*text),
+            "NOT_RUN names a command the docs no longer show: {text}"
+        );
+    }
+    for (text, _) in EXIT_STATUS {
+        assert!(
+            texts.contains(*text),
+            "EXIT_STATUS names a command the docs no longer show: {text}"
+        );
+    }
+}
+
+#[test]
+fn the_extraction_tells_commands_from_output() {
+    let doc = "```sh\nconcur run gil   # a comment\nexport X='a b'\nconcur run -w 'cmd:ls #x' \\\n  -n 2\n```\n\n\
+```\nconcur 0.1.0: study 'gil'\nconcur serve: listening\n```\n\n\
+```console\n$ concur list\nconcur list (output, not a command)\n```\n\n\
+```rust\nconcur run in rust\n```\n";
+    let cmds = extract("x.md", doc);
+    let texts: Vec<&str> = cmds.iter().map(|c| c.text.as_str()).collect();
+    assert_eq!(
+        texts,
+        [
+            "concur run gil",
+            "concur run -w 'cmd:ls #x' -n 2",
+            "concur list"
+        ]
+    );
+    assert_eq!(cmds[1].args, ["run", "-w", "cmd:ls #x", "-n", "2"]);
+    assert_eq!(cmds[1].env, [("X".to_string(), "a b".to_string())]);
+    assert_eq!(cmds[1].line, 4);
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        shrink(&s(&[
+            "run", "-w", "fib:30", "-m", "seq", "-n", "1,2,4,8", "-r", "10"
+        ])),
+        s(&["run", "-w", "fib:30", "-m", "seq", "-n", "1,2,4", "-r", "1", "--warmup", "0"])
+    );
+    assert_eq!(
+        shrink(&s(&["run", "gil"])),
+        s(&["run", "gil", "-r", "1", "--warmup", "0", "--quick"])
+    );
+    assert_eq!(
+        shrink(&s(&["run", "-w", "x", "--rate", "auto", "--slo", "p99<1s"])),
+        s(&[
+            "run",
+            "-w",
+            "x",
+            "--rate",
+            "auto",
+            "--slo",
+            "p99<1s",
+            "--duration",
+            "200ms"
+        ])
+    );
+    assert_eq!(
+        shrink(&s(&["crawl", "u", "--requests=100"])),
+        s(&["crawl", "u", "--requests=4"])
+    );
+    assert_eq!(
+        shrink(&s(&["jobs", "work", "-c", "10"])),
+        s(&["jobs", "work", "-c", "10", "--until-empty"])
+    );
+}
+
+#[test]
+fn every_command_in_the_docs_runs() {
+    let _alone = common::alone();
+    let commands = all_commands();
+    assert!(
+        commands.len() >= 20,
+        "found only {} commands in the docs: is the extraction broken?",
+        commands.len()
+    );
+    let work = tempfile::tempdir().expect("tempdir");
+    let dir = work.path().join("reader");
+    let tmp = work.path().join("tmp");
+    let logs = work.path().join("logs");
+    let bin_dir = work.path().join("bin");
+    for d in [&dir, &tmp, &logs, &bin_dir] {
+        std::fs::create_dir_all(d).expect("dir");
+    }
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_concur"), bin_dir.join("concur"))
+        .expect("symlink");
+    fixtures(&dir);
+
+    let (_redis, redis_port) = redis(work.path(), None);
+    let (_redis_auth, redis_auth_port) = redis(work.path(), Some("PASSWORD"));
+    let mut env = Env {
+        dir: dir.clone(),
+        tmp: tmp.clone(),
+        bin_dir,
+        http_port: free_port(),
+        https_port: 0,
+        redis_port,
+        redis_auth_port,
+    };
+    let http_args: Vec<String> = ["serve", "--addr", &format!("127.0.0.1:{}", env.http_port)]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let _http = start_server(&env, &http_args, &logs.join("http-server.err"))
+        .unwrap_or_else(|e| panic!("the test's HTTP server: {e}"));
+    env.https_port = free_port();
+    let https_args: Vec<String> = [
+        "serve",
+        "--tls-self-signed",
+        "--addr",
+        &format!("127.0.0.1:{}", env.https_port),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let _https = start_server(&env, &https_args, &logs.join("https-server.err"))
+        .unwrap_or_else(|e| panic!("the test's HTTPS server: {e}"));
+    let pem = tmp.join(format!("concur-serve-{}.pem", env.https_port));
+    std::fs::copy(&pem, dir.join("cert.pem")).expect("the HTTPS server's certificate");
+
+    let not_run: BTreeMap<&str, &str> = NOT_RUN.iter().copied().collect();
+    let statuses: BTreeMap<&str, i32> = EXIT_STATUS.iter().copied().collect();
+    let mut seen = BTreeSet::new();
+    let mut failures = Vec::new();
+    let mut report = Vec::new();
+    let total = Instant::now();
+    for (n, c) in commands.iter().enumerate() {
+        let place = format!("{}:{}", c.file, c.line);
+        if not_run.contains_key(c.text.as_str()) {
+            report.push(format!("{place}: not run ({})", not_run[c.text.as_str()]));
+            continue;
+        }
+        let args: Vec<String> = c.args.iter().map(|w| env.substitute(w)).collect();
+        let block_env: Vec<(String, String)> = c
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), env.substitute(v)))
+            .collect();
+        let op = args.iter().position(|w| SHELL_OPS.contains(&w.as_str()));
+        let (head, rest) = args.split_at(op.unwrap_or(args.len()));
+        let head = if head.first().map(String::as_str) == Some("serve") {
+            head.to_vec()
+        } else {
+            shrink(head)
+        };
+        if !seen.insert(run_key(&[head.clone(), rest.to_vec()].concat(), &block_env)) {
+            continue;
+        }
+        let want = statuses.get(c.text.as_str()).copied().unwrap_or(0);
+        if head.first().map(String::as_str) == Some("serve") && rest.is_empty() {
+            match check_serve(&env, &head, &logs, n) {
+                Ok(took) => {
+                    report.push(format!("{place}: {:.1} s  {}", took.as_secs_f64(), c.text))
+                }
+                Err(e) => failures.push(format!("{place}: {}\n  {e}", c.text)),
+            }
+            continue;
+        }
+        let mut cmd = if op.is_some() {
+            let line: Vec<String> = std::iter::once("concur".to_string())
+                .chain(head.iter().cloned())
+                .map(|w| shlex::try_quote(&w).expect("quotable").into_owned())
+                .chain(rest.iter().cloned())
+                .collect();
+            let mut sh = Command::new("sh");
+            sh.arg("-c").arg(line.join(" "));
+            env.prepare(&mut sh);
+            sh
+        } else {
+            let mut cc = env.concur();
+            cc.args(&head);
+            cc
+        };
+        cmd.envs(block_env.iter().map(|(k, v)| (k, v)));
+        match run_to_end(cmd, &logs, n) {
+            Outcome::Exited(st, took) if st.code() == Some(want) => {
+                report.push(format!("{place}: {:.1} s  {}", took.as_secs_f64(), c.text));
+            }
+            Outcome::Exited(st, _) => failures.push(format!(
+                "{place}: {}\n  ran: concur {}\n  {st}, the docs say {want}; stderr:\n{}",
+                c.text,
+                head.join(" "),
+                tail(&logs.join(format!("{n}.err")))
+            )),
+            Outcome::Failed(e) => failures.push(format!("{place}: {}\n  {e}", c.text)),
+        }
+    }
+    eprintln!(
+        "{} doc commands in {:.0} s:\n{}",
+        report.len(),
+        total.elapsed().as_secs_f64(),
+        report.join("\n")
+    );
+    assert!(
+        failures.is_empty(),
+        "{} doc command(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
+}
