@@ -209,7 +209,7 @@ fn concur_run_into_a_closed_pipe_ends_quietly_with_0() {
     );
     let lines = read_lines(&json);
     assert_eq!(of_type(&lines, "cell").len(), 8, "every result was written");
-    // The shell's own pipe, as the README writes it: the first line, exit 0 from both.
+    // The shell's own pipe, as docs/output.md writes it: the first line, exit 0 from both.
     let bin = assert_cmd::cargo::cargo_bin("concur");
     let out = std::process::Command::new("bash")
         .current_dir(dir.path())

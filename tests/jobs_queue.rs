@@ -335,7 +335,7 @@ fn kill_one_more(b: &dyn Backend) -> (String, Vec<String>) {
 
 #[test]
 fn the_dead_set_keeps_at_most_10000_jobs_and_six_months() {
-    // The README's caps (Sidekiq's): 10,000 jobs, 6 months (180 days).
+    // docs/jobs.md's caps (Sidekiq's): 10,000 jobs, 6 months (180 days).
     const CAP: usize = 10_000;
     assert_eq!(jobs::DEAD_MAX_JOBS, CAP);
     assert_eq!(jobs::DEAD_TIMEOUT, Duration::from_secs(180 * 24 * 3600));
