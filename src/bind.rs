@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::options::StudyOptions;
 use crate::server::{InProcessServer, ServeTls, ServerOptions};
 use crate::study::plan::Plan;
-use crate::study::RunServer;
+use crate::study::StudyServer;
 
 /// A plan with what it needs from the world: its files read, its services reached.
 pub struct Bound {
@@ -20,14 +20,14 @@ pub struct Bound {
     pub server: Option<InProcessServer>,
     /// The classic programs' folder: keep it as long as the study runs (dropped, it is
     /// deleted).
-    pub classic_dir: Option<tempfile::TempDir>,
+    _classic_dir: Option<tempfile::TempDir>,
 }
 
 impl Bound {
     /// What the study runner needs of the in-process server, if there is one: where it
     /// listens, the certificate its clients trust, and its counters.
-    pub fn run_server(&self) -> Option<RunServer<'_>> {
-        self.server.as_ref().map(|s| RunServer {
+    pub fn run_server(&self) -> Option<StudyServer<'_>> {
+        self.server.as_ref().map(|s| StudyServer {
             base_url: s.base_url(),
             cert_pem: s.cert.as_ref().map(|c| c.cert_pem.clone()),
             stats: &s.stats,
@@ -71,7 +71,7 @@ pub fn bind(mut plan: Plan, o: &StudyOptions) -> Result<Bound> {
     Ok(Bound {
         plan,
         server,
-        classic_dir: classic,
+        _classic_dir: classic,
     })
 }
 

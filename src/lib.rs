@@ -50,7 +50,7 @@
 
 pub mod analysis;
 pub(crate) mod app;
-pub mod bind;
+pub(crate) mod bind;
 pub mod classic;
 #[doc(hidden)]
 pub mod cli;
@@ -62,13 +62,12 @@ pub mod lab;
 pub mod measure;
 pub mod model;
 pub mod options;
-pub mod output;
+pub(crate) mod output;
 pub(crate) mod process;
 pub mod publish;
 pub mod report;
 pub(crate) mod secret;
-#[doc(hidden)]
-pub mod selfcall;
+pub(crate) mod selfcall;
 pub mod server;
 pub(crate) mod stats;
 pub mod study;

@@ -2,7 +2,7 @@
 //! (`__run`, started by the study runner), one task (`__task`, by the `spawn` model) or a
 //! queue worker (`__worker`, by `jobs-procs:W`). [`SelfCall::spawn`] is the one place that
 //! builds these command lines, and [`SelfCall::receive`] the one place a child decodes its
-//! request: each call carries the whole [`TaskEnv`] (workload, its options, lock settings,
+//! request: each call carries the whole [`WorkloadRecipe`] (workload, its options, lock settings,
 //! jobs backend), so no option reaches a child any other way.
 //!
 //! Requests travel on file descriptor 4, never on argv or in the environment: the request
@@ -32,7 +32,7 @@ use crate::workload::{self, MailSink, Workload, WorkloadOptions};
 /// Everything a task needs to be re-created in another process: the workload, its options,
 /// the lock settings and the jobs backend (every call below carries one).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TaskEnv {
+pub struct WorkloadRecipe {
     /// The workload spec.
     pub workload: String,
     /// Run-wide workload options.
@@ -47,7 +47,7 @@ pub struct TaskEnv {
     pub jobs_backend: Option<crate::jobs::BackendUrl>,
 }
 
-impl TaskEnv {
+impl WorkloadRecipe {
     /// Applies the lock settings to this process and parses the workload.
     pub fn install(&self) -> Result<Arc<dyn Workload>> {
         gil::configure(self.gil, Duration::from_micros(self.switch_interval_us));
@@ -59,7 +59,7 @@ impl TaskEnv {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRequest {
     /// The workload and lock settings.
-    pub env: TaskEnv,
+    pub env: WorkloadRecipe,
     /// The model spec.
     pub model: String,
     /// How many tasks.
@@ -82,7 +82,7 @@ pub enum SelfCall {
     /// fd 3.
     Task {
         /// The workload and lock settings.
-        env: TaskEnv,
+        env: WorkloadRecipe,
         /// Which task.
         index: usize,
     },
@@ -90,7 +90,7 @@ pub enum SelfCall {
     /// queue on `env.jobs_backend` and appending each acknowledged task's record to `records`.
     JobsWorker {
         /// The workload and lock settings, and the queue's backend (`jobs_backend`).
-        env: TaskEnv,
+        env: WorkloadRecipe,
         /// The run's own queue.
         queue: String,
         /// The file the records go to.
@@ -189,8 +189,8 @@ mod tests {
     use super::*;
     use crate::workload::WorkloadOptions;
 
-    fn env() -> TaskEnv {
-        TaskEnv {
+    fn env() -> WorkloadRecipe {
+        WorkloadRecipe {
             workload: "sleep:1ms".into(),
             options: WorkloadOptions::default(),
             gil: false,

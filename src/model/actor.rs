@@ -18,7 +18,7 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
 use super::async_mt::build_counted;
-use super::{cores, execute_async, never_started, Entry, Model, ModelOutcome, RunCtx};
+use super::{cores, never_started, run_task_async, Entry, Model, ModelOutcome, RunCtx};
 use crate::measure::{TaskError, TaskRecord};
 use crate::workload::Workload;
 
@@ -47,7 +47,7 @@ struct Deliver {
 /// An actor's life: take messages from its mailbox one at a time until every sender is gone.
 async fn actor(w: Arc<dyn Workload>, mut mailbox: mpsc::UnboundedReceiver<Deliver>) {
     while let Some(Deliver { index, reply }) = mailbox.recv().await {
-        let rec = execute_async(w.clone(), index).await;
+        let rec = run_task_async(w.clone(), index).await;
         // The caller may have stopped waiting; the task ran either way.
         let _ = reply.send(rec);
     }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use super::{cores, execute_async, Entry, Model, ModelOutcome, RunCtx};
+use super::{cores, run_task_async, Entry, Model, ModelOutcome, RunCtx};
 use crate::measure::{TaskError, TaskRecord};
 
 pub(super) const ENTRY: Entry = Entry {
@@ -77,7 +77,7 @@ pub(super) fn drive(rt: &tokio::runtime::Runtime, ctx: &RunCtx, limit: usize) ->
                 tokio::spawn(async move {
                     let mut done = Vec::new();
                     while let Some(i) = source.next().await {
-                        done.push(execute_async(w.clone(), i).await);
+                        done.push(run_task_async(w.clone(), i).await);
                     }
                     done
                 })
@@ -88,7 +88,7 @@ pub(super) fn drive(rt: &tokio::runtime::Runtime, ctx: &RunCtx, limit: usize) ->
         for h in handles {
             match h.await {
                 Ok(done) => out.extend(done),
-                // A task's panic is caught in `execute_async`; a loop that still ended this
+                // A task's panic is caught in `run_task_async`; a loop that still ended this
                 // way lost the records it held.
                 Err(e) => lost = Some(e.to_string()),
             }

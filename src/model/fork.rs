@@ -9,7 +9,7 @@ use std::os::fd::AsRawFd;
 
 use nix::unistd::ForkResult;
 
-use super::{execute, Entry, Model, ModelOutcome, RunCtx};
+use super::{run_task, Entry, Model, ModelOutcome, RunCtx};
 use crate::measure::{describe_exit, rusage, TaskError, TaskRecord};
 use crate::process;
 
@@ -132,7 +132,7 @@ impl Model for Fork {
             match unsafe { nix::unistd::fork() } {
                 Ok(ForkResult::Child) => {
                     process::die_with_forking_parent(parent);
-                    let rec = execute(&*ctx.workload, i);
+                    let rec = run_task(&*ctx.workload, i);
                     let _ = std::io::stdout().flush();
                     write_all_fd(write_end.as_raw_fd(), rec.to_line().as_bytes());
                     // SAFETY: _exit skips the parent's destructors and atexit handlers.

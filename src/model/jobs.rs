@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::{execute, never_started, Entry, Model, ModelOutcome, RunCtx};
+use super::{never_started, run_task, Entry, Model, ModelOutcome, RunCtx};
 use crate::jobs::worker::{handle, new_worker_id, Performed};
 use crate::jobs::{self, Backend, BackendUrl, Job, RetrySchedule, DEFAULT_LEASE};
 use crate::measure::TaskRecord;
@@ -113,7 +113,7 @@ impl Jobs {
         // Started and waited for on this thread, which therefore outlives the workers, as
         // their death-with-parent signal requires.
         let call = SelfCall::JobsWorker {
-            env: crate::model::TaskEnv {
+            env: crate::model::WorkloadRecipe {
                 jobs_backend: Some(url.clone()),
                 ..ctx.env.clone()
             },
@@ -302,7 +302,7 @@ impl Model for Jobs {
             let Some(index) = job.args.get(1).and_then(|v| v.as_u64()) else {
                 return Performed::Malformed(format!("no task index in {:?}", job.args));
             };
-            let rec = execute(&*ctx.workload, index as usize);
+            let rec = run_task(&*ctx.workload, index as usize);
             let out = match &rec.error {
                 None => Performed::Ok(rec.bytes),
                 Some(e) => Performed::Failed(e.kind.clone(), e.message.clone()),

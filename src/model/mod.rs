@@ -2,7 +2,7 @@
 //! the spec grammar is `NAME[:WORKERS]`.
 //!
 //! A model never knows which workload it runs: it calls [`execute`] (blocking) or
-//! [`execute_async`] for each task and returns the [`TaskRecord`]s.
+//! [`run_task_async`] for each task and returns the [`TaskRecord`]s.
 
 mod actor;
 pub mod arrivals;
@@ -25,7 +25,7 @@ use crate::error::Error;
 use crate::measure::{mono_ns, TaskRecord};
 use crate::workload::{self, guarded_run, Workload};
 
-pub use crate::selfcall::TaskEnv;
+pub use crate::selfcall::WorkloadRecipe;
 
 /// What a model gets for one run.
 pub struct RunCtx {
@@ -34,7 +34,7 @@ pub struct RunCtx {
     /// How many tasks to run.
     pub tasks: usize,
     /// How to re-create the workload in another process.
-    pub env: TaskEnv,
+    pub env: WorkloadRecipe,
     /// Stack size for threads the model creates per task, bytes.
     pub stack_size: usize,
     /// Open-model runs (`--rate`): when each task is released; `None` hands all tasks to the
@@ -94,7 +94,7 @@ pub trait Model: Send + Sync {
 }
 
 /// Runs task `index` on the calling thread and records it.
-pub fn execute(w: &dyn Workload, index: usize) -> TaskRecord {
+pub fn run_task(w: &dyn Workload, index: usize) -> TaskRecord {
     let start_ns = mono_ns();
     let result = guarded_run(w, index);
     record(index, start_ns, result)
@@ -102,7 +102,7 @@ pub fn execute(w: &dyn Workload, index: usize) -> TaskRecord {
 
 /// Runs task `index` through the workload's async entry point and records it; a panic is a
 /// failed task (kind `panic`), as in [`execute`].
-pub async fn execute_async(w: Arc<dyn Workload>, index: usize) -> TaskRecord {
+pub async fn run_task_async(w: Arc<dyn Workload>, index: usize) -> TaskRecord {
     let start_ns = mono_ns();
     // A closure may panic while it builds its future, before there is a future to guard.
     let result = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.run_async(index)))

@@ -2,7 +2,7 @@
 //! `Queue` + workers pattern.
 
 use super::os_thread;
-use super::{execute, never_started, Entry, Model, ModelOutcome, RunCtx};
+use super::{never_started, run_task, Entry, Model, ModelOutcome, RunCtx};
 use crate::measure::TaskRecord;
 
 pub(super) const ENTRY: Entry = Entry {
@@ -44,7 +44,7 @@ impl Model for Pool {
         for k in 0..self.workers {
             let (rx, w) = (rx.clone(), ctx.workload.clone());
             match os_thread::spawn(ctx.stack_size, move || {
-                rx.iter().map(|i| execute(&*w, i)).collect::<Vec<_>>()
+                rx.iter().map(|i| run_task(&*w, i)).collect::<Vec<_>>()
             }) {
                 Ok(t) => threads.push(t),
                 Err(e) => {

@@ -2,7 +2,7 @@
 
 use rayon::prelude::*;
 
-use super::{execute, Entry, Model, ModelOutcome, RunCtx};
+use super::{run_task, Entry, Model, ModelOutcome, RunCtx};
 
 pub(super) const ENTRY: Entry = Entry {
     name: "rayon",
@@ -54,7 +54,7 @@ impl Model for RayonPool {
             a.dispatch(|i| {
                 let (tx, w) = (tx.clone(), ctx.workload.clone());
                 pool.spawn(move || {
-                    let _ = tx.send(execute(&*w, i));
+                    let _ = tx.send(run_task(&*w, i));
                 });
                 true
             });
@@ -71,7 +71,7 @@ impl Model for RayonPool {
             (0..ctx.tasks)
                 .into_par_iter()
                 .with_max_len(1)
-                .map(|i| execute(&**w, i))
+                .map(|i| run_task(&**w, i))
                 .collect()
         });
         ModelOutcome {

@@ -1,7 +1,7 @@
 //! `seq`: every task in turn on the calling thread, the baseline every speedup is measured
 //! against.
 
-use super::{execute, Entry, Model, ModelOutcome, RunCtx};
+use super::{run_task, Entry, Model, ModelOutcome, RunCtx};
 
 pub(super) const ENTRY: Entry = Entry {
     name: "seq",
@@ -33,10 +33,12 @@ impl Model for Seq {
             Some(a) => (0..a.tasks())
                 .map(|i| {
                     a.wait_if_idle(i);
-                    execute(&*ctx.workload, i)
+                    run_task(&*ctx.workload, i)
                 })
                 .collect(),
-            None => (0..ctx.tasks).map(|i| execute(&*ctx.workload, i)).collect(),
+            None => (0..ctx.tasks)
+                .map(|i| run_task(&*ctx.workload, i))
+                .collect(),
         };
         ModelOutcome {
             records,

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use super::os_thread;
-use super::{execute, never_started, Entry, Model, ModelOutcome, RunCtx};
+use super::{never_started, run_task, Entry, Model, ModelOutcome, RunCtx};
 use crate::measure::{TaskError, TaskRecord};
 
 pub(super) const ENTRY: Entry = Entry {
@@ -80,7 +80,7 @@ impl Model for ThreadPerTask {
             let (gate, w) = (gate.clone(), ctx.workload.clone());
             match os_thread::spawn(ctx.stack_size, move || {
                 gate.wait();
-                execute(&*w, i)
+                run_task(&*w, i)
             }) {
                 Ok(t) => threads.push((i, t)),
                 Err(e) => {
@@ -129,7 +129,7 @@ fn open(ctx: &RunCtx, a: &crate::model::arrivals::Arrivals) -> ModelOutcome {
         }
         let (w, done) = (ctx.workload.clone(), done_tx.clone());
         match os_thread::spawn(ctx.stack_size, move || {
-            let rec = execute(&*w, i);
+            let rec = run_task(&*w, i);
             // The dispatcher joins this thread once it reads the index; it is exiting by then.
             let _ = done.send(i);
             rec

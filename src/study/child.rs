@@ -1,6 +1,6 @@
 //! The child side of a run: the hidden `__run` command (one repetition of one cell, in a fresh
 //! process), `__task` (one task, for the `spawn` model) and `__worker` (one queue worker of
-//! `jobs-procs:W`). Each reads its request from fd 4 ([`SelfCall::receive`], through
+//! `jobs-procs:W`). Each reads its request from fd 4 (`SelfCall::receive`, through
 //! [`serve`], the one dispatch the binary and a library user's binary share); runs and tasks
 //! report JSON on fd 3, workers append records to their file.
 
@@ -16,7 +16,7 @@ use crate::measure::latency::{LatencyRecorder, LatencySummary};
 use crate::measure::open::OpenStats;
 use crate::measure::{self, mono_ns};
 use crate::model::arrivals::Arrivals;
-use crate::model::{self, execute, ModelOutcome, RunCtx, TaskEnv};
+use crate::model::{self, run_task, ModelOutcome, RunCtx, WorkloadRecipe};
 use crate::selfcall::SelfCall;
 use crate::{gil, process};
 
@@ -176,7 +176,7 @@ fn run_main(req: RunRequest) -> Result<()> {
 
 /// `concur __worker`: one thread working the run's queue until it is killed, each
 /// acknowledged task's record appended to `records`.
-fn worker_main(env: TaskEnv, queue: String, records: std::path::PathBuf) -> Result<()> {
+fn worker_main(env: WorkloadRecipe, queue: String, records: std::path::PathBuf) -> Result<()> {
     // The workload is parsed here so that a request this binary cannot serve fails at once.
     env.install()?;
     let backend = env
@@ -267,10 +267,10 @@ fn live_ticker(
 }
 
 /// `concur __task`: runs one task (the `spawn` model's child) and reports it on fd 3.
-fn task_main(env: TaskEnv, index: usize) -> Result<()> {
+fn task_main(env: WorkloadRecipe, index: usize) -> Result<()> {
     let mut out = pipe()?;
     let workload = env.install()?;
-    let rec = execute(&*workload, index);
+    let rec = run_task(&*workload, index);
     let _ = std::io::stdout().flush();
     out.write_all(rec.to_line().as_bytes())
         .map_err(|e| Error::io("writing the task report", e))

@@ -12,7 +12,7 @@ pub mod search;
 pub use plan::{Plan, StudyOptions};
 pub use runner::in_process::InProcessExecutor;
 
-pub use runner::{Executor, Iteration, ProcessExecutor, RunServer};
+pub use runner::{Executor, Iteration, ProcessExecutor, StudyServer};
 
 pub use crate::output::{Feedback, Terminal};
 
@@ -130,7 +130,7 @@ pub fn execute(
     for why in hooks.finish() {
         terminal.warning(why);
     }
-    conclude(writer, meta, &machine, runs, interrupted, terminal)
+    finish(writer, meta, &machine, runs, interrupted, terminal)
 }
 
 /// hyperfine's hooks around a study's runs: `--setup` before a cell's first run, `--prepare`
@@ -210,7 +210,7 @@ impl<'a> CellHooks<'a> {
 }
 
 /// Ends a study: clears the bar, analyses the runs and writes the cell lines.
-fn conclude(
+fn finish(
     writer: &mut ResultsWriter,
     meta: Meta,
     machine: &crate::analysis::results::Machine,
@@ -317,7 +317,7 @@ fn execute_auto(
             break;
         }
     }
-    conclude(writer, meta, &machine, runs, interrupted, terminal)
+    finish(writer, meta, &machine, runs, interrupted, terminal)
 }
 
 #[cfg(test)]

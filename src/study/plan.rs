@@ -83,7 +83,7 @@ pub struct Plan {
 }
 
 /// The files and programs a plan names but does not touch: the bind step
-/// ([`crate::bind`]) reads them, and fails with one line naming the value.
+/// (`crate::bind`) reads them, and fails with one line naming the value.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Needs {
     /// `--body`: a file to read, or `@-` for standard input.

@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use crate::analysis::results::{Machine, RunResult};
 use crate::error::{Error, Result};
-use crate::model::TaskEnv;
+use crate::model::WorkloadRecipe;
 use crate::output::Terminal;
 use crate::selfcall::RunRequest;
 use crate::server::Stats;
@@ -94,7 +94,7 @@ fn live_text(cell: &CellPlan, l: &LiveLine) -> String {
 
 /// The server a study started for its `http:/PATH` cells: where it listens and its counters.
 /// It belongs to the execution, not to the plan, which stays as it was built.
-pub struct RunServer<'a> {
+pub struct StudyServer<'a> {
     /// `http://127.0.0.1:PORT` (`https://` with `--tls`).
     pub base_url: String,
     /// Its self-signed certificate (PEM) with `--tls`, which the runs' clients then trust.
@@ -106,7 +106,7 @@ pub struct RunServer<'a> {
 /// The real executor: every run in a fresh child process of our own binary.
 pub struct ProcessExecutor<'a> {
     exe: PathBuf,
-    server: Option<RunServer<'a>>,
+    server: Option<StudyServer<'a>>,
     live: std::sync::Mutex<Terminal>,
 }
 
@@ -114,7 +114,7 @@ impl<'a> ProcessExecutor<'a> {
     /// Finds our own binary and takes over Ctrl-C and SIGTERM (so a stopped study kills the
     /// current run's tree and keeps every finished run). With the in-process server's
     /// counters, each run records the server's peak in-flight.
-    pub fn new(server: Option<RunServer<'a>>) -> Result<Self> {
+    pub fn new(server: Option<StudyServer<'a>>) -> Result<Self> {
         let exe = std::env::current_exe().map_err(|e| Error::io("finding our own binary", e))?;
         crate::interrupt::install_interrupt_handler();
         Ok(ProcessExecutor {
@@ -265,7 +265,7 @@ pub(crate) fn request(
         options.cmd_output = Some(sub);
     }
     RunRequest {
-        env: TaskEnv {
+        env: WorkloadRecipe {
             workload: cell.key.workload.clone(),
             options,
             gil: cell.key.gil,
