@@ -202,7 +202,7 @@ fn spin_time(n: u64) -> Option<f64> {
     (0..3)
         .map(|_| {
             let t = Instant::now();
-            let _ = w.run(0);
+            let _ = w.task(0);
             t.elapsed().as_secs_f64()
         })
         .min_by(f64::total_cmp)

@@ -73,7 +73,7 @@ impl Model for Green {
                     }
                 }
                 let start_ns = mono_ns();
-                let result = w.run_green(i);
+                let result = w.task_green(i);
                 let end_ns = mono_ns();
                 crate::measure::live::ended(result.is_ok());
                 let rec = match result {

@@ -1,7 +1,7 @@
 //! Models: how N tasks are run. Each model is one file here plus one line in [`REGISTRY`];
 //! the spec grammar is `NAME[:WORKERS]`.
 //!
-//! A model never knows which workload it runs: it calls [`execute`] (blocking) or
+//! A model never knows which workload it runs: it calls [`run_task`] (blocking) or
 //! [`run_task_async`] for each task and returns the [`TaskRecord`]s.
 
 mod actor;
@@ -101,18 +101,18 @@ pub fn run_task(w: &dyn Workload, index: usize) -> TaskRecord {
 }
 
 /// Runs task `index` through the workload's async entry point and records it; a panic is a
-/// failed task (kind `panic`), as in [`execute`].
+/// failed task (kind `panic`), as in [`run_task`].
 pub async fn run_task_async(w: Arc<dyn Workload>, index: usize) -> TaskRecord {
     let start_ns = mono_ns();
     // A closure may panic while it builds its future, before there is a future to guard.
-    let result = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.run_async(index)))
-    {
-        Ok(future) => workload::CatchPanic(future).await,
-        Err(payload) => Err(workload::TaskError::new(
-            "panic",
-            workload::panic_message(&*payload),
-        )),
-    };
+    let result =
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.task_async(index))) {
+            Ok(future) => workload::CatchPanic(future).await,
+            Err(payload) => Err(workload::TaskError::new(
+                "panic",
+                workload::panic_message(&*payload),
+            )),
+        };
     record(index, start_ns, result)
 }
 

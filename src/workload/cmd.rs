@@ -211,7 +211,7 @@ impl Workload for Cmd {
     fn gil_governs(&self) -> bool {
         false
     }
-    fn run(&self, index: usize) -> Result<u64, TaskError> {
+    fn task(&self, index: usize) -> Result<u64, TaskError> {
         let (mut cmd, sink) = self.command(index).map_err(spawn_error)?;
         let mut child = cmd.spawn().map_err(spawn_error)?;
         let (bytes, stderr) = match (&sink, child.stdout.take(), child.stderr.take()) {
@@ -227,7 +227,7 @@ impl Workload for Cmd {
         };
         verdict(status, bytes, &stderr)
     }
-    fn run_async(self: Arc<Self>, index: usize) -> TaskFuture {
+    fn task_async(self: Arc<Self>, index: usize) -> TaskFuture {
         Box::pin(async move {
             use tokio::io::AsyncReadExt;
             let (cmd, sink) = self.command(index).map_err(spawn_error)?;
@@ -290,7 +290,7 @@ mod tests {
     fn words_split_like_a_shell_and_braces_are_substituted() {
         let w = cmd("printf '%s-%s' {i} \"{n}\"").unwrap();
         assert_eq!(w.spec(), "cmd:printf '%s-%s' {i} \"{n}\"");
-        assert_eq!(w.run(3).unwrap(), "3-7".len() as u64);
+        assert_eq!(w.task(3).unwrap(), "3-7".len() as u64);
     }
 
     #[test]
@@ -300,10 +300,10 @@ mod tests {
             ..Default::default()
         };
         let w = parse("echo first >&2; echo second >&2; exit 3", &o).unwrap();
-        let e = w.run(0).unwrap_err();
+        let e = w.task(0).unwrap_err();
         assert_eq!((e.kind.as_str(), e.message.as_str()), ("exit:3", "first"));
         let w = parse("kill -TERM $$", &o).unwrap();
-        assert_eq!(w.run(0).unwrap_err().kind, "signal:SIGTERM");
+        assert_eq!(w.task(0).unwrap_err().kind, "signal:SIGTERM");
     }
 
     #[test]

@@ -50,7 +50,7 @@ impl Workload for Crash {
     fn nature(&self) -> Nature {
         Nature::Cpu
     }
-    fn run(&self, index: usize) -> Result<u64, TaskError> {
+    fn task(&self, index: usize) -> Result<u64, TaskError> {
         match self.kind {
             Kind::Panic => panic!("task {index} panicked on purpose"),
             Kind::Abort => std::process::abort(),

@@ -142,7 +142,7 @@ impl Workload for FnWorkload {
     fn nature(&self) -> Nature {
         self.nature
     }
-    fn run(&self, index: usize) -> Result<u64, TaskError> {
+    fn task(&self, index: usize) -> Result<u64, TaskError> {
         if let Some(f) = &self.blocking {
             return f(index);
         }
@@ -154,7 +154,7 @@ impl Workload for FnWorkload {
             None => Err(TaskError::new("error", "could not start a tokio runtime")),
         })
     }
-    fn run_async(self: Arc<Self>, index: usize) -> TaskFuture {
+    fn task_async(self: Arc<Self>, index: usize) -> TaskFuture {
         match (&self.future, self.nature) {
             // A panic is caught by the model's `execute_async`, as for every async task.
             (Some(f), _) => f(index),

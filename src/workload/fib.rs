@@ -43,7 +43,7 @@ impl Workload for Fib {
     fn nature(&self) -> Nature {
         Nature::Cpu
     }
-    fn run(&self, _index: usize) -> Result<u64, TaskError> {
+    fn task(&self, _index: usize) -> Result<u64, TaskError> {
         let v = fib(self.n);
         // The task "produces" the 8 bytes of its result.
         Ok(std::mem::size_of_val(&std::hint::black_box(v)) as u64)
@@ -65,7 +65,7 @@ mod tests {
         use super::super::WorkloadOptions;
         let w = super::parse("20", &WorkloadOptions::default()).unwrap();
         assert_eq!(w.spec(), "fib:20");
-        assert_eq!(w.run(3).unwrap(), 8);
+        assert_eq!(w.task(3).unwrap(), 8);
         assert!(super::parse("", &WorkloadOptions::default()).is_err());
     }
 }

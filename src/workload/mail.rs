@@ -114,7 +114,7 @@ impl Workload for MailWorkload {
     fn nature(&self) -> Nature {
         Nature::Cpu
     }
-    fn run(&self, index: usize) -> Result<u64, TaskError> {
+    fn task(&self, index: usize) -> Result<u64, TaskError> {
         let value = fib(self.fib_n);
         let mail = Mail::builder()
             .from("concur@example.com")
@@ -167,9 +167,9 @@ mod tests {
         assert_eq!(w.spec(), "mail:20");
         let seven = "From: concur@example.com\r\nTo: user7@example.com\r\nSubject: Delivery 7\r\n\r\nHello user 7, fib(20) = 6765.\r\n";
         assert_eq!(seven.len(), 103);
-        assert_eq!(w.run(7).unwrap(), 103);
+        assert_eq!(w.task(7).unwrap(), 103);
         // Index 10 has one more digit in each of its three places.
-        assert_eq!(w.run(10).unwrap(), 106);
+        assert_eq!(w.task(10).unwrap(), 106);
         assert_eq!(
             parse("", &WorkloadOptions::default()).unwrap().spec(),
             "mail"

@@ -1,8 +1,8 @@
 //! Workloads: what one task does. Each built-in workload is one file here plus one line in
 //! [`REGISTRY`]; the spec grammar is `NAME[:ARG[:ARG...]]`.
 //!
-//! A workload never knows which model runs it: it offers a blocking entry point ([`Workload::run`])
-//! and an async one ([`Workload::run_async`]) whose default runs CPU work inline on the event
+//! A workload never knows which model runs it: it offers a blocking entry point ([`Workload::task`])
+//! and an async one ([`Workload::task_async`]) whose default runs CPU work inline on the event
 //! loop (as a naive async program does) and blocking I/O on the runtime's blocking pool.
 
 mod cmd;
@@ -29,7 +29,7 @@ use crate::gil;
 pub use crate::measure::TaskError;
 pub use http::HttpRequest;
 
-/// A boxed future returned by [`Workload::run_async`].
+/// A boxed future returned by [`Workload::task_async`].
 pub type TaskFuture = Pin<Box<dyn Future<Output = Result<u64, TaskError>> + Send>>;
 
 /// What bounds a workload's time: the CPU, blocking I/O, or a fixed delay.
@@ -130,10 +130,10 @@ pub trait Workload: Send + Sync + 'static {
     /// What bounds its time.
     fn nature(&self) -> Nature;
     /// Runs task `index` to completion on the calling thread and returns the bytes produced.
-    fn run(&self, index: usize) -> Result<u64, TaskError>;
+    fn task(&self, index: usize) -> Result<u64, TaskError>;
     /// Runs task `index` on a tokio runtime. The default runs CPU work inline (it blocks the
     /// event loop, which is the point) and blocking I/O on the runtime's blocking pool.
-    fn run_async(self: Arc<Self>, index: usize) -> TaskFuture {
+    fn task_async(self: Arc<Self>, index: usize) -> TaskFuture {
         match self.nature() {
             Nature::Cpu => Box::pin(async move { guarded_run(&*self, index) }),
             Nature::BlockingIo | Nature::Delay(_) | Nature::Network | Nature::Measured => {
@@ -147,16 +147,16 @@ pub trait Workload: Send + Sync + 'static {
     }
     /// Runs task `index` inside a `may` coroutine (the `green` model). The default runs CPU
     /// work inline; workloads that block must override it with coroutine-aware I/O.
-    fn run_green(&self, index: usize) -> Result<u64, TaskError> {
+    fn task_green(&self, index: usize) -> Result<u64, TaskError> {
         match self.nature() {
-            Nature::Cpu => self.run(index),
+            Nature::Cpu => self.task(index),
             _ => Err(TaskError::new(
                 "unsupported",
                 format!("{} cannot run in a coroutine", self.spec()),
             )),
         }
     }
-    /// Whether [`Workload::run_green`] is safe: no blocking std I/O inside a coroutine.
+    /// Whether [`Workload::task_green`] is safe: no blocking std I/O inside a coroutine.
     fn supports_green(&self) -> bool {
         self.nature() == Nature::Cpu
     }
@@ -205,7 +205,7 @@ pub trait Workload: Send + Sync + 'static {
 pub fn guarded_run<W: Workload + ?Sized>(w: &W, index: usize) -> Result<u64, TaskError> {
     let out = std::panic::catch_unwind(AssertUnwindSafe(|| {
         let _held = gil::hold();
-        w.run(index)
+        w.task(index)
     }));
     out.unwrap_or_else(|payload| Err(TaskError::new("panic", panic_message(&*payload))))
 }
@@ -356,7 +356,7 @@ mod tests {
             Nature::Delay(Duration::from_millis(100))
         );
         assert_eq!(nature("fib:20"), Nature::Cpu);
-        let bytes = parse("read:/dev/zero:10x3", &o).unwrap().run(0).unwrap();
+        let bytes = parse("read:/dev/zero:10x3", &o).unwrap().task(0).unwrap();
         assert_eq!(bytes, 30, "10 bytes read 3 times");
     }
 

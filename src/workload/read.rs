@@ -59,7 +59,7 @@ impl Workload for ReadFile {
     fn nature(&self) -> Nature {
         Nature::BlockingIo
     }
-    fn run(&self, _index: usize) -> Result<u64, TaskError> {
+    fn task(&self, _index: usize) -> Result<u64, TaskError> {
         let io = |e: std::io::Error| TaskError::new("io", format!("{}: {e}", self.path));
         let mut file = gil::released(|| File::open(&self.path)).map_err(io)?;
         let mut buf = vec![0u8; self.bytes];
@@ -79,10 +79,10 @@ mod tests {
     #[test]
     fn reads_count_bytes() {
         let w = parse("/dev/zero:4kx3", &WorkloadOptions::default()).unwrap();
-        assert_eq!(w.run(0).unwrap(), 3 * 4096);
+        assert_eq!(w.task(0).unwrap(), 3 * 4096);
         assert_eq!(w.spec(), "read:/dev/zero:4096x3");
         let d = parse("", &WorkloadOptions::default()).unwrap();
         assert_eq!(d.spec(), "read:/dev/urandom:1024x100");
-        assert_eq!(d.run(0).unwrap(), 102_400);
+        assert_eq!(d.task(0).unwrap(), 102_400);
     }
 }

@@ -37,18 +37,18 @@ impl Workload for Sleep {
     fn nature(&self) -> Nature {
         Nature::Delay(self.d)
     }
-    fn run(&self, _index: usize) -> Result<u64, TaskError> {
+    fn task(&self, _index: usize) -> Result<u64, TaskError> {
         gil::released(|| std::thread::sleep(self.d));
         Ok(0)
     }
-    fn run_green(&self, _index: usize) -> Result<u64, TaskError> {
+    fn task_green(&self, _index: usize) -> Result<u64, TaskError> {
         may::coroutine::sleep(self.d);
         Ok(0)
     }
     fn supports_green(&self) -> bool {
         true
     }
-    fn run_async(self: Arc<Self>, _index: usize) -> TaskFuture {
+    fn task_async(self: Arc<Self>, _index: usize) -> TaskFuture {
         Box::pin(async move {
             tokio::time::sleep(self.d).await;
             Ok(0)

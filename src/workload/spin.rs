@@ -52,7 +52,7 @@ impl Workload for Spin {
     fn nature(&self) -> Nature {
         Nature::Cpu
     }
-    fn run(&self, _index: usize) -> Result<u64, TaskError> {
+    fn task(&self, _index: usize) -> Result<u64, TaskError> {
         let v = spin(self.n);
         Ok(std::mem::size_of_val(&std::hint::black_box(v)) as u64)
     }
@@ -89,6 +89,6 @@ mod tests {
         }
         let w = parse("1000", &WorkloadOptions::default()).unwrap();
         assert_eq!(w.spec(), "spin:1000");
-        assert_eq!(w.run(0).unwrap(), 8);
+        assert_eq!(w.task(0).unwrap(), 8);
     }
 }

@@ -114,12 +114,12 @@ impl Workload for Http {
             None => Nature::Network,
         }
     }
-    fn run(&self, index: usize) -> Result<u64, TaskError> {
+    fn task(&self, index: usize) -> Result<u64, TaskError> {
         self.check_server()?;
         let req = self.requests.build(index);
         gil::released(|| self.blocking.fetch(&self.endpoint, &req))
     }
-    fn run_async(self: Arc<Self>, index: usize) -> TaskFuture {
+    fn task_async(self: Arc<Self>, index: usize) -> TaskFuture {
         Box::pin(async move {
             self.check_server()?;
             self.hyper
@@ -127,7 +127,7 @@ impl Workload for Http {
                 .await
         })
     }
-    fn run_green(&self, index: usize) -> Result<u64, TaskError> {
+    fn task_green(&self, index: usize) -> Result<u64, TaskError> {
         self.check_server()?;
         self.green
             .fetch(&self.endpoint, &self.requests.build(index))
@@ -198,7 +198,7 @@ mod tests {
         // The run's server not known yet: nothing to fetch.
         let unknown = parse("/x", &WorkloadOptions::default()).unwrap();
         assert!(unknown.needs_server() && unknown.url(0).is_none());
-        assert_eq!(unknown.run(0).unwrap_err().kind, "connect");
+        assert_eq!(unknown.task(0).unwrap_err().kind, "connect");
     }
 
     #[test]
