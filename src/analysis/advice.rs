@@ -99,14 +99,14 @@ fn classify(cells: &[&CellResult], nature: Nature, cores: usize) -> (Class, Opti
     });
     let declared = match nature {
         Nature::Cpu => Some(Class::Cpu),
-        Nature::Delay => Some(Class::Delay),
-        Nature::Io => Some(Class::Io),
-        Nature::Net | Nature::Measured => None,
+        Nature::Delay(_) => Some(Class::Delay),
+        Nature::BlockingIo => Some(Class::Io),
+        Nature::Network | Nature::Measured => None,
     };
     let class = match e {
         Some(e) if e >= CPU_BOUND => Class::Cpu,
         Some(e) if e <= WAIT_BOUND => {
-            if nature == Nature::Delay {
+            if matches!(nature, Nature::Delay(_)) {
                 Class::Delay
             } else {
                 Class::Io
@@ -590,7 +590,9 @@ mod tests {
     }
 
     fn advice_for(mut cells: Vec<CellResult>, nature: &str) -> Advice {
-        let nature: Nature = serde_json::from_value(serde_json::json!(nature)).unwrap();
+        let nature: Nature =
+            serde_json::from_value(serde_json::json!({ "nature": nature, "delay_s": 0.1 }))
+                .unwrap();
         for c in &mut cells {
             c.traits.nature = nature;
             c.traits.waits = nature.waits();

@@ -303,7 +303,7 @@ pub fn analyze(runs: &[RunResult], machine: &Machine) -> Analysis {
             let p = c.parallelism.min(cap).min(k.tasks).max(1);
             c.efficiency = Some(speedup / measured_slots.unwrap_or(p as f64));
         }
-        let ideal = match (run.traits.delay_s, measured_slots) {
+        let ideal = match (run.traits.nature.delay_s(), measured_slots) {
             (Some(delay), _) => {
                 let p = c.parallelism.min(k.tasks).max(1);
                 Some(k.tasks.div_ceil(p) as f64 * delay)

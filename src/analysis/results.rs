@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -127,21 +128,21 @@ impl CellKey {
     }
 }
 
-/// What bounds a workload's time, as the results record it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+/// What bounds a workload's time: the one definition, which workloads declare and the
+/// results record (as the word `nature` and, for a delay, `delay_s`).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub enum Nature {
     /// Computation: parallelism is bounded by the cores.
     #[default]
     Cpu,
-    /// Blocking system calls that work in the kernel (reads): bounded by the cores too.
-    Io,
-    /// A fixed delay (sleep, the delay server): bounded only by concurrency.
-    Delay,
-    /// Network requests whose server time is unknown.
-    Net,
-    /// Another program's work (`cmd:`): whether it computes or waits is measured from the
-    /// `seq` cell's effective cores when the cells are computed.
+    /// Blocking system calls that do work in the kernel (reads): bounded by the cores too.
+    BlockingIo,
+    /// Waiting for a fixed time (sleep, the delay server): bounded only by concurrency.
+    Delay(Duration),
+    /// Network requests whose server time is unknown: no ideal can be computed.
+    Network,
+    /// Another program's work (`cmd:`), unknown until measured: the `seq` cell's effective
+    /// cores decide whether it computes or waits when the cells are computed.
     Measured,
 }
 
@@ -150,18 +151,66 @@ impl Nature {
     /// their concurrency, not the cores. The one definition of "waits" (analysis, advice and
     /// every report use it).
     pub fn waits(self) -> bool {
-        matches!(self, Nature::Delay | Nature::Net)
+        matches!(self, Nature::Delay(_) | Nature::Network)
     }
 
     /// The word written in the results file.
     pub fn word(self) -> &'static str {
         match self {
             Nature::Cpu => "cpu",
-            Nature::Io => "io",
-            Nature::Delay => "delay",
-            Nature::Net => "net",
+            Nature::BlockingIo => "io",
+            Nature::Delay(_) => "delay",
+            Nature::Network => "net",
             Nature::Measured => "measured",
         }
+    }
+
+    /// The fixed delay of a delay-bound workload, seconds.
+    pub fn delay_s(self) -> Option<f64> {
+        match self {
+            Nature::Delay(d) => Some(d.as_secs_f64()),
+            _ => None,
+        }
+    }
+}
+
+/// How a nature stands in a results line: two fields, `nature` and `delay_s` (schema 1).
+#[derive(Serialize, Deserialize)]
+struct NatureFields {
+    nature: String,
+    #[serde(default)]
+    delay_s: Option<f64>,
+}
+
+impl Serialize for Nature {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        NatureFields {
+            nature: self.word().to_string(),
+            delay_s: self.delay_s(),
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Nature {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let f = NatureFields::deserialize(d)?;
+        Ok(match f.nature.as_str() {
+            "cpu" => Nature::Cpu,
+            "io" => Nature::BlockingIo,
+            "delay" => Nature::Delay(Duration::from_secs_f64(
+                f.delay_s
+                    .filter(|d| d.is_finite() && *d >= 0.0)
+                    .unwrap_or(0.0),
+            )),
+            "net" => Nature::Network,
+            "measured" => Nature::Measured,
+            other => {
+                return Err(serde::de::Error::custom(format!(
+                    "unknown nature '{other}' (allowed: cpu, io, delay, net, measured)"
+                )))
+            }
+        })
     }
 }
 
@@ -170,11 +219,9 @@ impl Nature {
 /// spec strings or model names.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Traits {
-    /// What bounds the workload.
+    /// What bounds the workload (`nature`, and `delay_s` for a delay).
+    #[serde(flatten)]
     pub nature: Nature,
-    /// The workload's fixed delay in seconds, for delay-bound workloads.
-    #[serde(default)]
-    pub delay_s: Option<f64>,
     /// Whether tasks wait rather than compute ([`Nature::waits`]).
     #[serde(default)]
     pub waits: bool,
@@ -596,6 +643,6 @@ mod tests {
         assert!(seq.baseline && !seq.http && !seq.waits && seq.family == "seq");
         assert!(jobs.http && jobs.waits && jobs.queue && jobs.task_processes);
         assert_eq!(jobs.family, "jobs-procs");
-        assert_eq!(jobs.nature, Nature::Net);
+        assert_eq!(jobs.nature, Nature::Network);
     }
 }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::analysis::results::{CellKey, Nature, Traits};
+use crate::analysis::results::{CellKey, Traits};
 use crate::error::{Error, Result};
 use crate::model::{self, Model};
 pub use crate::options::{Hook, Hooks, OpenOptions, PeerRequest, StudyOptions};
@@ -252,16 +252,9 @@ fn peer_cells(
 
 /// What a cell is, from its workload and model: the one place that decides it.
 fn traits(w: &dyn Workload, m: &dyn Model, expected_failure: bool) -> Traits {
-    let (nature, delay_s) = match w.nature() {
-        workload::Nature::Cpu => (Nature::Cpu, None),
-        workload::Nature::BlockingIo => (Nature::Io, None),
-        workload::Nature::Delay(d) => (Nature::Delay, Some(d.as_secs_f64())),
-        workload::Nature::Network => (Nature::Net, None),
-        workload::Nature::Measured => (Nature::Measured, None),
-    };
+    let nature = w.nature();
     Traits {
         nature,
-        delay_s,
         waits: nature.waits(),
         http: w.is_http(),
         family: m.family(),
@@ -576,6 +569,7 @@ fn open_plan(all: &StudyOptions, freeform: bool) -> Result<Option<OpenPlan>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::results::Nature;
 
     fn opts() -> StudyOptions {
         StudyOptions::default()
@@ -742,11 +736,11 @@ mod tests {
             expected_failure: false,
         };
         let seq = cell(&req("sleep:10ms", "seq"), &o).unwrap();
-        assert_eq!(seq.traits.nature, Nature::Delay);
-        assert_eq!(seq.traits.delay_s, Some(0.01));
+        assert_eq!(seq.traits.nature, Nature::Delay(Duration::from_millis(10)));
+        assert_eq!(seq.traits.nature.delay_s(), Some(0.01));
         assert!(seq.traits.waits && seq.traits.baseline && !seq.traits.http);
         let fork = cell(&req("read", "fork"), &o).unwrap();
-        assert_eq!(fork.traits.nature, Nature::Io);
+        assert_eq!(fork.traits.nature, Nature::BlockingIo);
         assert!(!fork.traits.waits && fork.traits.task_processes && !fork.traits.baseline);
         assert_eq!(fork.traits.family, "fork");
         let http = cell(&req("http:/add?delay=1", "pool:3"), &o).unwrap();

@@ -84,7 +84,8 @@ pub fn search(
     let slots = m.workers().unwrap_or(1).max(1) as f64;
     let mut rate = cell
         .traits
-        .delay_s
+        .nature
+        .delay_s()
         .filter(|d| *d > 0.0)
         .map_or(START_RATE, |d| {
             (0.5 * slots / d).clamp(MIN_RATE, crate::study::rate::MAX_RATE / 4.0)

@@ -20,7 +20,6 @@ use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -32,21 +31,7 @@ pub use http::HttpRequest;
 /// A boxed future returned by [`Workload::task_async`].
 pub type TaskFuture = Pin<Box<dyn Future<Output = Result<u64, TaskError>> + Send>>;
 
-/// What bounds a workload's time: the CPU, blocking I/O, or a fixed delay.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Nature {
-    /// Computation: parallelism is bounded by cores.
-    Cpu,
-    /// Blocking system calls that do work in the kernel (reads): bounded by cores too.
-    BlockingIo,
-    /// Waiting for a fixed time: bounded only by concurrency.
-    Delay(Duration),
-    /// Network requests whose server time is unknown: no ideal can be computed.
-    Network,
-    /// Unknown until measured (another program's work): the `seq` cell's effective cores
-    /// decide whether it computes or waits.
-    Measured,
-}
+pub use crate::analysis::results::Nature;
 
 pub use crate::options::MailSink;
 
@@ -298,6 +283,7 @@ pub(crate) fn parse_count(what: &str, text: &str, max: u64) -> Result<u64, Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn every_canonical_spec_prints_back_as_given() {

@@ -155,7 +155,7 @@ impl MockExecutor {
     }
 
     fn task_secs(&self, cell: &CellPlan) -> f64 {
-        match cell.traits.delay_s {
+        match cell.traits.nature.delay_s() {
             Some(d) => d,
             None => self
                 .task_s
