@@ -280,6 +280,7 @@ impl Lab {
         let out = Outputs {
             results: self.results.clone(),
             exports: Vec::new(),
+            stdout_format: None,
             baseline: self.baseline.clone(),
             save_baseline: self.save_baseline.clone(),
             quiet: true,

@@ -8,15 +8,18 @@ use crate::analysis::results::{Line, Meta, ResultsFile, ResultsWriter, RunResult
 use crate::analysis::{advice, compare, results, Analysis};
 use crate::error::Result;
 use crate::output::Terminal;
-use crate::report::{Export, ExportManager, Report, Target};
+use crate::report::{Export, ExportManager, Report};
 
 /// Where and how results are shown and saved.
 #[derive(Debug, Clone, Default)]
 pub struct Outputs {
     /// The JSON Lines results file (`-` for stdout); `None` picks `concur-results/STUDY-TIME.jsonl`.
     pub results: Option<PathBuf>,
-    /// The renderings asked for, stdout's among them (`--format`, `--csv`, `--export`...).
+    /// The renderings asked for (`--csv`, `--export`...), to files or to stdout (`-`).
     pub exports: Vec<Export>,
+    /// What stdout shows when no export and no results file goes there (`--format`); `None`:
+    /// nothing.
+    pub stdout_format: Option<String>,
     /// Compare with this baseline: a saved name or a results file.
     pub baseline: Option<String>,
     /// Save the results as a baseline of this name.
@@ -39,11 +42,11 @@ pub fn prepare(out: &Outputs) -> Result<Prepared> {
     if let Some(name) = &out.save_baseline {
         compare::baseline_path(name)?;
     }
-    let results_on_stdout = out
-        .results
-        .as_ref()
-        .is_some_and(|p| Target::from_arg(p.clone()) == Target::Stdout);
-    let exports = ExportManager::open(&out.exports, results_on_stdout)?;
+    let exports = ExportManager::open(
+        &out.exports,
+        out.stdout_format.as_deref(),
+        out.results.as_deref(),
+    )?;
     let baseline = match &out.baseline {
         Some(spec) => {
             let path = compare::resolve_baseline(spec)?;

@@ -243,8 +243,10 @@ fn serve_tls(
     })
 }
 
+/// The outputs asked for: the file flags and `--export` as renderings, `--format` for stdout
+/// (whether stdout is free for it is decided with the rest, in `report::ExportManager`).
 fn outputs(o: OutputArgs, results: Option<PathBuf>, ignore_failures: bool) -> Outputs {
-    let mut exports: Vec<Export> = [("csv", o.csv), ("markdown", o.markdown), ("html", o.html)]
+    let exports: Vec<Export> = [("csv", o.csv), ("markdown", o.markdown), ("html", o.html)]
         .into_iter()
         .filter_map(|(format, file)| {
             file.map(|f| Export {
@@ -254,17 +256,10 @@ fn outputs(o: OutputArgs, results: Option<PathBuf>, ignore_failures: bool) -> Ou
         })
         .chain(o.export)
         .collect();
-    let stdout_taken = exports.iter().any(|e| e.target == Target::Stdout)
-        || results.as_deref() == Some(std::path::Path::new("-"));
-    if !stdout_taken {
-        exports.push(Export {
-            format: o.format,
-            target: Target::Stdout,
-        });
-    }
     Outputs {
         results,
         exports,
+        stdout_format: Some(o.format),
         baseline: o.baseline,
         save_baseline: o.save_baseline,
         quiet: o.quiet,

@@ -98,15 +98,30 @@ pub struct ExportManager {
 
 impl ExportManager {
     /// Checks every export and creates its file now, so that a bad name or an unwritable path
-    /// is refused before any work; `stdout_taken` says whether something else (the results
-    /// file) already writes to stdout.
-    pub fn open(exports: &[Export], stdout_taken: bool) -> Result<ExportManager> {
+    /// is refused before any work. The one place that decides what goes to stdout: the
+    /// exports to `-`, the results file when it is `-` (`results`), and else `stdout_format`
+    /// (`--format`, the table by default); two of them there is an error.
+    pub fn open(
+        exports: &[Export],
+        stdout_format: Option<&str>,
+        results: Option<&std::path::Path>,
+    ) -> Result<ExportManager> {
         let mut outputs = Vec::new();
         let mut on_stdout: Vec<&str> = Vec::new();
-        if stdout_taken {
+        let results_on_stdout =
+            results.is_some_and(|p| Target::from_arg(p.to_path_buf()) == Target::Stdout);
+        if results_on_stdout {
             on_stdout.push("the results file");
         }
-        for e in exports {
+        let mut exports = exports.to_vec();
+        let stdout_free = !results_on_stdout && !exports.iter().any(|e| e.target == Target::Stdout);
+        if let (true, Some(f)) = (stdout_free, stdout_format) {
+            exports.push(Export {
+                format: f.to_string(),
+                target: Target::Stdout,
+            });
+        }
+        for e in &exports {
             let f = format(&e.format)?;
             match &e.target {
                 Target::Stdout => {
