@@ -50,7 +50,7 @@ pub(super) const REDIS_ENTRY: Entry = Entry {
 pub(super) const PROCS_ENTRY: Entry = Entry {
     name: "jobs-procs",
     takes_workers: true,
-    help: "jobs:W with W worker processes (concur jobs work -c 1) instead of threads",
+    help: "jobs:W with W worker processes (one queue worker each) instead of threads",
     build: |w| jobs(w, Kind::Procs),
 };
 

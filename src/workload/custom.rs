@@ -156,7 +156,7 @@ impl Workload for FnWorkload {
     }
     fn task_async(self: Arc<Self>, index: usize) -> TaskFuture {
         match (&self.future, self.nature) {
-            // A panic is caught by the model's `execute_async`, as for every async task.
+            // A panic is caught by the model's `run_task_async`, as for every async task.
             (Some(f), _) => f(index),
             // Computation, or a nature left to measure: inline on the event loop, as a naive
             // async program runs a plain function.
