@@ -59,7 +59,7 @@ impl WorkloadRecipe {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRequest {
     /// The workload and lock settings.
-    pub env: WorkloadRecipe,
+    pub recipe: WorkloadRecipe,
     /// The model spec.
     pub model: String,
     /// How many tasks.
@@ -82,7 +82,7 @@ pub enum SelfCall {
     /// fd 3.
     Task {
         /// The workload and lock settings.
-        env: WorkloadRecipe,
+        recipe: WorkloadRecipe,
         /// Which task.
         index: usize,
     },
@@ -90,7 +90,7 @@ pub enum SelfCall {
     /// queue on `env.jobs_backend` and appending each acknowledged task's record to `records`.
     JobsWorker {
         /// The workload and lock settings, and the queue's backend (`jobs_backend`).
-        env: WorkloadRecipe,
+        recipe: WorkloadRecipe,
         /// The run's own queue.
         queue: String,
         /// The file the records go to.
@@ -118,7 +118,7 @@ impl SelfCall {
         match self {
             SelfCall::Run(req) => {
                 cmd.arg(Self::RUN)
-                    .stdout(stdout_for(req.env.options.mail_sink))
+                    .stdout(stdout_for(req.recipe.options.mail_sink))
                     .stderr(Stdio::piped());
                 // SAFETY: setpgid is async-signal-safe; a group of its own lets the runner
                 // kill the run's whole tree (forked and spawned tasks included) on timeout,
@@ -132,9 +132,9 @@ impl SelfCall {
                     });
                 }
             }
-            SelfCall::Task { env, .. } => {
+            SelfCall::Task { recipe, .. } => {
                 cmd.arg(Self::TASK)
-                    .stdout(stdout_for(env.options.mail_sink));
+                    .stdout(stdout_for(recipe.options.mail_sink));
             }
             // Workers run with the mail workload's default sink and report nothing but their
             // records, so every standard stream is closed.
@@ -162,8 +162,10 @@ impl SelfCall {
     /// The workload spec the request is about (runs and tasks), if any.
     pub fn workload(&self) -> Option<&str> {
         match self {
-            SelfCall::Run(req) => Some(&req.env.workload),
-            SelfCall::Task { env, .. } | SelfCall::JobsWorker { env, .. } => Some(&env.workload),
+            SelfCall::Run(req) => Some(&req.recipe.workload),
+            SelfCall::Task { recipe, .. } | SelfCall::JobsWorker { recipe, .. } => {
+                Some(&recipe.workload)
+            }
         }
     }
 
@@ -203,7 +205,7 @@ mod tests {
     fn requests_round_trip_through_json() {
         let calls = [
             SelfCall::Run(RunRequest {
-                env: env(),
+                recipe: env(),
                 model: "pool:2".into(),
                 tasks: 3,
                 stack_size: 1 << 20,
@@ -213,11 +215,11 @@ mod tests {
                 }),
             }),
             SelfCall::Task {
-                env: env(),
+                recipe: env(),
                 index: 7,
             },
             SelfCall::JobsWorker {
-                env: env(),
+                recipe: env(),
                 queue: "q".into(),
                 records: "/tmp/r.jsonl".into(),
             },

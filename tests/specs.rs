@@ -229,7 +229,7 @@ fn fork_refuses_a_multithreaded_parent() {
     let ctx = concur::model::RunCtx {
         workload: w,
         tasks: 2,
-        env: concur::model::WorkloadRecipe {
+        recipe: concur::model::WorkloadRecipe {
             workload: "fib:5".into(),
             options: WorkloadOptions::default(),
             gil: false,

@@ -472,16 +472,18 @@ impl Model for CurlMulti {
         {
             return fail(format!("cannot configure libcurl multi: {e}"));
         }
-        let timeout = Duration::from_millis(ctx.env.options.request_timeout_ms.max(1));
-        let trust =
-            match Trust::for_run(ctx.env.options.ca_pem.as_deref(), ctx.env.options.insecure) {
-                Ok(t) => t,
-                Err(e) => return fail(e),
-            };
+        let timeout = Duration::from_millis(ctx.recipe.options.request_timeout_ms.max(1));
+        let trust = match Trust::for_run(
+            ctx.recipe.options.ca_pem.as_deref(),
+            ctx.recipe.options.insecure,
+        ) {
+            Ok(t) => t,
+            Err(e) => return fail(e),
+        };
         let conn = Connection {
             timeout,
-            keepalive: ctx.env.options.keepalive,
-            insecure: ctx.env.options.insecure,
+            keepalive: ctx.recipe.options.keepalive,
+            insecure: ctx.recipe.options.insecure,
             trust: &trust,
         };
         let n = ctx.tasks;

@@ -113,9 +113,9 @@ impl Jobs {
         // Started and waited for on this thread, which therefore outlives the workers, as
         // their death-with-parent signal requires.
         let call = SelfCall::JobsWorker {
-            env: crate::model::WorkloadRecipe {
+            recipe: crate::model::WorkloadRecipe {
                 jobs_backend: Some(url.clone()),
-                ..ctx.env.clone()
+                ..ctx.recipe.clone()
             },
             queue: queue.to_string(),
             records: log.0.clone(),
@@ -219,7 +219,7 @@ impl Model for Jobs {
     }
     fn run(&self, ctx: &RunCtx) -> ModelOutcome {
         let mut _temp = None;
-        let url = match (self.kind, &ctx.env.jobs_backend) {
+        let url = match (self.kind, &ctx.recipe.jobs_backend) {
             (Kind::Memory, _) => BackendUrl::Memory,
             (Kind::Redis, Some(u @ BackendUrl::Redis(_))) => u.clone(),
             // The plan refuses this; a library caller may not have built a plan.

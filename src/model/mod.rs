@@ -34,7 +34,7 @@ pub struct RunCtx {
     /// How many tasks to run.
     pub tasks: usize,
     /// How to re-create the workload in another process.
-    pub env: WorkloadRecipe,
+    pub recipe: WorkloadRecipe,
     /// Stack size for threads the model creates per task, bytes.
     pub stack_size: usize,
     /// Open-model runs (`--rate`): when each task is released; `None` hands all tasks to the

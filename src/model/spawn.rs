@@ -89,7 +89,7 @@ impl Model for Spawn {
                          error: &mut Option<String>|
          -> bool {
             let call = SelfCall::Task {
-                env: ctx.env.clone(),
+                recipe: ctx.recipe.clone(),
                 index: i,
             };
             match call.spawn(&exe) {

@@ -156,12 +156,12 @@ fn pipe() -> Result<std::fs::File> {
 pub fn serve() -> Result<()> {
     match SelfCall::receive()? {
         SelfCall::Run(req) => run_main(req),
-        SelfCall::Task { env, index } => task_main(env, index),
+        SelfCall::Task { recipe, index } => task_main(recipe, index),
         SelfCall::JobsWorker {
-            env,
+            recipe,
             queue,
             records,
-        } => worker_main(env, queue, records),
+        } => worker_main(recipe, queue, records),
     }
 }
 
@@ -176,10 +176,10 @@ fn run_main(req: RunRequest) -> Result<()> {
 
 /// `concur __worker`: one thread working the run's queue until it is killed, each
 /// acknowledged task's record appended to `records`.
-fn worker_main(env: WorkloadRecipe, queue: String, records: std::path::PathBuf) -> Result<()> {
+fn worker_main(recipe: WorkloadRecipe, queue: String, records: std::path::PathBuf) -> Result<()> {
     // The workload is parsed here so that a request this binary cannot serve fails at once.
-    env.install()?;
-    let backend = env
+    recipe.install()?;
+    let backend = recipe
         .jobs_backend
         .clone()
         .ok_or_else(|| Error::usage("a jobs worker's request names no queue backend"))?;
@@ -187,7 +187,7 @@ fn worker_main(env: WorkloadRecipe, queue: String, records: std::path::PathBuf) 
         concurrency: 1,
         queues: vec![queue],
         records: Some(records),
-        workload_options: env.options,
+        workload_options: recipe.options,
         ..Default::default()
     };
     crate::jobs::cli::work_main(&backend, &opts).map(|_| ())
@@ -196,7 +196,7 @@ fn worker_main(env: WorkloadRecipe, queue: String, records: std::path::PathBuf) 
 /// Runs one repetition of one cell in this process and condenses it into the report: the
 /// work of a `__run` child, and of a library user's in-process fallback.
 pub fn run_cell(req: RunRequest) -> Result<ChildReport> {
-    let workload = req.env.install()?;
+    let workload = req.recipe.install()?;
     let model = model::parse(&req.model)?;
     process::raise_nofile_limit();
     let arrivals = req.open.map(|o| {
@@ -206,7 +206,7 @@ pub fn run_cell(req: RunRequest) -> Result<ChildReport> {
     let ctx = RunCtx {
         workload,
         tasks: req.tasks,
-        env: req.env,
+        recipe: req.recipe,
         stack_size: req.stack_size,
         arrivals: arrivals.as_ref().map(|(a, _)| a.clone()),
     };
@@ -267,9 +267,9 @@ fn live_ticker(
 }
 
 /// `concur __task`: runs one task (the `spawn` model's child) and reports it on fd 3.
-fn task_main(env: WorkloadRecipe, index: usize) -> Result<()> {
+fn task_main(recipe: WorkloadRecipe, index: usize) -> Result<()> {
     let mut out = pipe()?;
-    let workload = env.install()?;
+    let workload = recipe.install()?;
     let rec = run_task(&*workload, index);
     let _ = std::io::stdout().flush();
     out.write_all(rec.to_line().as_bytes())

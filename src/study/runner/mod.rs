@@ -265,7 +265,7 @@ pub(crate) fn request(
         options.cmd_output = Some(sub);
     }
     RunRequest {
-        env: WorkloadRecipe {
+        recipe: WorkloadRecipe {
             workload: cell.key.workload.clone(),
             options,
             gil: cell.key.gil,
