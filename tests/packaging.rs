@@ -12,7 +12,7 @@ fn manifest(name: &str) -> String {
 /// (rustls-webpki's `ring` is there for Android's platform verifier).
 fn dependents(krate: &str) -> String {
     let out = std::process::Command::new(env!("CARGO"))
-        .args(["tree", "--offline", "-i", krate])
+        .args(["tree", "-i", krate])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("cargo tree runs");
