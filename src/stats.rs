@@ -394,6 +394,16 @@ mod tests {
     }
 
     #[test]
+    fn mann_whitney_ranks_a_nan_last_and_ends() {
+        // NaN is not equal to itself, so the tie scan must step past it on its own (a scan
+        // starting at j = i would never move); total_cmp sorts it above 1 and 2: rank 3, U = 2
+        // = n1·n2, and the exact p is 2 · 1/3 (U = 0, 1, 2 once each among 3 orders).
+        let r = mann_whitney(&[f64::NAN], &[1.0, 2.0]).unwrap();
+        assert!(r.exact && r.u == 2.0, "{r:?}");
+        assert!((r.p - 2.0 / 3.0).abs() < 1e-12, "{r:?}");
+    }
+
+    #[test]
     fn geometric_mean_rejects_negative_and_nan() {
         assert!(geometric_mean(&[1.0, -2.0]).is_none());
         assert!(geometric_mean(&[f64::NAN, 2.0]).is_none());
