@@ -317,6 +317,102 @@ mod tests {
         assert_eq!(summarize(&[]), None);
     }
 
+    #[test]
+    fn median_mean_and_sd_at_small_counts() {
+        // One value, two values (the mean of both), an odd count past three.
+        assert_eq!(median(&[7.0]), Some(7.0));
+        assert_eq!(median(&[2.0, 1.0]), Some(1.5));
+        assert_eq!(median(&[5.0, 1.0, 4.0, 2.0, 3.0]), Some(3.0));
+        assert_eq!(median(&[6.0, 1.0, 5.0, 2.0, 4.0, 3.0]), Some(3.5));
+        assert_eq!(mean(&[]), None);
+        assert_eq!(mean(&[1.0, 2.0, 3.0, 4.0]), Some(2.5));
+        assert_eq!(std_dev(&[]), None);
+        assert_eq!(std_dev(&[5.0]), Some(0.0));
+        // Two values: (1 - 2)² + (3 - 2)² = 2 over n - 1 = 1.
+        assert_eq!(std_dev(&[1.0, 3.0]), Some(2f64.sqrt()));
+        assert_eq!(std_dev(&[1.0, 2.0, 3.0]), Some(1.0));
+    }
+
+    #[test]
+    fn rng_is_xorshift64_star() {
+        // The first outputs from the bootstrap's seed, from an independent Python copy.
+        let mut r = Rng(0x9E37_79B9_7F4A_7C15);
+        assert_eq!(r.next_u64(), 973_819_730_272_012_410);
+        assert_eq!(r.next_u64(), 6_108_091_081_255_984_487);
+        assert_eq!(r.next_u64(), 12_125_365_036_566_318_712);
+        let mut r = Rng(0x9E37_79B9_7F4A_7C15);
+        assert_eq!(r.below(10), 973_819_730_272_012_410 % 10);
+    }
+
+    #[test]
+    fn bootstrap_ci_is_the_50th_and_1949th_of_2000_medians() {
+        // With 2000 sorted medians the ends are at round(1999 · 0.025) = 50 and
+        // round(1999 · 0.975) = 1949; these samples (squares 1..=n) have neighbours there that
+        // differ (Python copy of the resampler: n = 40 has 677 at 1949 but 680 at 1951, n = 80
+        // has 2402 at 1949 but 2450.5 at 1950).
+        let squares = |n: u32| (1..=n).map(|i| f64::from(i * i)).collect::<Vec<_>>();
+        assert_eq!(bootstrap_median_ci95(&squares(40)), Some((225.0, 677.0)));
+        assert_eq!(bootstrap_median_ci95(&squares(80)), Some((1024.0, 2402.0)));
+        assert_eq!(bootstrap_median_ci95(&[]), None);
+    }
+
+    #[test]
+    fn u_distribution_counts_arrangements() {
+        // m = n = 2: the C(4,2) = 6 orders give U = 0, 1, 2, 2, 3, 4.
+        assert_eq!(u_distribution(2, 2), vec![1.0, 1.0, 2.0, 1.0, 1.0]);
+        // m = 3, n = 2: C(5,2) = 10 orders over U = 0..=6.
+        assert_eq!(
+            u_distribution(3, 2),
+            vec![1.0, 1.0, 2.0, 2.0, 2.0, 1.0, 1.0]
+        );
+        assert_eq!(u_distribution(1, 3), vec![1.0; 4]);
+    }
+
+    #[test]
+    fn mann_whitney_exact_up_to_forty_values() {
+        // 20 and 20 untied (n = 40) is still exact: completely separated, p = 2 / C(40,20).
+        let lo: Vec<f64> = (0..20).map(f64::from).collect();
+        let hi: Vec<f64> = (20..40).map(f64::from).collect();
+        let r = mann_whitney(&lo, &hi).unwrap();
+        assert!(r.exact && r.u == 0.0, "{r:?}");
+        assert!(
+            (r.p / (2.0 / 137_846_528_820.0) - 1.0).abs() < 1e-9,
+            "{r:?}"
+        );
+        // The other way round U is n1·n2 and p the same.
+        let r = mann_whitney(&hi, &lo).unwrap();
+        assert!(r.exact && r.u == 400.0, "{r:?}");
+        assert!(
+            (r.p / (2.0 / 137_846_528_820.0) - 1.0).abs() < 1e-9,
+            "{r:?}"
+        );
+        // One more value (n = 41) takes the normal approximation.
+        let hi: Vec<f64> = (20..41).map(f64::from).collect();
+        assert!(!mann_whitney(&lo, &hi).unwrap().exact);
+        assert!(mann_whitney(&[1.0], &[]).is_none());
+        assert!(mann_whitney(&[], &[]).is_none());
+    }
+
+    #[test]
+    fn mann_whitney_ranks_a_nan_last_and_ends() {
+        // NaN is not equal to itself, so the tie scan must step past it on its own (a scan
+        // starting at j = i would never move); total_cmp sorts it above 1 and 2: rank 3, U = 2
+        // = n1·n2, and the exact p is 2 · 1/3 (U = 0, 1, 2 once each among 3 orders).
+        let r = mann_whitney(&[f64::NAN], &[1.0, 2.0]).unwrap();
+        assert!(r.exact && r.u == 2.0, "{r:?}");
+        assert!((r.p - 2.0 / 3.0).abs() < 1e-12, "{r:?}");
+    }
+
+    #[test]
+    fn geometric_mean_rejects_negative_and_nan() {
+        assert!(geometric_mean(&[1.0, -2.0]).is_none());
+        assert!(geometric_mean(&[f64::NAN, 2.0]).is_none());
+        assert!((geometric_mean(&[2.0, 8.0, 4.0]).unwrap() - 4.0).abs() < 1e-12);
+        assert!((erfc(0.5) - 0.479_500_1).abs() < 1e-6);
+        assert!((erfc(2.0) - 0.004_677_7).abs() < 1e-6);
+        assert!((erfc(-2.0) - 1.995_322_3).abs() < 1e-6);
+    }
+
     proptest! {
         #[test]
         fn ci_brackets_median_within_range(xs in proptest::collection::vec(0.001f64..100.0, 2..30)) {
