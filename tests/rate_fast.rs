@@ -5,19 +5,6 @@
 mod common;
 
 use common::*;
-use serde_json::Value;
-
-fn us(v: &Value, field: &str, q: &str) -> f64 {
-    v[field][q]
-        .as_f64()
-        .unwrap_or_else(|| panic!("no {field}.{q} in {v}"))
-}
-
-fn only_run(lines: &[Value]) -> &Value {
-    let runs = of_type(lines, "run");
-    assert_eq!(runs.len(), 1, "{lines:?}");
-    runs[0]
-}
 
 #[test]
 fn a_fast_rate_is_released_on_time() {

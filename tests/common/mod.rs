@@ -380,3 +380,17 @@ pub fn models_accepting_exactly(workload: &str, workers: usize, expected: &[&str
     assert_eq!(derived, expected, "{workload}: the registry's order");
     derived
 }
+
+/// The microseconds at `field.q` of a run line (`latency_us.p99`), or a panic naming them.
+pub fn us(v: &Value, field: &str, q: &str) -> f64 {
+    v[field][q]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no {field}.{q} in {v}"))
+}
+
+/// The one run line of a results file with exactly one.
+pub fn only_run(lines: &[Value]) -> &Value {
+    let runs = of_type(lines, "run");
+    assert_eq!(runs.len(), 1, "{lines:?}");
+    runs[0]
+}
