@@ -36,6 +36,15 @@ fn violation(s: &(Schemas, SchemaIndex), line: &Value) -> Option<String> {
 
 /// Validates every line of a results file and checks their order: one meta line first, then
 /// run and cell lines. Returns the lines.
+/// Runs `concur run ARGS` into a results file of its own, requires success, and returns the
+/// file's lines checked against the schema.
+fn checked_study(args: &[&str]) -> Vec<Value> {
+    let (dir, path) = results_path();
+    let out = run_into(dir.path(), &path, args);
+    assert!(out.status.success(), "{out:?}");
+    check_file(&path)
+}
+
 fn check_file(path: &Path) -> Vec<Value> {
     let s = schema();
     let lines = read_lines(path);
@@ -55,16 +64,9 @@ fn check_file(path: &Path) -> Vec<Value> {
 
 #[test]
 fn a_cpu_study_follows_the_schema() {
-    let (dir, path) = results_path();
-    let out = run_into(
-        dir.path(),
-        &path,
-        &[
-            "-w", "fib:15", "-m", "seq", "-m", "pool:2", "-n", "2", "-r", "2",
-        ],
-    );
-    assert!(out.status.success(), "{out:?}");
-    let lines = check_file(&path);
+    let lines = checked_study(&[
+        "-w", "fib:15", "-m", "seq", "-m", "pool:2", "-n", "2", "-r", "2",
+    ]);
     let runs = of_type(&lines, "run");
     assert_eq!(runs.len(), 4);
     for r in &runs {
@@ -97,29 +99,22 @@ fn a_cpu_study_follows_the_schema() {
 
 #[test]
 fn open_model_runs_and_a_rate_search_follow_the_schema() {
-    let (dir, path) = results_path();
-    let out = run_into(
-        dir.path(),
-        &path,
-        &[
-            "-w",
-            "sleep:10ms",
-            "-m",
-            "pool:1",
-            "-m",
-            "async:8",
-            "--rate",
-            "40..120",
-            "-n",
-            "60",
-            "-r",
-            "1",
-            "--interval",
-            "200ms",
-        ],
-    );
-    assert!(out.status.success(), "{out:?}");
-    let lines = check_file(&path);
+    let lines = checked_study(&[
+        "-w",
+        "sleep:10ms",
+        "-m",
+        "pool:1",
+        "-m",
+        "async:8",
+        "--rate",
+        "40..120",
+        "-n",
+        "60",
+        "-r",
+        "1",
+        "--interval",
+        "200ms",
+    ]);
     let runs = of_type(&lines, "run");
     assert_eq!(runs.len(), 2, "pool:1 and async:8: {runs:?}");
     for r in runs {
@@ -136,25 +131,18 @@ fn open_model_runs_and_a_rate_search_follow_the_schema() {
         assert!(c.get("series").is_none(), "{c}");
         assert_eq!(c["rate_asked"], 80.0);
     }
-    let (dir, path) = results_path();
-    let out = run_into(
-        dir.path(),
-        &path,
-        &[
-            "-w",
-            "sleep:10ms",
-            "-m",
-            "pool:2",
-            "--rate",
-            "auto",
-            "--slo",
-            "p99<1s",
-            "--duration",
-            "200ms",
-        ],
-    );
-    assert!(out.status.success(), "{out:?}");
-    let lines = check_file(&path);
+    let lines = checked_study(&[
+        "-w",
+        "sleep:10ms",
+        "-m",
+        "pool:2",
+        "--rate",
+        "auto",
+        "--slo",
+        "p99<1s",
+        "--duration",
+        "200ms",
+    ]);
     let run = of_type(&lines, "run")[0];
     assert!(
         run["rate_search"]["probes"]
@@ -228,27 +216,20 @@ fn a_timeout_of_100ms_follows_the_schema() {
 
 #[test]
 fn an_http_study_against_its_own_server_follows_the_schema() {
-    let (dir, path) = results_path();
-    let out = run_into(
-        dir.path(),
-        &path,
-        &[
-            "-w",
-            // `name=` last: today concur appends 10 random letters to a URL without `{rand}`,
-            // which must not land in `delay` (issue 8 makes it fetch the URL as given).
-            "http:/add?delay=1&name=",
-            "-m",
-            "seq",
-            "-m",
-            "async:4",
-            "-n",
-            "4",
-            "-r",
-            "1",
-        ],
-    );
-    assert!(out.status.success(), "{out:?}");
-    let lines = check_file(&path);
+    let lines = checked_study(&[
+        "-w",
+        // `name=` last: today concur appends 10 random letters to a URL without `{rand}`,
+        // which must not land in `delay` (issue 8 makes it fetch the URL as given).
+        "http:/add?delay=1&name=",
+        "-m",
+        "seq",
+        "-m",
+        "async:4",
+        "-n",
+        "4",
+        "-r",
+        "1",
+    ]);
     let runs = of_type(&lines, "run");
     assert_eq!(runs.len(), 2, "seq and async:4: {runs:?}");
     for r in runs {
@@ -268,29 +249,22 @@ fn an_http_study_against_its_own_server_follows_the_schema() {
 fn an_https_study_without_keepalive_follows_the_schema() {
     // --tls: the study's own server over TLS; every request a new connection and handshake,
     // so the run lines carry connections_opened, connect_us and tls_us.
-    let (dir, path) = results_path();
-    let out = run_into(
-        dir.path(),
-        &path,
-        &[
-            "-w",
-            "http:/add?delay=1&name={rand}",
-            "-m",
-            "async:2",
-            "-m",
-            "curl:2",
-            "-m",
-            "fork",
-            "-n",
-            "4",
-            "-r",
-            "1",
-            "--tls",
-            "--no-keepalive",
-        ],
-    );
-    assert!(out.status.success(), "{out:?}");
-    let lines = check_file(&path);
+    let lines = checked_study(&[
+        "-w",
+        "http:/add?delay=1&name={rand}",
+        "-m",
+        "async:2",
+        "-m",
+        "curl:2",
+        "-m",
+        "fork",
+        "-n",
+        "4",
+        "-r",
+        "1",
+        "--tls",
+        "--no-keepalive",
+    ]);
     let runs = of_type(&lines, "run");
     assert_eq!(runs.len(), 3, "async:2, curl:2 and fork: {runs:?}");
     for r in runs {
@@ -307,29 +281,22 @@ fn an_https_study_without_keepalive_follows_the_schema() {
 #[test]
 fn queue_lock_and_crawl_studies_follow_the_schema() {
     // The job-queue models (SQLite, memory, worker processes), with the actor pool beside.
-    let (dir, path) = results_path();
-    let out = run_into(
-        dir.path(),
-        &path,
-        &[
-            "-w",
-            "fib:10",
-            "-m",
-            "jobs:2",
-            "-m",
-            "jobs-memory:2",
-            "-m",
-            "jobs-procs:2",
-            "-m",
-            "actor:2",
-            "-n",
-            "4",
-            "-r",
-            "1",
-        ],
-    );
-    assert!(out.status.success(), "{out:?}");
-    let lines = check_file(&path);
+    let lines = checked_study(&[
+        "-w",
+        "fib:10",
+        "-m",
+        "jobs:2",
+        "-m",
+        "jobs-memory:2",
+        "-m",
+        "jobs-procs:2",
+        "-m",
+        "actor:2",
+        "-n",
+        "4",
+        "-r",
+        "1",
+    ]);
     let runs = of_type(&lines, "run");
     assert_eq!(runs.len(), 4, "{runs:?}");
     for r in &runs {
@@ -337,28 +304,21 @@ fn queue_lock_and_crawl_studies_follow_the_schema() {
         assert_eq!(r["queue"], r["family"] != "actor", "{r}");
     }
     // The interpreter-lock emulation: threads and forks with --gil.
-    let (dir, path) = results_path();
-    let out = run_into(
-        dir.path(),
-        &path,
-        &[
-            "-w",
-            "spin:100000",
-            "-m",
-            "seq",
-            "-m",
-            "thread",
-            "-m",
-            "fork",
-            "-n",
-            "2",
-            "-r",
-            "1",
-            "--gil",
-        ],
-    );
-    assert!(out.status.success(), "{out:?}");
-    let lines = check_file(&path);
+    let lines = checked_study(&[
+        "-w",
+        "spin:100000",
+        "-m",
+        "seq",
+        "-m",
+        "thread",
+        "-m",
+        "fork",
+        "-n",
+        "2",
+        "-r",
+        "1",
+        "--gil",
+    ]);
     let runs = of_type(&lines, "run");
     assert_eq!(runs.len(), 3, "{runs:?}");
     assert!(runs.iter().all(|r| r["gil"] == true), "{runs:?}");
