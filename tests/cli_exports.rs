@@ -155,26 +155,9 @@ fn a_closed_stdout_ends_quietly_with_0() {
         ],
     );
     // The reader closes its end before concur writes (as `| head -0` would).
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("concur"))
-        .args(["report", json.to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    drop(child.stdout.take());
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(0), "{err}");
-    assert!(
-        !err.contains("panicked") && !err.contains("Broken pipe"),
-        "{err}"
-    );
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("concur"));
+    cmd.args(["report", json.to_str().unwrap()]);
+    ends_quietly_into_a_closed_pipe(cmd);
 }
 
 #[test]
@@ -182,31 +165,14 @@ fn concur_run_into_a_closed_pipe_ends_quietly_with_0() {
     // `concur run … | head -1` where head is gone before the table comes: the study still
     // writes every result, and the table's write into the closed pipe ends it with 0.
     let (dir, json) = results_path();
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("concur"))
-        .current_dir(dir.path())
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("concur"));
+    cmd.current_dir(dir.path())
         .args([
             "run", "-w", "fib:10", "-m", "seq", "-m", "pool:2", "-n", "1,2,3,4",
         ])
         .args(["-r", "1", "--warmup", "0", "--json"])
-        .arg(&json)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    drop(child.stdout.take());
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(0), "{err}");
-    assert!(
-        !err.contains("panicked") && !err.contains("Broken pipe"),
-        "{err}"
-    );
+        .arg(&json);
+    ends_quietly_into_a_closed_pipe(cmd);
     let lines = read_lines(&json);
     assert_eq!(of_type(&lines, "cell").len(), 8, "every result was written");
     // The shell's own pipe, as docs/output.md writes it: the first line, exit 0 from both.
@@ -264,4 +230,28 @@ fn help_list_and_completions_name_every_registry_entry() {
     }
     let out = concur().args(["completions", "tcsh"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// Runs `cmd` with its stdout closed before it writes (as `| head -0` would): it must exit 0
+/// with neither a panic nor "Broken pipe" on stderr.
+fn ends_quietly_into_a_closed_pipe(mut cmd: std::process::Command) {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert!(
+        !err.contains("panicked") && !err.contains("Broken pipe"),
+        "{err}"
+    );
 }
