@@ -37,14 +37,6 @@ pub fn init() {
     INIT.store(true, Ordering::SeqCst);
 }
 
-/// Whether this process was started by concur for part of a study's work (a run, a task, a
-/// queue worker): its first argument is one of the hidden subcommands.
-fn is_child() -> bool {
-    std::env::args_os()
-        .nth(1)
-        .is_some_and(|a| SelfCall::NAMES.iter().any(|n| a == *n))
-}
-
 /// A study of workloads of your own under the models you name, built step by step.
 ///
 /// ```no_run
@@ -242,7 +234,7 @@ impl Lab {
             custom::register(w.clone()).map_err(Error::usage)?;
             opts.workloads.push(w.spec());
         }
-        if is_child() {
+        if SelfCall::started_as_child() {
             // In a run's process: the lab whose workload the request names performs it and
             // ends the process; the binary's other labs step aside with an empty report.
             let ours = SelfCall::peek()?

@@ -153,6 +153,14 @@ impl SelfCall {
         Ok((child, report))
     }
 
+    /// Whether this process was started by concur for part of a study's work: its first
+    /// argument is one of the hidden subcommands.
+    pub fn started_as_child() -> bool {
+        std::env::args_os()
+            .nth(1)
+            .is_some_and(|a| Self::NAMES.iter().any(|n| a == *n))
+    }
+
     /// The request on fd 4, left in place for [`SelfCall::receive`].
     pub fn peek() -> Result<SelfCall> {
         let text = process::peek_request().map_err(|e| Error::usage(e.to_string()))?;

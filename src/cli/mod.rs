@@ -354,6 +354,8 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
             help::list();
             Ok(0)
         }
+        // Served in `main` before parsing; listed so that `--help` and completions know
+        // them as hidden commands.
         Command::InternalRun(_) | Command::InternalTask(_) | Command::InternalWorker(_) => {
             crate::study::child::serve().map(|_| 0)
         }
@@ -363,11 +365,18 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
 /// Parses the command line, runs the subcommand, and returns the exit code: the library's,
 /// 2 for bad input (with one line on stderr), 0 when stdout was closed early (`| head`).
 pub fn main() -> ExitCode {
-    let cli = match Cli::from_arg_matches(&help::command().get_matches()) {
-        Ok(cli) => cli,
-        Err(e) => e.exit(),
+    // A child of a study (a run, each task of `spawn`, a queue worker) takes nothing from
+    // argv: it serves its fd-4 request without building the help texts, which a spawned task
+    // would otherwise pay for on every start.
+    let done = if crate::selfcall::SelfCall::started_as_child() {
+        crate::study::child::serve().map(|_| 0)
+    } else {
+        match Cli::from_arg_matches(&help::command().get_matches()) {
+            Ok(cli) => dispatch(cli),
+            Err(e) => e.exit(),
+        }
     };
-    match dispatch(cli) {
+    match done {
         Ok(code) => ExitCode::from(code as u8),
         Err(Error::ClosedStdout) => ExitCode::SUCCESS,
         Err(e) => {
