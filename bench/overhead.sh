@@ -5,8 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-/tmp/concur-bench}"
 mkdir -p "$out"
-cargo build --release -q
-bin=target/release/concur
+source bench/lib.sh
+build
 
 # model and task count: enough tasks that the run takes well over the timer's resolution.
 cases=(
