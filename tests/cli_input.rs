@@ -122,3 +122,30 @@ fn a_queue_worker_is_only_started_by_concur() {
     assert!(err.contains("not by hand"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
+
+#[test]
+fn what_the_plan_and_the_bind_step_refuse_exits_2_before_any_run() {
+    for (args, needle) in [
+        // The plan: --classic belongs to the built-in studies (the study registry says which).
+        (
+            &["run", "-w", "fib:1", "-m", "seq", "--classic"][..],
+            "--classic adds the classic programs to these studies: tour, gil, crawl, mailer",
+        ),
+        // The bind step: a Redis that does not answer is refused before any run.
+        (
+            &[
+                "run",
+                "-w",
+                "fib:1",
+                "-m",
+                "jobs-redis:2",
+                "--jobs-backend",
+                "redis://127.0.0.1:1/0",
+            ][..],
+            "--jobs-backend",
+        ),
+    ] {
+        let err = refused_before_any_run(args);
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
