@@ -412,15 +412,17 @@ pub fn libcurl_refusal_words(message: &str, host: &str) -> Option<String> {
     Some(refusal_words(&r, host))
 }
 
-/// The line a failed handshake shows: `e`'s text without the `unexpected error: ` that rustls
-/// puts before the words [`Verifier`] gives (they are no unexpected error). Every rustls
-/// client's handshake error should be shown through this.
-pub fn handshake_failure(e: &dyn std::fmt::Display) -> String {
-    e.to_string().replacen(
-        "unexpected error: the server's certificate",
-        "the server's certificate",
-        1,
-    )
+/// The line a failed handshake shows: the words [`Verifier`] gave, not rustls's display of
+/// them (`unexpected error: …`: they are no unexpected error), else the error's own text.
+/// Every rustls client's handshake error is shown through this.
+pub fn handshake_failure(e: &std::io::Error) -> String {
+    match e
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+    {
+        Some(rustls::Error::General(words)) => words.clone(),
+        _ => e.to_string(),
+    }
 }
 
 /// Accepts any certificate: `-k/--insecure`. Signatures are still checked, so the handshake
@@ -667,8 +669,14 @@ mod tests {
     #[test]
     fn rustls_shows_the_words_and_libcurl_names_are_translated() {
         let words = "the server's certificate is not signed by a trusted CA: pass its CA with --cacert FILE, or -k to skip verification";
-        let e = rustls::Error::General(words.into());
+        // As the clients get it: rustls's error inside the handshake's io::Error.
+        let e = std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            rustls::Error::General(words.into()),
+        );
         assert_eq!(handshake_failure(&e), words);
+        let other = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset");
+        assert_eq!(handshake_failure(&other), "reset");
         let libcurl = "[60] SSL peer certificate or SSH remote key was not OK (rustls_connection_process_new_packets: invalid peer certificate: UnknownIssuer)";
         assert_eq!(libcurl_refusal_words(libcurl, "h").as_deref(), Some(words));
         let libcurl = libcurl.replace("UnknownIssuer", "NotValidForName");
