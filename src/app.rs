@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::analysis::results::{read_results, ResultsWriter};
+use crate::analysis::results::ResultsWriter;
 use crate::error::{Error, Result};
 use crate::options::StudyOptions;
 use crate::output::{Feedback, Terminal};
@@ -47,14 +47,23 @@ pub(crate) struct Conducted {
 pub(crate) fn conduct(opts: &StudyOptions, out: &Outputs, how: Conduct) -> Result<Conducted> {
     let plan = study::plan::build(opts)?;
     let prepared = publish::prepare(out)?;
+    if let Some(dir) = &plan.options.cmd_output {
+        crate::files::check_output_dir("--cmd-output", dir)?;
+    }
     let bound = bind::bind(plan, opts)?;
     let plan = &bound.plan;
+    if let Some(dir) = &plan.options.cmd_output {
+        crate::files::create_output_dir("--cmd-output", dir)?;
+    }
     let mut writer = match (&out.results, how.default_results) {
-        (Some(p), _) => ResultsWriter::create(p)?,
+        (Some(p), _) => ResultsWriter::create("--json", p)?,
         (None, true) => {
             let stamp = study::machine::now_rfc3339().replace([':', '-'], "");
+            crate::files::create_default_dir(crate::files::RESULTS_DIR)?;
             ResultsWriter::create(
-                &PathBuf::from("concur-results").join(format!("{}-{stamp}.jsonl", plan.name)),
+                "--json",
+                &PathBuf::from(crate::files::RESULTS_DIR)
+                    .join(format!("{}-{stamp}.jsonl", plan.name)),
             )?
         }
         (None, false) => ResultsWriter::sink(),
@@ -147,11 +156,16 @@ pub fn run(opts: &StudyOptions, out: &Outputs, command: Vec<String>) -> Result<i
         ));
         return Ok(130);
     }
-    Ok(publish::exit_status(&done.outcome.runs, out))
+    Ok(publish::exit_status(
+        &done.outcome.runs,
+        done.conclusion.comparison.as_ref(),
+        out,
+    ))
 }
 
 /// `concur report FILE`: renders a results file again (cells are recomputed from its runs, on
-/// the machine the file records). Rendering succeeded: 0, whatever the runs were.
+/// the machine the file records). Rendering succeeded: 0, whatever the runs were, unless
+/// `--fail-on-regression` finds a cell that regressed against `--baseline`: 1.
 pub fn report_file(path: &Path, out: &Outputs) -> Result<i32> {
     if out.results.is_some() {
         return Err(Error::usage(
@@ -159,13 +173,21 @@ pub fn report_file(path: &Path, out: &Outputs) -> Result<i32> {
         ));
     }
     let prepared = publish::prepare(out)?;
-    let results = read_results(path)?;
+    let results = publish::read_results(path, out.quiet)?;
     let meta = results
         .meta
         .ok_or_else(|| Error::usage(format!("'{}' has no meta line", path.display())))?;
     let analysis = crate::analysis::analyze(&results.runs, &meta.machine);
-    publish::publish(&analysis, &meta, &results.runs, prepared, out)?;
-    Ok(0)
+    let conclusion = publish::publish(&analysis, &meta, &results.runs, prepared, out)?;
+    let accepted = Outputs {
+        ignore_failures: true,
+        ..out.clone()
+    };
+    Ok(publish::exit_status(
+        &results.runs,
+        conclusion.comparison.as_ref(),
+        &accepted,
+    ))
 }
 
 /// `concur advise`: runs the few cells that tell what bounds `workload` and which model suits

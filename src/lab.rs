@@ -277,6 +277,7 @@ impl Lab {
             save_baseline: self.save_baseline.clone(),
             quiet: true,
             ignore_failures: true,
+            fail_on_regression: false,
         };
         let done = conduct(
             &opts,

@@ -55,6 +55,9 @@ pub mod classic;
 #[doc(hidden)]
 pub mod cli;
 pub mod error;
+pub(crate) mod files;
+#[doc(hidden)]
+pub mod fuzzing;
 pub(crate) mod gil;
 pub(crate) mod interrupt;
 pub mod jobs;

@@ -48,6 +48,20 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     crate::units::parse_duration(s)
 }
 
+/// Parses a count (`-n`, `-r`, `--warmup`): a whole number, with what was wrong when it is not.
+pub fn parse_count(s: &str) -> Result<usize, String> {
+    if s.is_empty() {
+        return Err("empty (two commas in a row?); expected a whole number such as 10".into());
+    }
+    s.parse().map_err(|_| {
+        if s.starts_with('-') {
+            "negative; expected a whole number such as 10".to_string()
+        } else {
+            "not a whole number; expected one such as 10".to_string()
+        }
+    })
+}
+
 /// Parses a size flag (`2M`, `64k`) into bytes.
 pub fn parse_size(s: &str) -> Result<usize, String> {
     let n = crate::units::parse_size(s)?;
@@ -73,13 +87,13 @@ pub struct StudyOptions {
     #[arg(long = "model", short = 'm', value_name = "SPEC")]
     pub models: Vec<String>,
     /// Task counts for a free-form study (repeatable or comma-separated; default 10)
-    #[arg(long = "tasks", short = 'n', value_name = "N", value_delimiter = ',')]
+    #[arg(long = "tasks", short = 'n', value_name = "N", value_delimiter = ',', value_parser = parse_count, allow_negative_numbers = true)]
     pub tasks: Vec<usize>,
     /// Counted runs per cell (default: REPEATS); with --rate auto, fresh runs at each cell's rate found after its search (default: none, the probe that found it is the row)
-    #[arg(long, short = 'r', value_name = "R")]
+    #[arg(long, short = 'r', value_name = "R", value_parser = parse_count, allow_negative_numbers = true)]
     pub repeat: Option<usize>,
     /// Uncounted warm-up runs per cell before the counted ones (not with --rate auto, whose search probes the cell first)
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
     pub warmup: Option<usize>,
     /// Scale the built-in study down to seconds
     #[arg(long)]
@@ -184,6 +198,15 @@ pub struct RequestOptions {
     /// How long one HTTP request may take, connect to last byte
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     pub request_timeout: Duration,
+    /// Speak HTTP/2 (models async, async-local, curl): h2 by ALPN over TLS (a server that offers only http/1.1 gets 1.1, recorded as such), prior knowledge (h2c) over plain TCP; the W requests in flight are streams over --connections connections
+    #[arg(long, conflicts_with = "http1_1")]
+    pub http2: bool,
+    /// Speak HTTP/1.1 only, one request per connection at a time (the default)
+    #[arg(long = "http1.1", id = "http1_1")]
+    pub http1_1: bool,
+    /// With --http2: how many connections carry the streams (default 1: every request in flight on one connection)
+    #[arg(long, value_name = "C", requires = "http2", value_parser = parse_count)]
+    pub connections: Option<usize>,
 }
 
 impl Default for RequestOptions {

@@ -134,9 +134,13 @@ impl Terminal {
         self.line(format_args!("warning: {warning}"));
     }
 
-    /// `error: …`, a failure the exit status reports.
+    /// `error: …`, a failure the exit status reports: shown whatever the feedback, since
+    /// `--quiet` silences progress and tables, never the reason the exit status is not 0.
     pub fn error(&self, error: impl Display) {
-        self.line(format_args!("error: {error}"));
+        match self.feedback {
+            Feedback::Bar if self.bar_drawn() => self.bar.println(format!("error: {error}")),
+            _ => eprintln!("error: {error}"),
+        }
     }
 }
 

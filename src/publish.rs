@@ -2,7 +2,7 @@
 //! through the [`ExportManager`], the saved baseline, the warnings on stderr, and the exit
 //! status the results call for. `concur run`, `report` and `advise` all end here.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::analysis::results::{Line, Meta, ResultsFile, ResultsWriter, RunResult, RunStatus};
 use crate::analysis::{advice, compare, results, Analysis};
@@ -28,6 +28,9 @@ pub struct Outputs {
     pub quiet: bool,
     /// Accept failed runs and tasks: exit 0 all the same (`-i`, as hyperfine's).
     pub ignore_failures: bool,
+    /// Exit 1 when a cell compared with the baseline regressed (`--fail-on-regression`), after
+    /// everything is written and shown.
+    pub fail_on_regression: bool,
 }
 
 /// The outputs, checked before any work: the renderings' files are open, the baseline is read.
@@ -39,8 +42,20 @@ pub struct Prepared {
 /// Checks every output before any work: renderings (at most one on stdout, files creatable),
 /// the name to save a baseline under, the baseline to compare with.
 pub fn prepare(out: &Outputs) -> Result<Prepared> {
+    if out.fail_on_regression && out.baseline.is_none() {
+        return Err(crate::Error::usage(
+            "--fail-on-regression needs --baseline NAME|FILE: there is nothing to regress against",
+        ));
+    }
     if let Some(name) = &out.save_baseline {
         compare::baseline_path(name)?;
+    }
+    if let Some(p) = out
+        .results
+        .as_deref()
+        .filter(|p| *p != std::path::Path::new("-"))
+    {
+        crate::files::check_output("--json", p)?;
     }
     let exports = ExportManager::open(
         &out.exports,
@@ -50,11 +65,21 @@ pub fn prepare(out: &Outputs) -> Result<Prepared> {
     let baseline = match &out.baseline {
         Some(spec) => {
             let path = compare::resolve_baseline(spec)?;
-            Some((spec.clone(), results::read_results(&path)?))
+            Some((spec.clone(), read_results(&path, out.quiet)?))
         }
         None => None,
     };
     Ok(Prepared { exports, baseline })
+}
+
+/// Reads a results file to render or compare with, saying on stderr (as a warning, which
+/// `--quiet` silences) when its cut last line was left out.
+pub fn read_results(path: &Path, quiet: bool) -> Result<ResultsFile> {
+    let file = results::read_results(path)?;
+    if let Some(cut) = &file.cut {
+        Terminal::after(quiet).warning(cut);
+    }
+    Ok(file)
 }
 
 /// What a study concludes beyond its cells: the comparison with a baseline, and the advice.
@@ -114,7 +139,8 @@ fn save_baseline(
     quiet: bool,
 ) -> Result<()> {
     let path = compare::baseline_path(name)?;
-    let mut w = ResultsWriter::create(&path)?;
+    crate::files::create_default_dir(compare::BASELINE_DIR)?;
+    let mut w = ResultsWriter::create("--save-baseline", &path)?;
     w.write(&Line::Meta(meta.clone()))?;
     for r in runs {
         w.write(&Line::Run(r.clone()))?;
@@ -134,9 +160,44 @@ pub fn failed_runs(runs: &[RunResult]) -> Vec<&RunResult> {
         .collect()
 }
 
-/// The exit status the runs call for: 0 when every counted run finished with no failed task
-/// (or the user accepts failures), 1 otherwise, saying so on stderr.
-pub fn exit_status(runs: &[RunResult], out: &Outputs) -> i32 {
+/// The exit status the runs and their comparison call for: 1 when a counted run failed (unless
+/// the user accepts failures) or, with `--fail-on-regression`, when a compared cell regressed,
+/// saying which on stderr; else 0.
+pub fn exit_status(
+    runs: &[RunResult],
+    comparison: Option<&compare::Comparison>,
+    out: &Outputs,
+) -> i32 {
+    let failures = failure_status(runs, out);
+    let regressions = match comparison.filter(|_| out.fail_on_regression) {
+        Some(c) => regression_status(c, out),
+        None => 0,
+    };
+    failures.max(regressions)
+}
+
+/// 1 when any compared cell regressed, with one line naming them.
+fn regression_status(c: &compare::Comparison, out: &Outputs) -> i32 {
+    let regressed: Vec<String> = c
+        .changes
+        .iter()
+        .filter(|x| x.verdict == compare::Verdict::Regressed)
+        .map(|x| format!("{} ({})", compare::cell_name(&x.key), compare::pct(x.ratio)))
+        .collect();
+    if regressed.is_empty() {
+        return 0;
+    }
+    Terminal::after(out.quiet).error(format_args!(
+        "{} of {} cells regressed against baseline '{}': {}; exit status 1 (--fail-on-regression)",
+        regressed.len(),
+        c.changes.len(),
+        c.baseline,
+        regressed.join(", ")
+    ));
+    1
+}
+
+fn failure_status(runs: &[RunResult], out: &Outputs) -> i32 {
     let failed = failed_runs(runs);
     let Some(first) = failed.first() else {
         return 0;
@@ -177,9 +238,9 @@ mod tests {
             quiet: true,
             ..Outputs::default()
         };
-        assert_eq!(exit_status(&[ok.clone(), planned.clone()], &quiet), 0);
+        assert_eq!(exit_status(&[ok.clone(), planned.clone()], None, &quiet), 0);
         assert_eq!(
-            exit_status(&[ok.clone(), planned.clone(), failed.clone()], &quiet),
+            exit_status(&[ok.clone(), planned.clone(), failed.clone()], None, &quiet),
             1
         );
         assert_eq!(failed_runs(&[ok, planned, failed.clone()]), vec![&failed]);
@@ -187,6 +248,43 @@ mod tests {
             ignore_failures: true,
             ..quiet
         };
-        assert_eq!(exit_status(&[failed], &ignoring), 0);
+        assert_eq!(exit_status(&[failed], None, &ignoring), 0);
+    }
+
+    #[test]
+    fn a_regressed_cell_fails_only_when_asked_and_others_never() {
+        let plan = mock_plan(&["fib:1"], &["seq"], &[2], 1);
+        let runs = MockExecutor::new(2).runs(&plan);
+        let change = |verdict| compare::CellChange {
+            key: runs[0].key.clone(),
+            base_median_s: 1.0,
+            new_median_s: 1.5,
+            ratio: 1.5,
+            p: 0.01,
+            runs: (5, 5),
+            verdict,
+        };
+        let comparison = |verdicts: &[compare::Verdict]| compare::Comparison {
+            baseline: "main".into(),
+            changes: verdicts.iter().map(|v| change(*v)).collect(),
+            ..Default::default()
+        };
+        let gate = Outputs {
+            quiet: true,
+            fail_on_regression: true,
+            ..Outputs::default()
+        };
+        let no_gate = Outputs {
+            fail_on_regression: false,
+            ..gate.clone()
+        };
+        use compare::Verdict::*;
+        let regressed = comparison(&[Unchanged, Regressed]);
+        assert_eq!(exit_status(&runs, Some(&regressed), &gate), 1);
+        assert_eq!(exit_status(&runs, Some(&regressed), &no_gate), 0);
+        for fine in [comparison(&[Unchanged, Improved]), comparison(&[])] {
+            assert_eq!(exit_status(&runs, Some(&fine), &gate), 0);
+        }
+        assert_eq!(exit_status(&runs, None, &gate), 0);
     }
 }

@@ -70,8 +70,8 @@ pub fn system_ca_file() -> Option<PathBuf> {
 }
 
 /// A client config: the system's roots plus `extra_ca_pem` checked by [`Verifier`], or no
-/// verification at all (`insecure`, curl's `-k`). ALPN offers `http/1.1` only: every client
-/// here speaks HTTP/1.
+/// verification at all (`insecure`, curl's `-k`). ALPN offers `http/1.1` only, as every
+/// client speaks it; [`offer_http2`] makes the config of `--http2`.
 pub fn client_config(insecure: bool, extra_ca_pem: Option<&str>) -> Result<ClientConfig, String> {
     let builder = ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
@@ -87,6 +87,17 @@ pub fn client_config(insecure: bool, extra_ca_pem: Option<&str>) -> Result<Clien
         .with_no_client_auth();
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(config)
+}
+
+/// The ALPN protocol id of HTTP/2 over TLS (RFC 9113 §3.2).
+pub const ALPN_H2: &[u8] = b"h2";
+
+/// `config` for `--http2`: ALPN offers `h2` first and `http/1.1` after it, so that a server
+/// that speaks only HTTP/1.1 still answers, in HTTP/1.1.
+pub fn offer_http2(config: &ClientConfig) -> ClientConfig {
+    let mut h2 = config.clone();
+    h2.alpn_protocols = vec![ALPN_H2.to_vec(), b"http/1.1".to_vec()];
+    h2
 }
 
 /// The server name to verify a certificate for, from a URL's host (`[::1]` or `::1`).
@@ -526,8 +537,9 @@ impl ServerCert {
             .unwrap_or_default()
     }
 
-    /// The server config: this certificate, ALPN `http/1.1`.
-    pub fn server_config(&self) -> Result<Arc<ServerConfig>, String> {
+    /// The server config: this certificate, offering the protocols `alpn` by ALPN (in the
+    /// server's order of preference, e.g. `h2` then `http/1.1`).
+    pub fn server_config(&self, alpn: &[&[u8]]) -> Result<Arc<ServerConfig>, String> {
         let certs = certs_from_pem(&self.cert_pem)?;
         let key = PrivateKeyDer::from_pem_slice(self.key_pem.as_bytes())
             .map_err(|e| format!("no usable private key: {e}"))?;
@@ -537,7 +549,7 @@ impl ServerCert {
             .with_no_client_auth()
             .with_single_cert(certs, key)
             .map_err(|e| format!("the certificate and key do not make a TLS server: {e}"))?;
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
         Ok(Arc::new(config))
     }
 }
@@ -563,7 +575,7 @@ mod tests {
     #[test]
     fn self_signed_certificates_make_servers_and_are_trusted_as_cas() {
         let c = ServerCert::self_signed("127.0.0.1:0".parse().unwrap()).unwrap();
-        assert!(c.server_config().is_ok());
+        assert!(c.server_config(&[b"http/1.1"]).is_ok());
         assert_eq!(c.fingerprint().len(), 32 * 3 - 1);
         assert!(client_config(false, Some(&c.cert_pem)).is_ok());
         assert!(certs_from_pem("hello")

@@ -15,26 +15,42 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
             "'{text}' is not a duration (expected a non-negative number with a unit: 500us, 100ms, 2s, 1m)"
         ));
     }
-    let value: f64 = num
-        .parse()
-        .map_err(|_| format!("'{text}' is not a duration (expected e.g. 100ms or 2s)"))?;
-    let scale = match unit {
-        "" | "ms" => 1e-3,
-        "us" | "µs" => 1e-6,
-        "ns" => 1e-9,
-        "s" => 1.0,
-        "m" | "min" => 60.0,
+    let bad = || format!("'{text}' is not a duration (expected e.g. 100ms or 2s)");
+    let unit_ns: u128 = match unit {
+        "" | "ms" => 1_000_000,
+        "us" | "µs" => 1_000,
+        "ns" => 1,
+        "s" => 1_000_000_000,
+        "m" | "min" => 60_000_000_000,
         _ => {
             return Err(format!(
                 "'{text}' has an unknown unit '{unit}' (allowed: ns, us, ms, s, m)"
             ))
         }
     };
-    let secs = value * scale;
-    if !secs.is_finite() || secs > 1e9 {
-        return Err(format!("'{text}' is out of range"));
+    // Decimal arithmetic in whole nanoseconds, exact: a float product is not
+    // (`5442125151` ms came out as 5442125.150999999 s), and fmt_duration_spec then printed
+    // the duration back as another value. Fraction digits past the 20th are below 1 ns.
+    let (whole, fraction) = num.split_once('.').unwrap_or((num, ""));
+    if fraction.contains('.') || (whole.is_empty() && fraction.is_empty()) {
+        return Err(bad());
     }
-    Ok(Duration::from_secs_f64(secs))
+    let out_of_range = || format!("'{text}' is out of range");
+    let whole: u128 = match whole {
+        "" => 0,
+        w => w.parse().map_err(|_| out_of_range())?,
+    };
+    let digits = &fraction[..fraction.len().min(20)];
+    let fraction_ns = match digits {
+        "" => 0,
+        d => d.parse::<u128>().map_err(|_| bad())? * unit_ns / 10u128.pow(d.len() as u32),
+    };
+    let nanos = whole
+        .checked_mul(unit_ns)
+        .and_then(|n| n.checked_add(fraction_ns))
+        .filter(|&n| n <= 1_000_000_000 * 1_000_000_000)
+        .ok_or_else(out_of_range)?;
+    Ok(Duration::from_nanos(nanos as u64))
 }
 
 /// Parses a byte size such as `1024`, `64k`, `64KiB`, `2M`, `1MiB` (powers of 1024).
@@ -166,6 +182,35 @@ mod tests {
     fn duration_spec_round_trips() {
         for s in ["100ms", "2s", "250us"] {
             assert_eq!(fmt_duration_spec(parse_duration(s).unwrap()), s);
+        }
+    }
+
+    #[test]
+    fn durations_are_read_exactly() {
+        // Found by the `units` fuzz target: read through a float product, this came out as
+        // 5442125.150999999 s and printed back as 5442125150999us.
+        let d = parse_duration("5442125151").unwrap();
+        assert_eq!(d, Duration::from_millis(5_442_125_151));
+        assert_eq!(fmt_duration_spec(d), "5442125151ms");
+        assert_eq!(
+            parse_duration("999999999.000001s").unwrap().subsec_micros(),
+            1
+        );
+        assert_eq!(parse_duration(".5s").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("1.s").unwrap(), Duration::from_secs(1));
+        assert_eq!(parse_duration("0.0000000001s").unwrap(), Duration::ZERO);
+        assert_eq!(
+            parse_duration("1000000000s").unwrap(),
+            Duration::from_secs(1_000_000_000)
+        );
+        for bad in [
+            ".",
+            "1..2",
+            "1.2.3s",
+            "1000000000.1s",
+            "99999999999999999999999999999999999999999s",
+        ] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
         }
     }
 }

@@ -161,8 +161,9 @@ fn failed_tasks_exit_1_unless_ignored_and_the_reason_is_printed() {
     assert_eq!(of_type(&lines, "run").len(), 2);
     assert_eq!(of_type(&lines, "cell").len(), 1);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    // -q silences the explanation; the status alone tells.
-    assert!(stderr.is_empty(), "{stderr}");
+    // -q silences progress and tables, never the one line saying why the status is 1.
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("error: 2 of 2 runs failed"), "{stderr}");
     // Without -q the reason is one line naming the first failure and the way out (-i).
     let (_dir, path) = results_path();
     let out = concur()

@@ -534,3 +534,108 @@ fn quick_tour_report_has_every_chart_per_group() {
         assert!(!log.lines().any(|l| l.contains("CONSOLE")), "{log}");
     }
 }
+
+#[test]
+fn the_regression_gate_fails_a_report_with_a_regressed_cell_after_writing_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let md = dir.path().join("summary.md");
+    let out = report_synthetic(&[
+        "--fail-on-regression",
+        "--export",
+        &format!("markdown={}", md.display()),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let err = err
+        .lines()
+        .filter(|l| l.starts_with("error: "))
+        .collect::<Vec<_>>();
+    assert_eq!(err.len(), 1, "{err:?}");
+    let err = err[0];
+    assert!(
+        err.contains("1 of 3 cells regressed against baseline 'tests/data/base.jsonl'")
+            && err.contains("pool:2 ×4 (+30.0%)")
+            && err.contains("--fail-on-regression"),
+        "{err}"
+    );
+    // Everything was still shown and written: the table, and the Markdown for a CI summary.
+    assert!(String::from_utf8_lossy(&out.stdout).contains("geometric mean of 3 cells"));
+    let md = std::fs::read_to_string(&md).unwrap();
+    assert!(
+        md.contains("| regressed |") && md.contains("geometric mean"),
+        "{md}"
+    );
+    // The same results against themselves: nothing regressed, exit 0.
+    let out = concur()
+        .current_dir(manifest_dir())
+        .args([
+            "report",
+            "tests/data/new.jsonl",
+            "--baseline",
+            "tests/data/new.jsonl",
+        ])
+        .args(["--fail-on-regression", "-q"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Without a baseline the gate has nothing to judge: refused.
+    let out = concur()
+        .current_dir(manifest_dir())
+        .args(["report", "tests/data/new.jsonl", "--fail-on-regression"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn the_regression_gate_fails_a_run_slower_than_its_baseline() {
+    // One workload spec, two speeds: the shell reads the sleep from the environment.
+    let dir = tempfile::tempdir().unwrap();
+    let run = |secs: &str, extra: &[&str]| {
+        concur()
+            .current_dir(dir.path())
+            .env("CONCUR_TEST_SLEEP", secs)
+            .args([
+                "run",
+                "-w",
+                "cmd:sleep $CONCUR_TEST_SLEEP",
+                "--shell",
+                "-m",
+                "seq",
+            ])
+            .args([
+                "-n", "1", "-r", "5", "--warmup", "0", "-q", "--json", "r.jsonl",
+            ])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    // The speeds are far apart (25×), so that a loaded machine cannot blur them.
+    assert!(run("0.01", &["--save-baseline", "fast"]).status.success());
+    let out = run(
+        "0.25",
+        &[
+            "--baseline",
+            "fast",
+            "--fail-on-regression",
+            "--save-baseline",
+            "slow",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("regressed against baseline 'fast'"), "{err}");
+    // Faster than its baseline: improved, not regressed, so the gate lets it through.
+    let out = run("0.01", &["--baseline", "slow", "--fail-on-regression"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

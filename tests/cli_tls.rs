@@ -5,8 +5,6 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use common::*;
@@ -113,60 +111,12 @@ fn an_untrusted_certificate_fails_every_task_as_tls_and_k_accepts_it() {
     }
 }
 
-/// A child process killed when dropped, so that a failing test leaves no server behind.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `concur serve --tls-self-signed` on a free port: the child, its address, the certificate
-/// path and the fingerprint it printed.
-fn serve_self_signed() -> (Killed, String, String, String) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut child = Killed(
-        std::process::Command::new(assert_cmd::cargo::cargo_bin("concur"))
-            .args(["serve", "--tls-self-signed", "--addr"])
-            .arg(format!("127.0.0.1:{port}"))
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let mut lines = BufReader::new(child.0.stderr.take().unwrap()).lines();
-    let (mut path, mut fp, mut url) = (None, None, None);
-    // Reads block until the server prints; it prints both lines before serving.
-    while url.is_none() {
-        let line = lines.next().expect("serve printed its lines").unwrap();
-        if let Some(rest) = line.split(", written to ").nth(1) {
-            path = rest.split(' ').next().map(str::to_string);
-            fp = line
-                .split("SHA-256 ")
-                .nth(1)
-                .and_then(|r| r.split(',').next())
-                .map(str::to_string);
-        }
-        if let Some(rest) = line.split("listening on ").nth(1) {
-            url = rest.split(' ').next().map(str::to_string);
-        }
-    }
-    (
-        child,
-        url.unwrap(),
-        path.expect("a path"),
-        fp.expect("a fingerprint"),
-    )
-}
-
 #[test]
 fn serve_prints_its_self_signed_certificate_and_cacert_trusts_it() {
-    let (_server, url, path, fp) = serve_self_signed();
+    let server = Serve::tls_self_signed(&[], &[]);
+    let url = server.url.clone();
+    let (path, fp) = server.cert.clone().expect("a certificate");
+    let path = path.to_string_lossy().into_owned();
     assert!(url.starts_with("https://127.0.0.1:"), "{url}");
     // The printed fingerprint is what openssl computes from the written file.
     let out = std::process::Command::new("openssl")

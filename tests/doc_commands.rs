@@ -34,7 +34,7 @@
 //! `Cargo.lock` (the crate's own), `big.log` (64 KiB of text), `./convert` (a stand-in that
 //! reads its input file) and `in-0.png` … `in-19.png`, `cert.pem` (the CA of the TLS server
 //! below); `127.0.0.1:8080` and `localhost:8080` become a `concur serve` the test started,
-//! `127.0.0.1:8443` and `/tmp/concur-serve-8443.pem` a `concur serve --tls-self-signed` and its
+//! `127.0.0.1:8443` and `/tmp/concur-serve-x1Yz2W/concur-serve-8443.pem` a `concur serve --tls-self-signed` and its
 //! certificate; `redis://queue-host:6379/0` a `redis-server` the test started, and
 //! `redis://:PASSWORD@queue-host:6379/0` a second one started with `--requirepass PASSWORD`; a
 //! word with `…` is a glob in the directory (`…` = `*`), the newest match by name (results
@@ -397,6 +397,8 @@ struct Env {
     bin_dir: PathBuf,
     http_port: u16,
     https_port: u16,
+    /// The HTTPS server's certificate, where it said it wrote it.
+    pem: PathBuf,
     redis_port: u16,
     redis_auth_port: u16,
 }
@@ -422,11 +424,11 @@ impl Env {
     fn substitute(&self, word: &str) -> String {
         let https = format!("127.0.0.1:{}", self.https_port);
         let http = format!("127.0.0.1:{}", self.http_port);
-        let pem = self
-            .tmp
-            .join(format!("concur-serve-{}.pem", self.https_port));
         let w = word
-            .replace("/tmp/concur-serve-8443.pem", &pem.display().to_string())
+            .replace(
+                "/tmp/concur-serve-x1Yz2W/concur-serve-8443.pem",
+                &self.pem.display().to_string(),
+            )
             .replace("127.0.0.1:8443", &https)
             .replace("localhost:8443", &https)
             .replace("127.0.0.1:8080", &http)
@@ -788,6 +790,7 @@ fn every_command_in_the_docs_runs() {
         bin_dir,
         http_port: free_port(),
         https_port: 0,
+        pem: PathBuf::new(),
         redis_port,
         redis_auth_port,
     };
@@ -807,10 +810,18 @@ fn every_command_in_the_docs_runs() {
     .iter()
     .map(|s| s.to_string())
     .collect();
-    let _https = start_server(&env, &https_args, &logs.join("https-server.err"))
+    let https_log = logs.join("https-server.err");
+    let _https = start_server(&env, &https_args, &https_log)
         .unwrap_or_else(|e| panic!("the test's HTTPS server: {e}"));
-    let pem = tmp.join(format!("concur-serve-{}.pem", env.https_port));
-    std::fs::copy(&pem, dir.join("cert.pem")).expect("the HTTPS server's certificate");
+    // `…, written to PATH (trust it …`: a new private folder each start.
+    env.pem = std::fs::read_to_string(&https_log)
+        .unwrap_or_default()
+        .split(", written to ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .map(PathBuf::from)
+        .expect("the HTTPS server names its certificate");
+    std::fs::copy(&env.pem, dir.join("cert.pem")).expect("the HTTPS server's certificate");
 
     let not_run: BTreeMap<&str, &str> = NOT_RUN.iter().copied().collect();
     let statuses: BTreeMap<&str, i32> = EXIT_STATUS.iter().copied().collect();

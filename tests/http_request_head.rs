@@ -155,6 +155,48 @@ fn every_client_sends_the_same_request_head() {
     assert_all_are(&heads(&s, &["--no-keepalive"]), &want);
 }
 
+/// The clients that speak HTTP/2 (`--http2`) here; `curl` joins them with libcurl's
+/// multiplexing.
+const HTTP2_CLIENTS: &[&str] = &["async:2", "async-local:2", "curl:2"];
+
+#[test]
+fn over_http2_the_host_is_the_authority_and_connection_headers_are_left_out() {
+    let s = Serve::start();
+    let dir = tempfile::tempdir().unwrap();
+    let body = body_file(dir.path());
+    let url = format!("{}/echo?i={{i}}", s.url());
+    // `/echo/last` shows an HTTP/2 request's target as `:scheme://:authority:path`.
+    let want = json!({
+        "method": "POST",
+        "target": format!("http://127.0.0.1:{}/echo?i=0", s.port),
+        "headers": {
+            "user-agent": format!("concur/{}", env!("CARGO_PKG_VERSION")),
+            "accept": "*/*",
+            "x-test": "0",
+            "content-length": "13",
+        },
+        "body": "task=0 of one",
+    });
+    // Without keep-alive, and with headers that belong to one HTTP/1.1 connection given:
+    // none of them goes out (RFC 9113 §8.2.2).
+    let extra = [
+        "--http2",
+        "--no-keepalive",
+        "-H",
+        "Upgrade: h2c",
+        "-H",
+        "Keep-Alive: timeout=5",
+    ];
+    let heads: Vec<(&str, Value)> = HTTP2_CLIENTS
+        .iter()
+        .map(|model| {
+            post_once(&url, model, &body, &extra);
+            (*model, s.last_echo())
+        })
+        .collect();
+    assert_all_are(&heads, &want);
+}
+
 /// A server that answers every request with an empty 200 and keeps each request head exactly
 /// as it arrived (the bytes up to the empty line), for the case and order of the header names
 /// that `concur serve`'s parsed headers do not show.

@@ -4,13 +4,14 @@
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::measure::conn::HttpVersion;
 use crate::measure::latency::LatencySummary;
 use crate::measure::open::OpenStats;
 
@@ -280,6 +281,15 @@ pub struct Connections {
     /// HTTPS: TLS handshake time per new connection, microseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls_us: Option<LatencySummary>,
+    /// HTTP: the version the requests went out in, where the client tells.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_version: Option<HttpVersion>,
+    /// HTTP/2: the most streams (requests) open at once on one connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_streams_per_connection: Option<u64>,
+    /// HTTP/2: the server's `SETTINGS_MAX_CONCURRENT_STREAMS`, when the client tells.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_max_concurrent_streams: Option<u64>,
 }
 
 /// One run line.
@@ -476,36 +486,26 @@ pub struct CellResult {
 pub struct ResultsWriter {
     out: Box<dyn Write>,
     path: Option<PathBuf>,
+    /// The flag that named the file, for its errors.
+    flag: String,
 }
 
 impl ResultsWriter {
-    /// Creates (truncates) the file at `path`, creating its directory; `-` means stdout.
-    pub fn create(path: &Path) -> Result<Self> {
+    /// Creates (truncates) the results file at `path`, by the rule of every output a user
+    /// names (see `files.rs`; `flag` in its errors); `-` means stdout.
+    pub fn create(flag: &str, path: &Path) -> Result<Self> {
         if path == Path::new("-") {
             return Ok(ResultsWriter {
                 out: Box::new(std::io::stdout()),
                 path: None,
+                flag: flag.to_string(),
             });
         }
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| {
-                Error::usage(format!("cannot create directory '{}': {e}", dir.display()))
-            })?;
-        }
-        let file = OpenOptions::new()
-            .create(true)
-            .write(true)
-            .truncate(true)
-            .open(path)
-            .map_err(|e| {
-                Error::usage(format!(
-                    "cannot write results file '{}': {e}",
-                    path.display()
-                ))
-            })?;
+        let file = crate::files::create_output(flag, path)?;
         Ok(ResultsWriter {
             out: Box::new(file),
             path: Some(path.to_path_buf()),
+            flag: flag.to_string(),
         })
     }
 
@@ -514,6 +514,7 @@ impl ResultsWriter {
         ResultsWriter {
             out: Box::new(std::io::sink()),
             path: Some(PathBuf::new()),
+            flag: String::new(),
         }
     }
 
@@ -527,8 +528,8 @@ impl ResultsWriter {
         let text = serde_json::to_string(line).map_err(|e| Error::Internal(e.to_string()))?;
         writeln!(self.out, "{text}")
             .and_then(|_| self.out.flush())
-            .map_err(|e| match self.path {
-                Some(_) => Error::io("writing results", e),
+            .map_err(|e| match &self.path {
+                Some(p) => Error::io(format!("{} '{}': writing", self.flag, p.display()), e),
                 None => Error::stdout(e),
             })
     }
@@ -541,7 +542,40 @@ pub struct ResultsFile {
     pub meta: Option<Meta>,
     /// Every run line, in file order.
     pub runs: Vec<RunResult>,
+    /// The last line, when it was cut short and left out.
+    pub cut: Option<CutLine>,
 }
+
+/// A results file's last line that was cut short (no line end, not a whole JSON line): what a
+/// study killed while writing leaves. The lines before it are read; it is left out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CutLine {
+    /// The file.
+    pub path: PathBuf,
+    /// Its line number, from 1.
+    pub line: usize,
+    /// The bytes it holds.
+    pub bytes: usize,
+}
+
+impl std::fmt::Display for CutLine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "'{}' line {} is cut short ({} bytes, no line end: a study stopped while writing it?); it is left out, the {} lines before it are read",
+            self.path.display(),
+            self.line,
+            self.bytes,
+            self.line - 1
+        )
+    }
+}
+
+/// The longest line a results file may hold: 16 MiB. A run line is a few KiB, its `series`
+/// (per-interval figures of an open run) about 150 bytes an interval, so a line a thousand
+/// times longer than the longest real one still passes; a file that is not JSON Lines at all
+/// (one endless line, a device) stops there instead of filling memory.
+pub const MAX_LINE: usize = 16 << 20;
 
 /// Fills in the traits of a run line written before they were recorded (concur 0.1 wrote
 /// only `nature` and `delay_s`): the only place where they are read off the specs, and only
@@ -563,47 +597,121 @@ fn legacy_traits(r: &mut RunResult) {
     t.family = family;
 }
 
-/// Reads a results file; a malformed line is an error naming the file and line number.
-/// Cell lines are not read back: cells are always recomputed from the runs.
-pub fn read_results(path: &Path) -> Result<ResultsFile> {
-    let file = File::open(path).map_err(|e| {
+/// Parses one line of a results file, its line end removed: `None` for a blank line. A run
+/// line of an old file gets its traits; a meta line of a newer schema is refused. The error
+/// says what is wrong, for the caller to put after the file and line number.
+pub fn parse_line(bytes: &[u8]) -> std::result::Result<Option<Line>, String> {
+    let text = std::str::from_utf8(bytes)
+        .map_err(|e| format!("not a concur results line (not UTF-8: {e})"))?;
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    let mut line: Line =
+        serde_json::from_str(text).map_err(|e| format!("not a concur results line ({e})"))?;
+    match &mut line {
+        Line::Meta(m) if m.schema > SCHEMA => {
+            return Err(format!(
+                "results schema {} but this concur reads schema {SCHEMA} or older",
+                m.schema
+            ))
+        }
+        Line::Run(r) if r.traits.family.is_empty() => legacy_traits(r),
+        _ => {}
+    }
+    Ok(Some(line))
+}
+
+/// Opens a results file for reading, refusing anything but a regular file: a directory, a
+/// device (`/dev/zero` never ends) or a FIFO (which would block). The file is opened without
+/// blocking and then checked, so that opening a FIFO cannot hang and nothing can be swapped
+/// in between the check and the open.
+fn open_regular(path: &Path) -> Result<File> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let cannot = |why: String| {
         Error::usage(format!(
-            "cannot read results file '{}': {e}",
+            "cannot read results file '{}': {why}",
             path.display()
         ))
-    })?;
+    };
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| cannot(e.to_string()))?;
+    let kind = file
+        .metadata()
+        .map_err(|e| cannot(e.to_string()))?
+        .file_type();
+    let what = if kind.is_file() {
+        return Ok(file);
+    } else if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        "not a file"
+    };
+    Err(cannot(format!(
+        "it is {what}; a results file must be a regular file"
+    )))
+}
+
+/// Reads a results file; a malformed line is an error naming the file and line number, but a
+/// last line cut short is left out and named in [`ResultsFile::cut`]. Only regular files are
+/// read, and no line longer than [`MAX_LINE`]. Cell lines are not read back: cells are always
+/// recomputed from the runs.
+pub fn read_results(path: &Path) -> Result<ResultsFile> {
+    let mut reader = BufReader::new(open_regular(path)?);
     let mut out = ResultsFile::default();
-    for (i, line) in BufReader::new(file).lines().enumerate() {
-        let line =
-            line.map_err(|e| Error::usage(format!("cannot read '{}': {e}", path.display())))?;
-        if line.trim().is_empty() {
-            continue;
+    let mut bytes = Vec::new();
+    for number in 1.. {
+        bytes.clear();
+        let got = reader
+            .by_ref()
+            .take(MAX_LINE as u64 + 1)
+            .read_until(b'\n', &mut bytes)
+            .map_err(|e| Error::usage(format!("cannot read '{}': {e}", path.display())))?;
+        if got == 0 {
+            break;
         }
-        let parsed: Line = serde_json::from_str(&line).map_err(|e| {
-            Error::usage(format!(
-                "'{}' line {}: not a concur results line ({e})",
+        let ended = bytes.last() == Some(&b'\n');
+        if ended {
+            bytes.pop();
+        } else if bytes.len() > MAX_LINE {
+            return Err(Error::usage(format!(
+                "'{}' line {number}: longer than the {} MiB a results line may hold",
                 path.display(),
-                i + 1
-            ))
-        })?;
-        match parsed {
-            Line::Meta(m) => {
-                if m.schema > SCHEMA {
-                    return Err(Error::usage(format!(
-                        "'{}' uses results schema {} but this concur reads schema {SCHEMA} or older",
-                        path.display(),
-                        m.schema
-                    )));
-                }
-                out.meta = Some(m)
+                MAX_LINE >> 20
+            )));
+        }
+        match parse_line(&bytes) {
+            Ok(Some(Line::Meta(m))) => out.meta = Some(m),
+            Ok(Some(Line::Run(r))) => out.runs.push(r),
+            Ok(Some(Line::Cell(_)) | None) => {}
+            // No line end: the end of the file, so this is the last line; not JSON at all, so
+            // cut while it was written (a whole line of a newer schema is still refused).
+            Err(_)
+                if !ended && serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).is_err() =>
+            {
+                out.cut = Some(CutLine {
+                    path: path.to_path_buf(),
+                    line: number,
+                    bytes: bytes.len(),
+                });
+                break;
             }
-            Line::Run(mut r) => {
-                if r.traits.family.is_empty() {
-                    legacy_traits(&mut r);
-                }
-                out.runs.push(r)
+            Err(why) => {
+                return Err(Error::usage(format!(
+                    "'{}' line {number}: {why}",
+                    path.display()
+                )))
             }
-            Line::Cell(_) => {}
         }
     }
     if out.meta.is_none() {

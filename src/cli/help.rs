@@ -74,6 +74,7 @@ pub(super) fn command() -> clap::Command {
         .join(", ");
     let studies = presets::study_names().join(", ");
     let formats = crate::report::format_names().join(", ");
+    let stdout_formats = crate::report::stdout_format_names().join(", ");
     let repeats = default_repeats();
     let fill = |a: clap::Arg| -> clap::Arg {
         let help = a.get_help().map(|h| h.to_string()).unwrap_or_default();
@@ -85,6 +86,7 @@ pub(super) fn command() -> clap::Command {
             .replace("(MODELS)", &format!("({models})"))
             .replace("(STUDIES)", &format!("(default tour; {studies})"))
             .replace("(FORMATS)", &format!("({formats})"))
+            .replace("(STDOUT_FORMATS)", &format!("({stdout_formats})"))
             .replace("REPEATS", &repeats);
         if filled == help {
             a

@@ -4,15 +4,16 @@
 
 mod help;
 mod jobs;
+mod serve;
+mod usage_error;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use clap::error::ErrorKind;
 use clap::{Args, FromArgMatches, Parser, Subcommand};
 
-use crate::options::{
-    parse_duration, CmdOptions, OpenOptions, PeerOptions, RequestOptions, StudyOptions,
-};
+use crate::options::{CmdOptions, OpenOptions, PeerOptions, RequestOptions, StudyOptions};
 use crate::report::{Export, Target};
 use crate::{Error, Outputs};
 
@@ -44,7 +45,7 @@ enum Command {
     /// Crawl one URL: N GETs, C at a time, under one model (a one-cell study)
     Crawl(CrawlArgs),
     /// Run the delay HTTP server (GET /add?delay=MS, /delay/DURATION, /bytes/N, /status/CODE, /stats)
-    Serve(ServeArgs),
+    Serve(serve::ServeArgs),
     /// Run the few cells that show what bounds a workload, and advise which model to use
     Advise(AdviseArgs),
     /// Background jobs: enqueue, work, stats, retry and dead sets (SQLite or Redis)
@@ -92,16 +93,19 @@ struct OutputArgs {
     /// Compare with a baseline: a name saved with --save-baseline, or a results file
     #[arg(long, value_name = "NAME|FILE")]
     baseline: Option<String>,
+    /// With --baseline: exit 1 when any compared cell regressed (Mann-Whitney and the noise threshold), after everything is written, naming the cells on stderr
+    #[arg(long, requires = "baseline")]
+    fail_on_regression: bool,
     /// Save these results as a baseline under concur-results/baselines/NAME.jsonl
     #[arg(long, value_name = "NAME")]
     save_baseline: Option<String>,
-    /// What stdout shows (FORMATS)
+    /// What stdout shows (STDOUT_FORMATS)
     #[arg(long, value_name = "FORMAT", default_value = "table")]
     format: String,
     /// Also write a rendering to a file, FORMAT=FILE ('-' for stdout), repeatable (FORMATS)
-    #[arg(long, value_name = "FORMAT=FILE", value_parser = Export::parse)]
+    #[arg(long, value_name = "FORMAT=FILE", value_parser = export_parser())]
     export: Vec<Export>,
-    /// No progress bar, notes or warnings on stderr
+    /// No progress bar, notes or warnings on stderr (the line saying why the exit status is not 0 stays)
     #[arg(long, short)]
     quiet: bool,
 }
@@ -187,40 +191,6 @@ struct AdviseArgs {
 }
 
 #[derive(Args)]
-struct ServeArgs {
-    /// Address to listen on (loopback by default)
-    #[arg(long, default_value = "127.0.0.1:8080")]
-    addr: std::net::SocketAddr,
-    /// Longest delay a request may ask for; longer ones get a 400
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
-    max_delay: std::time::Duration,
-    /// Largest body /bytes/N sends; larger ones get a 400
-    #[arg(long, value_name = "SIZE", default_value = "10M", value_parser = crate::units::parse_size)]
-    max_bytes: u64,
-    /// Close a connection whose client sends no complete request headers for this long
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
-    header_timeout: std::time::Duration,
-    /// Serve HTTPS with this certificate chain (PEM); needs --tls-key
-    #[arg(
-        long,
-        value_name = "FILE",
-        requires = "tls_key",
-        conflicts_with = "tls_self_signed"
-    )]
-    tls_cert: Option<PathBuf>,
-    /// The private key of --tls-cert (PEM)
-    #[arg(long, value_name = "FILE", requires = "tls_cert")]
-    tls_key: Option<PathBuf>,
-    /// Serve HTTPS with a new self-signed certificate for the listen address; its path and
-    /// SHA-256 fingerprint are printed (trust it with --cacert)
-    #[arg(long)]
-    tls_self_signed: bool,
-    /// Print nothing on stderr
-    #[arg(long, short)]
-    quiet: bool,
-}
-
-#[derive(Args)]
 struct ReportArgs {
     /// A results file written by `concur run`
     file: PathBuf,
@@ -228,40 +198,37 @@ struct ReportArgs {
     out: OutputArgs,
 }
 
-/// `--backend`: where the queue lives.
-fn serve_tls(
-    cert: Option<PathBuf>,
-    key: Option<PathBuf>,
-    self_signed: bool,
-) -> Result<Option<crate::server::ServeTls>, Error> {
-    Ok(match (cert, key) {
-        (Some(c), Some(k)) => Some(crate::server::ServeTls::Files(
-            crate::tls::ServerCert::from_files(&c, &k).map_err(Error::usage)?,
-        )),
-        _ if self_signed => Some(crate::server::ServeTls::SelfSigned),
-        _ => None,
-    })
+/// `--export FORMAT=FILE`, read as bytes: a file name need not be UTF-8.
+fn export_parser() -> impl clap::builder::TypedValueParser<Value = Export> {
+    use clap::builder::TypedValueParser;
+    clap::builder::OsStringValueParser::new().try_map(|s| Export::parse(&s))
 }
 
 /// The outputs asked for: the file flags and `--export` as renderings, `--format` for stdout
 /// (whether stdout is free for it is decided with the rest, in `report::ExportManager`).
 fn outputs(o: OutputArgs, results: Option<PathBuf>, ignore_failures: bool) -> Outputs {
-    let exports: Vec<Export> = [("csv", o.csv), ("markdown", o.markdown), ("html", o.html)]
-        .into_iter()
-        .filter_map(|(format, file)| {
-            file.map(|f| Export {
-                format: format.into(),
-                target: Target::from_arg(f),
-            })
+    let exports: Vec<Export> = [
+        ("csv", "--csv", o.csv),
+        ("markdown", "--markdown", o.markdown),
+        ("html", "--html", o.html),
+    ]
+    .into_iter()
+    .filter_map(|(format, flag, file)| {
+        file.map(|f| Export {
+            format: format.into(),
+            target: Target::from_arg(f),
+            flag,
         })
-        .chain(o.export)
-        .collect();
+    })
+    .chain(o.export)
+    .collect();
     Outputs {
         results,
         exports,
         stdout_format: Some(o.format),
         baseline: o.baseline,
         save_baseline: o.save_baseline,
+        fail_on_regression: o.fail_on_regression,
         quiet: o.quiet,
         ignore_failures,
     }
@@ -307,22 +274,13 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
                 crate::app::command_line(),
             )
         }
-        Command::Serve(a) => {
-            let opts = crate::server::ServerOptions {
-                addr: a.addr,
-                max_delay: a.max_delay,
-                max_bytes: a.max_bytes,
-                header_timeout: a.header_timeout,
-                tls: serve_tls(a.tls_cert, a.tls_key, a.tls_self_signed)?,
-                ..Default::default()
-            };
-            crate::server::run_foreground(opts, a.quiet).map(|_| 0)
-        }
+        Command::Serve(a) => serve::run(a),
         Command::Advise(mut a) => {
             if let Some(file) = a.json.take() {
                 a.out.export.push(Export {
                     format: "json".into(),
                     target: Target::from_arg(file),
+                    flag: "--json",
                 });
             }
             let base = StudyOptions {
@@ -371,9 +329,24 @@ pub fn main() -> ExitCode {
     let done = if crate::selfcall::SelfCall::started_as_child() {
         crate::study::child::serve().map(|_| 0)
     } else {
-        match Cli::from_arg_matches(&help::command().get_matches()) {
+        let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+        match help::command()
+            .try_get_matches_from(&args)
+            .and_then(|m| Cli::from_arg_matches(&m))
+        {
             Ok(cli) => dispatch(cli),
-            Err(e) => e.exit(),
+            // --help and --version, and the help shown for a bare `concur jobs`.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::DisplayHelp
+                        | ErrorKind::DisplayVersion
+                        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+                ) =>
+            {
+                e.exit()
+            }
+            Err(e) => Err(Error::usage(usage_error::line(&e, &args))),
         }
     };
     match done {

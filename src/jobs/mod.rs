@@ -75,9 +75,15 @@ pub fn new_jid() -> String {
 }
 
 /// Reads a timestamp written as float seconds (Sidekiq 6.x) or integer milliseconds (8.x).
+/// Milliseconds past 1e14 (the year 5138) are refused: divided by 1000 they would still read
+/// as milliseconds, so a job written back would change its times at every reading.
 pub fn read_timestamp(v: &Value) -> Option<f64> {
     let x = v.as_f64()?;
-    Some(if x > 1e11 { x / 1000.0 } else { x })
+    match x {
+        x if x > 1e14 => None,
+        x if x > 1e11 => Some(x / 1000.0),
+        x => Some(x),
+    }
 }
 
 fn de_time<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<f64, D::Error> {
@@ -334,7 +340,7 @@ pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 
 /// The default SQLite file.
 pub fn default_sqlite_path() -> PathBuf {
-    PathBuf::from("concur-results").join("jobs.sqlite")
+    PathBuf::from(crate::files::RESULTS_DIR).join("jobs.sqlite")
 }
 
 /// Opens a backend (see [`BackendUrl`]). An unreachable server is a usage error.
@@ -350,6 +356,23 @@ pub fn open(url: &BackendUrl) -> Result<Arc<dyn Backend>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timestamps_read_the_same_when_written_back() {
+        // Found by the `job` fuzz target: 1.767e20 "milliseconds" read as 1.767e17, which
+        // written back read as 1.767e14, and so on at every retry.
+        let raw = r#"{"class":"Concur::Noop","args":[],"jid":"a","queue":"q","created_at":176722560012225600125}"#;
+        assert!(Job::parse(raw).unwrap_err().contains("bad timestamp"));
+        let ms = r#"{"class":"Concur::Noop","args":[],"jid":"a","queue":"q","created_at":1767225600125}"#;
+        let job = Job::parse(ms).unwrap();
+        assert_eq!(job.created_at, 1767225600.125);
+        assert_eq!(Job::parse(&job.to_json()).unwrap(), job);
+        // Found by the same target: without serde_json's float_roundtrip, this time read back
+        // one unit in the last place off once written (…1767225 read as …1767223).
+        let long = r#"{"class":"Concur::Noop","args":[],"jid":"a","queue":"q","created_at":1,"failed_at":1767225601.17672256001}"#;
+        let job = Job::parse(long).unwrap();
+        assert_eq!(Job::parse(&job.to_json()).unwrap(), job);
+    }
 
     #[test]
     fn jobs_round_trip_and_keep_unknown_fields() {

@@ -63,6 +63,13 @@ fn db_err(path: &Path) -> impl Fn(rusqlite::Error) -> Error + '_ {
 impl Sqlite {
     /// Opens (and creates) the queue file, creating its directory if needed.
     pub fn open(path: &Path) -> Result<Self> {
+        // SQLite would open a device and write its journal beside it (`/dev/null-journal`).
+        if path.exists() && !path.is_file() {
+            return Err(Error::usage(format!(
+                "bad backend 'sqlite:{}': not a regular file (a queue needs a file of its own)",
+                path.display()
+            )));
+        }
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| {
                 Error::usage(format!(

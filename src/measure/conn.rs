@@ -30,6 +30,27 @@ pub struct ConnSummary {
     pub connect_us: Option<LatencySummary>,
     /// TLS handshake time per new connection, µs.
     pub tls_us: Option<LatencySummary>,
+    /// The HTTP version the requests went out in, where the client tells (`--http2` asked
+    /// for 2; a server that offers only HTTP/1.1 by ALPN gets 1.1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_version: Option<HttpVersion>,
+    /// Over HTTP/2: the most streams (requests) open at once on one connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_streams_per_connection: Option<u64>,
+    /// Over HTTP/2: the server's `SETTINGS_MAX_CONCURRENT_STREAMS`, when it sent one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_max_concurrent_streams: Option<u64>,
+}
+
+/// An HTTP version as the results record it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum HttpVersion {
+    /// HTTP/1.1.
+    #[serde(rename = "1.1")]
+    Http1,
+    /// HTTP/2.
+    #[serde(rename = "2")]
+    Http2,
 }
 
 #[derive(Default)]
@@ -38,6 +59,9 @@ struct Inner {
     reused: u64,
     connect: Option<LatencyRecorder>,
     tls: Option<LatencyRecorder>,
+    http_version: Option<HttpVersion>,
+    peak_streams: Option<u64>,
+    server_max_streams: Option<u64>,
 }
 
 /// Collects [`ConnSample`]s from any thread; the lock is taken once per request, far below
@@ -67,6 +91,24 @@ impl ConnRecorder {
         }
     }
 
+    /// The version a connection speaks, as it was negotiated (recorded once per connection).
+    pub fn http_version(&self, v: HttpVersion) {
+        let mut i = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        i.http_version = Some(v);
+    }
+
+    /// Streams open on one HTTP/2 connection now; the run keeps the peak.
+    pub fn streams_open(&self, n: u64) {
+        let mut i = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        i.peak_streams = Some(i.peak_streams.map_or(n, |p| p.max(n)));
+    }
+
+    /// The server's `SETTINGS_MAX_CONCURRENT_STREAMS`, as a connection received it.
+    pub fn server_max_streams(&self, n: u64) {
+        let mut i = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        i.server_max_streams = Some(n);
+    }
+
     /// The summary, or `None` when no request was recorded in this process (the tasks ran in
     /// other processes: `fork`, `spawn`).
     pub fn summary(&self) -> Option<ConnSummary> {
@@ -79,6 +121,9 @@ impl ConnRecorder {
             reused: i.reused,
             connect_us: i.connect.as_ref().and_then(|h| h.summary()),
             tls_us: i.tls.as_ref().and_then(|h| h.summary()),
+            http_version: i.http_version,
+            peak_streams_per_connection: i.peak_streams,
+            server_max_concurrent_streams: i.server_max_streams,
         })
     }
 }

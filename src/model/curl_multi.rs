@@ -16,6 +16,17 @@
 //! 180–400 ms with no socket error (libcurl's "peer closed"), none with ECONNREFUSED. So a
 //! connect refused (ECONNREFUSED) before the server ever answered is final: a closed port
 //! still fails at once.
+//!
+//! With `--http2` the W transfers are streams over at most C connections (`--connections`,
+//! default 1): h2c by prior knowledge over `http://`, h2 by ALPN over `https://` (a server that
+//! offers only HTTP/1.1 gets 1.1, still over at most C connections), multiplexing on, and each
+//! transfer waits for a connection it can share (CURLOPT_PIPEWAIT) instead of opening its own.
+//! libcurl caps the streams on one connection at CURLMOPT_MAX_CONCURRENT_STREAMS (100 unless
+//! set): here it is ceil(W / C), so the W transfers spread over the C connections, and the
+//! server's own SETTINGS_MAX_CONCURRENT_STREAMS still caps it, once it has arrived: a first
+//! flight over it gets streams refused, and libcurl retries each on a fresh connection (at
+//! most 5 times; docs/models.md). Without `--http2` every transfer asks for HTTP/1.1:
+//! libcurl, built with nghttp2, would otherwise offer h2 by ALPN over TLS.
 
 use std::cell::Cell;
 use std::collections::VecDeque;
@@ -25,11 +36,11 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use curl::easy::{Easy2, Handler, List, WriteError};
+use curl::easy::{Easy2, Handler, HttpVersion, List, WriteError};
 use curl::multi::{Easy2Handle, Multi};
 
 use super::{Entry, Model, ModelOutcome, RunCtx};
-use crate::measure::conn::ConnSample;
+use crate::measure::conn::{self, ConnSample};
 use crate::measure::{mono_ns, TaskError, TaskRecord};
 use crate::tls;
 use crate::workload::{HttpRequest, Workload};
@@ -131,23 +142,22 @@ impl Trust {
 /// The CA file of a run with `--cacert`: the system's bundle and the extra certificates, in
 /// one file libcurl reads (its rustls backend takes one file or one blob, and a blob is copied
 /// into every easy handle). Removed when the run ends.
-struct CaFile(PathBuf);
+struct CaFile {
+    path: PathBuf,
+    _dir: tempfile::TempDir,
+}
 
 impl CaFile {
     fn write(extra: &str) -> Result<CaFile, String> {
         let system = crate::tls::system_ca_file()
             .and_then(|p| std::fs::read_to_string(p).ok())
             .unwrap_or_default();
-        let path = std::env::temp_dir().join(format!("concur-ca-{}.pem", std::process::id()));
+        let dir = crate::files::private_temp_dir("ca")
+            .map_err(|e| format!("cannot make a folder for the CA file: {e}"))?;
+        let path = dir.path().join("ca.pem");
         std::fs::write(&path, format!("{system}\n{extra}\n"))
             .map_err(|e| format!("cannot write the CA file {}: {e}", path.display()))?;
-        Ok(CaFile(path))
-    }
-}
-
-impl Drop for CaFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+        Ok(CaFile { path, _dir: dir })
     }
 }
 
@@ -155,6 +165,8 @@ impl Drop for CaFile {
 struct Connection<'a> {
     timeout: Duration,
     keepalive: bool,
+    /// `--http2`: h2c by prior knowledge, h2 by ALPN over TLS, waiting to share a connection.
+    http2: bool,
     insecure: bool,
     /// Who verifies the server's certificate (libcurl with the run's CA file, or concur).
     trust: &'a Trust,
@@ -378,6 +390,15 @@ impl CurlMulti {
             easy.forbid_reuse(true)?;
             easy.fresh_connect(true)?;
         }
+        if !conn.http2 {
+            easy.http_version(HttpVersion::V11)?;
+        } else if req.url.starts_with("https:") {
+            easy.http_version(HttpVersion::V2TLS)?;
+            easy.pipewait(true)?;
+        } else {
+            easy.http_version(HttpVersion::V2PriorKnowledge)?;
+            easy.pipewait(true)?;
+        }
         match conn.trust {
             _ if conn.insecure => {
                 easy.ssl_verify_peer(false)?;
@@ -388,7 +409,7 @@ impl CurlMulti {
             }
             Trust::Concur(_) => {}
             Trust::Libcurl(ca) => {
-                let ca = ca.as_ref().map(|f| f.0.clone());
+                let ca = ca.as_ref().map(|f| f.path.clone());
                 if let Some(ca) = ca.or_else(tls::system_ca_file) {
                     easy.cainfo(ca)?;
                 }
@@ -443,6 +464,89 @@ fn conn_sample(easy: &Easy2<Counter>, https: bool) -> ConnSample {
     }
 }
 
+/// Not in curl-sys: CURLINFO_HTTP_VERSION (7.50) and CURLINFO_CONN_ID (8.2) (curl.h).
+const CURLINFO_HTTP_VERSION: curl_sys::CURLINFO = curl_sys::CURLINFO_LONG + 46;
+const CURLINFO_OFF_T: curl_sys::CURLINFO = 0x600000;
+const CURLINFO_CONN_ID: curl_sys::CURLINFO = CURLINFO_OFF_T + 64;
+
+/// The HTTP version a finished transfer used (none when it sent no request).
+fn http_version(easy: &Easy2<Counter>) -> Option<conn::HttpVersion> {
+    let mut v: c_long = 0;
+    // Safety: CURLINFO_HTTP_VERSION writes one long.
+    let code = unsafe { curl_sys::curl_easy_getinfo(easy.raw(), CURLINFO_HTTP_VERSION, &mut v) };
+    match (code, c_int::try_from(v).unwrap_or(0)) {
+        (curl_sys::CURLE_OK, curl_sys::CURL_HTTP_VERSION_1_1) => Some(conn::HttpVersion::Http1),
+        (curl_sys::CURLE_OK, curl_sys::CURL_HTTP_VERSION_2_0) => Some(conn::HttpVersion::Http2),
+        _ => None,
+    }
+}
+
+/// libcurl's id of the connection a finished transfer used (none when it had none).
+fn conn_id(easy: &Easy2<Counter>) -> Option<i64> {
+    let mut id: curl_sys::curl_off_t = -1;
+    // Safety: CURLINFO_CONN_ID writes one curl_off_t.
+    let code = unsafe { curl_sys::curl_easy_getinfo(easy.raw(), CURLINFO_CONN_ID, &mut id) };
+    (code == curl_sys::CURLE_OK && id >= 0).then_some(id)
+}
+
+/// When each HTTP/2 stream was open on which connection, for the most open at once on one
+/// connection. libcurl counts the streams of a connection but does not tell; each finished
+/// transfer tells its connection (CURLINFO_CONN_ID) and how long its stream was open: from
+/// just before its request went out (CURLINFO_PRETRANSFER_TIME, which includes any wait for
+/// the connection) to its end (CURLINFO_TOTAL_TIME). Both are placed on concur's clock from
+/// the moment the transfer was seen finished. 24 bytes per stream, kept only with `--http2`.
+#[derive(Default)]
+struct Streams {
+    spans: Vec<(i64, u64, u64)>,
+}
+
+impl Streams {
+    /// Adds a finished transfer's stream, seen finished at `end_ns`.
+    fn add(&mut self, easy: &Easy2<Counter>, end_ns: u64) {
+        let Some(id) = conn_id(easy) else { return };
+        let (Ok(pre), Ok(total)) = (easy.pretransfer_time(), easy.total_time()) else {
+            return;
+        };
+        let open = end_ns.saturating_sub(total.saturating_sub(pre).as_nanos() as u64);
+        self.spans.push((id, open, end_ns));
+    }
+
+    /// The most streams open at once on one connection (none without a stream).
+    fn peak(self) -> Option<u64> {
+        // A close sorts before an open at the same instant: a stream that ends as another
+        // begins does not overlap it.
+        let mut events: Vec<(i64, u64, i8)> = self
+            .spans
+            .into_iter()
+            .flat_map(|(id, open, close)| [(id, open, 1), (id, close, -1)])
+            .collect();
+        events.sort_unstable();
+        let mut peak = None;
+        let mut open = 0i64;
+        let mut conn = None;
+        for (id, _, delta) in events {
+            if conn != Some(id) {
+                conn = Some(id);
+                open = 0;
+            }
+            open += i64::from(delta);
+            peak = Some(peak.unwrap_or(0).max(open.max(0) as u64));
+        }
+        peak
+    }
+}
+
+/// The multi handle's caps, as (connections, streams per connection): W connections over
+/// HTTP/1.1 (one request each at a time); over HTTP/2, C connections carrying ceil(W / C)
+/// streams each.
+fn caps(workers: usize, http2: bool, connections: Option<usize>) -> (usize, Option<usize>) {
+    if !http2 {
+        return (workers, None);
+    }
+    let c = connections.unwrap_or(1).max(1);
+    (c, Some(workers.div_ceil(c).max(1)))
+}
+
 impl Model for CurlMulti {
     fn spec(&self) -> String {
         format!("curl:{}", self.workers)
@@ -465,25 +569,31 @@ impl Model for CurlMulti {
             error: Some(e),
             ..Default::default()
         };
+        let options = &ctx.recipe.options;
         let mut multi = Multi::new();
-        if let Err(e) = multi
-            .set_max_total_connections(self.workers)
-            .and_then(|_| multi.set_max_host_connections(self.workers))
-        {
+        let (connections, stream_cap) = caps(self.workers, options.http2, options.connections);
+        let set = multi
+            .set_max_total_connections(connections)
+            .and_then(|_| multi.set_max_host_connections(connections));
+        let set = match stream_cap {
+            Some(s) => set
+                .and_then(|_| multi.pipelining(false, true))
+                .and_then(|_| multi.set_max_concurrent_streams(s)),
+            None => set,
+        };
+        if let Err(e) = set {
             return fail(format!("cannot configure libcurl multi: {e}"));
         }
-        let timeout = Duration::from_millis(ctx.recipe.options.request_timeout_ms.max(1));
-        let trust = match Trust::for_run(
-            ctx.recipe.options.ca_pem.as_deref(),
-            ctx.recipe.options.insecure,
-        ) {
+        let timeout = Duration::from_millis(options.request_timeout_ms.max(1));
+        let trust = match Trust::for_run(options.ca_pem.as_deref(), options.insecure) {
             Ok(t) => t,
             Err(e) => return fail(e),
         };
         let conn = Connection {
             timeout,
-            keepalive: ctx.recipe.options.keepalive,
-            insecure: ctx.recipe.options.insecure,
+            keepalive: options.keepalive,
+            http2: options.http2,
+            insecure: options.insecure,
             trust: &trust,
         };
         let n = ctx.tasks;
@@ -499,6 +609,8 @@ impl Model for CurlMulti {
         let mut live = 0usize;
         let mut retries: VecDeque<Retry> = VecDeque::new();
         let mut server_seen = false;
+        let recorder = ctx.workload.connection_recorder();
+        let mut streams = Streams::default();
         let mut next = 0usize;
         // Open model: `due` counts the tasks released so far; a transfer is added for each
         // released one as soon as a handle is free (at most W at once).
@@ -605,8 +717,17 @@ impl Model for CurlMulti {
                 // A response proves the server is there: from then on a refused connect means
                 // it is overloaded, not absent.
                 server_seen |= result.is_ok();
-                ctx.workload
-                    .record_connection(conn_sample(&easy, slot.https));
+                if let Some(r) = recorder {
+                    let sample = conn_sample(&easy, slot.https);
+                    r.record(sample);
+                    let version = http_version(&easy);
+                    if let Some(v) = version.filter(|_| sample.opened) {
+                        r.http_version(v);
+                    }
+                    if version == Some(conn::HttpVersion::Http2) {
+                        streams.add(&easy, end_ns);
+                    }
+                }
                 let code = easy.response_code().unwrap_or(0);
                 let bytes = easy.get_ref().bytes;
                 let error = match result {
@@ -670,11 +791,48 @@ impl Model for CurlMulti {
                 let _ = multi.wait(&mut [], wait);
             }
         }
+        // The spans are placed on concur's clock from when each finished transfer was seen,
+        // which lags libcurl's own end by as much as the loop's work on one batch: a stream
+        // that ended as another began can appear to overlap it by that lag. libcurl never
+        // opens more than its cap on one connection, so a count above it is that lag.
+        if let (Some(r), Some(peak)) = (recorder, streams.peak()) {
+            r.streams_open(stream_cap.map_or(peak, |c| peak.min(c as u64)));
+        }
         ModelOutcome {
             records,
             threads_created: 0,
             processes_created: 0,
             error: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn peak(spans: &[(i64, u64, u64)]) -> Option<u64> {
+        Streams {
+            spans: spans.to_vec(),
+        }
+        .peak()
+    }
+
+    #[test]
+    fn the_peak_counts_streams_open_at_once_on_one_connection() {
+        assert_eq!(peak(&[]), None);
+        // Three overlap on connection 0; the fourth starts as the first ends.
+        let one = [(0, 0, 10), (0, 1, 20), (0, 2, 20), (0, 10, 30)];
+        assert_eq!(peak(&one), Some(3));
+        // Streams on two connections at once are not one connection's.
+        assert_eq!(peak(&[(0, 0, 10), (1, 0, 10), (1, 5, 15)]), Some(2));
+    }
+
+    #[test]
+    fn http2_caps_c_connections_with_their_share_of_w_streams() {
+        assert_eq!(caps(100, false, None), (100, None));
+        assert_eq!(caps(100, true, None), (1, Some(100)));
+        assert_eq!(caps(100, true, Some(3)), (3, Some(34)));
+        assert_eq!(caps(2, true, Some(4)), (4, Some(1)));
     }
 }

@@ -76,16 +76,21 @@ pub struct Jobs {
     kind: Kind,
 }
 
-/// A per-run SQLite file, removed (with its WAL files) when dropped.
-struct TempDb(PathBuf);
+/// A file of this run's own (a queue, the workers' records) in a private temporary folder
+/// (`files::private_temp_dir`), which goes, with the SQLite journal beside it, when dropped.
+struct TempFile {
+    path: PathBuf,
+    _dir: tempfile::TempDir,
+}
 
-impl Drop for TempDb {
-    fn drop(&mut self) {
-        for suffix in ["", "-wal", "-shm"] {
-            let mut p = self.0.clone().into_os_string();
-            p.push(suffix);
-            let _ = std::fs::remove_file(p);
-        }
+impl TempFile {
+    fn new(purpose: &str, name: &str) -> Result<TempFile, String> {
+        let dir = crate::files::private_temp_dir(purpose)
+            .map_err(|e| format!("cannot make a temporary folder: {e}"))?;
+        Ok(TempFile {
+            path: dir.path().join(name),
+            _dir: dir,
+        })
     }
 }
 
@@ -101,11 +106,10 @@ impl Jobs {
     /// Starts the worker processes, waits until they have reported every task (each record is
     /// written after the job's acknowledgement), then kills them: they are idle by then.
     fn run_procs(&self, ctx: &RunCtx, url: &BackendUrl, queue: &str) -> ModelOutcome {
-        let log = TempDb(std::env::temp_dir().join(format!(
-            "concur-records-{}-{:x}.jsonl",
-            std::process::id(),
-            jobs::random_u64()
-        )));
+        let log = match TempFile::new("records", "records.jsonl") {
+            Ok(f) => f,
+            Err(e) => return failed_run(ctx.tasks, e),
+        };
         let exe = match std::env::current_exe() {
             Ok(e) => e,
             Err(e) => return failed_run(ctx.tasks, format!("finding our own binary: {e}")),
@@ -118,7 +122,7 @@ impl Jobs {
                 ..ctx.recipe.clone()
             },
             queue: queue.to_string(),
-            records: log.0.clone(),
+            records: log.path.clone(),
         };
         let mut children = Vec::with_capacity(self.workers);
         let mut error = None;
@@ -140,7 +144,7 @@ impl Jobs {
         let mut lines = 0;
         while lines < ctx.tasks && !children.is_empty() {
             if file.is_none() {
-                file = std::fs::File::open(&log.0).ok();
+                file = std::fs::File::open(&log.path).ok();
             }
             if let Some(f) = &mut file {
                 chunk.clear();
@@ -165,7 +169,7 @@ impl Jobs {
         for c in &mut children {
             let _ = c.wait();
         }
-        let mut records: Vec<TaskRecord> = std::fs::read_to_string(&log.0)
+        let mut records: Vec<TaskRecord> = std::fs::read_to_string(&log.path)
             .unwrap_or_default()
             .lines()
             .filter_map(TaskRecord::from_line)
@@ -231,12 +235,12 @@ impl Model for Jobs {
             }
             (Kind::Sqlite | Kind::Procs, Some(u @ BackendUrl::Sqlite(Some(_)))) => u.clone(),
             (Kind::Sqlite | Kind::Procs, _) => {
-                let p = std::env::temp_dir().join(format!(
-                    "concur-jobs-{}-{:x}.sqlite",
-                    std::process::id(),
-                    jobs::random_u64()
-                ));
-                _temp = Some(TempDb(p.clone()));
+                let db = match TempFile::new("jobs", "queue.sqlite") {
+                    Ok(f) => f,
+                    Err(e) => return failed_run(ctx.tasks, e),
+                };
+                let p = db.path.clone();
+                _temp = Some(db);
                 BackendUrl::Sqlite(Some(p))
             }
         };

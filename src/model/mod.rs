@@ -91,7 +91,14 @@ pub trait Model: Send + Sync {
     fn needs_redis(&self) -> bool {
         false
     }
+    /// Whether the model's HTTP client speaks HTTP/2 (`--http2`): one of [`HTTP2_MODELS`].
+    fn speaks_http2(&self) -> bool {
+        HTTP2_MODELS.contains(&self.family().as_str())
+    }
 }
+
+/// The models whose HTTP client speaks HTTP/2 (`--http2`); the others are refused with it.
+pub const HTTP2_MODELS: &[&str] = &["async", "async-local", "curl"];
 
 /// Runs task `index` on the calling thread and records it.
 pub fn run_task(w: &dyn Workload, index: usize) -> TaskRecord {

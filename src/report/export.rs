@@ -55,25 +55,37 @@ pub struct Export {
     pub format: String,
     /// Where it goes.
     pub target: Target,
+    /// The flag that asked for it (`--csv`, `--export`…), named when its file is refused.
+    pub flag: &'static str,
 }
 
 impl Export {
-    /// Parses `FORMAT=FILE` (`--export`), `-` as the file meaning stdout.
-    pub fn parse(arg: &str) -> std::result::Result<Export, String> {
-        let (format, file) = arg.split_once('=').ok_or_else(|| {
-            format!(
-                "'{arg}' is not FORMAT=FILE (formats: {})",
-                super::format_names().join(", ")
-            )
-        })?;
+    /// Parses `FORMAT=FILE` (`--export`), `-` as the file meaning stdout. The file name may
+    /// be any bytes, as every path on the command line; the format is text.
+    pub fn parse(arg: &std::ffi::OsStr) -> std::result::Result<Export, String> {
+        use std::os::unix::ffi::OsStrExt;
+        let bytes = arg.as_bytes();
+        let shown = arg.to_string_lossy();
+        let (format, file) = match bytes.iter().position(|&b| b == b'=') {
+            Some(k) => (&bytes[..k], &bytes[k + 1..]),
+            None => {
+                return Err(format!(
+                    "'{shown}' is not FORMAT=FILE (formats: {})",
+                    super::format_names().join(", ")
+                ))
+            }
+        };
+        let format = std::str::from_utf8(format)
+            .map_err(|_| format!("the format of '{shown}' is not valid UTF-8"))?;
         if file.is_empty() {
             return Err(format!(
-                "'{arg}' names no file (FORMAT=FILE, '-' for stdout)"
+                "'{shown}' names no file (FORMAT=FILE, '-' for stdout)"
             ));
         }
         Ok(Export {
             format: format.to_string(),
-            target: Target::from_arg(PathBuf::from(file)),
+            target: Target::from_arg(PathBuf::from(std::ffi::OsStr::from_bytes(file))),
+            flag: "--export",
         })
     }
 }
@@ -119,6 +131,7 @@ impl ExportManager {
             exports.push(Export {
                 format: f.to_string(),
                 target: Target::Stdout,
+                flag: "--format",
             });
         }
         for e in &exports {
@@ -127,21 +140,18 @@ impl ExportManager {
                 Target::Stdout => {
                     if !f.stdout {
                         return Err(Error::usage(format!(
-                            "the {} report needs a file name, not '-'",
-                            f.name
+                            "{} {}: the {} report needs a file name, not stdout (formats for stdout: {})",
+                            e.flag,
+                            f.name,
+                            f.name,
+                            super::stdout_format_names().join(", ")
                         )));
                     }
                     on_stdout.push(f.name);
                     outputs.push((f, None));
                 }
                 Target::File(p) => {
-                    let file = File::create(p).map_err(|err| {
-                        Error::usage(format!(
-                            "cannot write {} file '{}': {err}",
-                            f.name,
-                            p.display()
-                        ))
-                    })?;
+                    let file = crate::files::create_output(e.flag, p)?;
                     outputs.push((f, Some(file)));
                 }
             }

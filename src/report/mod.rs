@@ -272,6 +272,15 @@ pub fn format_names() -> Vec<&'static str> {
     FORMATS.iter().map(|f| f.name).collect()
 }
 
+/// The names of the formats that may go to stdout (`--format`).
+pub fn stdout_format_names() -> Vec<&'static str> {
+    FORMATS
+        .iter()
+        .filter(|f| f.stdout)
+        .map(|f| f.name)
+        .collect()
+}
+
 /// Everything the full reports draw on: the cells, the runs behind them (timelines, per-run
 /// walls), the meta line, the comparison with a baseline and the advice.
 #[derive(Clone, Copy)]

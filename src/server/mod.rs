@@ -1,11 +1,18 @@
 //! The delay HTTP server (`concur serve`), and the same server started in-process on an
 //! ephemeral loopback port for studies and tests.
 //!
-//! axum for routing on hyper's HTTP/1 connections, accepted by our own loop so that header
-//! timeouts, the open-files limit, graceful shutdown and TLS (tokio-rustls, the handshake in
-//! the connection's own task so that a slow client never holds up the accept loop) are ours
-//! to set.
+//! axum for routing on hyper's HTTP/1 and HTTP/2 connections, accepted by our own loop so that
+//! timeouts, the connection cap, graceful shutdown and TLS (tokio-rustls, the handshake in the
+//! connection's own task so that a slow client never holds up the accept loop) are ours to
+//! set. HTTP/2 is h2c by prior knowledge on the plain port (a connection that starts with the
+//! preface; any other is HTTP/1.1) and h2 by ALPN over TLS (`h2` offered before `http/1.1`);
+//! `--http1-only` serves and offers HTTP/1.1 alone. No client can hold more than one connection's worth of memory beyond a timeout:
+//! headers (`--header-timeout`), bodies (`--body-timeout`), idle keep-alive connections
+//! (`--idle-timeout`) and answers the client does not read (`--write-timeout`) are all
+//! bounded in time, `/bytes/N` is streamed from one static block, and beyond
+//! `--max-connections` a new connection gets a 503.
 
+pub mod conn;
 pub mod routes;
 pub mod stats;
 
@@ -13,10 +20,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::service::TowerToHyperService;
-use tokio::net::TcpListener;
-use tokio::sync::oneshot;
+use axum::http::StatusCode;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{oneshot, Semaphore};
 use tokio_rustls::TlsAcceptor;
 
 use crate::error::{Error, Result};
@@ -32,13 +39,44 @@ pub struct ServerOptions {
     pub max_delay: Duration,
     /// The largest body `/bytes` sends.
     pub max_bytes: u64,
-    /// A client must send a request's headers within this time, also while the connection
-    /// is idle between requests; otherwise the connection is closed.
+    /// A client must send a request's headers within this time (counted from the end of the
+    /// previous answer on a kept-alive connection); otherwise the connection is closed.
     pub header_timeout: Duration,
+    /// A request's body must arrive within this time of its headers; otherwise it is
+    /// answered 408 and the connection closed.
+    pub body_timeout: Duration,
+    /// A connection on which no request starts for this long is closed.
+    pub idle_timeout: Duration,
+    /// A connection whose client takes no bytes of an answer for this long is closed.
+    pub write_timeout: Duration,
+    /// The most connections open at once; beyond, a new one is answered 503 and closed.
+    /// `None`: the open-files limit less [`FD_RESERVE`] (see [`default_max_connections`]).
+    pub max_connections: Option<usize>,
     /// How long graceful shutdown waits for requests in flight.
     pub shutdown_grace: Duration,
     /// Serve HTTPS: with a given certificate, or a self-signed one made for the address.
     pub tls: Option<ServeTls>,
+    /// Serve HTTP/1.1 only: no h2c, and only `http/1.1` offered by ALPN.
+    pub http1_only: bool,
+    /// The most streams (requests) open at once on one HTTP/2 connection
+    /// (SETTINGS_MAX_CONCURRENT_STREAMS); see [`DEFAULT_MAX_STREAMS`].
+    pub max_streams: u32,
+}
+
+/// `--max-streams` when none is given. RFC 9113 §6.5.2 asks for no fewer than 100, hyper's own
+/// default is 200 and nghttp2's 100: all below the W a crawl puts on one connection
+/// (`async:1000`). 1000 lets such a client multiplex all its requests on one connection as it
+/// means to, while one connection still holds at most 1000 handler tasks (a few MB), so that
+/// `--max-connections` times it remains a bound on the server's memory.
+pub const DEFAULT_MAX_STREAMS: u32 = 1000;
+
+/// The ALPN protocols the server offers, in its order of preference.
+fn alpn(http1_only: bool) -> &'static [&'static [u8]] {
+    if http1_only {
+        &[b"http/1.1"]
+    } else {
+        &[b"h2", b"http/1.1"]
+    }
 }
 
 /// Where the server's certificate comes from.
@@ -68,6 +106,80 @@ impl ServerOptions {
             ..Default::default()
         }
     }
+
+    /// Refuses what cannot work, naming the flag and what is allowed: a zero timeout (it
+    /// would close every connection at once), a zero cap, `--max-bytes` above
+    /// [`MAX_BYTES_CEILING`].
+    pub fn check(&self) -> Result<()> {
+        for (flag, d) in [
+            ("--header-timeout", self.header_timeout),
+            ("--body-timeout", self.body_timeout),
+            ("--idle-timeout", self.idle_timeout),
+            ("--write-timeout", self.write_timeout),
+        ] {
+            if d.is_zero() {
+                return Err(Error::usage(format!(
+                    "{flag} '{}' must be above 0 (it would close every connection at once)",
+                    crate::units::fmt_duration_spec(d)
+                )));
+            }
+        }
+        if self.max_bytes > MAX_BYTES_CEILING {
+            return Err(Error::usage(format!(
+                "--max-bytes '{}' must be from 0 to 64G",
+                size_spec(self.max_bytes)
+            )));
+        }
+        if self.max_streams == 0 {
+            return Err(Error::usage(format!(
+                "--max-streams '0' must be at least 1 (default {DEFAULT_MAX_STREAMS}; it bounds the requests open at once on one HTTP/2 connection)"
+            )));
+        }
+        if self.max_connections == Some(0) {
+            return Err(Error::usage(
+                "--max-connections '0' must be at least 1 (leave it out for the open-files limit less 256)",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The largest `--max-bytes`: 64 GiB. `/bytes/N` is streamed, so the limit is not memory but
+/// time: at loopback speed (1–3 GB/s) one such answer holds a connection for under a minute,
+/// and a client cannot mistake a typo (`999G`) for a request it meant.
+pub const MAX_BYTES_CEILING: u64 = 64 << 30;
+
+/// `n` bytes as `--max-bytes` is written (`999G`, `10M`, `64k`, `1000`).
+fn size_spec(n: u64) -> String {
+    match n {
+        0 => "0".into(),
+        n if n % (1 << 30) == 0 => format!("{}G", n >> 30),
+        n if n % (1 << 20) == 0 => format!("{}M", n >> 20),
+        n if n % (1 << 10) == 0 => format!("{}k", n >> 10),
+        n => n.to_string(),
+    }
+}
+
+/// Descriptors kept out of the connection cap's default: for the 503 answers beyond the cap,
+/// the runtime, the listener, and whatever the process opens besides.
+pub const FD_RESERVE: u64 = 256;
+
+/// At most this many 503 answers are being written at once; beyond, a connection over the
+/// cap is closed without one (each answer holds a descriptor for up to a second).
+const REFUSALS_AT_ONCE: usize = 128;
+
+/// The connection cap when none is given: the open-files limit (as raised at start) less
+/// [`FD_RESERVE`], or half the limit when it is below twice the reserve, so that the server
+/// never runs out of descriptors to accept with (a full descriptor table leaves clients
+/// hanging in the backlog; a cap answers them).
+pub fn default_max_connections() -> usize {
+    let (cur, _) = crate::process::raise_nofile_limit();
+    let cap = if cur >= 2 * FD_RESERVE {
+        cur - FD_RESERVE
+    } else {
+        cur / 2
+    };
+    usize::try_from(cap.max(1)).unwrap_or(usize::MAX)
 }
 
 impl Default for ServerOptions {
@@ -77,8 +189,14 @@ impl Default for ServerOptions {
             max_delay: Duration::from_secs(10),
             max_bytes: 10 << 20,
             header_timeout: Duration::from_secs(30),
+            body_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(15),
+            write_timeout: Duration::from_secs(30),
+            max_connections: None,
             shutdown_grace: Duration::from_secs(10),
             tls: None,
+            http1_only: false,
+            max_streams: DEFAULT_MAX_STREAMS,
         }
     }
 }
@@ -107,6 +225,20 @@ pub fn bind(addr: SocketAddr) -> Result<std::net::TcpListener> {
     Ok(listener)
 }
 
+/// What every connection of one server shares.
+struct Shared {
+    app: axum::Router,
+    http1: hyper::server::conn::http1::Builder,
+    http2: hyper::server::conn::http2::Builder<TokioExecutor>,
+    http1_only: bool,
+    acceptor: Option<TlsAcceptor>,
+    timeouts: conn::Timeouts,
+    header_timeout: Duration,
+    stats: Arc<Stats>,
+    /// `https://ADDR`, for the 400 that plain HTTP on the TLS port gets.
+    https_url: String,
+}
+
 /// Accepts connections on `listener` until `shutdown` resolves, then stops accepting and
 /// waits up to the grace period for requests in flight.
 pub async fn serve(
@@ -116,18 +248,48 @@ pub async fn serve(
     stats: Arc<Stats>,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
-    let acceptor = tls.map(TlsAcceptor::from);
     let app = routes::router(routes::AppState {
         stats: stats.clone(),
         max_delay: opts.max_delay,
         max_bytes: opts.max_bytes,
     });
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    let mut builder = hyper::server::conn::http1::Builder::new();
-    builder
+    let mut http1 = hyper::server::conn::http1::Builder::new();
+    http1
         .timer(TokioTimer::new())
         .header_read_timeout(opts.header_timeout)
         .keep_alive(true);
+    // No keep-alive pings: a connection with no stream open is closed by the idle deadline
+    // (conn.rs), and one with streams open lives no longer than its delays and answers.
+    let mut http2 = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+    http2
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(opts.max_streams);
+    let https_url = match listener.local_addr() {
+        Ok(a) => format!("https://{a}"),
+        Err(_) => "https://".into(),
+    };
+    let shared = Arc::new(Shared {
+        app,
+        http1,
+        http2,
+        http1_only: opts.http1_only,
+        acceptor: tls.map(TlsAcceptor::from),
+        timeouts: conn::Timeouts {
+            idle: opts.idle_timeout,
+            body: opts.body_timeout,
+            write: opts.write_timeout,
+        },
+        header_timeout: opts.header_timeout,
+        stats: stats.clone(),
+        https_url,
+    });
+    let cap = opts.max_connections.unwrap_or_else(default_max_connections);
+    let cap = i64::try_from(cap).unwrap_or(i64::MAX);
+    let refusals = Arc::new(Semaphore::new(REFUSALS_AT_ONCE));
+    let over_cap = routes::error_body(&format!(
+        "the server has {cap} connections open, its limit (--max-connections): try again later"
+    ));
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -140,34 +302,25 @@ pub async fn serve(
                         continue;
                     }
                 };
-                let _ = stream.set_nodelay(true);
-                stats.connection_opened();
-                let svc = TowerToHyperService::new(app.clone());
-                match &acceptor {
-                    None => {
-                        let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), svc));
+                if stats.open_connections() >= cap {
+                    stats.over_capacity();
+                    if let Ok(permit) = refusals.clone().try_acquire_owned() {
+                        let body = over_cap.clone();
                         tokio::spawn(async move {
-                            let _ = conn.await;
+                            conn::answer_and_close(stream, StatusCode::SERVICE_UNAVAILABLE, &body, Duration::from_secs(1)).await;
+                            drop(permit);
                         });
                     }
-                    Some(acceptor) => {
-                        let (acceptor, builder, stats) = (acceptor.clone(), builder.clone(), stats.clone());
-                        let watcher = graceful.watcher();
-                        let header_timeout = opts.header_timeout;
-                        tokio::spawn(async move {
-                            // The handshake has the header timeout too: a client that
-                            // connects and says nothing is not kept forever.
-                            let shaken = tokio::time::timeout(header_timeout, acceptor.accept(stream)).await;
-                            let Ok(Ok(tls)) = shaken else {
-                                stats.tls_failed();
-                                return;
-                            };
-                            stats.tls_handshake();
-                            let conn = watcher.watch(builder.serve_connection(TokioIo::new(tls), svc));
-                            let _ = conn.await;
-                        });
-                    }
+                    continue;
                 }
+                let open = stats.connection_opened();
+                let _ = stream.set_nodelay(true);
+                let watcher = graceful.watcher();
+                let shared = shared.clone();
+                tokio::spawn(async move {
+                    serve_connection(stream, &shared, watcher).await;
+                    drop(open);
+                });
             }
             _ = &mut shutdown => break,
         }
@@ -176,8 +329,107 @@ pub async fn serve(
     let _ = tokio::time::timeout(opts.shutdown_grace, graceful.shutdown()).await;
 }
 
+/// Serves one accepted connection to its end: over TLS when the server has it (plain HTTP
+/// there is answered 400), in the protocol the client chose (the preface, or ALPN), with its
+/// timeouts.
+async fn serve_connection(
+    stream: TcpStream,
+    shared: &Shared,
+    watcher: hyper_util::server::graceful::Watcher,
+) {
+    let state = conn::ConnState::new(shared.stats.clone());
+    let Some(acceptor) = &shared.acceptor else {
+        let io = conn::Guarded::new(stream, state.clone(), shared.timeouts);
+        let (io, h2) = if shared.http1_only {
+            (conn::Replay::new(Vec::new(), io), false)
+        } else {
+            // The preface has the header timeout, as a request's headers do.
+            match tokio::time::timeout(shared.header_timeout, conn::sniff(io)).await {
+                Ok(Ok(sniffed)) => sniffed,
+                Ok(Err(_)) => return,
+                Err(_) => {
+                    shared.stats.timed_out(stats::Timeout::Header);
+                    return;
+                }
+            }
+        };
+        return drive(io, h2, shared, state, watcher).await;
+    };
+    // The first byte and the handshake have the header timeout too: a client that
+    // connects and says nothing is not kept forever.
+    let shaken = tokio::time::timeout(shared.header_timeout, async {
+        let mut first = [0u8; 1];
+        match stream.peek(&mut first).await {
+            // A TLS record starts with its content type; a ClientHello's is 22.
+            Ok(1) if first[0] != 0x16 => Err(Some(stream)),
+            Ok(1) => {
+                let io = conn::Guarded::new(stream, state.clone(), shared.timeouts);
+                acceptor.accept(io).await.map_err(|_| None)
+            }
+            _ => Err(None),
+        }
+    })
+    .await;
+    let tls = match shaken {
+        Ok(Ok(tls)) => tls,
+        Ok(Err(Some(plain))) => {
+            shared.stats.tls_failed();
+            let why = format!("this port serves HTTPS: use {}", shared.https_url);
+            conn::answer_and_close(
+                plain,
+                StatusCode::BAD_REQUEST,
+                &routes::error_body(&why),
+                Duration::from_secs(1),
+            )
+            .await;
+            return;
+        }
+        Ok(Err(None)) => {
+            shared.stats.tls_failed();
+            return;
+        }
+        Err(_) => {
+            shared.stats.tls_failed();
+            shared.stats.timed_out(stats::Timeout::Header);
+            return;
+        }
+    };
+    shared.stats.tls_handshake();
+    let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2".as_slice());
+    drive(tls, h2, shared, state, watcher).await;
+}
+
+/// Serves HTTP/2 (`h2`) or HTTP/1.1 on `io` until the connection ends.
+async fn drive<I>(
+    io: I,
+    h2: bool,
+    shared: &Shared,
+    state: Arc<conn::ConnState>,
+    watcher: hyper_util::server::graceful::Watcher,
+) where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let svc = conn::service(shared.app.clone(), state.clone(), shared.timeouts);
+    let done = if h2 {
+        state.speaks_h2();
+        watcher
+            .watch(shared.http2.serve_connection(TokioIo::new(io), svc))
+            .await
+    } else {
+        watcher
+            .watch(shared.http1.serve_connection(TokioIo::new(io), svc))
+            .await
+    };
+    if let Err(e) = done {
+        if e.is_timeout() {
+            shared.stats.timed_out(stats::Timeout::Header);
+        }
+    }
+}
+
 /// `concur serve`: runs the server in the foreground until Ctrl-C or SIGTERM.
 pub fn run_foreground(opts: ServerOptions, quiet: bool) -> Result<()> {
+    opts.check()?;
     let (cur, max) = crate::process::raise_nofile_limit();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -187,12 +439,15 @@ pub fn run_foreground(opts: ServerOptions, quiet: bool) -> Result<()> {
         let listener = TcpListener::from_std(bind(opts.addr)?)
             .map_err(|e| Error::usage(format!("cannot listen on '{}': {e}", opts.addr)))?;
         let addr = listener.local_addr().map_err(|e| Error::io("listening", e))?;
+        // The self-signed certificate's folder lives until the server stops (removed on drop).
+        let mut _cert_dir = None;
         let tls = match &opts.tls {
             None => None,
             Some(t) => {
                 let cert = t.cert(addr)?;
                 if matches!(t, ServeTls::SelfSigned) {
-                    let path = write_cert(&cert, addr)?;
+                    let (dir, path) = write_cert(&cert, addr)?;
+                    _cert_dir = Some(dir);
                     // Printed even with --quiet: without it the certificate cannot be trusted.
                     eprintln!(
                         "concur serve: self-signed certificate for {} and localhost, SHA-256 {}, written to {} (trust it with --cacert {})",
@@ -202,18 +457,20 @@ pub fn run_foreground(opts: ServerOptions, quiet: bool) -> Result<()> {
                         path.display()
                     );
                 }
-                Some(cert.server_config().map_err(Error::usage)?)
+                Some(cert.server_config(alpn(opts.http1_only)).map_err(Error::usage)?)
             }
         };
+        let stopped = shutdown_signal();
         let scheme = if tls.is_some() { "https" } else { "http" };
+        let cap = opts.max_connections.unwrap_or_else(default_max_connections);
         if !quiet {
-            eprintln!("concur serve: listening on {scheme}://{addr} (open files: {cur} of {max}); Ctrl-C stops");
+            eprintln!("concur serve: listening on {scheme}://{addr} (at most {cap} connections; open files: {cur} of {max}); Ctrl-C stops");
             if cur < 20_000 {
                 eprintln!("warning: the open-files limit is {cur}: at most about that many concurrent connections");
             }
         }
         let stats = Arc::new(Stats::default());
-        serve(listener, opts, tls, stats, shutdown_signal()).await;
+        serve(listener, opts, tls, stats, stopped).await;
         if !quiet {
             eprintln!("concur serve: stopped");
         }
@@ -221,27 +478,56 @@ pub fn run_foreground(opts: ServerOptions, quiet: bool) -> Result<()> {
     })
 }
 
-/// Writes a self-signed certificate where a client can read it: the temporary directory,
-/// named by the port, readable by everyone (it is public), replaced on every start.
-fn write_cert(cert: &crate::tls::ServerCert, addr: SocketAddr) -> Result<std::path::PathBuf> {
-    let path = std::env::temp_dir().join(format!("concur-serve-{}.pem", addr.port()));
-    std::fs::write(&path, &cert.cert_pem)
-        .map_err(|e| Error::io(format!("writing the certificate to {}", path.display()), e))?;
-    Ok(path)
+/// Writes a self-signed certificate where a client can read it: a new folder of our own in
+/// the temporary directory (a random name, made by us, so no one can plant a file or a
+/// symlink in it beforehand), the file created new (`O_EXCL`: never through a symlink) and
+/// readable by everyone (it is the public certificate, not the key). The folder and the file
+/// are removed when the returned guard drops, when the server stops.
+fn write_cert(
+    cert: &crate::tls::ServerCert,
+    addr: SocketAddr,
+) -> Result<(tempfile::TempDir, std::path::PathBuf)> {
+    use std::io::Write;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let dir = tempfile::Builder::new()
+        .prefix("concur-serve-")
+        .tempdir()
+        .map_err(|e| Error::io("making a folder for the certificate", e))?;
+    let path = dir.path().join(format!("concur-serve-{}.pem", addr.port()));
+    let failed = |e| Error::io(format!("writing the certificate to {}", path.display()), e);
+    // The folder is made 0700; others need to reach the certificate in it.
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).map_err(failed)?;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&path)
+        .map_err(failed)?;
+    file.write_all(cert.cert_pem.as_bytes()).map_err(failed)?;
+    Ok((dir, path))
 }
 
-async fn shutdown_signal() {
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+/// Resolves on Ctrl-C or SIGTERM. The handlers are installed when this is called, not when
+/// the future is first polled: a signal sent as soon as the server says it listens must stop
+/// it gracefully (removing its certificate), not kill it.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let term = signal(SignalKind::terminate()).ok();
+    let int = signal(SignalKind::interrupt()).ok();
+    async move {
+        let next = |s: Option<tokio::signal::unix::Signal>| async move {
+            match s {
+                Some(mut s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending::<()>().await,
             }
-            Err(_) => std::future::pending::<()>().await,
+        };
+        tokio::select! {
+            _ = next(term) => {},
+            _ = next(int) => {},
         }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {},
-        _ = term => {},
     }
 }
 
@@ -261,6 +547,7 @@ impl InProcessServer {
     /// Starts the server on `opts.addr` (see [`ServerOptions::ephemeral`]) with `workers`
     /// runtime threads.
     pub fn start(opts: ServerOptions, workers: usize) -> Result<Self> {
+        opts.check()?;
         crate::process::raise_nofile_limit();
         let std_listener = bind(opts.addr)?;
         let addr = std_listener
@@ -269,7 +556,7 @@ impl InProcessServer {
         let cert = opts.tls.as_ref().map(|t| t.cert(addr)).transpose()?;
         let tls = cert
             .as_ref()
-            .map(|c| c.server_config())
+            .map(|c| c.server_config(alpn(opts.http1_only)))
             .transpose()
             .map_err(Error::usage)?;
         let stats = Arc::new(Stats::default());

@@ -1,14 +1,23 @@
 //! The endpoints. Input is strict: a bad parameter is a 400 with a JSON error naming it,
-//! never a clamp and never a 500.
+//! never a clamp and never a 500. Every error the server sends is one JSON shape,
+//! `{"error": WHY}` (with `"parameter"` when one is at fault): axum's own rejections are
+//! rewritten into it by `json_errors`.
 
+use std::convert::Infallible;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::extract::{Path, RawQuery, State};
+use axum::body::{Body, Bytes};
+use axum::extract::rejection::PathRejection;
+use axum::extract::{DefaultBodyLimit, Path, RawQuery, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 use axum::{Json, Router};
+use hyper::body::{Frame, SizeHint};
 use serde::Serialize;
 
 use super::stats::Stats;
@@ -44,12 +53,98 @@ fn bad(parameter: &'static str, error: String) -> BadRequest {
     BadRequest { error, parameter }
 }
 
+/// The JSON body of an error the server sends: `{"error": WHY}`.
+pub fn error_body(error: &str) -> Vec<u8> {
+    serde_json::json!({ "error": error })
+        .to_string()
+        .into_bytes()
+}
+
+/// An error answer: `status` with `{"error": WHY}`.
+pub fn error_response(status: StatusCode, error: String) -> Response {
+    (status, Json(serde_json::json!({ "error": error }))).into_response()
+}
+
+/// The largest request body read (`/echo`); larger ones get a 413.
+pub const BODY_LIMIT: usize = 2 << 20;
+
+/// Marks an error status sent on purpose with its own body (`/status/CODE`), which
+/// [`json_errors`] leaves alone.
+#[derive(Clone, Copy)]
+struct Deliberate;
+
+/// Rewrites every error answer that is not JSON already (axum's rejections: a body over
+/// [`BODY_LIMIT`], a method not allowed, …) into the server's JSON error, keeping its status
+/// and its `Allow` header.
+async fn json_errors(req: Request, next: Next) -> Response {
+    let method = req.method().clone();
+    let uri = req.uri().clone();
+    let resp = next.run(req).await;
+    let status = resp.status();
+    let is_json = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if !(status.is_client_error() || status.is_server_error())
+        || is_json
+        || resp.extensions().get::<Deliberate>().is_some()
+    {
+        return resp;
+    }
+    let allow = resp.headers().get(header::ALLOW).cloned();
+    let text = axum::body::to_bytes(resp.into_body(), 4096)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).trim().to_string())
+        .unwrap_or_default();
+    let why = match status {
+        StatusCode::METHOD_NOT_ALLOWED => format!(
+            "method {method} is not allowed on {} (allowed: {})",
+            uri.path(),
+            allow
+                .as_ref()
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("none")
+        ),
+        StatusCode::PAYLOAD_TOO_LARGE => {
+            format!("the request body is over the limit of {BODY_LIMIT} bytes")
+        }
+        _ if text.is_empty() => status.canonical_reason().unwrap_or("error").to_string(),
+        _ => text,
+    };
+    let mut r = error_response(status, why);
+    if let Some(allow) = allow {
+        r.headers_mut().insert(header::ALLOW, allow);
+    }
+    r
+}
+
+/// A path parameter as text, or a 400 naming it (axum refuses `%XX` escapes that do not
+/// decode to UTF-8).
+fn param(name: &'static str, p: Result<Path<String>, PathRejection>) -> Result<String, BadRequest> {
+    match p {
+        Ok(Path(text)) => Ok(text),
+        Err(PathRejection::FailedToDeserializePathParams(e))
+            if matches!(
+                e.kind(),
+                axum::extract::path::ErrorKind::InvalidUtf8InPathParam { .. }
+            ) =>
+        {
+            Err(bad(
+                name,
+                format!("{name} is not UTF-8 once its %XX escapes are decoded"),
+            ))
+        }
+        Err(e) => Err(bad(name, format!("{name}: {}", e.body_text()))),
+    }
+}
+
 /// The body `/add` answers with: 10 bytes, the classic's reply size.
 pub const ADD_BODY: &[u8; 10] = b"ok: added\n";
 
-/// Builds the router.
+/// Builds the router. `json_errors` wraps it whole, from outside: a layer on its routes
+/// would see a 405 before axum adds its `Allow` header.
 pub fn router(state: AppState) -> Router {
-    Router::new()
+    let routes = Router::new()
         .route("/add", get(add))
         .route("/delay/{duration}", get(delay))
         .route("/bytes/{n}", get(bytes))
@@ -59,7 +154,11 @@ pub fn router(state: AppState) -> Router {
         .route("/echo", any(echo))
         .route("/echo/last", get(echo_last))
         .fallback(not_found)
-        .with_state(state)
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .with_state(state);
+    Router::new()
+        .fallback_service(routes)
+        .layer(axum::middleware::from_fn(json_errors))
 }
 
 fn timing(mut r: Response, slept: Duration) -> Response {
@@ -70,13 +169,13 @@ fn timing(mut r: Response, slept: Duration) -> Response {
     r
 }
 
-fn check_delay(state: &AppState, d: Duration, text: &str) -> Result<Duration, BadRequest> {
-    if d > state.max_delay {
+fn check_delay(max_delay: Duration, d: Duration, text: &str) -> Result<Duration, BadRequest> {
+    if d > max_delay {
         return Err(bad(
             "delay",
             format!(
                 "delay '{text}' is above the maximum {} (--max-delay)",
-                units::fmt_duration_spec(state.max_delay)
+                units::fmt_duration_spec(max_delay)
             ),
         ));
     }
@@ -85,8 +184,8 @@ fn check_delay(state: &AppState, d: Duration, text: &str) -> Result<Duration, Ba
 
 /// Parses `/add`'s `delay` (milliseconds, a non-negative number). The query is decoded as
 /// every web framework decodes it (`%XX` escapes, `+` for a space) before the value is read;
-/// the first `delay` wins.
-fn add_delay(state: &AppState, query: &str) -> Result<Duration, BadRequest> {
+/// the first `delay` wins; above `max_delay` is refused. (Public for its fuzz target.)
+pub fn add_delay(max_delay: Duration, query: &str) -> Result<Duration, BadRequest> {
     let Some((_, text)) = form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == "delay")
     else {
         return Ok(Duration::ZERO);
@@ -106,12 +205,17 @@ fn add_delay(state: &AppState, query: &str) -> Result<Duration, BadRequest> {
     if ms > 1e9 {
         return Err(bad("delay", format!("delay '{text}' is out of range")));
     }
-    check_delay(state, Duration::from_secs_f64(ms / 1e3), &text)
+    // Whole nanoseconds, rounded: `delay=3` is exactly 3 ms (ms / 1e3 in seconds is not).
+    check_delay(
+        max_delay,
+        Duration::from_nanos((ms * 1e6).round() as u64),
+        &text,
+    )
 }
 
 async fn add(State(state): State<AppState>, RawQuery(q): RawQuery) -> Response {
     let _counted = state.stats.enter();
-    let d = match add_delay(&state, q.as_deref().unwrap_or("")) {
+    let d = match add_delay(state.max_delay, q.as_deref().unwrap_or("")) {
         Ok(d) => d,
         Err(r) => return r.into_response(),
     };
@@ -119,13 +223,17 @@ async fn add(State(state): State<AppState>, RawQuery(q): RawQuery) -> Response {
     timing((StatusCode::OK, &ADD_BODY[..]).into_response(), d)
 }
 
-async fn delay(State(state): State<AppState>, Path(text): Path<String>) -> Response {
+async fn delay(State(state): State<AppState>, p: Result<Path<String>, PathRejection>) -> Response {
     let _counted = state.stats.enter();
+    let text = match param("duration", p) {
+        Ok(t) => t,
+        Err(r) => return r.into_response(),
+    };
     let d = match units::parse_duration(&text) {
         Ok(d) => d,
         Err(why) => return bad("duration", why).into_response(),
     };
-    let d = match check_delay(&state, d, &text) {
+    let d = match check_delay(state.max_delay, d, &text) {
         Ok(d) => d,
         Err(r) => return r.into_response(),
     };
@@ -133,8 +241,12 @@ async fn delay(State(state): State<AppState>, Path(text): Path<String>) -> Respo
     timing((StatusCode::OK, "delayed\n").into_response(), d)
 }
 
-async fn bytes(State(state): State<AppState>, Path(text): Path<String>) -> Response {
+async fn bytes(State(state): State<AppState>, p: Result<Path<String>, PathRejection>) -> Response {
     let _counted = state.stats.enter();
+    let text = match param("n", p) {
+        Ok(t) => t,
+        Err(r) => return r.into_response(),
+    };
     let n = match units::parse_size(&text) {
         Ok(n) => n,
         Err(why) => return bad("n", why).into_response(),
@@ -149,15 +261,57 @@ async fn bytes(State(state): State<AppState>, Path(text): Path<String>) -> Respo
         )
         .into_response();
     }
-    let body = vec![b'x'; n as usize];
     timing(
-        ([(header::CONTENT_TYPE, "application/octet-stream")], body).into_response(),
+        (
+            [(header::CONTENT_TYPE, "application/octet-stream")],
+            Body::new(Repeat { left: n }),
+        )
+            .into_response(),
         Duration::ZERO,
     )
 }
 
-async fn status(State(state): State<AppState>, Path(text): Path<String>) -> Response {
+/// What `/bytes/N` sends from: one static block of `x`.
+static CHUNK: [u8; 64 << 10] = [b'x'; 64 << 10];
+
+/// `/bytes/N`'s body: N bytes handed out as slices of [`CHUNK`], so that any N costs the same
+/// memory, and a `HEAD` (whose body is never polled) none; its exact size is the
+/// `Content-Length`.
+struct Repeat {
+    left: u64,
+}
+
+impl hyper::body::Body for Repeat {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        if self.left == 0 {
+            return Poll::Ready(None);
+        }
+        let n = self.left.min(CHUNK.len() as u64) as usize;
+        self.left -= n as u64;
+        Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(&CHUNK[..n])))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.left == 0
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(self.left)
+    }
+}
+
+async fn status(State(state): State<AppState>, p: Result<Path<String>, PathRejection>) -> Response {
     let _counted = state.stats.enter();
+    let text = match param("code", p) {
+        Ok(t) => t,
+        Err(r) => return r.into_response(),
+    };
     let code = match text
         .parse::<u16>()
         .ok()
@@ -173,10 +327,9 @@ async fn status(State(state): State<AppState>, Path(text): Path<String>) -> Resp
         }
     };
     let reason = code.canonical_reason().unwrap_or("");
-    timing(
-        (code, format!("{} {reason}\n", code.as_u16())).into_response(),
-        Duration::ZERO,
-    )
+    let mut r = (code, format!("{} {reason}\n", code.as_u16())).into_response();
+    r.extensions_mut().insert(Deliberate);
+    timing(r, Duration::ZERO)
 }
 
 async fn stats(State(state): State<AppState>) -> Response {
@@ -221,11 +374,8 @@ async fn echo_last(State(state): State<AppState>) -> Response {
 }
 
 async fn not_found() -> Response {
-    (
+    error_response(
         StatusCode::NOT_FOUND,
-        Json(serde_json::json!({
-            "error": "no such endpoint (allowed: GET /add?delay=MS, /delay/DURATION, /bytes/N, /status/CODE, /stats, /echo/last; POST /stats/reset; any method /echo)"
-        })),
+        "no such endpoint (allowed: GET /add?delay=MS, /delay/DURATION, /bytes/N, /status/CODE, /stats, /echo/last; POST /stats/reset; any method /echo)".into(),
     )
-        .into_response()
 }

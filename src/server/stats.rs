@@ -1,8 +1,9 @@
-//! The server's counters: requests served, in flight now, peak in flight, connections and
-//! TLS handshakes, and since when; and the last request `/echo` saw.
+//! The server's counters: requests served, in flight now, peak in flight, connections (open
+//! now, speaking HTTP/2, refused beyond the cap, closed by each timeout) and TLS handshakes, and since when;
+//! and the last request `/echo` saw.
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use serde::Serialize;
@@ -14,8 +15,15 @@ pub struct Stats {
     in_flight: AtomicI64,
     peak_in_flight: AtomicI64,
     connections: AtomicU64,
+    h2_connections: AtomicU64,
     tls_handshakes: AtomicU64,
     tls_failures: AtomicU64,
+    open_connections: AtomicI64,
+    over_capacity: AtomicU64,
+    header_timeouts: AtomicU64,
+    body_timeouts: AtomicU64,
+    idle_timeouts: AtomicU64,
+    write_timeouts: AtomicU64,
     since: Mutex<SystemTime>,
     last_echo: Mutex<Option<serde_json::Value>>,
 }
@@ -27,8 +35,15 @@ impl Default for Stats {
             in_flight: AtomicI64::new(0),
             peak_in_flight: AtomicI64::new(0),
             connections: AtomicU64::new(0),
+            h2_connections: AtomicU64::new(0),
             tls_handshakes: AtomicU64::new(0),
             tls_failures: AtomicU64::new(0),
+            open_connections: AtomicI64::new(0),
+            over_capacity: AtomicU64::new(0),
+            header_timeouts: AtomicU64::new(0),
+            body_timeouts: AtomicU64::new(0),
+            idle_timeouts: AtomicU64::new(0),
+            write_timeouts: AtomicU64::new(0),
             since: Mutex::new(SystemTime::now()),
             last_echo: Mutex::new(None),
         }
@@ -49,12 +64,58 @@ pub struct StatsSnapshot {
     /// Connections accepted since `since` (TCP; over TLS also those whose handshake failed).
     #[serde(default)]
     pub connections: u64,
+    /// Of `connections`, those that spoke HTTP/2 (h2c by prior knowledge, or h2 by ALPN).
+    #[serde(default)]
+    pub h2_connections: u64,
     /// TLS handshakes completed since `since`.
     #[serde(default)]
     pub tls_handshakes: u64,
     /// TLS handshakes that failed or timed out since `since`.
     #[serde(default)]
     pub tls_failures: u64,
+    /// Connections open now (a gauge: not reset).
+    #[serde(default)]
+    pub open_connections: i64,
+    /// Connections answered 503 (or closed at once) because `--max-connections` were open.
+    #[serde(default)]
+    pub over_capacity: u64,
+    /// Connections closed because a request's headers took longer than `--header-timeout`.
+    #[serde(default)]
+    pub header_timeouts: u64,
+    /// Requests answered 408 because their body took longer than `--body-timeout`.
+    #[serde(default)]
+    pub body_timeouts: u64,
+    /// Connections closed after `--idle-timeout` without a request.
+    #[serde(default)]
+    pub idle_timeouts: u64,
+    /// Connections closed because the client took no bytes for `--write-timeout`.
+    #[serde(default)]
+    pub write_timeouts: u64,
+}
+
+/// Which timeout closed a connection (or cut a request).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Timeout {
+    /// `--header-timeout`.
+    Header,
+    /// `--body-timeout`.
+    Body,
+    /// `--idle-timeout`.
+    Idle,
+    /// `--write-timeout`.
+    Write,
+}
+
+/// Counts one connection as open until dropped.
+#[must_use]
+pub struct OpenConnection {
+    stats: Arc<Stats>,
+}
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.stats.open_connections.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// Counts one request as in flight until dropped (also when the client goes away mid-delay
@@ -78,9 +139,39 @@ impl Stats {
         InFlight { stats: self }
     }
 
-    /// Counts an accepted connection.
-    pub fn connection_opened(&self) {
+    /// Counts an accepted connection; it counts as open until the guard drops.
+    pub fn connection_opened(self: &Arc<Self>) -> OpenConnection {
         self.connections.fetch_add(1, Ordering::Relaxed);
+        self.open_connections.fetch_add(1, Ordering::AcqRel);
+        OpenConnection {
+            stats: self.clone(),
+        }
+    }
+
+    /// Counts a connection that speaks HTTP/2.
+    pub fn h2_connection(&self) {
+        self.h2_connections.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Connections open now.
+    pub fn open_connections(&self) -> i64 {
+        self.open_connections.load(Ordering::Acquire)
+    }
+
+    /// Counts a connection refused because the cap was reached.
+    pub fn over_capacity(&self) {
+        self.over_capacity.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a connection or request cut by `which` timeout.
+    pub fn timed_out(&self, which: Timeout) {
+        let counter = match which {
+            Timeout::Header => &self.header_timeouts,
+            Timeout::Body => &self.body_timeouts,
+            Timeout::Idle => &self.idle_timeouts,
+            Timeout::Write => &self.write_timeouts,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Counts a completed TLS handshake.
@@ -114,8 +205,15 @@ impl Stats {
             in_flight: self.in_flight.load(Ordering::Acquire),
             peak_in_flight: self.peak_in_flight.load(Ordering::Acquire),
             connections: self.connections.load(Ordering::Relaxed),
+            h2_connections: self.h2_connections.load(Ordering::Relaxed),
             tls_handshakes: self.tls_handshakes.load(Ordering::Relaxed),
             tls_failures: self.tls_failures.load(Ordering::Relaxed),
+            open_connections: self.open_connections.load(Ordering::Acquire),
+            over_capacity: self.over_capacity.load(Ordering::Relaxed),
+            header_timeouts: self.header_timeouts.load(Ordering::Relaxed),
+            body_timeouts: self.body_timeouts.load(Ordering::Relaxed),
+            idle_timeouts: self.idle_timeouts.load(Ordering::Relaxed),
+            write_timeouts: self.write_timeouts.load(Ordering::Relaxed),
             since: since
                 .duration_since(SystemTime::UNIX_EPOCH)
                 .map(|d| d.as_secs())
@@ -127,8 +225,18 @@ impl Stats {
     pub fn reset(&self) {
         self.requests.store(0, Ordering::Relaxed);
         self.connections.store(0, Ordering::Relaxed);
+        self.h2_connections.store(0, Ordering::Relaxed);
         self.tls_handshakes.store(0, Ordering::Relaxed);
         self.tls_failures.store(0, Ordering::Relaxed);
+        for c in [
+            &self.over_capacity,
+            &self.header_timeouts,
+            &self.body_timeouts,
+            &self.idle_timeouts,
+            &self.write_timeouts,
+        ] {
+            c.store(0, Ordering::Relaxed);
+        }
         self.peak_in_flight
             .store(self.in_flight.load(Ordering::Acquire), Ordering::Release);
         *self.since.lock().unwrap_or_else(|p| p.into_inner()) = SystemTime::now();

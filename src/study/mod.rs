@@ -330,7 +330,7 @@ mod tests {
     fn study(plan: &Plan, mock: &MockExecutor) -> (StudyOutcome, Vec<Line>) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("results.jsonl");
-        let mut w = ResultsWriter::create(&path).unwrap();
+        let mut w = ResultsWriter::create("--json", &path).unwrap();
         let out = execute(
             plan,
             mock,

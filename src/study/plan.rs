@@ -138,6 +138,21 @@ pub fn cell(req: &CellRequest, opts: &WorkloadOptions) -> Result<CellPlan> {
             req.model, req.workload
         ))
     })?;
+    if opts.http2 {
+        if !w.is_http() {
+            return Err(Error::usage(format!(
+                "--http2 applies to http: workloads; '{}' is not one",
+                req.workload
+            )));
+        }
+        if !m.speaks_http2() {
+            return Err(Error::usage(format!(
+                "--http2: model '{}' speaks only HTTP/1.1 (models that speak HTTP/2: {})",
+                req.model,
+                model::HTTP2_MODELS.join(", ")
+            )));
+        }
+    }
     if req.tasks == 0 || req.tasks > MAX_TASKS {
         return Err(Error::usage(format!(
             "tasks '{}' must be from 1 to {MAX_TASKS}",
@@ -322,11 +337,18 @@ pub fn request_options(o: &StudyOptions) -> Result<WorkloadOptions> {
             ca.display()
         )));
     }
+    if o.request.connections == Some(0) {
+        return Err(Error::usage(
+            "--connections '0' must be at least 1 (the connections that carry the HTTP/2 streams)",
+        ));
+    }
     Ok(WorkloadOptions {
         method,
         headers,
         insecure: o.request.insecure,
         keepalive: !o.request.no_keepalive,
+        http2: o.request.http2,
+        connections: o.request.connections,
         ..WorkloadOptions::default()
     })
 }

@@ -204,7 +204,8 @@ mod tests {
     fn study(plan: &Plan, mock: &MockExecutor) -> crate::study::StudyOutcome {
         let dir = tempfile::tempdir().unwrap();
         let mut w =
-            crate::analysis::results::ResultsWriter::create(&dir.path().join("r.jsonl")).unwrap();
+            crate::analysis::results::ResultsWriter::create("--json", &dir.path().join("r.jsonl"))
+                .unwrap();
         crate::study::execute(
             plan,
             mock,

@@ -51,7 +51,7 @@ pub struct WorkloadOptions {
     #[serde(default)]
     pub cmd_shell: bool,
     /// `--cmd-output DIR`: `cmd:` tasks keep their stdout and stderr there as files.
-    #[serde(default)]
+    #[serde(default, with = "crate::files::path_bytes")]
     pub cmd_output: Option<std::path::PathBuf>,
     /// The task count of the cell being run, for `{n}` in `cmd:` (set for each run).
     #[serde(default)]
@@ -76,6 +76,12 @@ pub struct WorkloadOptions {
     /// Reuse connections between requests (`--no-keepalive` turns it off).
     #[serde(default = "yes")]
     pub keepalive: bool,
+    /// `--http2`: speak HTTP/2 (h2 by ALPN over TLS, h2c by prior knowledge over TCP).
+    #[serde(default)]
+    pub http2: bool,
+    /// `--connections C` with `--http2`: how many connections carry the streams (`None`: 1).
+    #[serde(default)]
+    pub connections: Option<usize>,
 }
 
 impl Default for WorkloadOptions {
@@ -93,6 +99,8 @@ impl Default for WorkloadOptions {
             cmd_shell: false,
             cmd_output: None,
             cell_tasks: None,
+            http2: false,
+            connections: None,
         }
     }
 }
@@ -177,9 +185,11 @@ pub trait Workload: Send + Sync + 'static {
     fn http_request(&self, _index: usize) -> Option<HttpRequest> {
         None
     }
-    /// Adds one request's connection to the workload's account, for a model that makes the
-    /// request itself (`curl`).
-    fn record_connection(&self, _sample: crate::measure::conn::ConnSample) {}
+    /// The workload's account of its connections, for a model that makes the requests itself
+    /// (`curl`): it records each request's connection, the HTTP version and the streams there.
+    fn connection_recorder(&self) -> Option<&crate::measure::conn::ConnRecorder> {
+        None
+    }
     /// The connections this process's tasks opened and reused, for HTTP workloads.
     fn connections(&self) -> Option<crate::measure::conn::ConnSummary> {
         None

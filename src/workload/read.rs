@@ -37,6 +37,14 @@ fn parse(args: &str, _: &WorkloadOptions) -> Result<Arc<dyn Workload>, String> {
             (bytes as usize, count)
         }
     };
+    // Checked before opening: opening a FIFO would wait for a writer.
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot open '{path}': {e}"))?;
+    let kind = meta.file_type();
+    if !(kind.is_file() || std::os::unix::fs::FileTypeExt::is_char_device(&kind)) {
+        return Err(format!(
+            "'{path}' is not a regular file or a character device (such as /dev/urandom)"
+        ));
+    }
     File::open(path).map_err(|e| format!("cannot open '{path}': {e}"))?;
     Ok(Arc::new(ReadFile {
         path: path.to_string(),

@@ -39,6 +39,14 @@ pub fn concur() -> Command {
     c
 }
 
+/// [`concur`] as a `std::process::Command`, for a child to spawn and watch (assert_cmd's
+/// runs to the end).
+pub fn concur_process() -> std::process::Command {
+    let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("concur"));
+    c.env_remove("CONCUR_JOBS_BACKEND");
+    c
+}
+
 /// A temporary directory and a results path inside it.
 pub fn results_path() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -393,4 +401,123 @@ pub fn only_run(lines: &[Value]) -> &Value {
     let runs = of_type(lines, "run");
     assert_eq!(runs.len(), 1, "{lines:?}");
     runs[0]
+}
+
+/// A free loopback port (bound and released: a server binds it next).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("a free port")
+        .local_addr()
+        .expect("its address")
+        .port()
+}
+
+/// A `concur serve` child on a free loopback port, killed when dropped, so that a failing test
+/// leaves no server behind.
+pub struct Serve {
+    /// The process.
+    pub child: std::process::Child,
+    /// Where it listens.
+    pub addr: std::net::SocketAddr,
+    /// `http://ADDR` or `https://ADDR`, as it printed.
+    pub url: String,
+    /// The self-signed certificate's path and SHA-256 fingerprint, as it printed them.
+    pub cert: Option<(PathBuf, String)>,
+    /// Its stderr, kept open: a server that prints into a closed pipe would fail.
+    _stderr: Option<std::process::ChildStderr>,
+}
+
+impl Serve {
+    /// `concur serve -q ARGS`, once it accepts connections.
+    pub fn start(args: &[&str]) -> Serve {
+        let addr: std::net::SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+        let child = concur_process()
+            .args(["serve", "-q", "--addr", &addr.to_string()])
+            .args(args)
+            .spawn()
+            .expect("concur serve starts");
+        let mut s = Serve {
+            child,
+            addr,
+            url: format!("http://{addr}"),
+            cert: None,
+            _stderr: None,
+        };
+        wait_for(
+            "the server to listen",
+            std::time::Duration::from_secs(10),
+            || {
+                if let Some(status) = s.child.try_wait().unwrap() {
+                    panic!("concur serve {args:?} exited: {status}");
+                }
+                std::net::TcpStream::connect(addr).is_ok()
+            },
+        );
+        s
+    }
+
+    /// `concur serve --tls-self-signed ARGS` with `env` set, once it printed where it
+    /// listens and where it wrote its certificate.
+    pub fn tls_self_signed(args: &[&str], env: &[(&str, &Path)]) -> Serve {
+        let addr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+        Serve::tls_self_signed_on(addr, args, env)
+    }
+
+    /// [`Serve::tls_self_signed`] on a port chosen by the test.
+    pub fn tls_self_signed_on(
+        addr: std::net::SocketAddr,
+        args: &[&str],
+        env: &[(&str, &Path)],
+    ) -> Serve {
+        use std::io::BufRead;
+        let mut cmd = concur_process();
+        cmd.args(["serve", "--tls-self-signed", "--addr", &addr.to_string()])
+            .args(args)
+            .stderr(std::process::Stdio::piped());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("concur serve starts");
+        let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+        let mut s = Serve {
+            child,
+            addr,
+            url: String::new(),
+            cert: None,
+            _stderr: None,
+        };
+        // Reads block until the server prints; it prints both lines before serving.
+        let mut line = String::new();
+        while s.url.is_empty() {
+            line.clear();
+            let n = stderr.read_line(&mut line).expect("serve's stderr");
+            assert!(n > 0, "concur serve ended before it listened");
+            if let Some(rest) = line.split(", written to ").nth(1) {
+                let path = rest.split(' ').next().map(PathBuf::from);
+                let fp = line
+                    .split("SHA-256 ")
+                    .nth(1)
+                    .and_then(|r| r.split(',').next())
+                    .map(str::to_string);
+                s.cert = path.zip(fp);
+            }
+            if let Some(rest) = line.split("listening on ").nth(1) {
+                s.url = rest.split(' ').next().unwrap_or_default().to_string();
+            }
+        }
+        s._stderr = Some(stderr.into_inner());
+        s
+    }
+
+    /// The certificate's path (a server started with [`Serve::tls_self_signed`]).
+    pub fn cert_path(&self) -> &Path {
+        &self.cert.as_ref().expect("a self-signed server").0
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

@@ -155,6 +155,9 @@ pub(crate) fn convert(cell: &CellPlan, rep: usize, ended: Ended, verdict: Verdic
                     connections_reused: Some(c.reused),
                     connect_us: c.connect_us,
                     tls_us: c.tls_us,
+                    http_version: c.http_version,
+                    peak_streams_per_connection: c.peak_streams_per_connection,
+                    server_max_concurrent_streams: c.server_max_concurrent_streams,
                 };
             }
             run.threads_created = r.threads_created;

@@ -1,6 +1,7 @@
 //! Where the clients connect and what they record about it: the server's address (resolved
-//! once, on first use), TLS, the request timeout, keep-alive, and the account of connections
-//! opened and reused (`connect_us`, `tls_us`).
+//! once, on first use), TLS, the request timeout, keep-alive, HTTP/2 (`--http2`,
+//! `--connections`), and the account of connections opened and reused (`connect_us`, `tls_us`,
+//! the HTTP version and streams).
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::{Arc, OnceLock};
@@ -22,6 +23,13 @@ pub(super) struct Endpoint {
     pub(super) server_name: ServerName<'static>,
     /// The rustls config of `https://` targets, made once (the system's roots are read then).
     pub(super) tls: Option<Arc<rustls::ClientConfig>>,
+    /// With `--http2`, the same config offering `h2` before `http/1.1` by ALPN, for the client
+    /// that speaks HTTP/2 (hyper); the others keep [`Endpoint::tls`], which offers only 1.1.
+    pub(super) tls_h2: Option<Arc<rustls::ClientConfig>>,
+    /// `--http2`: speak HTTP/2 (h2c by prior knowledge over TCP, `h2` by ALPN over TLS).
+    pub(super) http2: bool,
+    /// With `--http2`: how many connections carry the streams (`--connections`, 1 by default).
+    pub(super) connections: usize,
     /// How long one request may take, connect to last body byte.
     pub(super) timeout: Duration,
     /// Whether connections are kept for the next request.
@@ -42,10 +50,17 @@ impl Endpoint {
         } else {
             None
         };
+        let tls_h2 = match &tls {
+            Some(config) if opts.http2 => Some(Arc::new(tls::offer_http2(config))),
+            _ => None,
+        };
         Ok(Endpoint {
             connect: target.connect.clone(),
             server_name: target.server_name.clone(),
             tls,
+            tls_h2,
+            http2: opts.http2,
+            connections: opts.connections.unwrap_or(1).max(1),
             timeout: Duration::from_millis(opts.request_timeout_ms.max(1)),
             keepalive: opts.keepalive,
             conns: ConnRecorder::default(),

@@ -1,31 +1,96 @@
-//! The async models' client (`async`, `async-local`, `actor`): raw hyper HTTP/1 connections
-//! from a small pool, no layers beyond that (oha's way to its speed, hyper issue 1970), TLS
-//! through tokio-rustls.
+//! The async models' client (`async`, `async-local`, `actor`): raw hyper connections, no layers
+//! beyond them (oha's way to its speed, hyper issue 1970), TLS through tokio-rustls.
+//!
+//! HTTP/1.1: a small pool of idle connections, one request on each at a time. HTTP/2
+//! (`--http2`): the requests in flight are streams over `--connections` connections (1 unless
+//! given), shared by cloning hyper's sender and opened again when one dies (GOAWAY, closed);
+//! h2c by prior knowledge over TCP, `h2` by ALPN over TLS. A TLS server that chooses
+//! `http/1.1` gets the HTTP/1.1 pool, and the run records the version spoken.
 
-use std::sync::Mutex;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper::client::conn::http1::SendRequest;
-use hyper_util::rt::TokioIo;
+use hyper::body::Incoming;
+use hyper::client::conn::{http1, http2};
+use hyper_util::rt::{TokioExecutor, TokioIo};
 
 use super::endpoint::{micros, Endpoint};
 use super::request::{HttpRequest, RequestBuilder};
 use super::status_error;
-use crate::measure::conn::ConnSample;
+use crate::measure::conn::{ConnRecorder, ConnSample, HttpVersion};
 use crate::measure::{mono_ns, TaskError};
 use crate::{tls, units};
 
-/// The async client's read buffer per connection (see [`handshake`]).
+/// The async client's read buffer per HTTP/1 connection (see [`handshake_h1`]).
 const READ_BUF: usize = 4 << 10;
 
-/// The idle connections of one workload.
-#[derive(Default)]
+/// The connections of one workload: idle HTTP/1.1 ones, and with `--http2` the shared ones.
 pub(super) struct Client {
-    pool: Mutex<Vec<SendRequest<Full<Bytes>>>>,
+    pool: Mutex<Vec<http1::SendRequest<Full<Bytes>>>>,
+    /// `--http2`: one slot per connection that carries streams, empty until first used and
+    /// after its connection died. Its lock is held while connecting, so that the requests
+    /// waiting for the slot's connection open one, not one each.
+    slots: Vec<tokio::sync::Mutex<Option<H2Conn>>>,
+    /// The slot of the next request (round robin).
+    next: AtomicUsize,
+    /// Set once a TLS server answered ALPN with `http/1.1` (or nothing): every request takes
+    /// the HTTP/1.1 pool from then on.
+    fell_back: AtomicBool,
+}
+
+/// One HTTP/2 connection, shared by every request that goes out on it.
+#[derive(Clone)]
+struct H2Conn {
+    sender: http2::SendRequest<Full<Bytes>>,
+    /// Streams open on this connection now (handed to it and not yet read to the end).
+    open: Arc<AtomicU64>,
+    /// h2's limit on the streams this client may open at once, now: hyper's initial 100
+    /// until the server's SETTINGS arrive, then the server's `SETTINGS_MAX_CONCURRENT_STREAMS`,
+    /// or `usize::MAX` when it sent none.
+    limit: Arc<dyn Fn() -> usize + Send + Sync>,
+    /// Whether [`H2Conn::limit`] was read: once per connection, after its first response (the
+    /// lock it takes is the one the connection's task polls under, so not on every response).
+    limit_read: Arc<AtomicBool>,
+}
+
+/// A new connection, as the server agreed to speak on it.
+enum Conn {
+    H1(http1::SendRequest<Full<Bytes>>),
+    H2(H2Conn),
+}
+
+/// One stream counted open on its connection until dropped (the body read, or the request
+/// failed or timed out).
+struct OpenStream<'a>(&'a AtomicU64);
+
+impl<'a> OpenStream<'a> {
+    fn new(open: &'a AtomicU64, conns: &ConnRecorder) -> OpenStream<'a> {
+        conns.streams_open(open.fetch_add(1, Ordering::AcqRel) + 1);
+        OpenStream(open)
+    }
+}
+
+impl Drop for OpenStream<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl Client {
+    /// The client of `ep`: with `--http2`, `ep.connections` slots.
+    pub(super) fn new(ep: &Endpoint) -> Client {
+        let slots = if ep.http2 { ep.connections } else { 0 };
+        Client {
+            pool: Mutex::default(),
+            slots: (0..slots).map(|_| tokio::sync::Mutex::new(None)).collect(),
+            next: AtomicUsize::new(0),
+            fell_back: AtomicBool::new(false),
+        }
+    }
+
     /// Makes task `index`'s request within the request timeout: the body bytes read. The
     /// request is built once a connection is ready, so that a future waiting to connect does
     /// not hold it (ten thousand of them wait at once).
@@ -53,57 +118,154 @@ impl Client {
         requests: &RequestBuilder,
         index: usize,
     ) -> Result<u64, TaskError> {
+        if !self.slots.is_empty() && ep.keepalive && !self.fell_back.load(Ordering::Relaxed) {
+            return self.fetch_shared(ep, requests, index).await;
+        }
         let pooled = if ep.keepalive {
             self.pool.lock().unwrap_or_else(|p| p.into_inner()).pop()
         } else {
             None
         };
-        let mut sender = match pooled {
+        let conn = match pooled {
             Some(s) if !s.is_closed() => {
                 ep.conns.record(ConnSample::default());
-                s
+                Conn::H1(s)
             }
             // Boxed: the connect's state (TLS handshake included) is 3.6 KB of the 3.7 KB
             // future, and a request spends most of its life waiting for the response with
             // that space reserved but unused; boxed, it is held only while connecting.
             _ => Box::pin(connect(ep)).await?,
         };
+        match conn {
+            Conn::H1(s) => self.send_h1(ep, s, requests, index).await,
+            // `--http2 --no-keepalive`: one stream on a connection of its own, closed after.
+            Conn::H2(c) => send_h2(ep, &c, requests.build(index)).await,
+        }
+    }
+
+    /// `--http2` with kept connections: the request as a stream on its slot's connection,
+    /// opened first if the slot has none or its connection died.
+    async fn fetch_shared(
+        &self,
+        ep: &Endpoint,
+        requests: &RequestBuilder,
+        index: usize,
+    ) -> Result<u64, TaskError> {
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len();
+        let mut slot = self.slots[i].lock().await;
+        let conn = match slot.as_ref().filter(|c| !c.sender.is_closed()) {
+            Some(c) => {
+                ep.conns.record(ConnSample::default());
+                c.clone()
+            }
+            None => match Box::pin(connect(ep)).await? {
+                Conn::H2(c) => {
+                    *slot = Some(c.clone());
+                    c
+                }
+                Conn::H1(s) => {
+                    self.fell_back.store(true, Ordering::Relaxed);
+                    drop(slot);
+                    return self.send_h1(ep, s, requests, index).await;
+                }
+            },
+        };
+        drop(slot);
+        send_h2(ep, &conn, requests.build(index)).await
+    }
+
+    /// Task `index`'s request on an HTTP/1.1 connection, which goes back to the pool after.
+    async fn send_h1(
+        &self,
+        ep: &Endpoint,
+        mut sender: http1::SendRequest<Full<Bytes>>,
+        requests: &RequestBuilder,
+        index: usize,
+    ) -> Result<u64, TaskError> {
         sender
             .ready()
             .await
             .map_err(|e| TaskError::new("connect", e.to_string()))?;
         let resp = sender
-            .send_request(to_hyper(requests.build(index))?)
+            .send_request(to_hyper(requests.build(index), hyper::Version::HTTP_11)?)
             .await
             .map_err(|e| TaskError::new("read", e.to_string()))?;
-        let status = resp.status().as_u16();
-        let mut body = resp.into_body();
-        let mut n = 0u64;
-        while let Some(frame) = body.frame().await {
-            let frame = frame.map_err(|e| TaskError::new("read", e.to_string()))?;
-            if let Some(data) = frame.data_ref() {
-                n += data.len() as u64;
-            }
-        }
+        let (status, n) = read_body(resp).await?;
         if ep.keepalive && !sender.is_closed() {
             self.pool
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .push(sender);
         }
-        if status >= 400 {
-            return Err(status_error(status));
-        }
-        Ok(n)
+        checked(status, n)
     }
 }
 
-/// `req` as hyper sends it: the builder's headers in their order (hyper keeps a header map's
-/// insertion order and adds none to a request whose `Host` and `Content-Length` are given).
-fn to_hyper(req: HttpRequest) -> Result<hyper::Request<Full<Bytes>>, TaskError> {
+/// `req` as a stream on `conn`, counted open until its body is read.
+async fn send_h2(ep: &Endpoint, conn: &H2Conn, req: HttpRequest) -> Result<u64, TaskError> {
+    let mut sender = conn.sender.clone();
+    sender
+        .ready()
+        .await
+        .map_err(|e| TaskError::new("connect", e.to_string()))?;
+    let req = to_hyper(req.into_http2(), hyper::Version::HTTP_2)?;
+    let stream = OpenStream::new(&conn.open, &ep.conns);
+    let resp = sender
+        .send_request(req)
+        .await
+        .map_err(|e| TaskError::new("read", e.to_string()))?;
+    let (status, n) = read_body(resp).await?;
+    drop(stream);
+    // The server's SETTINGS come before its first response, and h2 applies them before it
+    // reads the next frame, so it knows them by now; they hold for the connection's life.
+    if !conn.limit_read.swap(true, Ordering::AcqRel) {
+        let limit = (conn.limit)();
+        if limit != usize::MAX {
+            ep.conns.server_max_streams(limit as u64);
+        }
+    }
+    checked(status, n)
+}
+
+/// A response's status and the body bytes read to its end.
+async fn read_body(resp: hyper::Response<Incoming>) -> Result<(u16, u64), TaskError> {
+    let status = resp.status().as_u16();
+    let mut body = resp.into_body();
+    let mut n = 0u64;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| TaskError::new("read", e.to_string()))?;
+        if let Some(data) = frame.data_ref() {
+            n += data.len() as u64;
+        }
+    }
+    Ok((status, n))
+}
+
+/// The bytes read, or the error of a status that says the request failed.
+fn checked(status: u16, n: u64) -> Result<u64, TaskError> {
+    if status >= 400 {
+        return Err(status_error(status));
+    }
+    Ok(n)
+}
+
+/// `req` as hyper sends it in `version`: the builder's headers in their order (hyper keeps a
+/// header map's insertion order and adds none to a request whose `Host` and `Content-Length`
+/// are given). HTTP/1.1 asks for the origin-form target; HTTP/2 for the whole URL, whose
+/// scheme and authority become `:scheme` and `:authority`.
+fn to_hyper(
+    req: HttpRequest,
+    version: hyper::Version,
+) -> Result<hyper::Request<Full<Bytes>>, TaskError> {
+    let uri = if version == hyper::Version::HTTP_2 {
+        req.url
+    } else {
+        req.target
+    };
     let mut b = hyper::Request::builder()
         .method(req.method.as_str())
-        .uri(req.target);
+        .version(version)
+        .uri(uri);
     for (name, value) in req.headers {
         b = b.header(name, value);
     }
@@ -111,8 +273,9 @@ fn to_hyper(req: HttpRequest) -> Result<hyper::Request<Full<Bytes>>, TaskError> 
         .map_err(|e| TaskError::new("request", e.to_string()))
 }
 
-/// Opens a connection (TLS included), recording what it cost.
-async fn connect(ep: &Endpoint) -> Result<SendRequest<Full<Bytes>>, TaskError> {
+/// Opens a connection (TLS included), recording what it cost and, with `--http2`, the version
+/// it speaks: HTTP/2 by prior knowledge over TCP, as ALPN chose over TLS.
+async fn connect(ep: &Endpoint) -> Result<Conn, TaskError> {
     let addr = ep.addr_async().await?;
     let t0 = mono_ns();
     let stream = tokio::net::TcpStream::connect(addr)
@@ -125,8 +288,9 @@ async fn connect(ep: &Endpoint) -> Result<SendRequest<Full<Bytes>>, TaskError> {
         connect_us: Some(micros(t0, t1)),
         tls_us: None,
     };
-    let sender = match &ep.tls {
-        None => handshake(TokioIo::new(stream)).await,
+    let conn = match ep.tls_h2.as_ref().or(ep.tls.as_ref()) {
+        None if ep.http2 => handshake_h2(TokioIo::new(stream)).await,
+        None => handshake_h1(TokioIo::new(stream)).await,
         Some(config) => {
             let tls = tokio_rustls::TlsConnector::from(config.clone())
                 .connect(ep.server_name.clone(), stream)
@@ -140,18 +304,28 @@ async fn connect(ep: &Endpoint) -> Result<SendRequest<Full<Bytes>>, TaskError> {
             match tls {
                 Ok(s) => {
                     sample.tls_us = Some(micros(t1, mono_ns()));
-                    handshake(TokioIo::new(s)).await
+                    if s.get_ref().1.alpn_protocol() == Some(tls::ALPN_H2) {
+                        handshake_h2(TokioIo::new(s)).await
+                    } else {
+                        handshake_h1(TokioIo::new(s)).await
+                    }
                 }
                 Err(e) => Err(e),
             }
         }
     };
     ep.conns.record(sample);
-    sender
+    if let (true, Ok(c)) = (ep.http2, &conn) {
+        ep.conns.http_version(match c {
+            Conn::H1(_) => HttpVersion::Http1,
+            Conn::H2(_) => HttpVersion::Http2,
+        });
+    }
+    conn
 }
 
 /// hyper's HTTP/1 handshake over any stream; the connection is driven by its own task.
-async fn handshake<I>(io: I) -> Result<SendRequest<Full<Bytes>>, TaskError>
+async fn handshake_h1<I>(io: I) -> Result<Conn, TaskError>
 where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
@@ -159,7 +333,7 @@ where
     // connections hyper's default (8 KiB, growing) was most of the memory of an in-flight
     // request. Larger bodies are read in more, smaller reads. Header names go out in
     // `Title-Case`, as the builder wrote them, rather than hyper's lowercase.
-    let (sender, conn) = hyper::client::conn::http1::Builder::new()
+    let (sender, conn) = http1::Builder::new()
         .read_buf_exact_size(Some(READ_BUF))
         .title_case_headers(true)
         .handshake(io)
@@ -168,5 +342,42 @@ where
     tokio::spawn(async move {
         let _ = conn.await;
     });
-    Ok(sender)
+    Ok(Conn::H1(sender))
+}
+
+/// hyper's HTTP/2 handshake over any stream; the connection is driven by its own task. It
+/// is shared with [`H2Conn::limit`] behind a lock, as hyper tells h2's stream limit only on
+/// the connection, and the limit must be read live: hyper's part of the connection is not
+/// polled when frames arrive (h2's own task reads them), so a copy taken after each poll was
+/// stale (hyper's initial 100 where the server had said 1000).
+async fn handshake_h2<I>(io: I) -> Result<Conn, TaskError>
+where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    let (sender, conn) = http2::Builder::new(TokioExecutor::new())
+        .handshake(io)
+        .await
+        .map_err(|e| TaskError::new("connect", e.to_string()))?;
+    let conn = Arc::new(Mutex::new(Box::pin(conn)));
+    let driven = conn.clone();
+    tokio::spawn(async move {
+        let _ = std::future::poll_fn(|cx| {
+            driven
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .as_mut()
+                .poll(cx)
+        })
+        .await;
+    });
+    Ok(Conn::H2(H2Conn {
+        sender,
+        open: Arc::new(AtomicU64::new(0)),
+        limit_read: Arc::new(AtomicBool::new(false)),
+        limit: Arc::new(move || {
+            conn.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .current_max_send_streams()
+        }),
+    }))
 }

@@ -11,11 +11,11 @@
 //!
 //! The spec and the request flags are checked when the plan is built (`spec`); every task's
 //! request is made by one builder (`request`) and carried out by the client of the model's
-//! kind: ureq for blocking models (`blocking`), raw hyper connections for async ones
-//! (`hyper_client`), a hand-made HTTP/1.1 client on `may`'s sockets for `green` (`green`,
-//! `wire`); all of them connect as `endpoint` says. The `curl` model drives libcurl itself
+//! kind: ureq for blocking models (`blocking`), raw hyper connections for async ones,
+//! HTTP/1.1 or HTTP/2 (`hyper_client`), a hand-made HTTP/1.1 client on `may`'s sockets for
+//! `green` (`green`, `wire`); all of them connect as `endpoint` says. The `curl` model drives libcurl itself
 //! from [`Workload::http_request`] and reports its connections back through
-//! [`Workload::record_connection`].
+//! [`Workload::connection_recorder`].
 
 mod blocking;
 mod endpoint;
@@ -34,7 +34,7 @@ pub use wire::{read_response, read_response_to};
 
 use super::{Entry, Nature, TaskError, TaskFuture, Workload, WorkloadOptions};
 use crate::gil;
-use crate::measure::conn::{ConnSample, ConnSummary};
+use crate::measure::conn::{ConnRecorder, ConnSummary};
 use endpoint::Endpoint;
 use request::RequestBuilder;
 
@@ -56,14 +56,15 @@ fn parse(args: &str, opts: &WorkloadOptions) -> Result<Arc<dyn Workload>, String
         target.path.clone(),
         opts,
     )?;
+    let endpoint = Endpoint::new(&target, opts)?;
     Ok(Arc::new(Http {
         spec_url: args.to_string(),
         delay: spec::delay_of(&target.path),
         needs_server: args.starts_with('/') && opts.base_url.is_none(),
-        endpoint: Endpoint::new(&target, opts)?,
+        hyper: hyper_client::Client::new(&endpoint),
+        endpoint,
         requests,
         blocking: blocking::Client::default(),
-        hyper: hyper_client::Client::default(),
         green: green::Client::default(),
     }))
 }
@@ -147,8 +148,8 @@ impl Workload for Http {
     fn http_request(&self, index: usize) -> Option<HttpRequest> {
         (!self.needs_server).then(|| self.requests.build(index))
     }
-    fn record_connection(&self, sample: ConnSample) {
-        self.endpoint.conns.record(sample);
+    fn connection_recorder(&self) -> Option<&ConnRecorder> {
+        Some(&self.endpoint.conns)
     }
     fn connections(&self) -> Option<ConnSummary> {
         self.endpoint.conns.summary()

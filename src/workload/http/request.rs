@@ -10,6 +10,10 @@
 //! are written in `Title-Case`, the one case besides lowercase that hyper can write. Every
 //! `{rand}` in the target, the header values and the body becomes the same 10 letters for one
 //! task, and every `{i}` the task's index.
+//!
+//! Over HTTP/2 the same head goes out as [`HttpRequest::into_http2`] converts it: `Host`
+//! becomes the `:authority` (of [`HttpRequest::url`]) and the connection-specific headers are
+//! left out (RFC 9113 §8.2.2).
 
 use std::borrow::Cow;
 use std::cell::OnceCell;
@@ -47,10 +51,45 @@ pub struct HttpRequest {
     pub body: Option<Bytes>,
 }
 
+/// The headers HTTP/2 forbids in a request, as they belong to one HTTP/1.1 connection
+/// (RFC 9113 §8.2.2; `TE` is allowed only as `TE: trailers`).
+pub const CONNECTION_SPECIFIC: &[&str] = &[
+    "Connection",
+    "Proxy-Connection",
+    "Keep-Alive",
+    "Transfer-Encoding",
+    "Upgrade",
+];
+
 impl HttpRequest {
     /// Whether the method is `HEAD`, whose response has no body whatever its headers say.
     pub fn is_head(&self) -> bool {
         self.method == "HEAD"
+    }
+
+    /// The request as HTTP/2 sends it: `Host`'s value becomes the authority of
+    /// [`HttpRequest::url`] (which an HTTP/2 client sends as `:authority`, with `:scheme` and
+    /// `:path` from the rest of it), and the connection-specific headers (`Connection`,
+    /// `Keep-Alive`, …: `CONNECTION_SPECIFIC`) and a `TE` other than `trailers` are left out.
+    /// Every other header stays, in its order.
+    pub fn into_http2(mut self) -> HttpRequest {
+        let host = self
+            .headers
+            .iter()
+            .position(|(n, _)| n.eq_ignore_ascii_case("Host"))
+            .map(|i| self.headers.remove(i).1);
+        if let (Some(host), Some((scheme, _))) = (host, self.url.split_once("://")) {
+            self.url = format!("{scheme}://{host}{}", self.target);
+        }
+        self.headers.retain(|(n, v)| {
+            let connection_specific = CONNECTION_SPECIFIC
+                .iter()
+                .any(|c| n.eq_ignore_ascii_case(c));
+            let te_not_trailers =
+                n.eq_ignore_ascii_case("TE") && !v.eq_ignore_ascii_case("trailers");
+            !connection_specific && !te_not_trailers
+        });
+        self
     }
 }
 
@@ -347,6 +386,36 @@ mod tests {
         assert_eq!(r.headers[3], ("Connection".into(), "keep-alive".into()));
         assert_eq!(r.headers.len(), 4);
         assert!(r.is_head());
+    }
+
+    #[test]
+    fn http2_sends_host_as_the_authority_and_no_connection_headers() {
+        let o = WorkloadOptions {
+            headers: vec![
+                ("Host".into(), "other:8".into()),
+                ("Upgrade".into(), "h2c".into()),
+                ("X-Keep".into(), "1".into()),
+                ("Keep-Alive".into(), "timeout=5".into()),
+                ("TE".into(), "gzip".into()),
+            ],
+            body: Some(b"b".to_vec()),
+            keepalive: false,
+            ..Default::default()
+        };
+        let r = builder("POST", "/p?q={i}", &o).build(3).into_http2();
+        assert_eq!(r.url, "http://other:8/p?q=3");
+        assert_eq!(r.target, "/p?q=3");
+        assert_eq!(
+            names(&r),
+            ["User-Agent", "Accept", "X-Keep", "Content-Length"]
+        );
+        let o = WorkloadOptions {
+            headers: vec![("te".into(), "Trailers".into())],
+            ..Default::default()
+        };
+        let r = builder("GET", "/", &o).build(0).into_http2();
+        assert_eq!(r.url, "http://h:1/");
+        assert_eq!(names(&r), ["User-Agent", "Accept", "Te"]);
     }
 
     #[test]

@@ -1,0 +1,202 @@
+//! HTTP/2 in the tokio clients (`async`, `async-local`) against the delay server: h2c by prior
+//! knowledge and h2 by ALPN over TLS with exact checksums, one connection carrying 100 streams
+//! (as the server counted them), `--connections`, `--no-keepalive`, the fall back to HTTP/1.1
+//! against a server that offers only it, and the refusals.
+
+mod common;
+
+use common::*;
+use concur::server::{InProcessServer, ServeTls, ServerOptions, DEFAULT_MAX_STREAMS};
+use serde_json::Value;
+
+/// The tokio models, 4 workers each.
+const TOKIO: &[&str] = &["async:4", "async-local:4"];
+
+/// A delay server in this process, over TLS (a self-signed certificate, written to a file for
+/// `--cacert`) or not.
+fn server(tls: bool) -> (InProcessServer, tempfile::TempDir, std::path::PathBuf) {
+    let s = InProcessServer::start(
+        ServerOptions {
+            tls: tls.then_some(ServeTls::SelfSigned),
+            ..ServerOptions::ephemeral()
+        },
+        2,
+    )
+    .expect("server starts");
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("ca.pem");
+    if let Some(cert) = &s.cert {
+        std::fs::write(&ca, &cert.cert_pem).unwrap();
+    }
+    (s, dir, ca)
+}
+
+/// `concur run -w http:URL --http2 ARGS`, which must succeed; its run lines.
+fn run_h2(url: &str, args: &[&str]) -> Vec<Value> {
+    let w = format!("http:{url}");
+    let mut all = vec!["-w", w.as_str(), "-r", "1", "--http2"];
+    all.extend(args);
+    let (_, lines) = run_study(&all);
+    of_type(&lines, "run").into_iter().cloned().collect()
+}
+
+/// A run line's connection counts: (opened, reused).
+fn conns(r: &Value) -> (u64, u64) {
+    (
+        r["connections_opened"].as_u64().unwrap(),
+        r["connections_reused"].as_u64().unwrap(),
+    )
+}
+
+#[test]
+fn h2c_and_h2_over_tls_fetch_the_exact_checksum_on_one_connection() {
+    for tls in [false, true] {
+        let (s, _dir, ca) = server(tls);
+        let url = format!("{}/add?name=t{{rand}}&delay=5", s.base_url());
+        let mut args = vec!["-n", "20", "-m", TOKIO[0], "-m", TOKIO[1]];
+        if tls {
+            args.extend(["--cacert", ca.to_str().unwrap()]);
+        }
+        let runs = run_h2(&url, &args);
+        assert_eq!(runs.len(), TOKIO.len());
+        for r in &runs {
+            assert_eq!(r["status"], "ok", "{r}");
+            assert_eq!(r["bytes"], 200, "10 bytes × 20: {r}");
+            assert_eq!(r["http_version"], "2", "{r}");
+            assert_eq!(
+                conns(r),
+                (1, 19),
+                "one connection carries every stream: {r}"
+            );
+            let peak = r["peak_streams_per_connection"].as_u64().unwrap();
+            assert!((1..=4).contains(&peak), "at most W streams: {r}");
+            assert_eq!(
+                r["server_max_concurrent_streams"],
+                u64::from(DEFAULT_MAX_STREAMS),
+                "{r}"
+            );
+            assert_eq!(r["tls_us"].is_object(), tls, "{r}");
+        }
+        let st = s.stats.snapshot();
+        assert_eq!(st.requests, 40);
+        assert_eq!((st.connections, st.h2_connections), (2, 2), "{st:?}");
+    }
+}
+
+#[test]
+fn without_http2_the_run_line_is_as_before() {
+    let (s, _dir, _ca) = server(false);
+    let w = format!("http:{}/add?name=x&delay=1", s.base_url());
+    let (_, lines) = run_study(&["-w", &w, "-m", "async:2", "-n", "4", "-r", "1"]);
+    let r = only_run(&lines);
+    assert_eq!(r["bytes"], 40, "{r}");
+    for field in [
+        "http_version",
+        "peak_streams_per_connection",
+        "server_max_concurrent_streams",
+    ] {
+        assert!(r.get(field).is_none(), "{field}: {r}");
+    }
+    assert_eq!(s.stats.snapshot().h2_connections, 0);
+}
+
+#[test]
+fn one_connection_carries_100_streams_at_once() {
+    let (s, _dir, _ca) = server(false);
+    let url = format!("{}/delay/300ms", s.base_url());
+    let runs = run_h2(&url, &["-n", "100", "-m", "async:100"]);
+    let r = &runs[0];
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(r["bytes"], 800, "\"delayed\\n\" × 100: {r}");
+    assert_eq!(r["http_version"], "2", "{r}");
+    assert_eq!(conns(r), (1, 99), "{r}");
+    assert_eq!(r["peak_streams_per_connection"], 100, "{r}");
+    let st = s.stats.snapshot();
+    assert_eq!((st.connections, st.h2_connections), (1, 1), "{st:?}");
+    assert_eq!(st.peak_in_flight, 100, "{st:?}");
+}
+
+#[test]
+fn connections_spreads_the_streams_and_no_keepalive_opens_one_per_request() {
+    let (s, _dir, _ca) = server(false);
+    let url = format!("{}/delay/300ms", s.base_url());
+    let runs = run_h2(
+        &url,
+        &["-n", "100", "-m", "async:100", "--connections", "4"],
+    );
+    let r = &runs[0];
+    assert_eq!(r["bytes"], 800, "{r}");
+    assert_eq!(conns(r), (4, 96), "{r}");
+    assert_eq!(r["peak_streams_per_connection"], 25, "round robin: {r}");
+    let st = s.stats.snapshot();
+    assert_eq!((st.connections, st.h2_connections), (4, 4), "{st:?}");
+    assert_eq!(st.peak_in_flight, 100, "{st:?}");
+
+    let (s, _dir, _ca) = server(false);
+    let url = format!("{}/add?name=k&delay=1", s.base_url());
+    for m in TOKIO {
+        let r = &run_h2(&url, &["-n", "8", "-m", m, "--no-keepalive"])[0];
+        assert_eq!(r["bytes"], 80, "{r}");
+        assert_eq!(conns(r), (8, 0), "a connection per request: {r}");
+        assert_eq!(r["peak_streams_per_connection"], 1, "{r}");
+        assert_eq!(r["http_version"], "2", "{r}");
+    }
+    assert_eq!(s.stats.snapshot().h2_connections, 16);
+}
+
+#[test]
+fn a_server_that_offers_only_http1_gets_http1_recorded_as_such() {
+    let server = Serve::tls_self_signed(&["--http1-only"], &[]);
+    let url = format!("{}/add?name=f{{rand}}&delay=5", server.url);
+    let ca = server.cert_path().to_str().unwrap().to_string();
+    let runs = run_h2(
+        &url,
+        &["-n", "20", "-m", TOKIO[0], "-m", TOKIO[1], "--cacert", &ca],
+    );
+    for r in &runs {
+        assert_eq!(r["status"], "ok", "{r}");
+        assert_eq!(r["bytes"], 200, "{r}");
+        assert_eq!(r["http_version"], "1.1", "{r}");
+        let (opened, reused) = conns(r);
+        assert!(
+            (1..=4).contains(&opened) && opened + reused == 20,
+            "the HTTP/1.1 pool: {r}"
+        );
+        assert!(r.get("peak_streams_per_connection").is_none(), "{r}");
+    }
+}
+
+#[test]
+fn http2_is_refused_where_it_cannot_be_spoken() {
+    let w = "http:http://127.0.0.1:1/x";
+    for m in ["green:2", "pool:2", "seq", "thread", "actor:2"] {
+        let err = refused_before_any_run(&["run", "-w", w, "-m", m, "--http2"]);
+        assert!(
+            err.contains(&format!("model '{m}' speaks only HTTP/1.1"))
+                && err.contains("async, async-local, curl"),
+            "{m}: {err}"
+        );
+    }
+    let err = refused_before_any_run(&["run", "-w", "sleep:1ms", "-m", "async:2", "--http2"]);
+    assert!(err.contains("'sleep:1ms' is not one"), "{err}");
+    let err = refused_before_any_run(&[
+        "run",
+        "-w",
+        w,
+        "-m",
+        "async:2",
+        "--http2",
+        "--connections",
+        "0",
+    ]);
+    assert!(
+        err.contains("--connections '0' must be at least 1"),
+        "{err}"
+    );
+    for args in [vec!["--http2", "--http1.1"], vec!["--connections", "2"]] {
+        let mut all = vec!["run", "-w", w, "-m", "async:2"];
+        all.extend(&args);
+        let err = refused_before_any_run(&all);
+        assert!(err.starts_with("concur:"), "{args:?}: {err}");
+    }
+}
