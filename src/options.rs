@@ -198,7 +198,7 @@ pub struct RequestOptions {
     /// How long one HTTP request may take, connect to last byte
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     pub request_timeout: Duration,
-    /// Speak HTTP/2 (models async, async-local, curl): h2 by ALPN over TLS (a server that offers only http/1.1 gets 1.1, recorded as such), prior knowledge (h2c) over plain TCP; the W requests in flight are streams over --connections connections
+    /// Speak HTTP/2 (models async, async-local, curl): h2 by ALPN over TLS (a server that offers only http/1.1 gets 1.1, recorded as such), prior knowledge (h2c) over plain TCP; the W requests in flight are streams over --connections connections. On the crawl study (and the tour's crawl) it adds h2 rows beside the HTTP/1.1 rows
     #[arg(long, conflicts_with = "http1_1")]
     pub http2: bool,
     /// Speak HTTP/1.1 only, one request per connection at a time (the default)

@@ -200,3 +200,93 @@ fn http2_is_refused_where_it_cannot_be_spoken() {
         assert!(err.starts_with("concur:"), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn crawl_with_http2_adds_h2_rows_beside_the_http1_rows_and_says_what_multiplexing_saved() {
+    let (dir, path) = results_path();
+    let advice = dir.path().join("advice.json");
+    succeeds(
+        concur()
+            .args([
+                "run", "crawl", "--quick", "--http2", "-r", "1", "--warmup", "0",
+            ])
+            .args(["-q", "--json"])
+            .arg(&path)
+            .arg("--export")
+            .arg(format!("json={}", advice.display())),
+    );
+    let lines = read_lines(&path);
+    let runs = of_type(&lines, "run");
+    let h2 = |r: &&&Value| r["http2"] == true;
+    // Every HTTP/1.1 row is still there, unchanged; the h2 rows are the models that speak it.
+    let mut h2_models: Vec<&str> = runs
+        .iter()
+        .filter(h2)
+        .map(|r| r["model"].as_str().unwrap())
+        .collect();
+    h2_models.sort_unstable();
+    assert_eq!(
+        h2_models,
+        ["async-local:100", "async:100", "async:1000", "curl:100"]
+    );
+    for m in [
+        "seq",
+        "thread",
+        "pool:100",
+        "async:100",
+        "async-local:100",
+        "curl:100",
+        "green:100",
+        "async:1000",
+    ] {
+        let h1: Vec<&&Value> = runs
+            .iter()
+            .filter(|r| r["model"] == m && r.get("http2").is_none())
+            .collect();
+        assert_eq!(h1.len(), 1, "{m}: {h1:?}");
+        assert_eq!(h1[0]["status"], "ok", "{}", h1[0]);
+        if let Some(v) = h1[0].get("http_version") {
+            assert_eq!(v, "1.1", "{m}");
+        }
+    }
+    for r in runs.iter().filter(h2) {
+        let m = r["model"].as_str().unwrap();
+        let h1 = runs
+            .iter()
+            .find(|o| o["model"] == m && o.get("http2").is_none())
+            .unwrap();
+        assert_eq!(r["status"], "ok", "{r}");
+        assert_eq!(r["http_version"], "2", "{r}");
+        assert_eq!(r["bytes"], h1["bytes"], "{m}: the same replies over both");
+        assert_eq!(r["connections_opened"], 1, "{r}");
+    }
+    let a100 = runs
+        .iter()
+        .find(|r| r["model"] == "async:100" && h2(r))
+        .unwrap();
+    assert_eq!(a100["peak_streams_per_connection"], 100, "{a100}");
+    // The advice compares each model with itself over HTTP/1.1.
+    let doc: Value = serde_json::from_slice(&std::fs::read(&advice).unwrap()).unwrap();
+    let text = doc["advice"].to_string();
+    assert!(
+        text.contains(
+            "Over HTTP/2, async:100 used 1 connection instead of 100 (99 fewer TCP handshakes)"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("Over HTTP/2, curl:100 used 1 connection"),
+        "{text}"
+    );
+}
+
+#[test]
+fn http2_on_a_study_without_http_work_is_refused() {
+    for study in ["gil", "mailer"] {
+        let err = refused_before_any_run(&["run", study, "--http2"]);
+        assert!(
+            err.contains("--http2 adds HTTP/2 rows to the crawl study"),
+            "{study}: {err}"
+        );
+    }
+}

@@ -184,13 +184,13 @@ fn open_advice(g: &Group, class: Class) -> Advice {
             .iter()
             .find_map(|c| c.rate_search.as_ref().map(|r| r.slo.clone()))
             .unwrap_or_default();
-        winner = found.first().map(|(c, _)| c.key.model.clone());
+        winner = found.first().map(|(c, _)| c.key.model_label());
         match found.first() {
             Some((_, r)) => {
                 let top: Vec<String> = found
                     .iter()
                     .take_while(|(_, x)| x == r)
-                    .map(|(c, _)| c.key.model.clone())
+                    .map(|(c, _)| c.key.model_label())
                     .collect();
                 s.push(format!(
                     "The highest rate that kept {slo} (and 99% of the asked rate): {} at {r:.1}/s{}.",
@@ -199,7 +199,7 @@ fn open_advice(g: &Group, class: Class) -> Advice {
                 ));
                 let rest: Vec<String> = found[top.len()..]
                     .iter()
-                    .map(|(c, r)| format!("{} {r:.1}/s", c.key.model))
+                    .map(|(c, r)| format!("{} {r:.1}/s", c.key.model_label()))
                     .collect();
                 if !rest.is_empty() {
                     s.push(format!("Then {}.", rest.join(", ")));
@@ -216,7 +216,7 @@ fn open_advice(g: &Group, class: Class) -> Advice {
                     .as_ref()
                     .is_some_and(|r| r.sustained.is_none())
             })
-            .map(|c| c.key.model.clone())
+            .map(|c| c.key.model_label())
             .collect();
         if !none.is_empty() {
             s.push(format!("{} kept it at no rate tried.", none.join(", ")));
@@ -240,7 +240,7 @@ fn open_advice(g: &Group, class: Class) -> Advice {
                 None => format!("{:.1}/s", o.rate_asked),
             })
             .unwrap_or_default();
-        winner = kept.first().map(|c| c.key.model.clone());
+        winner = kept.first().map(|c| c.key.model_label());
         match kept.first() {
             Some(w) => {
                 let service = w
@@ -251,7 +251,7 @@ fn open_advice(g: &Group, class: Class) -> Advice {
                     .unwrap_or_default();
                 s.push(format!(
                     "At {asked}, {} kept up with the lowest p99 latency, {} from each task's scheduled time{service}.",
-                    w.key.model,
+                    w.key.model_label(),
                     us(p99(w))
                 ));
             }
@@ -264,7 +264,7 @@ fn open_advice(g: &Group, class: Class) -> Advice {
             let Some(o) = &c.open else { continue };
             s.push(format!(
                 "{} fell behind: it achieved {} of {:.1}/s, so its queue grew (queue p99 {}) and callers waited p99 {}.",
-                c.key.model,
+                c.key.model_label(),
                 o.rate_achieved.map_or("-".into(), |a| format!("{a:.1}/s")),
                 o.rate_asked,
                 o.queue_us.map_or("-".into(), |q| us(q.p99)),
@@ -376,7 +376,7 @@ pub fn advise(a: &Analysis) -> Vec<Advice> {
                     format!(
                         "With {n} tasks{}, {} won in {}{speed}{ideal}",
                         if gil { " under the interpreter lock" } else { "" },
-                        w.key.model,
+                        w.key.model_label(),
                         fmt_secs(wm)
                     )
                 };
@@ -388,13 +388,13 @@ pub fn advise(a: &Analysis) -> Vec<Advice> {
                         if rlo <= whi || rm < wm * 1.05 {
                             line.push_str(&format!(
                                 "; {} ({}) is within noise of it (less than 5% apart, or their 95% intervals overlap).",
-                                r.key.model,
+                                r.key.model_label(),
                                 fmt_secs(rm)
                             ));
                         } else {
                             line.push_str(&format!(
                                 "; the next best, {}, took {} ({:.0}% longer).",
-                                r.key.model,
+                                r.key.model_label(),
                                 fmt_secs(rm),
                                 100.0 * (rm / wm - 1.0)
                             ));
@@ -413,6 +413,7 @@ pub fn advise(a: &Analysis) -> Vec<Advice> {
             } else {
                 s.push("No cell was measured, so no model can be recommended.".into());
             }
+            s.extend(multiplexing(&g));
             let amdahl = if class == Class::Cpu {
                 fits(&g.cells, cores)
             } else {
@@ -421,12 +422,90 @@ pub fn advise(a: &Analysis) -> Vec<Advice> {
             Some(Advice {
                 group: g.title.clone(),
                 class,
-                winner: winner.map(|w| w.key.model.clone()),
+                winner: winner.map(|w| w.key.model_label()),
                 text: s.join(" "),
                 amdahl,
             })
         })
         .collect()
+}
+
+/// What HTTP/2's multiplexing saved and what it cost, for each model of the group measured
+/// over both versions (the crawl study's `h2` rows beside its HTTP/1.1 rows): connections
+/// and handshakes, memory, CPU, wall and tail latency, one sentence per model.
+fn multiplexing(g: &Group) -> Option<String> {
+    let measured = |c: &CellResult| c.runs_failed < c.runs && c.wall_median_s.is_some();
+    let mut s = Vec::new();
+    for h2 in g.cells.iter().filter(|c| c.key.http2 && measured(c)) {
+        let Some(h1) = g.cells.iter().find(|c| {
+            !c.key.http2
+                && c.key.model == h2.key.model
+                && c.key.tasks == h2.key.tasks
+                && measured(c)
+        }) else {
+            continue;
+        };
+        let model = &h2.key.model;
+        if h2.conn.http_version == Some(crate::measure::conn::HttpVersion::Http1) {
+            s.push(format!(
+                "{model} asked for HTTP/2, but the server answered in HTTP/1.1, so nothing was multiplexed."
+            ));
+            continue;
+        }
+        let mut saved = Vec::new();
+        if let (Some(c2), Some(c1)) = (h2.conn.connections_opened, h1.conn.connections_opened) {
+            let shake = if h1.conn.tls_us.is_some() {
+                "TCP and TLS handshakes"
+            } else {
+                "TCP handshakes"
+            };
+            saved.push(format!(
+                "{c2} connection{} instead of {c1} ({} fewer {shake})",
+                if c2 == 1 { "" } else { "s" },
+                c1.saturating_sub(c2)
+            ));
+        }
+        if let (Some(m2), Some(m1)) = (h2.max_rss_kib, h1.max_rss_kib) {
+            saved.push(format!(
+                "peak memory {} against {}",
+                fmt_kib(m2),
+                fmt_kib(m1)
+            ));
+        }
+        let cpu = |c: &CellResult| Some(c.user_median_s? + c.sys_median_s?);
+        if let (Some(c2), Some(c1)) = (cpu(h2), cpu(h1)) {
+            saved.push(format!("CPU {} against {}", fmt_secs(c2), fmt_secs(c1)));
+        }
+        let (w2, w1) = (
+            h2.wall_median_s.unwrap_or(0.0),
+            h1.wall_median_s.unwrap_or(0.0),
+        );
+        let mut time = format!("wall {} against {}", fmt_secs(w2), fmt_secs(w1));
+        if let (Some(l2), Some(l1)) = (h2.latency_us, h1.latency_us) {
+            time.push_str(&format!(
+                ", p99 latency {} against {}",
+                us(l2.p99),
+                us(l1.p99)
+            ));
+        }
+        let (lo2, _) = spread(h2);
+        let (_, hi1) = spread(h1);
+        let cost = if lo2 > hi1 && w2 > w1 * 1.05 {
+            format!(
+                "HTTP/2 was {:.0}% slower here: every stream shares one connection's socket and its one task, so the streams queue behind each other",
+                100.0 * (w2 / w1 - 1.0)
+            )
+        } else {
+            "multiplexing cost no time here; what it can cost, head-of-line blocking (one lost packet stalls every stream of the connection), shows only under packet loss, which this network did not have".into()
+        };
+        let used = if saved.is_empty() {
+            String::new()
+        } else {
+            format!(" used {};", saved.join(", "))
+        };
+        s.push(format!("Over HTTP/2, {model}{used} {time}: {cost}."));
+    }
+    (!s.is_empty()).then(|| s.join(" "))
 }
 
 fn why(class: Class, gil: bool, w: &CellResult, cells: &[&CellResult], cores: usize) -> String {
@@ -459,7 +538,7 @@ fn why(class: Class, gil: bool, w: &CellResult, cells: &[&CellResult], cores: us
             "Why: every model that runs at least {cores} tasks at once keeps the cores busy; what separates them is what each task costs to start (a process more than a thread, a thread more than a pool's slot){}.",
             worst
                 .filter(|x| x.key != w.key)
-                .and_then(|x| Some(format!(", which is why {} was slowest ({})", x.key.model, fmt_secs(x.wall_median_s?))))
+                .and_then(|x| Some(format!(", which is why {} was slowest ({})", x.key.model_label(), fmt_secs(x.wall_median_s?))))
                 .unwrap_or_default()
         ),
         Class::Io | Class::Delay | Class::Mixed | Class::Failed => {
@@ -471,7 +550,7 @@ fn why(class: Class, gil: bool, w: &CellResult, cells: &[&CellResult], cores: us
                 .max_by_key(|c| mem(c).unwrap_or(0));
             let mut t: String = format!(
                 "Why: waiting costs no CPU, so what counts is how many tasks are in flight at once ({} ran {} at a time)",
-                w.key.model,
+                w.key.model_label(),
                 w.parallelism.min(w.key.tasks)
             );
             if w.traits.baseline {
@@ -481,9 +560,9 @@ fn why(class: Class, gil: bool, w: &CellResult, cells: &[&CellResult], cores: us
                 if hm > wm {
                     t.push_str(&format!(
                         ", and what each in-flight task costs: {} used {} of memory, {} {}",
-                        w.key.model,
+                        w.key.model_label(),
                         fmt_kib(wm),
-                        h.key.model,
+                        h.key.model_label(),
                         fmt_kib(hm)
                     ));
                 }
@@ -502,9 +581,9 @@ fn fits(cells: &[&CellResult], cores: usize) -> Vec<AmdahlFit> {
         }
         let Some(s) = c.speedup else { continue };
         let p = c.parallelism.min(cores).min(c.key.tasks).max(1) as f64;
-        match by_model.iter_mut().find(|(m, _)| *m == c.key.model) {
+        match by_model.iter_mut().find(|(m, _)| *m == c.key.model_label()) {
             Some((_, v)) => v.push((p, s)),
-            None => by_model.push((c.key.model.clone(), vec![(p, s)])),
+            None => by_model.push((c.key.model_label(), vec![(p, s)])),
         }
     }
     by_model
@@ -548,6 +627,7 @@ mod tests {
                 model: model.into(),
                 tasks: 8,
                 gil: false,
+                http2: false,
             },
             workers: None,
             parallelism: par,

@@ -107,7 +107,7 @@ impl RunStatus {
     }
 }
 
-/// Identifies a cell: (study, workload, model, tasks, gil).
+/// Identifies a cell: (study, workload, model, tasks, gil, http2).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct CellKey {
     /// The study it belongs to.
@@ -120,12 +120,25 @@ pub struct CellKey {
     pub tasks: usize,
     /// Whether the interpreter-lock emulation was on.
     pub gil: bool,
+    /// Whether the cell asked for HTTP/2 (`--http2`; the crawl study's `h2` rows beside its
+    /// HTTP/1.1 ones). Absent (false) on every other cell and in files from before it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub http2: bool,
 }
 
 impl CellKey {
-    /// `thread ×10` style label.
+    /// The row's name in a table: the model spec, with ` h2` when the cell asked for HTTP/2.
+    pub fn model_label(&self) -> String {
+        if self.http2 {
+            format!("{} h2", self.model)
+        } else {
+            self.model.clone()
+        }
+    }
+
+    /// `thread ×10` style label (`async:100 h2 ×1000` over HTTP/2).
     pub fn label(&self) -> String {
-        format!("{} ×{}", self.model, self.tasks)
+        format!("{} ×{}", self.model_label(), self.tasks)
     }
 }
 

@@ -103,6 +103,9 @@ struct Slot {
     /// Connect attempts so far.
     attempts: u32,
     https: bool,
+    /// When this attempt was handed to libcurl (before `curl_multi_add_handle`), on concur's
+    /// clock: its own times (pretransfer, total) count from a moment at or after it.
+    added_ns: u64,
 }
 
 /// A task whose connect failed at once, waiting to try again.
@@ -428,6 +431,7 @@ impl CurlMulti {
         if let Err(e) = Self::configure(&mut easy, req, conn) {
             return Err((TaskError::new("request", e.to_string()), easy));
         }
+        let added_ns = mono_ns();
         let handle = match multi.add2(easy) {
             Ok(h) => h,
             Err(e) => {
@@ -443,6 +447,7 @@ impl CurlMulti {
             start_ns,
             attempts,
             https: req.url.starts_with("https:"),
+            added_ns,
         })
     }
 }
@@ -491,24 +496,30 @@ fn conn_id(easy: &Easy2<Counter>) -> Option<i64> {
 
 /// When each HTTP/2 stream was open on which connection, for the most open at once on one
 /// connection. libcurl counts the streams of a connection but does not tell; each finished
-/// transfer tells its connection (CURLINFO_CONN_ID) and how long its stream was open: from
-/// just before its request went out (CURLINFO_PRETRANSFER_TIME, which includes any wait for
-/// the connection) to its end (CURLINFO_TOTAL_TIME). Both are placed on concur's clock from
-/// the moment the transfer was seen finished. 24 bytes per stream, kept only with `--http2`.
+/// transfer tells its connection (CURLINFO_CONN_ID) and when its stream was open on libcurl's
+/// clock: from just before its request went out (CURLINFO_PRETRANSFER_TIME, which includes
+/// any wait for the connection) to its end (CURLINFO_TOTAL_TIME), both counted from the
+/// transfer's start inside libcurl. They are placed on concur's clock from the moment the
+/// transfer was handed to libcurl, which is at or before that start: every span lands at or
+/// before where it was, by that gap alone, and a transfer added after another was seen
+/// finished opens after that one's span ends, so a handle reused for the next request never
+/// shows as overlapping the one before it. (Anchored on when the end was seen instead, a
+/// batch of finished transfers read late made streams overlap that never did.) 24 bytes per
+/// stream, kept only with `--http2`.
 #[derive(Default)]
 struct Streams {
     spans: Vec<(i64, u64, u64)>,
 }
 
 impl Streams {
-    /// Adds a finished transfer's stream, seen finished at `end_ns`.
-    fn add(&mut self, easy: &Easy2<Counter>, end_ns: u64) {
+    /// Adds a finished transfer's stream, handed to libcurl at `added_ns`.
+    fn add(&mut self, easy: &Easy2<Counter>, added_ns: u64) {
         let Some(id) = conn_id(easy) else { return };
         let (Ok(pre), Ok(total)) = (easy.pretransfer_time(), easy.total_time()) else {
             return;
         };
-        let open = end_ns.saturating_sub(total.saturating_sub(pre).as_nanos() as u64);
-        self.spans.push((id, open, end_ns));
+        let at = |d: Duration| added_ns + d.as_nanos() as u64;
+        self.spans.push((id, at(pre), at(total.max(pre))));
     }
 
     /// The most streams open at once on one connection (none without a stream).
@@ -725,7 +736,7 @@ impl Model for CurlMulti {
                         r.http_version(v);
                     }
                     if version == Some(conn::HttpVersion::Http2) {
-                        streams.add(&easy, end_ns);
+                        streams.add(&easy, slot.added_ns);
                     }
                 }
                 let code = easy.response_code().unwrap_or(0);
@@ -791,12 +802,8 @@ impl Model for CurlMulti {
                 let _ = multi.wait(&mut [], wait);
             }
         }
-        // The spans are placed on concur's clock from when each finished transfer was seen,
-        // which lags libcurl's own end by as much as the loop's work on one batch: a stream
-        // that ended as another began can appear to overlap it by that lag. libcurl never
-        // opens more than its cap on one connection, so a count above it is that lag.
         if let (Some(r), Some(peak)) = (recorder, streams.peak()) {
-            r.streams_open(stream_cap.map_or(peak, |c| peak.min(c as u64)));
+            r.streams_open(peak);
         }
         ModelOutcome {
             records,

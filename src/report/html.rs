@@ -93,7 +93,7 @@ fn model_colors(g: &Group) -> BTreeMap<String, usize> {
     let mut m = BTreeMap::new();
     for c in &g.cells {
         let n = m.len();
-        m.entry(c.key.model.clone()).or_insert(n);
+        m.entry(c.key.model_label()).or_insert(n);
     }
     m
 }
@@ -130,7 +130,7 @@ fn speedup_chart(g: &Group, cores: usize) -> Option<String> {
     let mut xs: Vec<f64> = Vec::new();
     for c in &cells {
         let name = if by_tasks {
-            c.key.model.clone()
+            c.key.model_label()
         } else if per_tasks {
             format!("{} ×{}", c.traits.family, c.key.tasks)
         } else {
@@ -148,7 +148,7 @@ fn speedup_chart(g: &Group, cores: usize) -> Option<String> {
         };
         xs.push(x);
         let i = if by_tasks {
-            colors.get(&c.key.model).copied().unwrap_or(0)
+            colors.get(&c.key.model_label()).copied().unwrap_or(0)
         } else {
             curves
                 .iter()
@@ -371,7 +371,7 @@ fn latency_section(
         for c in &cells {
             let Some(v) = spans.get(&c.key) else { continue };
             let lat: Vec<u64> = v.iter().map(|s| s[1].saturating_sub(s[0])).collect();
-            let i = colors.get(&c.key.model).copied().unwrap_or(0);
+            let i = colors.get(&c.key.model_label()).copied().unwrap_or(0);
             match charts::histogram(&c.key.label(), &lat, 30, charts::color(i)) {
                 Ok(svg) => grid.push_str(&format!("<div>{svg}</div>\n")),
                 Err(e) => grid.push_str(&format!("<p class=\"err\">{}</p>", escape(&e))),
@@ -402,7 +402,7 @@ fn timelines(g: &Group, spans: &BTreeMap<&CellKey, &Vec<[u64; 2]>>) -> String {
     let mut inner = String::new();
     let mut drawn = 0;
     for c in &g.cells {
-        let i = colors.get(&c.key.model).copied().unwrap_or(0);
+        let i = colors.get(&c.key.model_label()).copied().unwrap_or(0);
         let Some(v) = spans.get(&c.key) else { continue };
         let caption = if v.len() < c.key.tasks {
             format!("{}: {} of {} tasks", c.key.label(), v.len(), c.key.tasks)

@@ -40,7 +40,7 @@ pub fn row(c: &CellResult) -> Vec<String> {
         _ => "-".into(),
     };
     vec![
-        c.key.model.clone(),
+        c.key.model_label(),
         c.key.tasks.to_string(),
         opt(c.wall_median_s, fmt_secs),
         ci,

@@ -124,6 +124,10 @@ impl Plan {
 
 /// Validates one cell and fills in what the runner needs.
 pub fn cell(req: &CellRequest, opts: &WorkloadOptions) -> Result<CellPlan> {
+    let opts = &WorkloadOptions {
+        http2: req.http2,
+        ..opts.clone()
+    };
     let w = workload::parse(&req.workload, opts)?;
     let m = model::parse(&req.model)?;
     if req.gil && !w.gil_governs() {
@@ -167,6 +171,7 @@ pub fn cell(req: &CellRequest, opts: &WorkloadOptions) -> Result<CellPlan> {
             model: m.spec(),
             tasks: req.tasks,
             gil: req.gil,
+            http2: req.http2,
         },
         workers: m.workers(),
         parallelism: m.parallelism(req.tasks),
@@ -247,6 +252,7 @@ fn peer_cells(
                 model: label.clone(),
                 tasks: n,
                 gil: peer.gil,
+                http2: false,
             },
             workers,
             parallelism: workers.or(peer.workers).unwrap_or(n).min(n).max(1),
@@ -347,7 +353,7 @@ pub fn request_options(o: &StudyOptions) -> Result<WorkloadOptions> {
         headers,
         insecure: o.request.insecure,
         keepalive: !o.request.no_keepalive,
-        http2: o.request.http2,
+        // HTTP/2 is the cell's (`CellKey::http2`): the crawl study runs both versions.
         connections: o.request.connections,
         ..WorkloadOptions::default()
     })
@@ -439,6 +445,7 @@ pub fn build(o: &StudyOptions) -> Result<Plan> {
                         model: m.clone(),
                         tasks: n,
                         gil: o.lock.gil,
+                        http2: o.request.http2,
                         expected_failure: false,
                     });
                 }
@@ -730,6 +737,41 @@ mod tests {
     }
 
     #[test]
+    fn crawl_with_http2_plans_h2_rows_after_every_http1_row() {
+        let plain = build(&StudyOptions {
+            study: Some("crawl".into()),
+            ..opts()
+        })
+        .unwrap();
+        let mut o = StudyOptions {
+            study: Some("crawl".into()),
+            ..opts()
+        };
+        o.request.http2 = true;
+        let both = build(&o).unwrap();
+        let n = plain.cells.len();
+        assert!(plain.cells.iter().all(|c| !c.key.http2));
+        assert_eq!(both.cells[..n], plain.cells[..]);
+        let h2: Vec<String> = both.cells[n..].iter().map(|c| c.key.label()).collect();
+        assert_eq!(
+            h2,
+            [
+                "async:100 h2 ×1000",
+                "async-local:100 h2 ×1000",
+                "curl:100 h2 ×1000",
+                "async:1000 h2 ×1000"
+            ]
+        );
+        // The runner asks each cell's own version of its child.
+        for c in &both.cells {
+            let server = Some(("http://127.0.0.1:1", None));
+            let iteration = crate::study::runner::Iteration::Counted(0);
+            let req = crate::study::runner::request(&both, c, iteration, server);
+            assert_eq!(req.recipe.options.http2, c.key.http2, "{}", c.key.label());
+        }
+    }
+
+    #[test]
     fn only_the_stress_cell_is_planned_to_fail() {
         let p = build(&StudyOptions {
             study: Some("mailer".into()),
@@ -755,6 +797,7 @@ mod tests {
             model: m.into(),
             tasks: 4,
             gil: false,
+            http2: false,
             expected_failure: false,
         };
         let seq = cell(&req("sleep:10ms", "seq"), &o).unwrap();

@@ -20,6 +20,8 @@ pub struct CellRequest {
     pub tasks: usize,
     /// Interpreter-lock emulation.
     pub gil: bool,
+    /// Speak HTTP/2 (`--http2` on a free-form study; the crawl study's `h2` rows).
+    pub http2: bool,
     /// The study plans this cell to fail (it shows an OS limit): failures do not count.
     pub expected_failure: bool,
 }
@@ -53,8 +55,8 @@ pub const STUDIES: &[Study] = &[
     },
     Study {
         name: "crawl",
-        help: "1000 GETs of a 100 ms delay under seq (50, --full: 1000), thread, pool:100, async:100, async-local:100, curl:100, green:100, async:1000, against concur's own server (or --url)",
-        build: |o, _| Ok(crawl_study(o.quick, o.full, o.lock.gil)),
+        help: "1000 GETs of a 100 ms delay under seq (50, --full: 1000), thread, pool:100, async:100, async-local:100, curl:100, green:100, async:1000, against concur's own server (or --url); --http2 adds the HTTP/2 rows of async, async-local and curl",
+        build: |o, _| Ok(crawl_study(o.quick, o.full, o.lock.gil, o.request.http2)),
         classic: true,
     },
     Study {
@@ -106,6 +108,7 @@ fn cell(study: &str, workload: &str, model: &str, tasks: usize, gil: bool) -> Ce
         model: model.into(),
         tasks,
         gil,
+        http2: false,
         expected_failure: false,
     }
 }
@@ -224,26 +227,46 @@ pub fn crawl_sizes(quick: bool, full: bool) -> (usize, usize) {
     (n, seq_n)
 }
 
-fn crawl_study(quick: bool, full: bool, gil: bool) -> Preset {
+/// The crawl study's models, in row order.
+const CRAWL_MODELS: &[&str] = &[
+    "thread",
+    "pool:100",
+    "async:100",
+    "async-local:100",
+    "curl:100",
+    "green:100",
+    "async:1000",
+];
+
+/// The crawl study's cells; `http2` (`--http2`) adds, after the HTTP/1.1 rows, one `h2` row
+/// for each model that speaks HTTP/2, its requests in flight as streams over one connection.
+fn crawl_study(quick: bool, full: bool, gil: bool, http2: bool) -> Preset {
     let (n, seq_n) = crawl_sizes(quick, full);
     let mut cells = vec![cell("crawl", CRAWL_WORKLOAD, "seq", seq_n, gil)];
-    for m in [
-        "thread",
-        "pool:100",
-        "async:100",
-        "async-local:100",
-        "curl:100",
-        "green:100",
-        "async:1000",
-    ] {
+    for m in CRAWL_MODELS {
         if gil && m.starts_with("green") {
             continue;
         }
         cells.push(cell("crawl", CRAWL_WORKLOAD, m, n, gil));
     }
+    let speaks_http2 =
+        |m: &str| crate::model::HTTP2_MODELS.contains(&m.split(':').next().unwrap_or(m));
+    if http2 {
+        for m in CRAWL_MODELS.iter().filter(|m| speaks_http2(m)) {
+            cells.push(CellRequest {
+                http2: true,
+                ..cell("crawl", CRAWL_WORKLOAD, m, n, gil)
+            });
+        }
+    }
     let mut notes = vec![format!(
         "crawl: {n} GETs of /add with a 100 ms server delay; the ideal with C in flight is ceil({n}/C) × 100 ms"
     )];
+    if http2 {
+        notes.push(
+            "crawl: the h2 rows speak HTTP/2, every request in flight a stream over one connection (h2c over TCP, h2 by ALPN over TLS); the others HTTP/1.1, one connection per request in flight".into(),
+        );
+    }
     if seq_n < n {
         notes.push(format!(
             "crawl: seq runs {seq_n} requests, scaled ({n} would take {} s; --full runs all); speedups use its per-request time",
@@ -276,7 +299,7 @@ fn tour(o: &StudyOptions, redis: bool) -> Result<Preset> {
     }
     let g = gil_study(true);
     let m = mailer_study(true, o.stress, false, redis);
-    let c = crawl_study(true, o.full, false);
+    let c = crawl_study(true, o.full, false, o.request.http2);
     Ok(Preset {
         name: TOUR.into(),
         cells: g.cells.into_iter().chain(m.cells).chain(c.cells).collect(),
@@ -299,6 +322,11 @@ pub fn preset(name: &str, o: &StudyOptions, redis: bool) -> Result<Preset> {
         return Err(Error::usage(
             "--stress adds the 30,000-thread cell to the mailer study; the gil study has none",
         ));
+    }
+    if o.request.http2 && (name == "gil" || name == "mailer") {
+        return Err(Error::usage(format!(
+            "--http2 adds HTTP/2 rows to the crawl study (and the tour's crawl); the {name} study makes no HTTP requests"
+        )));
     }
     let study = STUDIES.iter().find(|s| s.name == name).ok_or_else(|| {
         Error::usage(format!(

@@ -238,6 +238,7 @@ pub(crate) fn request(
         }
     }
     options.cell_tasks = Some(cell.key.tasks);
+    options.http2 = cell.key.http2;
     // Each run keeps its commands' output in a folder of its own, in its cell's: every
     // repetition is kept, not only the last. With several workloads, a cell's folder starts
     // with its workload's place among them (w1-, w2-), or two workloads' cells of one model
@@ -255,10 +256,11 @@ pub(crate) fn request(
         };
         let sub = dir
             .join(format!(
-                "{place}{}-x{}{}",
+                "{place}{}-x{}{}{}",
                 cell.key.model.replace('/', "_"),
                 cell.key.tasks,
-                if cell.key.gil { "-gil" } else { "" }
+                if cell.key.gil { "-gil" } else { "" },
+                if cell.key.http2 { "-h2" } else { "" }
             ))
             .join(iteration.folder());
         let _ = std::fs::create_dir_all(&sub);
