@@ -3,7 +3,7 @@
 #  1. 1,000 GETs of a 100 ms delay at W = 100: HTTP/2 over one connection (100 streams)
 #     against HTTP/1.1 over 100 connections, for `async` and `curl`: wall, client CPU, server
 #     CPU, client peak RSS, connections opened.
-#  2. Throughput at delay=0: concur's HTTP/2 clients beside h2load (nghttp2-client) at
+#  2. Throughput at delay=0: concur's HTTP/2 clients (async, async-local, curl) beside h2load (nghttp2-client) at
 #     `-c 1 -m 100` and `-c 10 -m 10` (concur: W = 100 over --connections 1 and 10).
 # ROUNDS rounds alternate the clients so that drift spreads evenly; medians are printed.
 # Usage: bench/http2.sh [ROUNDS] [OUT_DIR]. Needs h2load (apt-get install nghttp2-client).
@@ -71,12 +71,14 @@ n=150000
 for r in $(seq "$rounds"); do
   for c in 1 10; do
     m=$((100 / c))
-    h2load -n $n -c $c -m $m "$base" 2> /dev/null \
-      | awk -v l="h2load-c$c-m$m" '/^finished in/ { gsub(/,/, ""); print l, $4 }' >> "$out/rps.txt"
-    for model in async curl; do
+    # h2load's CPU (user + sys) from time(1), written after its own output.
+    /usr/bin/time -f "cpu %U %S" h2load -n $n -c $c -m $m "$base" 2>&1 \
+      | awk -v l="h2load-c$c-m$m" -v n=$n '/^finished in/ { gsub(/,/, ""); rps = $4 }
+          /^cpu / { print l, rps, 1e6 * ($2 + $3) / n }' >> "$out/rps.txt"
+    for model in async async-local curl; do
       crawl "$model:100-h2-conn$c" "$base&name={rand}" $n 100 $model --http2 --connections $c \
-        | awk -v n=$n '{ print $1, n / $2 }' >> "$out/rps.txt"
+        | awk -v n=$n '{ print $1, n / $2, 1e6 * $3 / n }' >> "$out/rps.txt"
     done
   done
 done
-median "$out/rps.txt" "label  requests_per_s"
+median "$out/rps.txt" "label  requests_per_s  client_cpu_us_per_request"

@@ -432,10 +432,13 @@ pub fn advise(a: &Analysis) -> Vec<Advice> {
 
 /// What HTTP/2's multiplexing saved and what it cost, for each model of the group measured
 /// over both versions (the crawl study's `h2` rows beside its HTTP/1.1 rows): connections
-/// and handshakes, memory, CPU, wall and tail latency, one sentence per model.
+/// and handshakes, memory (tree PSS, as the tables), CPU, wall and tail latency, one clause
+/// per model, then what it cost.
 fn multiplexing(g: &Group) -> Option<String> {
     let measured = |c: &CellResult| c.runs_failed < c.runs && c.wall_median_s.is_some();
-    let mut s = Vec::new();
+    let mut saved = Vec::new();
+    let mut fell_back = Vec::new();
+    let mut slower = Vec::new();
     for h2 in g.cells.iter().filter(|c| c.key.http2 && measured(c)) {
         let Some(h1) = g.cells.iter().find(|c| {
             !c.key.http2
@@ -445,65 +448,68 @@ fn multiplexing(g: &Group) -> Option<String> {
         }) else {
             continue;
         };
-        let model = &h2.key.model;
+        let model = h2.key.model.clone();
         if h2.conn.http_version == Some(crate::measure::conn::HttpVersion::Http1) {
-            s.push(format!(
-                "{model} asked for HTTP/2, but the server answered in HTTP/1.1, so nothing was multiplexed."
-            ));
+            fell_back.push(model);
             continue;
         }
-        let mut saved = Vec::new();
+        let mut parts = Vec::new();
         if let (Some(c2), Some(c1)) = (h2.conn.connections_opened, h1.conn.connections_opened) {
-            let shake = if h1.conn.tls_us.is_some() {
-                "TCP and TLS handshakes"
-            } else {
-                "TCP handshakes"
-            };
-            saved.push(format!(
-                "{c2} connection{} instead of {c1} ({} fewer {shake})",
+            parts.push(format!(
+                "{c2} connection{} instead of {c1} ({} fewer {} handshakes)",
                 if c2 == 1 { "" } else { "s" },
-                c1.saturating_sub(c2)
+                c1.saturating_sub(c2),
+                if h1.conn.tls_us.is_some() {
+                    "TCP and TLS"
+                } else {
+                    "TCP"
+                }
             ));
         }
-        if let (Some(m2), Some(m1)) = (h2.max_rss_kib, h1.max_rss_kib) {
-            saved.push(format!(
-                "peak memory {} against {}",
-                fmt_kib(m2),
-                fmt_kib(m1)
-            ));
+        let mem = |c: &CellResult| c.tree_pss_kib.or(c.max_rss_kib);
+        if let (Some(m2), Some(m1)) = (mem(h2), mem(h1)) {
+            parts.push(format!("{} of memory against {}", fmt_kib(m2), fmt_kib(m1)));
         }
         let cpu = |c: &CellResult| Some(c.user_median_s? + c.sys_median_s?);
         if let (Some(c2), Some(c1)) = (cpu(h2), cpu(h1)) {
-            saved.push(format!("CPU {} against {}", fmt_secs(c2), fmt_secs(c1)));
+            parts.push(format!("{} of CPU against {}", fmt_secs(c2), fmt_secs(c1)));
         }
         let (w2, w1) = (
             h2.wall_median_s.unwrap_or(0.0),
             h1.wall_median_s.unwrap_or(0.0),
         );
-        let mut time = format!("wall {} against {}", fmt_secs(w2), fmt_secs(w1));
+        let mut time = format!("{} against {}", fmt_secs(w2), fmt_secs(w1));
         if let (Some(l2), Some(l1)) = (h2.latency_us, h1.latency_us) {
-            time.push_str(&format!(
-                ", p99 latency {} against {}",
-                us(l2.p99),
-                us(l1.p99)
-            ));
+            time.push_str(&format!(" (p99 {} against {})", us(l2.p99), us(l1.p99)));
         }
+        parts.push(time);
+        saved.push(format!("{model} {}", parts.join(", ")));
         let (lo2, _) = spread(h2);
         let (_, hi1) = spread(h1);
-        let cost = if lo2 > hi1 && w2 > w1 * 1.05 {
+        if lo2 > hi1 && w2 > w1 * 1.05 {
+            slower.push(format!("{model} ({:.0}% slower)", 100.0 * (w2 / w1 - 1.0)));
+        }
+    }
+    let mut s = Vec::new();
+    if !saved.is_empty() {
+        s.push(format!(
+            "Over HTTP/2, every request in flight a stream of one connection: {}.",
+            saved.join("; ")
+        ));
+        s.push(if slower.is_empty() {
+            "Multiplexing cost no time here; what it can cost, head-of-line blocking (one lost packet stalls every stream of the connection), shows only under packet loss, which this network did not have.".to_string()
+        } else {
             format!(
-                "HTTP/2 was {:.0}% slower here: every stream shares one connection's socket and its one task, so the streams queue behind each other",
-                100.0 * (w2 / w1 - 1.0)
+                "HTTP/2 was slower for {}: the streams share one connection's socket and its one task, so they queue behind each other.",
+                slower.join(", ")
             )
-        } else {
-            "multiplexing cost no time here; what it can cost, head-of-line blocking (one lost packet stalls every stream of the connection), shows only under packet loss, which this network did not have".into()
-        };
-        let used = if saved.is_empty() {
-            String::new()
-        } else {
-            format!(" used {};", saved.join(", "))
-        };
-        s.push(format!("Over HTTP/2, {model}{used} {time}: {cost}."));
+        });
+    }
+    if !fell_back.is_empty() {
+        s.push(format!(
+            "{} asked for HTTP/2, but the server answered in HTTP/1.1, so nothing was multiplexed.",
+            fell_back.join(", ")
+        ));
     }
     (!s.is_empty()).then(|| s.join(" "))
 }

@@ -1,6 +1,7 @@
 //! Connections an HTTP client opened or reused, and what opening them cost (TCP connect, TLS
 //! handshake), recorded by whichever client ran the tasks.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
@@ -56,30 +57,34 @@ pub enum HttpVersion {
 #[derive(Default)]
 struct Inner {
     opened: u64,
-    reused: u64,
     connect: Option<LatencyRecorder>,
     tls: Option<LatencyRecorder>,
     http_version: Option<HttpVersion>,
-    peak_streams: Option<u64>,
     server_max_streams: Option<u64>,
 }
 
-/// Collects [`ConnSample`]s from any thread; the lock is taken once per request, far below
-/// the cost of the request itself.
+/// Collects [`ConnSample`]s from any thread. What every request records (a reused connection,
+/// the streams open now) are atomics: the clients' threads never wait on each other for them.
+/// A new connection, rare and slow anyway, takes the lock.
 #[derive(Default)]
 pub struct ConnRecorder {
     inner: Mutex<Inner>,
+    reused: AtomicU64,
+    /// The most streams open at once on one connection; 0 until one was.
+    peak_streams: AtomicU64,
 }
 
 impl ConnRecorder {
     /// Adds one request's connection.
     pub fn record(&self, s: ConnSample) {
-        let mut i = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        if s.opened {
-            i.opened += 1;
-        } else {
-            i.reused += 1;
+        if !s.opened {
+            self.reused.fetch_add(1, Ordering::Relaxed);
+            if s.connect_us.is_none() && s.tls_us.is_none() {
+                return;
+            }
         }
+        let mut i = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        i.opened += u64::from(s.opened);
         // The histograms are made on first use: a run over kept connections needs none.
         if let Some(us) = s.connect_us {
             i.connect
@@ -99,8 +104,7 @@ impl ConnRecorder {
 
     /// Streams open on one HTTP/2 connection now; the run keeps the peak.
     pub fn streams_open(&self, n: u64) {
-        let mut i = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        i.peak_streams = Some(i.peak_streams.map_or(n, |p| p.max(n)));
+        self.peak_streams.fetch_max(n, Ordering::Relaxed);
     }
 
     /// The server's `SETTINGS_MAX_CONCURRENT_STREAMS`, as a connection received it.
@@ -113,16 +117,18 @@ impl ConnRecorder {
     /// other processes: `fork`, `spawn`).
     pub fn summary(&self) -> Option<ConnSummary> {
         let i = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        if i.opened + i.reused == 0 {
+        let reused = self.reused.load(Ordering::Relaxed);
+        if i.opened + reused == 0 {
             return None;
         }
+        let peak = self.peak_streams.load(Ordering::Relaxed);
         Some(ConnSummary {
             opened: i.opened,
-            reused: i.reused,
+            reused,
             connect_us: i.connect.as_ref().and_then(|h| h.summary()),
             tls_us: i.tls.as_ref().and_then(|h| h.summary()),
             http_version: i.http_version,
-            peak_streams_per_connection: i.peak_streams,
+            peak_streams_per_connection: (peak > 0).then_some(peak),
             server_max_concurrent_streams: i.server_max_streams,
         })
     }

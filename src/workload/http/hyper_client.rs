@@ -3,19 +3,23 @@
 //!
 //! HTTP/1.1: a small pool of idle connections, one request on each at a time. HTTP/2
 //! (`--http2`): the requests in flight are streams over `--connections` connections (1 unless
-//! given), shared by cloning hyper's sender and opened again when one dies (GOAWAY, closed);
+//! given), shared by cloning the sender and opened again when one dies (GOAWAY, closed);
 //! h2c by prior knowledge over TCP, `h2` by ALPN over TLS. A TLS server that chooses
 //! `http/1.1` gets the HTTP/1.1 pool, and the run records the version spoken.
+//!
+//! HTTP/2 goes through the `h2` crate directly (the one hyper drives): hyper's HTTP/2 client
+//! hands each request to the connection's task over a channel and spawns one more task per
+//! request to carry its response back, two wake-ups and a task's allocation per request that
+//! h2's own handles do without (docs/benchmarks.md §13 measured the difference).
 
-use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use hyper::client::conn::{http1, http2};
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper::client::conn::http1;
+use hyper_util::rt::TokioIo;
 
 use super::endpoint::{micros, Endpoint};
 use super::request::{HttpRequest, RequestBuilder};
@@ -30,10 +34,8 @@ const READ_BUF: usize = 4 << 10;
 /// The connections of one workload: idle HTTP/1.1 ones, and with `--http2` the shared ones.
 pub(super) struct Client {
     pool: Mutex<Vec<http1::SendRequest<Full<Bytes>>>>,
-    /// `--http2`: one slot per connection that carries streams, empty until first used and
-    /// after its connection died. Its lock is held while connecting, so that the requests
-    /// waiting for the slot's connection open one, not one each.
-    slots: Vec<tokio::sync::Mutex<Option<H2Conn>>>,
+    /// `--http2`: one slot per connection that carries streams.
+    slots: Vec<Slot>,
     /// The slot of the next request (round robin).
     next: AtomicUsize,
     /// Set once a TLS server answered ALPN with `http/1.1` (or nothing): every request takes
@@ -41,18 +43,37 @@ pub(super) struct Client {
     fell_back: AtomicBool,
 }
 
+/// One `--http2` connection's place: empty until first used and after its connection died.
+#[derive(Default)]
+struct Slot {
+    /// The connection, cloned out by every request under a lock held for nothing else (no
+    /// request waits on another's await).
+    conn: Mutex<Option<H2Conn>>,
+    /// Held while connecting, so that the requests waiting for the slot's connection open
+    /// one, not one each.
+    connecting: tokio::sync::Mutex<()>,
+}
+
+impl Slot {
+    /// The slot's connection, if it has one still open.
+    fn live(&self) -> Option<H2Conn> {
+        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        conn.as_ref()
+            .filter(|c| !c.closed.load(Ordering::Acquire))
+            .cloned()
+    }
+}
+
 /// One HTTP/2 connection, shared by every request that goes out on it.
 #[derive(Clone)]
 struct H2Conn {
-    sender: http2::SendRequest<Full<Bytes>>,
+    sender: h2::client::SendRequest<Bytes>,
+    /// Set by the connection's task when the connection ended (GOAWAY, closed, failed).
+    closed: Arc<AtomicBool>,
     /// Streams open on this connection now (handed to it and not yet read to the end).
     open: Arc<AtomicU64>,
-    /// h2's limit on the streams this client may open at once, now: hyper's initial 100
-    /// until the server's SETTINGS arrive, then the server's `SETTINGS_MAX_CONCURRENT_STREAMS`,
-    /// or `usize::MAX` when it sent none.
-    limit: Arc<dyn Fn() -> usize + Send + Sync>,
-    /// Whether [`H2Conn::limit`] was read: once per connection, after its first response (the
-    /// lock it takes is the one the connection's task polls under, so not on every response).
+    /// Whether the server's stream limit was recorded: once per connection, after its first
+    /// response.
     limit_read: Arc<AtomicBool>,
 }
 
@@ -85,7 +106,7 @@ impl Client {
         let slots = if ep.http2 { ep.connections } else { 0 };
         Client {
             pool: Mutex::default(),
-            slots: (0..slots).map(|_| tokio::sync::Mutex::new(None)).collect(),
+            slots: (0..slots).map(|_| Slot::default()).collect(),
             next: AtomicUsize::new(0),
             fell_back: AtomicBool::new(false),
         }
@@ -151,26 +172,30 @@ impl Client {
         requests: &RequestBuilder,
         index: usize,
     ) -> Result<u64, TaskError> {
-        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len();
-        let mut slot = self.slots[i].lock().await;
-        let conn = match slot.as_ref().filter(|c| !c.sender.is_closed()) {
-            Some(c) => {
-                ep.conns.record(ConnSample::default());
-                c.clone()
+        let slot = &self.slots[self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len()];
+        let conn = match slot.live() {
+            Some(c) => c,
+            None => {
+                let connecting = slot.connecting.lock().await;
+                match slot.live() {
+                    // Another request opened it while this one waited.
+                    Some(c) => c,
+                    None => match Box::pin(connect(ep)).await? {
+                        Conn::H2(c) => {
+                            *slot.conn.lock().unwrap_or_else(|p| p.into_inner()) = Some(c.clone());
+                            drop(connecting);
+                            return send_h2(ep, &c, requests.build(index)).await;
+                        }
+                        Conn::H1(s) => {
+                            self.fell_back.store(true, Ordering::Relaxed);
+                            drop(connecting);
+                            return self.send_h1(ep, s, requests, index).await;
+                        }
+                    },
+                }
             }
-            None => match Box::pin(connect(ep)).await? {
-                Conn::H2(c) => {
-                    *slot = Some(c.clone());
-                    c
-                }
-                Conn::H1(s) => {
-                    self.fell_back.store(true, Ordering::Relaxed);
-                    drop(slot);
-                    return self.send_h1(ep, s, requests, index).await;
-                }
-            },
         };
-        drop(slot);
+        ep.conns.record(ConnSample::default());
         send_h2(ep, &conn, requests.build(index)).await
     }
 
@@ -186,8 +211,9 @@ impl Client {
             .ready()
             .await
             .map_err(|e| TaskError::new("connect", e.to_string()))?;
+        let (head, body) = to_hyper(requests.build(index), hyper::Version::HTTP_11)?;
         let resp = sender
-            .send_request(to_hyper(requests.build(index), hyper::Version::HTTP_11)?)
+            .send_request(head.map(|()| Full::new(body.unwrap_or_default())))
             .await
             .map_err(|e| TaskError::new("read", e.to_string()))?;
         let (status, n) = read_body(resp).await?;
@@ -203,23 +229,37 @@ impl Client {
 
 /// `req` as a stream on `conn`, counted open until its body is read.
 async fn send_h2(ep: &Endpoint, conn: &H2Conn, req: HttpRequest) -> Result<u64, TaskError> {
-    let mut sender = conn.sender.clone();
-    sender
+    let read = |e: h2::Error| TaskError::new("read", e.to_string());
+    // Waits while the connection has as many streams open as the server allows.
+    let mut sender = conn
+        .sender
+        .clone()
         .ready()
         .await
         .map_err(|e| TaskError::new("connect", e.to_string()))?;
-    let req = to_hyper(req.into_http2(), hyper::Version::HTTP_2)?;
+    let (head, body) = to_hyper(req.into_http2(), hyper::Version::HTTP_2)?;
+    let body = body.filter(|b| !b.is_empty());
     let stream = OpenStream::new(&conn.open, &ep.conns);
-    let resp = sender
-        .send_request(req)
-        .await
-        .map_err(|e| TaskError::new("read", e.to_string()))?;
-    let (status, n) = read_body(resp).await?;
+    let (resp, mut send) = sender.send_request(head, body.is_none()).map_err(read)?;
+    if let Some(b) = body {
+        // Queued whole; h2 sends it as the server's window allows.
+        send.send_data(b, true).map_err(read)?;
+    }
+    let resp = resp.await.map_err(read)?;
+    let status = resp.status().as_u16();
+    let mut body = resp.into_body();
+    let mut n = 0u64;
+    while let Some(data) = body.data().await {
+        let data = data.map_err(read)?;
+        n += data.len() as u64;
+        // Read: the server may send as much again.
+        let _ = body.flow_control().release_capacity(data.len());
+    }
     drop(stream);
     // The server's SETTINGS come before its first response, and h2 applies them before it
     // reads the next frame, so it knows them by now; they hold for the connection's life.
     if !conn.limit_read.swap(true, Ordering::AcqRel) {
-        let limit = (conn.limit)();
+        let limit = conn.sender.current_max_send_streams();
         if limit != usize::MAX {
             ep.conns.server_max_streams(limit as u64);
         }
@@ -249,14 +289,14 @@ fn checked(status: u16, n: u64) -> Result<u64, TaskError> {
     Ok(n)
 }
 
-/// `req` as hyper sends it in `version`: the builder's headers in their order (hyper keeps a
-/// header map's insertion order and adds none to a request whose `Host` and `Content-Length`
-/// are given). HTTP/1.1 asks for the origin-form target; HTTP/2 for the whole URL, whose
-/// scheme and authority become `:scheme` and `:authority`.
+/// `req` as hyper and h2 send it in `version`, its head and its body apart: the builder's
+/// headers in their order (both keep a header map's insertion order and add none to a request
+/// whose `Host` and `Content-Length` are given). HTTP/1.1 asks for the origin-form target;
+/// HTTP/2 for the whole URL, whose scheme and authority become `:scheme` and `:authority`.
 fn to_hyper(
     req: HttpRequest,
     version: hyper::Version,
-) -> Result<hyper::Request<Full<Bytes>>, TaskError> {
+) -> Result<(hyper::Request<()>, Option<Bytes>), TaskError> {
     let uri = if version == hyper::Version::HTTP_2 {
         req.url
     } else {
@@ -269,8 +309,10 @@ fn to_hyper(
     for (name, value) in req.headers {
         b = b.header(name, value);
     }
-    b.body(Full::new(req.body.unwrap_or_default()))
-        .map_err(|e| TaskError::new("request", e.to_string()))
+    let head = b
+        .body(())
+        .map_err(|e| TaskError::new("request", e.to_string()))?;
+    Ok((head, req.body))
 }
 
 /// Opens a connection (TLS included), recording what it cost and, with `--http2`, the version
@@ -289,7 +331,7 @@ async fn connect(ep: &Endpoint) -> Result<Conn, TaskError> {
         tls_us: None,
     };
     let conn = match ep.tls_h2.as_ref().or(ep.tls.as_ref()) {
-        None if ep.http2 => handshake_h2(TokioIo::new(stream)).await,
+        None if ep.http2 => handshake_h2(stream).await,
         None => handshake_h1(TokioIo::new(stream)).await,
         Some(config) => {
             let tls = tokio_rustls::TlsConnector::from(config.clone())
@@ -305,7 +347,7 @@ async fn connect(ep: &Endpoint) -> Result<Conn, TaskError> {
                 Ok(s) => {
                     sample.tls_us = Some(micros(t1, mono_ns()));
                     if s.get_ref().1.alpn_protocol() == Some(tls::ALPN_H2) {
-                        handshake_h2(TokioIo::new(s)).await
+                        handshake_h2(s).await
                     } else {
                         handshake_h1(TokioIo::new(s)).await
                     }
@@ -345,39 +387,30 @@ where
     Ok(Conn::H1(sender))
 }
 
-/// hyper's HTTP/2 handshake over any stream; the connection is driven by its own task. It
-/// is shared with [`H2Conn::limit`] behind a lock, as hyper tells h2's stream limit only on
-/// the connection, and the limit must be read live: hyper's part of the connection is not
-/// polled when frames arrive (h2's own task reads them), so a copy taken after each poll was
-/// stale (hyper's initial 100 where the server had said 1000).
+/// h2's handshake over any stream; the connection is driven by its own task, which marks it
+/// closed when it ends. The windows are hyper's defaults (2 MiB a stream, 5 MiB the
+/// connection), so that large bodies are not held back by h2's 64 KiB.
 async fn handshake_h2<I>(io: I) -> Result<Conn, TaskError>
 where
-    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let (sender, conn) = http2::Builder::new(TokioExecutor::new())
-        .handshake(io)
+    let (sender, conn) = h2::client::Builder::new()
+        .initial_window_size(2 << 20)
+        .initial_connection_window_size(5 << 20)
+        .enable_push(false)
+        .handshake::<_, Bytes>(io)
         .await
         .map_err(|e| TaskError::new("connect", e.to_string()))?;
-    let conn = Arc::new(Mutex::new(Box::pin(conn)));
-    let driven = conn.clone();
+    let closed = Arc::new(AtomicBool::new(false));
+    let ended = closed.clone();
     tokio::spawn(async move {
-        let _ = std::future::poll_fn(|cx| {
-            driven
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .as_mut()
-                .poll(cx)
-        })
-        .await;
+        let _ = conn.await;
+        ended.store(true, Ordering::Release);
     });
     Ok(Conn::H2(H2Conn {
         sender,
+        closed,
         open: Arc::new(AtomicU64::new(0)),
         limit_read: Arc::new(AtomicBool::new(false)),
-        limit: Arc::new(move || {
-            conn.lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .current_max_send_streams()
-        }),
     }))
 }
