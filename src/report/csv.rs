@@ -11,7 +11,6 @@ pub const COLUMNS: &[&str] = &[
     "workers",
     "tasks",
     "gil",
-    "http2",
     "runs",
     "runs_failed",
     "wall_median_s",
@@ -40,6 +39,8 @@ pub const COLUMNS: &[&str] = &[
     "service_p99_us",
     "queue_p99_us",
     "lag_p99_us",
+    // Added after the rest, so that columns read by position keep their place.
+    "http2",
 ];
 
 fn f(v: Option<f64>) -> String {
@@ -62,7 +63,6 @@ pub fn render(a: &Analysis) -> String {
             c.workers.map(|w| w.to_string()).unwrap_or_default(),
             c.key.tasks.to_string(),
             c.key.gil.to_string(),
-            c.key.http2.to_string(),
             c.runs.to_string(),
             c.runs_failed.to_string(),
             f(c.wall_median_s),
@@ -95,6 +95,7 @@ pub fn render(a: &Analysis) -> String {
             u(c.open.as_ref().and_then(|o| o.service_us).map(|l| l.p99)),
             u(c.open.as_ref().and_then(|o| o.queue_us).map(|l| l.p99)),
             u(c.open.as_ref().and_then(|o| o.lag_us).map(|l| l.p99)),
+            c.key.http2.to_string(),
         ]);
     }
     for r in rows {
