@@ -118,8 +118,9 @@ struct Retry {
 
 /// How a run's transfers verify the server.
 enum Trust {
-    /// libcurl verifies, against its CA file: the system's bundle, or the run's [`CaFile`].
-    Libcurl(Option<CaFile>),
+    /// libcurl verifies, against its CA file: the run's [`CaFile`], or the system's bundle
+    /// (found once per run: finding it probes a dozen paths).
+    Libcurl(Option<CaFile>, Option<PathBuf>),
     /// libcurl verifies nothing and [`PeerCheck`] verifies each new connection.
     Concur(Arc<tls::Verifier>),
 }
@@ -131,13 +132,13 @@ impl Trust {
     /// whose cost is part of the handshake it times.
     fn for_run(ca_pem: Option<&str>, insecure: bool) -> Result<Trust, String> {
         let Some(pem) = ca_pem.filter(|_| !insecure) else {
-            return Ok(Trust::Libcurl(None));
+            return Ok(Trust::Libcurl(None, tls::system_ca_file()));
         };
         let verifier = tls::Verifier::new(Some(pem))?;
         if verifier.has_ca_marked_server_certificate() {
             Ok(Trust::Concur(Arc::new(verifier)))
         } else {
-            CaFile::write(pem).map(|f| Trust::Libcurl(Some(f)))
+            CaFile::write(pem).map(|f| Trust::Libcurl(Some(f), None))
         }
     }
 }
@@ -402,18 +403,19 @@ impl CurlMulti {
             easy.http_version(HttpVersion::V2PriorKnowledge)?;
             easy.pipewait(true)?;
         }
+        // Plain HTTP sets no TLS option at all: each is copied into the handle per transfer.
+        let https = req.url.starts_with("https:");
         match conn.trust {
+            _ if !https => {}
             _ if conn.insecure => {
                 easy.ssl_verify_peer(false)?;
                 easy.ssl_verify_host(false)?;
             }
-            Trust::Concur(verifier) if req.url.starts_with("https:") => {
+            Trust::Concur(verifier) => {
                 PeerCheck::install(easy, verifier, &req.url)?;
             }
-            Trust::Concur(_) => {}
-            Trust::Libcurl(ca) => {
-                let ca = ca.as_ref().map(|f| f.path.clone());
-                if let Some(ca) = ca.or_else(tls::system_ca_file) {
+            Trust::Libcurl(ca, system) => {
+                if let Some(ca) = ca.as_ref().map(|f| &f.path).or(system.as_ref()) {
                     easy.cainfo(ca)?;
                 }
             }
