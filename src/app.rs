@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::analysis::results::ResultsWriter;
 use crate::error::{Error, Result};
+use crate::hub::executor::HubExecutor;
 use crate::options::StudyOptions;
 use crate::output::{Feedback, Terminal};
 use crate::publish::{self, Conclusion, Outputs};
@@ -50,7 +51,8 @@ pub(crate) fn conduct(opts: &StudyOptions, out: &Outputs, how: Conduct) -> Resul
     if let Some(dir) = &plan.options.cmd_output {
         crate::files::check_output_dir("--cmd-output", dir)?;
     }
-    let bound = bind::bind(plan, opts)?;
+    let mut bound = bind::bind(plan, opts)?;
+    let hub = bound.hub.take();
     let plan = &bound.plan;
     if let Some(dir) = &plan.options.cmd_output {
         crate::files::create_output_dir("--cmd-output", dir)?;
@@ -95,13 +97,37 @@ pub(crate) fn conduct(opts: &StudyOptions, out: &Outputs, how: Conduct) -> Resul
             s.base_url()
         ));
     }
+    if let Some((hub, agents)) = &hub {
+        terminal.line(format_args!(
+            "hub: {} with {} agent{}: {}",
+            hub.url(),
+            agents.len(),
+            if agents.len() == 1 { "" } else { "s" },
+            agents
+                .iter()
+                .map(|a| format!(
+                    "{} ({}, {} cores, clock {})",
+                    a.name,
+                    a.addr.as_deref().unwrap_or("?"),
+                    a.cores,
+                    crate::hub::clock::describe(&a.clock)
+                ))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+    }
     let process;
-    let executor: &dyn Executor = match how.isolation {
-        Isolation::FreshProcess => {
+    let over_hosts;
+    let executor: &dyn Executor = match (how.isolation, hub) {
+        (_, Some((hub, agents))) => {
+            over_hosts = HubExecutor::new(hub, agents, bound.run_server())?;
+            &over_hosts
+        }
+        (Isolation::FreshProcess, None) => {
             process = ProcessExecutor::new(bound.run_server())?;
             &process
         }
-        Isolation::InProcess => &InProcessExecutor,
+        (Isolation::InProcess, None) => &InProcessExecutor,
     };
     let outcome = study::execute(plan, executor, &mut writer, how.command, &terminal)?;
     // The server stops (and the classic programs' folder goes) before the reports are made.

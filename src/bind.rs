@@ -21,6 +21,9 @@ pub struct Bound {
     /// The classic programs' folder: keep it as long as the study runs (dropped, it is
     /// deleted).
     _classic_dir: Option<tempfile::TempDir>,
+    /// A study over several hosts: the hub, answering, and the agents that will run the
+    /// shares (every one alive, of this version; by name).
+    pub hub: Option<(crate::hub::Hub, Vec<crate::hub::AgentInfo>)>,
 }
 
 impl Bound {
@@ -55,13 +58,34 @@ pub fn bind(mut plan: Plan, o: &StudyOptions) -> Result<Bound> {
     } else {
         None
     };
+    let hub = match &plan.hub {
+        Some(h) => {
+            let (hub, agents, counts) = reach_hub(h, &plan)?;
+            plan = plan.over_hosts(&counts);
+            Some((hub, agents))
+        }
+        None => None,
+    };
     // http:/PATH cells without --url get concur's own delay server, in this process, on a
-    // free loopback port; its counters give each run the server's peak in-flight.
+    // free loopback port; its counters give each run the server's peak in-flight. Over a
+    // hub, it listens on the address other hosts reach this one by (the one the route to the
+    // hub leaves from), so the agents' clients reach it and it has this machine's cores to
+    // itself.
     let server = if plan.needs_server() {
+        let mut o = ServerOptions::ephemeral();
+        if let Some((hub, _)) = &hub {
+            let ip = hub.local_addr().ok_or_else(|| {
+                Error::usage(format!(
+                    "--hub '{}': this machine's address towards the hub cannot be found, so the agents could not reach the study's server (give --url of a server they reach)",
+                    hub.url()
+                ))
+            })?;
+            o.addr = std::net::SocketAddr::new(ip, 0);
+        }
         Some(InProcessServer::start(
             ServerOptions {
                 tls: plan.tls.then_some(ServeTls::SelfSigned),
-                ..ServerOptions::ephemeral()
+                ..o
             },
             crate::model::cores(),
         )?)
@@ -72,7 +96,62 @@ pub fn bind(mut plan: Plan, o: &StudyOptions) -> Result<Bound> {
         plan,
         server,
         _classic_dir: classic,
+        hub,
     })
+}
+
+/// Reaches the hub of `--hub` and picks the agents: every one alive, by name; one of another
+/// version, too few for `--hosts`, or one without `--allow-commands` for a `cmd:` cell is one
+/// line, before any run. Returns the host counts to run each cell over.
+fn reach_hub(
+    h: &crate::study::plan::HubPlan,
+    plan: &Plan,
+) -> Result<(crate::hub::Hub, Vec<crate::hub::AgentInfo>, Vec<usize>)> {
+    let hub = crate::hub::Hub::open(&h.url)?;
+    let mut c = hub.connect()?;
+    let agents = hub.agents(&mut c)?;
+    if let Some(why) = agents.iter().find_map(|a| a.version_refusal()) {
+        return Err(Error::usage(format!("--hub '{}': {why}", h.url)));
+    }
+    let names = || {
+        agents
+            .iter()
+            .map(|a| a.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let most = h.hosts.iter().copied().max().unwrap_or(agents.len());
+    if agents.is_empty() || most > agents.len() {
+        return Err(Error::usage(format!(
+            "--hosts {most}: the hub '{}' has {} agent{} alive{} (start one on each host with: concur agent --hub URL)",
+            h.url,
+            agents.len(),
+            if agents.len() == 1 { "" } else { "s" },
+            if agents.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", names())
+            }
+        )));
+    }
+    let commands = plan
+        .cells
+        .iter()
+        .find(|c| c.key.workload.starts_with("cmd:"));
+    if let Some(cell) = commands {
+        if let Some(a) = agents.iter().take(most).find(|a| !a.allow_commands) {
+            return Err(Error::usage(format!(
+                "--hub: agent '{}' runs no commands of others ('{}'): start it with concur agent --allow-commands",
+                a.name, cell.key.workload
+            )));
+        }
+    }
+    let counts = if h.hosts.is_empty() {
+        vec![agents.len()]
+    } else {
+        h.hosts.clone()
+    };
+    Ok((hub, agents, counts))
 }
 
 /// `--body`: the file's bytes, or standard input's for `@-`.

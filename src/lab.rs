@@ -330,7 +330,12 @@ impl LabReport {
     /// The report of a lab that stepped aside in a run's process.
     fn empty() -> LabReport {
         LabReport {
-            meta: study::meta(crate::study::machine::machine(), &[], Vec::new()),
+            meta: study::meta(
+                crate::study::machine::machine(),
+                &[],
+                Vec::new(),
+                Vec::new(),
+            ),
             runs: Vec::new(),
             analysis: Analysis::default(),
             advice: Vec::new(),

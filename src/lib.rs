@@ -59,6 +59,7 @@ pub(crate) mod files;
 #[doc(hidden)]
 pub mod fuzzing;
 pub(crate) mod gil;
+pub mod hub;
 pub(crate) mod interrupt;
 pub mod jobs;
 pub mod lab;

@@ -141,6 +141,34 @@ pub struct StudyOptions {
     /// Open-model runs.
     #[command(flatten)]
     pub open: OpenOptions,
+    /// Other hosts.
+    #[command(flatten)]
+    pub hub: HubOptions,
+}
+
+/// Studies across machines: the hub the agents joined, and over how many of them each cell's
+/// work is split.
+#[derive(Args, Debug, Clone, PartialEq, Default)]
+pub struct HubOptions {
+    /// Run every cell's work on agents joined to this hub, a Redis URL (start `concur agent --hub URL` on each host); also read from CONCUR_HUB
+    #[arg(long, value_name = "URL")]
+    pub hub: Option<String>,
+    /// With --hub: split each cell's work over K agents (default: every agent alive); a list (1,2,3) scans the host count
+    #[arg(long, value_name = "K", value_delimiter = ',', value_parser = parse_count, allow_negative_numbers = true)]
+    pub hosts: Vec<usize>,
+}
+
+impl HubOptions {
+    /// `--hub`, else `CONCUR_HUB` (read here, by the command line, rather than by clap, so
+    /// that a library's defaults never pick it up from the environment).
+    pub fn from_env(mut self) -> HubOptions {
+        if self.hub.is_none() {
+            self.hub = std::env::var(crate::hub::HUB_ENV)
+                .ok()
+                .filter(|s| !s.is_empty());
+        }
+        self
+    }
 }
 
 impl Default for StudyOptions {

@@ -69,6 +69,20 @@ pub struct RunRequest {
     /// Open-model runs (`--rate`): the schedule the tasks are released on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open: Option<crate::measure::schedule::OpenRun>,
+    /// A run over several hosts: this host's share of the cell and when it starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part: Option<PartRequest>,
+}
+
+/// One host's share of a run over several hosts (`--hosts K`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PartRequest {
+    /// Which share of the cell's tasks (or of its arrivals: the open schedule carries the
+    /// same segment).
+    pub segment: crate::measure::schedule::Segment,
+    /// The common start, on this machine's monotonic clock (`measure::mono_ns`): the hub's
+    /// announced instant, translated through this host's measured clock offset.
+    pub start_mono_ns: u64,
 }
 
 /// A process of our own binary that concur starts for part of its work.
@@ -221,6 +235,7 @@ mod tests {
                     schedule: crate::measure::schedule::Schedule::fixed(10.0, 3),
                     interval_us: 1_000_000,
                 }),
+                part: None,
             }),
             SelfCall::Task {
                 recipe: env(),

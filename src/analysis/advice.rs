@@ -634,6 +634,7 @@ mod tests {
                 tasks: 8,
                 gil: false,
                 http2: false,
+                hosts: None,
             },
             workers: None,
             parallelism: par,

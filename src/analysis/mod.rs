@@ -299,7 +299,12 @@ pub fn analyze(runs: &[RunResult], machine: &Machine) -> Analysis {
         if let Some(base) = base.filter(|_| wall > 0.0) {
             let speedup = base / wall;
             c.speedup = Some(speedup);
-            let cap = if c.traits.waits { usize::MAX } else { cores };
+            // Over K hosts, K machines' cores.
+            let cap = if c.traits.waits {
+                usize::MAX
+            } else {
+                cores * k.hosts.unwrap_or(1)
+            };
             let p = c.parallelism.min(cap).min(k.tasks).max(1);
             c.efficiency = Some(speedup / measured_slots.unwrap_or(p as f64));
         }

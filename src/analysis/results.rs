@@ -77,6 +77,31 @@ pub struct Meta {
     /// Notes about the plan (chosen task sizes, scaled cells).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// A study over several hosts (`--hub`): the agents that ran its shares, with their
+    /// clocks against the hub's as measured when the study began.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<MetaHost>,
+}
+
+/// One agent of a study over several hosts, on the meta line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MetaHost {
+    /// Its name on the hub.
+    pub name: String,
+    /// Its host's name.
+    pub host: String,
+    /// Its address as the hub sees it.
+    pub addr: Option<String>,
+    /// Its cores.
+    pub cores: usize,
+    /// Its memory, KiB.
+    pub mem_total_kib: Option<u64>,
+    /// The concur version it runs.
+    pub version: String,
+    /// The hub's wall clock minus the agent's, ns (positive: the agent's is behind).
+    pub clock_offset_ns: i64,
+    /// That offset's uncertainty, ns.
+    pub clock_uncertainty_ns: u64,
 }
 
 /// How a run ended.
@@ -124,16 +149,24 @@ pub struct CellKey {
     /// HTTP/1.1 ones). Absent (false) on every other cell and in files from before it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub http2: bool,
+    /// Over how many hosts the cell's work was split (`--hub … --hosts K`); absent for a
+    /// cell run on this machine alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hosts: Option<usize>,
 }
 
 impl CellKey {
     /// The row's name in a table: the model spec, with ` h2` when the cell asked for HTTP/2.
+    /// With `@K hosts` when its work was split over K hosts.
     pub fn model_label(&self) -> String {
+        let mut label = self.model.clone();
         if self.http2 {
-            format!("{} h2", self.model)
-        } else {
-            self.model.clone()
+            label.push_str(" h2");
         }
+        if let Some(k) = self.hosts {
+            label.push_str(&format!(" @{k} host{}", if k == 1 { "" } else { "s" }));
+        }
+        label
     }
 
     /// `thread ×10` style label (`async:100 h2 ×1000` over HTTP/2).
@@ -384,6 +417,11 @@ pub struct RunResult {
     /// `--rate auto`: the search that chose this run's rate. Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_search: Option<RateSearch>,
+    /// A run over several hosts (`--hub … --hosts K`): each host's part, the merged latency
+    /// histogram, the start spread and what share of the work the hosts covered. Absent for
+    /// a run on this machine alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hub: Option<crate::hub::merge::HubRun>,
 }
 
 /// One probe of `--rate auto`: a short open run at one rate.

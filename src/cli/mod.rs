@@ -3,6 +3,7 @@
 //! one call each subcommand makes into the library. The binary is `main() { cli::main() }`.
 
 mod help;
+mod hub;
 mod jobs;
 mod serve;
 mod usage_error;
@@ -13,7 +14,9 @@ use std::process::ExitCode;
 use clap::error::ErrorKind;
 use clap::{Args, FromArgMatches, Parser, Subcommand};
 
-use crate::options::{CmdOptions, OpenOptions, PeerOptions, RequestOptions, StudyOptions};
+use crate::options::{
+    CmdOptions, HubOptions, OpenOptions, PeerOptions, RequestOptions, StudyOptions,
+};
 use crate::report::{Export, Target};
 use crate::{Error, Outputs};
 
@@ -54,6 +57,10 @@ enum Command {
     /// The classic experiments' programs in CPython and MRI that --classic runs: install, show
     #[command(subcommand)]
     Classic(jobs::ClassicCommand),
+    /// Join a hub (a Redis) as an agent: run the shares of studies sent from other hosts until told to leave or Ctrl-C
+    Agent(hub::AgentArgs),
+    /// List a hub's agents (name, address, cores, clock offset, last heartbeat, what each does), or tell them to leave
+    Agents(hub::AgentsArgs),
     /// Print a shell completion script: concur completions bash > /etc/bash_completion.d/concur
     Completions {
         /// The shell
@@ -158,6 +165,8 @@ struct CrawlArgs {
     #[command(flatten)]
     open: OpenOptions,
     #[command(flatten)]
+    hub: HubOptions,
+    #[command(flatten)]
     out: OutputArgs,
     #[command(flatten)]
     failures: FailureArgs,
@@ -236,11 +245,14 @@ fn outputs(o: OutputArgs, results: Option<PathBuf>, ignore_failures: bool) -> Ou
 
 fn dispatch(cli: Cli) -> Result<i32, Error> {
     match cli.command {
-        Command::Run(a) => crate::run(
-            &a.study,
-            &outputs(a.out, a.json, a.failures.ignore_failures),
-            crate::app::command_line(),
-        ),
+        Command::Run(mut a) => {
+            a.study.hub = a.study.hub.from_env();
+            crate::run(
+                &a.study,
+                &outputs(a.out, a.json, a.failures.ignore_failures),
+                crate::app::command_line(),
+            )
+        }
         Command::Report(a) => crate::report_file(&a.file, &outputs(a.out, None, false)),
         Command::Crawl(a) => {
             let takes_workers = crate::model::REGISTRY
@@ -266,6 +278,7 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
                 request: a.request,
                 peers: a.peers,
                 open: a.open,
+                hub: a.hub.from_env(),
                 ..StudyOptions::default()
             };
             crate::run(
@@ -307,6 +320,8 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
             Ok(0)
         }
         Command::Jobs(c) => jobs::jobs(c),
+        Command::Agent(a) => hub::agent(a),
+        Command::Agents(a) => hub::agents(a),
         Command::Classic(c) => jobs::classic(c),
         Command::List => {
             help::list();

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 /// How a child ended and what it used.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct ChildUsage {
     /// Exit code when it exited normally.
     pub exit_code: Option<i32>,

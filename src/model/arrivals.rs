@@ -171,6 +171,7 @@ mod tests {
             from: 100.0,
             to: 300.0,
             tasks: 400,
+            segment: crate::measure::schedule::Segment::WHOLE,
         };
         // Mean 200/s: 400 tasks over 2 s; the first gap is 1/100 s, the last about 1/300 s.
         assert!((s.span_s() - 2.0).abs() < 1e-12);

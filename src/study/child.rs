@@ -60,6 +60,14 @@ pub struct ChildReport {
     /// cost.
     #[serde(default)]
     pub connections: Option<crate::measure::conn::ConnSummary>,
+    /// The latency histogram whole, with its exact count, min, max and sum (what a run on
+    /// another host sends back, for the merged row).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_hdr: Option<crate::measure::latency::LatencyWire>,
+    /// A run over several hosts: when its first task started, ns after the announced common
+    /// start (negative: before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_task_ns: Option<i64>,
 }
 
 /// The prefix of the live lines an open-model run writes on stderr once per interval; the
@@ -140,6 +148,7 @@ pub fn report_open(
         }
     }
     r.latency_us = latency.summary();
+    r.latency_hdr = latency.to_wire();
     let total = outcome.records.len();
     r.error = outcome.error.or_else(|| {
         first_error.map(|e| format!("{} of {total} tasks failed (first: {e})", r.tasks_failed))
@@ -197,10 +206,16 @@ fn worker_main(recipe: WorkloadRecipe, queue: String, records: std::path::PathBu
 /// work of a `__run` child, and of a library user's in-process fallback.
 pub fn run_cell(req: RunRequest) -> Result<ChildReport> {
     let workload = req.recipe.install()?;
+    // One host's share of a cell over several hosts: its tasks are the cell's every K-th.
+    let workload = match &req.part {
+        Some(p) => crate::workload::segmented::Segmented::wrap(workload, p.segment),
+        None => workload,
+    };
     let model = model::parse(&req.model)?;
     process::raise_nofile_limit();
+    let start_at = req.part.map(|p| p.start_mono_ns);
     let arrivals = req.open.map(|o| {
-        let t0 = mono_ns() + LEAD.as_nanos() as u64;
+        let t0 = start_at.unwrap_or_else(|| mono_ns() + LEAD.as_nanos() as u64);
         (Arrivals::new(o.schedule, t0), o.interval_us.max(1) * 1000)
     });
     let ctx = RunCtx {
@@ -216,8 +231,16 @@ pub fn run_cell(req: RunRequest) -> Result<ChildReport> {
         .as_ref()
         .filter(|_| !model.task_processes())
         .map(|(a, i)| live_ticker(a.clone(), *i));
+    // A closed share starts at the common instant too (an open one's first arrival is due then).
+    if let (Some(at), None) = (start_at, &arrivals) {
+        crate::model::arrivals::sleep_until(at);
+    }
     let t0 = mono_ns();
     let outcome = model.run(&ctx);
+    let first_task_ns = start_at.and_then(|at| {
+        let first = outcome.records.iter().map(|r| r.start_ns).min()?;
+        Some(first as i64 - at as i64)
+    });
     let wall_s = mono_ns().saturating_sub(t0) as f64 / 1e9;
     if let Some((stop, handle)) = ticker {
         drop(stop);
@@ -228,6 +251,7 @@ pub fn run_cell(req: RunRequest) -> Result<ChildReport> {
     rep.timeline_us = Some(timeline);
     rep.connections = ctx.workload.connections();
     rep.pid = std::process::id();
+    rep.first_task_ns = first_task_ns;
     Ok(rep)
 }
 

@@ -38,6 +38,7 @@ pub fn meta(
     machine: crate::analysis::results::Machine,
     command: &[String],
     notes: Vec<String>,
+    hosts: Vec<crate::analysis::results::MetaHost>,
 ) -> Meta {
     Meta {
         schema: SCHEMA,
@@ -50,6 +51,7 @@ pub fn meta(
             .map(|a| crate::secret::mask_credentials(a))
             .collect(),
         notes,
+        hosts,
     }
 }
 
@@ -65,7 +67,12 @@ pub fn execute(
     terminal: &Terminal,
 ) -> Result<StudyOutcome> {
     let machine = executor.machine();
-    let meta = meta(machine.clone(), &command, plan.notes.clone());
+    let meta = meta(
+        machine.clone(),
+        &command,
+        plan.notes.clone(),
+        executor.hosts(),
+    );
     writer.write(&Line::Meta(meta.clone()))?;
     let auto = plan
         .open

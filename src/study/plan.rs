@@ -80,6 +80,18 @@ pub struct Plan {
     pub open: Option<OpenPlan>,
     /// What the bind step must still fetch from the world before the plan can run.
     pub needs: Needs,
+    /// A study over several hosts (`--hub`): the bind step reaches the hub and splits the
+    /// cells by host count.
+    pub hub: Option<HubPlan>,
+}
+
+/// `--hub URL --hosts K,…`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HubPlan {
+    /// The hub.
+    pub url: crate::hub::HubUrl,
+    /// The host counts to run each cell over; empty: every agent alive.
+    pub hosts: Vec<usize>,
 }
 
 /// The files and programs a plan names but does not touch: the bind step
@@ -103,6 +115,23 @@ impl Plan {
             o.rate = Rate::Fixed(rate);
         }
         p
+    }
+
+    /// The plan with every cell run over each of `counts` hosts: `async:100` over 3 hosts is
+    /// 300 in flight, so its workers and parallelism are 3 times the cell's.
+    pub fn over_hosts(mut self, counts: &[usize]) -> Plan {
+        let mut cells = Vec::with_capacity(self.cells.len() * counts.len());
+        for c in &self.cells {
+            for &k in counts {
+                let mut h = c.clone();
+                h.key.hosts = Some(k);
+                h.workers = c.workers.map(|w| w * k);
+                h.parallelism = c.parallelism * k;
+                cells.push(h);
+            }
+        }
+        self.cells = cells;
+        self
     }
 
     /// The plan with the external cells of `peers` added (the classic programs, which the
@@ -172,6 +201,7 @@ pub fn cell(req: &CellRequest, opts: &WorkloadOptions) -> Result<CellPlan> {
             tasks: req.tasks,
             gil: req.gil,
             http2: req.http2,
+            hosts: None,
         },
         workers: m.workers(),
         parallelism: m.parallelism(req.tasks),
@@ -253,6 +283,7 @@ fn peer_cells(
                 tasks: n,
                 gil: peer.gil,
                 http2: false,
+                hosts: None,
             },
             workers,
             parallelism: workers.or(peer.workers).unwrap_or(n).min(n).max(1),
@@ -514,8 +545,10 @@ pub fn build(o: &StudyOptions) -> Result<Plan> {
         cacert: o.request.cacert.clone(),
         classic: o.classic,
     };
+    let hub = hub_plan(o, &cells)?;
     Ok(Plan {
         needs,
+        hub,
         tls: o.tls,
         name: preset.name,
         cells,
@@ -530,6 +563,30 @@ pub fn build(o: &StudyOptions) -> Result<Plan> {
         hooks: o.peers.hooks.clone(),
         open,
     })
+}
+
+/// Validates `--hub` and `--hosts` (the agents themselves are reached by the bind step).
+fn hub_plan(o: &StudyOptions, cells: &[CellPlan]) -> Result<Option<HubPlan>> {
+    let Some(url) = &o.hub.hub else {
+        if !o.hub.hosts.is_empty() {
+            return Err(Error::usage(
+                "--hosts splits cells over agents of a hub: it needs --hub URL (or CONCUR_HUB)",
+            ));
+        }
+        return Ok(None);
+    };
+    let url = crate::hub::HubUrl::parse(url)?;
+    for &k in &o.hub.hosts {
+        check_range("--hosts", k, 1, 1000)?;
+    }
+    if o.classic || cells.iter().any(|c| c.kind != CellKind::Concur) {
+        return Err(Error::usage(
+            "--hub: --peer and --classic programs run on this machine only; run them in a study without --hub",
+        ));
+    }
+    let mut hosts = o.hub.hosts.clone();
+    hosts.dedup();
+    Ok(Some(HubPlan { url, hosts }))
 }
 
 /// Validates `--rate`, `--duration`, `--interval` and `--slo` together.

@@ -119,6 +119,7 @@ impl OpenPlan {
                 from: a,
                 to: b,
                 tasks,
+                segment: crate::measure::schedule::Segment::WHOLE,
             },
             Rate::Auto(_) => return None,
         };

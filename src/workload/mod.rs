@@ -12,6 +12,7 @@ mod fib;
 pub mod http;
 mod mail;
 mod read;
+pub mod segmented;
 mod sleep;
 mod spin;
 

@@ -521,3 +521,4 @@ impl Drop for Serve {
         let _ = self.child.wait();
     }
 }
+pub mod netns;

@@ -57,6 +57,7 @@ pub(crate) fn template(
         startup_s: None,
         open: None,
         rate_search: None,
+        hub: None,
     }
 }
 

@@ -71,6 +71,10 @@ pub trait Executor {
     fn hook(&self, plan: &Plan, cell: &CellPlan, hook: Hook) -> std::result::Result<(), String>;
     /// Where open runs' live lines (one per interval) go from now on.
     fn show_live(&self, _terminal: Terminal) {}
+    /// The other hosts the runs happen on, for the meta line (none: this machine only).
+    fn hosts(&self) -> Vec<crate::analysis::results::MetaHost> {
+        Vec::new()
+    }
 }
 
 /// One live line of the run of `cell`, as the terminal shows it.
@@ -173,7 +177,7 @@ impl Executor for ProcessExecutor<'_> {
 /// Runs `hook` of the plan for `cell`, if the plan has one (`sh -c`, its own process group,
 /// dying with us) to its end, at most `--timeout`; the reason when it failed: the flag, the
 /// command as typed, how it ended and the first line of its stderr.
-fn run_hook(
+pub(crate) fn run_hook(
     plan: &Plan,
     cell: &CellPlan,
     hook: Hook,
@@ -278,6 +282,7 @@ pub(crate) fn request(
         tasks: cell.key.tasks,
         stack_size: plan.stack_size,
         open: plan.open.as_ref().and_then(|o| o.run(cell.key.tasks)),
+        part: None,
     }
 }
 

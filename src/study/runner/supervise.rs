@@ -24,7 +24,7 @@ const STDERR_TAIL: usize = 20;
 const POLL: Duration = Duration::from_millis(50);
 
 /// Why the parent killed a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) enum Kill {
     /// It ran past the plan's timeout.
     Timeout,
@@ -34,7 +34,7 @@ pub(crate) enum Kill {
 
 /// A run child that has started, with the pipes the parent reads: concur's own report on
 /// fd 3, or an external program's stdout (for its `CONCUR {json}` line).
-pub(super) struct Started {
+pub(crate) struct Started {
     pid: i32,
     report: Option<File>,
     stdout: Option<ChildStdout>,
@@ -65,7 +65,7 @@ pub(crate) struct Ended {
 
 /// Starts `concur __run` for `request`, in a process group of its own, tied to the calling
 /// thread's life (which waits for it in [`supervise`]).
-pub(super) fn spawn(exe: &Path, request: RunRequest) -> std::io::Result<Started> {
+pub(crate) fn spawn(exe: &Path, request: RunRequest) -> std::io::Result<Started> {
     let (mut child, report) = SelfCall::Run(request).spawn(exe)?;
     let Some(report) = report else {
         return Err(std::io::Error::other("a run child has a report pipe"));
@@ -122,7 +122,7 @@ pub(super) fn own_group(cmd: &mut Command) {
 
 /// Watches a started child until it ends: kills its group when `deadline` passes or
 /// `interrupted` says so, then kills whatever it left in its group, and gathers the rest.
-pub(super) fn supervise(
+pub(crate) fn supervise(
     run: Started,
     started: Instant,
     deadline: Instant,

@@ -1,0 +1,141 @@
+//! `concur agent` and `concur agents`: a host joining a hub, and the hub's agents listed or
+//! told to leave.
+
+use clap::Args;
+
+use crate::hub::{self, agent, clock, HubUrl};
+use crate::output::{Feedback, Terminal};
+use crate::Error;
+
+/// `concur agent`.
+#[derive(Args)]
+pub(super) struct AgentArgs {
+    /// The hub to join, a Redis URL (redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], rediss:// for TLS); also read from CONCUR_HUB
+    #[arg(long, value_name = "URL")]
+    hub: Option<String>,
+    /// Its name on the hub (default: the host name); two live agents never share one
+    #[arg(long, value_name = "NAME")]
+    name: Option<String>,
+    /// Run commands of others: `cmd:` workloads sent by a study (refused without it)
+    #[arg(long)]
+    allow_commands: bool,
+    /// No line per share on stderr
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+/// `concur agents`.
+#[derive(Args)]
+pub(super) struct AgentsArgs {
+    /// The hub, a Redis URL; also read from CONCUR_HUB
+    #[arg(long, value_name = "URL")]
+    hub: Option<String>,
+    /// Tell the agent NAME to leave after the work it holds ('all': every agent)
+    #[arg(long, value_name = "NAME|all")]
+    stop: Option<String>,
+    /// What stdout shows: table or json (one object per agent, one per line)
+    #[arg(long, value_name = "FORMAT", default_value = "table")]
+    format: String,
+}
+
+/// `--hub`, else `CONCUR_HUB`, parsed; one line when neither is given.
+fn hub_url(flag: Option<String>) -> Result<HubUrl, Error> {
+    let opts = crate::options::HubOptions {
+        hub: flag,
+        hosts: Vec::new(),
+    }
+    .from_env();
+    match opts.hub {
+        Some(u) => HubUrl::parse(&u),
+        None => Err(Error::usage(format!(
+            "--hub: which hub? give --hub URL or set {} (allowed: {})",
+            hub::HUB_ENV,
+            hub::HUB_URLS
+        ))),
+    }
+}
+
+/// Runs `concur agent`.
+pub(super) fn agent(a: AgentArgs) -> Result<i32, Error> {
+    let url = hub_url(a.hub)?;
+    let terminal = Terminal::new(if a.quiet {
+        Feedback::Quiet
+    } else {
+        Feedback::Lines
+    });
+    agent::run(
+        &url,
+        &agent::AgentOptions {
+            name: a.name,
+            allow_commands: a.allow_commands,
+        },
+        &terminal,
+    )
+}
+
+/// Runs `concur agents`.
+pub(super) fn agents(a: AgentsArgs) -> Result<i32, Error> {
+    if !["table", "json"].contains(&a.format.as_str()) {
+        return Err(Error::usage(format!(
+            "--format '{}': not a format of concur agents (allowed: table, json)",
+            a.format
+        )));
+    }
+    let url = hub_url(a.hub)?;
+    let hub = hub::Hub::open(&url)?;
+    let mut c = hub.connect()?;
+    if let Some(name) = a.stop {
+        let which = (name != "all").then_some(name.as_str());
+        let told = agent::stop(&hub, &mut c, which)?;
+        println!("told to leave: {}", told.join(", "));
+        return Ok(0);
+    }
+    let list = hub.agents(&mut c)?;
+    let now = clock::hub_now_ns(&mut c).unwrap_or(0);
+    if a.format == "json" {
+        for info in &list {
+            let text = serde_json::to_string(info).map_err(|e| Error::Internal(e.to_string()))?;
+            println!("{text}");
+        }
+        return Ok(0);
+    }
+    let mut table = comfy_table::Table::new();
+    table
+        .load_preset(comfy_table::presets::NOTHING)
+        .set_header(vec![
+            "agent",
+            "host",
+            "address",
+            "cores",
+            "memory",
+            "concur",
+            "clock vs hub",
+            "beat",
+            "doing",
+        ]);
+    for i in &list {
+        table.add_row(vec![
+            i.name.clone(),
+            i.host.clone(),
+            i.addr.clone().unwrap_or_else(|| "?".into()),
+            i.cores.to_string(),
+            i.mem_total_kib
+                .map_or("?".into(), |k| format!("{:.1} GiB", k as f64 / 1048576.0)),
+            i.version.clone(),
+            clock::describe(&i.clock),
+            format!(
+                "{:.1} s ago",
+                now.saturating_sub(i.beat_hub_ns) as f64 / 1e9
+            ),
+            i.doing.clone(),
+        ]);
+    }
+    println!("{table}");
+    println!(
+        "{} agent{} alive on {}",
+        list.len(),
+        if list.len() == 1 { "" } else { "s" },
+        hub.url()
+    );
+    Ok(0)
+}

@@ -1,0 +1,297 @@
+//! Studies across machines: agents on other hosts joined through one Redis, the hub
+//! (`--hub redis://HOST:PORT/DB`, or `CONCUR_HUB`). There is no server or protocol of
+//! concur's own: an agent announces itself with a key that expires (its heartbeat), takes its
+//! work from a list of its own with Redis's reliable move (`BLMOVE` to a list of what it is
+//! doing), and answers on the run's list; the hub's `TIME` is the clock every host's is
+//! measured against.
+//!
+//! - [`agent`]: `concur agent`, which runs each share of a run it is sent in a fresh process,
+//!   exactly as a local run (the same child, the same measurement).
+//! - [`executor`]: the study's side, an [`crate::study::Executor`] that splits each run over
+//!   K agents, starts them at one instant of the hub's clock, and waits for them, never
+//!   forever: an agent that stops beating is lost within [`LOST_AFTER`].
+//! - [`merge`]: the hosts' runs into one run line, latency merged bucket by bucket.
+//! - [`clock`]: a host's clock offset against the hub, NTP's way.
+
+pub mod agent;
+pub mod clock;
+pub mod executor;
+pub mod merge;
+pub(crate) mod work;
+
+use std::fmt;
+use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
+use std::time::Duration;
+
+use redis::{Connection, IntoConnectionInfo};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::jobs::{BackendUrl, RedisUrl};
+
+/// The environment variable every command that takes `--hub` reads it from.
+pub const HUB_ENV: &str = "CONCUR_HUB";
+
+/// The forms `--hub` takes.
+pub const HUB_URLS: &str =
+    "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], or rediss://… for Redis over TLS";
+
+/// Every key of the hub starts with this.
+const PREFIX: &str = "concur:hub:";
+
+/// How often an agent renews its heartbeat.
+pub const BEAT: Duration = Duration::from_millis(500);
+
+/// How long a heartbeat lives: an agent silent for this long is gone (its key expires), and a
+/// run declares its share lost.
+pub const LOST_AFTER: Duration = Duration::from_millis(2000);
+
+/// The hub's URL. It may hold a password: it shows masked, and travels to no command line.
+#[derive(Clone, PartialEq, Eq)]
+pub struct HubUrl(RedisUrl);
+
+impl HubUrl {
+    /// Parses `--hub`'s value (no connection is made).
+    pub fn parse(s: &str) -> Result<HubUrl> {
+        let bad = |why: String| {
+            Error::usage(format!(
+                "--hub '{}': {why} (allowed: {HUB_URLS})",
+                crate::secret::mask_credentials(s)
+            ))
+        };
+        if !(s.starts_with("redis://") || s.starts_with("rediss://")) {
+            return Err(bad("not a Redis URL".into()));
+        }
+        match s.parse::<BackendUrl>() {
+            Ok(BackendUrl::Redis(u)) => Ok(HubUrl(u)),
+            Ok(_) => Err(bad("not a Redis URL".into())),
+            Err(e) => Err(bad(e.to_string())),
+        }
+    }
+
+    /// The full URL, password included: for the Redis client only; never print it.
+    pub fn expose(&self) -> &str {
+        self.0.expose()
+    }
+
+    /// Hides the URL's password in `text`.
+    pub fn scrub(&self, text: &str) -> String {
+        self.0.scrub(text)
+    }
+
+    /// Where the hub listens.
+    fn socket_addr(&self) -> Option<SocketAddr> {
+        let info = self.expose().into_connection_info().ok()?;
+        let (host, port) = match info.addr() {
+            redis::ConnectionAddr::Tcp(h, p) => (h.clone(), *p),
+            redis::ConnectionAddr::TcpTls { host, port, .. } => (host.clone(), *port),
+            _ => return None,
+        };
+        (host.as_str(), port).to_socket_addrs().ok()?.next()
+    }
+}
+
+impl fmt::Display for HubUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl fmt::Debug for HubUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "HubUrl({self})")
+    }
+}
+
+/// A hub that answered.
+pub struct Hub {
+    url: HubUrl,
+    client: redis::Client,
+}
+
+impl Hub {
+    /// Connects and pings; a hub that does not answer in 3 s or refuses the password is one
+    /// line naming the URL (its password masked), exit 2.
+    pub fn open(url: &HubUrl) -> Result<Hub> {
+        let client = redis::Client::open(url.expose())
+            .map_err(|e| Error::usage(format!("--hub '{url}': {}", url.scrub(&e.to_string()))))?;
+        let hub = Hub {
+            url: url.clone(),
+            client,
+        };
+        let mut c = hub.connect()?;
+        redis::cmd("PING")
+            .query::<String>(&mut c)
+            .map_err(|e| hub.unreachable(e))?;
+        Ok(hub)
+    }
+
+    /// The URL (masked when shown).
+    pub fn url(&self) -> &HubUrl {
+        &self.url
+    }
+
+    fn unreachable(&self, e: redis::RedisError) -> Error {
+        Error::usage(format!(
+            "--hub '{}': the hub does not answer: {}",
+            self.url,
+            self.url.scrub(&e.to_string())
+        ))
+    }
+
+    /// A new connection (3 s to connect, 10 s per reply).
+    pub fn connect(&self) -> Result<Connection> {
+        let c = self
+            .client
+            .get_connection_with_timeout(Duration::from_secs(3))
+            .map_err(|e| self.unreachable(e))?;
+        let _ = c.set_read_timeout(Some(Duration::from_secs(10)));
+        let _ = c.set_write_timeout(Some(Duration::from_secs(10)));
+        Ok(c)
+    }
+
+    /// A Redis error of a command on the hub, its password masked.
+    pub fn failed(&self, what: &str, e: redis::RedisError) -> Error {
+        Error::Internal(format!(
+            "hub '{}': {what}: {}",
+            self.url,
+            self.url.scrub(&e.to_string())
+        ))
+    }
+
+    /// This host's own address as the hub sees it: where other hosts reach it (the address
+    /// of the interface the route to the hub leaves by).
+    pub fn local_addr(&self) -> Option<IpAddr> {
+        let addr = self.url.socket_addr()?;
+        let s = TcpStream::connect_timeout(&addr, Duration::from_secs(3)).ok()?;
+        s.local_addr().ok().map(|a| a.ip())
+    }
+
+    /// The agents alive now (their heartbeat has not expired), by name.
+    pub fn agents(&self, c: &mut Connection) -> Result<Vec<AgentInfo>> {
+        let names: Vec<String> = redis::cmd("SMEMBERS")
+            .arg(agents_key())
+            .query(c)
+            .map_err(|e| self.failed("listing agents", e))?;
+        let mut alive = Vec::new();
+        for name in names {
+            let text: Option<String> = redis::cmd("GET")
+                .arg(agent_key(&name))
+                .query(c)
+                .map_err(|e| self.failed("reading an agent", e))?;
+            match text.and_then(|t| serde_json::from_str::<AgentInfo>(&t).ok()) {
+                Some(info) => alive.push(info),
+                None => {
+                    // Its heartbeat expired: it left or died.
+                    let _ = redis::cmd("SREM")
+                        .arg(agents_key())
+                        .arg(&name)
+                        .query::<i64>(c);
+                }
+            }
+        }
+        alive.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(alive)
+    }
+}
+
+/// What an agent says of itself in its heartbeat.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentInfo {
+    /// Its name on the hub (`--name`, else the host name).
+    pub name: String,
+    /// The host's name.
+    pub host: String,
+    /// Its address as the hub sees it.
+    pub addr: Option<String>,
+    /// Its cores.
+    pub cores: usize,
+    /// Its memory, KiB.
+    pub mem_total_kib: Option<u64>,
+    /// The concur version it runs.
+    pub version: String,
+    /// Its process id.
+    pub pid: u32,
+    /// Whether it runs commands of others (`--allow-commands`).
+    pub allow_commands: bool,
+    /// Its clock against the hub's, last measured.
+    pub clock: clock::ClockOffset,
+    /// Its last heartbeat, on the hub's clock (ns since the epoch).
+    pub beat_hub_ns: u64,
+    /// What it is doing: `idle`, or the run and share it works on.
+    pub doing: String,
+}
+
+impl AgentInfo {
+    /// The refusal of an agent of another version, naming both.
+    pub fn version_refusal(&self) -> Option<String> {
+        (self.version != crate::VERSION).then(|| {
+            format!(
+                "agent '{}' runs concur {}, this is concur {}: every host of a study runs the same version",
+                self.name,
+                self.version,
+                crate::VERSION
+            )
+        })
+    }
+}
+
+fn agents_key() -> String {
+    format!("{PREFIX}agents")
+}
+
+fn agent_key(name: &str) -> String {
+    format!("{PREFIX}agent:{name}")
+}
+
+fn work_key(name: &str) -> String {
+    format!("{PREFIX}agent:{name}:work")
+}
+
+fn doing_key(name: &str) -> String {
+    format!("{PREFIX}agent:{name}:doing")
+}
+
+fn done_key(run: &str) -> String {
+    format!("{PREFIX}run:{run}:done")
+}
+
+fn cancel_key(run: &str) -> String {
+    format!("{PREFIX}run:{run}:cancel")
+}
+
+/// Names an agent may take: letters, digits, `.`, `_`, `-`, 1 to 64 of them.
+pub fn check_name(name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::usage(format!(
+            "--name '{name}': not an agent name (allowed: 1 to 64 letters, digits, '.', '_' or '-')"
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hub_urls_are_redis_urls_and_show_masked() {
+        let u = HubUrl::parse("redis://:hunter2@10.1.2.3:6390/2").unwrap();
+        assert!(!u.to_string().contains("hunter2"), "{u}");
+        assert_eq!(u.expose(), "redis://:hunter2@10.1.2.3:6390/2");
+        let e = HubUrl::parse("http://:hunter2@x").unwrap_err().to_string();
+        assert!(
+            e.contains("--hub") && e.contains("redis://") && !e.contains("hunter2"),
+            "{e}"
+        );
+        assert!(HubUrl::parse("rediss://h:6380").is_ok());
+        assert!(check_name("node-1.lab").is_ok());
+        assert!(check_name("a b").is_err() && check_name("").is_err());
+    }
+}

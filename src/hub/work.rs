@@ -1,0 +1,113 @@
+//! What travels through the hub between a study and its agents: a share of a run ([`Work`])
+//! and what became of it ([`PartDone`]). JSON, one value per list element.
+
+use serde::{Deserialize, Serialize};
+
+use crate::measure::rusage::ChildUsage;
+use crate::selfcall::RunRequest;
+use crate::study::child::ChildReport;
+use crate::study::runner::supervise::{Ended, Kill};
+
+use super::clock::ClockOffset;
+
+/// One element of an agent's work list.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "work", rename_all = "lowercase")]
+pub enum Work {
+    /// Run one share of a run.
+    Part(Box<PartWork>),
+    /// Leave the hub.
+    Stop,
+}
+
+/// One host's share of one run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PartWork {
+    /// The run's id on the hub.
+    pub run: String,
+    /// Which share, from 0.
+    pub part: usize,
+    /// Of how many.
+    pub of: usize,
+    /// The sender's concur version (an agent of another one refuses the work).
+    pub version: String,
+    /// The run request, its tasks (or its schedule) already this host's share; the agent
+    /// adds the start on its own clock.
+    pub request: RunRequest,
+    /// The common start, on the hub's clock (ns since the epoch).
+    pub start_hub_ns: u64,
+    /// The run's timeout, seconds.
+    pub timeout_s: f64,
+}
+
+impl PartWork {
+    /// The command of others this work would run, if any (`cmd:` workloads): an agent runs
+    /// it only with `--allow-commands`.
+    pub fn command(&self) -> Option<&str> {
+        let w = &self.request.recipe.workload;
+        w.starts_with("cmd:").then_some(w.as_str())
+    }
+}
+
+/// What a share became, pushed on the run's list by the agent that ran it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PartDone {
+    /// The run's id.
+    pub run: String,
+    /// Which share.
+    pub part: usize,
+    /// The agent that ran it.
+    pub agent: String,
+    /// Why the agent did not run it, when it refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
+    /// How the run's child ended (what the study's own runner would have seen of it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended: Option<PartEnded>,
+    /// The agent's clock against the hub's, measured just before the share started.
+    pub clock: ClockOffset,
+}
+
+/// [`Ended`] as it travels.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PartEnded {
+    /// How the child ended and what it used, or why it could not be waited for.
+    pub waited: Result<ChildUsage, String>,
+    /// Whether, and why, the agent killed it.
+    pub killed_for: Option<Kill>,
+    /// Wall time seen by the agent, from before the spawn to the reap.
+    pub wall_s: f64,
+    /// Peak PSS of its process tree.
+    pub tree_pss_kib: Option<u64>,
+    /// The child's report.
+    pub report: Option<ChildReport>,
+    /// The last lines of its stderr.
+    pub stderr_tail: Vec<String>,
+}
+
+impl From<Ended> for PartEnded {
+    fn from(e: Ended) -> Self {
+        PartEnded {
+            waited: e.waited.map_err(|e| e.to_string()),
+            killed_for: e.killed_for,
+            wall_s: e.wall_s,
+            tree_pss_kib: e.tree_pss_kib,
+            report: e.report,
+            stderr_tail: e.stderr_tail,
+        }
+    }
+}
+
+impl From<PartEnded> for Ended {
+    fn from(e: PartEnded) -> Self {
+        Ended {
+            waited: e.waited.map_err(std::io::Error::other),
+            killed_for: e.killed_for,
+            wall_s: e.wall_s,
+            tree_pss_kib: e.tree_pss_kib,
+            report: e.report,
+            concur_line: None,
+            stderr_tail: e.stderr_tail,
+        }
+    }
+}

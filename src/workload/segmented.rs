@@ -1,0 +1,95 @@
+//! One host's share of a cell's tasks when a study runs over several hosts: the host runs
+//! tasks `0..share` of its model, and each is the whole cell's task `index + i × of` (dealt
+//! round-robin, as an open cell's arrivals are), so that the hosts' tasks together are
+//! exactly the cell's, each once, and a workload whose task depends on its index (a user's
+//! function, `{rand}` in a URL) produces the same checksum as on one host.
+
+use std::sync::Arc;
+
+use super::{HttpRequest, Nature, TaskError, TaskFuture, Workload};
+use crate::measure::schedule::Segment;
+
+/// A workload whose task `i` is the inner workload's task `segment.global(i)`.
+pub struct Segmented {
+    inner: Arc<dyn Workload>,
+    segment: Segment,
+}
+
+impl Segmented {
+    /// `inner`'s share `segment`; the whole workload when the segment is whole.
+    pub fn wrap(inner: Arc<dyn Workload>, segment: Segment) -> Arc<dyn Workload> {
+        if segment.is_whole() {
+            return inner;
+        }
+        Arc::new(Segmented { inner, segment })
+    }
+}
+
+impl Workload for Segmented {
+    fn spec(&self) -> String {
+        self.inner.spec()
+    }
+    fn nature(&self) -> Nature {
+        self.inner.nature()
+    }
+    fn task(&self, index: usize) -> Result<u64, TaskError> {
+        self.inner.task(self.segment.global(index))
+    }
+    fn task_async(self: Arc<Self>, index: usize) -> TaskFuture {
+        self.inner.clone().task_async(self.segment.global(index))
+    }
+    fn task_green(&self, index: usize) -> Result<u64, TaskError> {
+        self.inner.task_green(self.segment.global(index))
+    }
+    fn supports_green(&self) -> bool {
+        self.inner.supports_green()
+    }
+    fn gil_governs(&self) -> bool {
+        self.inner.gil_governs()
+    }
+    fn is_http(&self) -> bool {
+        self.inner.is_http()
+    }
+    fn needs_server(&self) -> bool {
+        self.inner.needs_server()
+    }
+    fn portable(&self) -> bool {
+        self.inner.portable()
+    }
+    fn url(&self, index: usize) -> Option<String> {
+        self.inner.url(self.segment.global(index))
+    }
+    fn http_request(&self, index: usize) -> Option<HttpRequest> {
+        self.inner.http_request(self.segment.global(index))
+    }
+    fn connection_recorder(&self) -> Option<&crate::measure::conn::ConnRecorder> {
+        self.inner.connection_recorder()
+    }
+    fn connections(&self) -> Option<crate::measure::conn::ConnSummary> {
+        self.inner.connections()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Three shares of ten tasks are the ten tasks, each once.
+    #[test]
+    fn shares_run_every_task_once() {
+        let w = super::super::parse("spin:1", &Default::default()).unwrap();
+        let mut seen = Vec::new();
+        for index in 0..3 {
+            let seg = Segment {
+                index,
+                of: 3,
+                whole_tasks: 10,
+            };
+            let s = Segmented::wrap(w.clone(), seg);
+            assert_eq!(s.spec(), w.spec());
+            seen.extend((0..Segment::share(index, 3, 10)).map(|i| seg.global(i)));
+        }
+        seen.sort_unstable();
+        assert_eq!(seen, (0..10).collect::<Vec<_>>());
+    }
+}
