@@ -522,3 +522,61 @@ impl Drop for Serve {
     }
 }
 pub mod netns;
+
+/// The agents alive on the hub at `url`, as `concur agents --format json` lists them.
+pub fn hub_agents(url: &str) -> Vec<Value> {
+    let out = concur()
+        .args(["agents", "--hub", url, "--format", "json"])
+        .output()
+        .expect("concur agents runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line per agent"))
+        .collect()
+}
+
+/// Waits until the hub at `url` lists exactly the agents `names`.
+pub fn wait_for_agents(url: &str, names: &[&str]) {
+    let mut want: Vec<&str> = names.to_vec();
+    want.sort_unstable();
+    wait_for(
+        &format!("agents {want:?} on the hub"),
+        std::time::Duration::from_secs(20),
+        || {
+            let mut have: Vec<String> = hub_agents(url)
+                .iter()
+                .map(|a| a["name"].as_str().unwrap_or_default().to_string())
+                .collect();
+            have.sort_unstable();
+            have == want
+        },
+    );
+}
+
+/// A run line's merged latency histogram and its hosts' histograms, read back: the merged
+/// one must be exactly the hosts' added bucket by bucket.
+pub fn assert_merged_latency_is_the_hosts_added(run: &Value) {
+    use concur::measure::latency::{LatencyRecorder, LatencyWire};
+    let read = |v: &Value| -> LatencyRecorder {
+        let w: LatencyWire = serde_json::from_value(v.clone()).expect("a latency histogram");
+        LatencyRecorder::from_wire(&w).expect("it decodes")
+    };
+    let hub = &run["hub"];
+    let merged = read(&hub["latency_hdr"]);
+    let mut added = LatencyRecorder::new();
+    for p in hub["parts"].as_array().expect("parts") {
+        added.add(&read(&p["latency_hdr"]));
+    }
+    assert_eq!(merged.histogram(), added.histogram(), "{run}");
+    assert_eq!(merged.exact(), added.exact());
+    let exact = merged.exact().expect("something recorded");
+    assert_eq!(exact.count, run["tasks_ok"].as_u64().unwrap(), "{run}");
+    let s = merged.summary().unwrap();
+    assert_eq!(run["latency_us"]["p99"].as_u64(), Some(s.p99));
+    assert_eq!(run["latency_us"]["max"].as_u64(), Some(exact.max_us));
+}

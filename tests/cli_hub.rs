@@ -1,0 +1,341 @@
+//! Studies over a hub's agents, on loopback: what is refused before anything starts, an agent
+//! killed in the middle of a run, and `concur agents`. (Agents on hosts of their own, in
+//! network namespaces, are tests/hub_netns.rs.)
+
+mod common;
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{concur, hub_agents, read_lines, wait_for, wait_for_agents};
+use serde_json::Value;
+
+/// A `redis-server` of the test's own on a free loopback port, and the agents it starts,
+/// all killed when dropped.
+struct Hub {
+    port: u16,
+    password: Option<String>,
+    redis: Child,
+    agents: Vec<(String, Child)>,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+impl Hub {
+    fn start(password: Option<&str>) -> Hub {
+        let port = free_port();
+        let mut cmd = Command::new("redis-server");
+        cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        if let Some(p) = password {
+            cmd.args(["--requirepass", p]);
+        }
+        let redis = cmd
+            .spawn()
+            .expect("redis-server must be installed (.ci/run installs it)");
+        wait_for("redis-server to listen", Duration::from_secs(20), || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        Hub {
+            port,
+            password: password.map(str::to_string),
+            redis,
+            agents: Vec::new(),
+        }
+    }
+
+    fn url(&self) -> String {
+        match &self.password {
+            Some(p) => format!("redis://:{p}@127.0.0.1:{}/0", self.port),
+            None => format!("redis://127.0.0.1:{}/0", self.port),
+        }
+    }
+
+    /// Starts `concur agent --name NAME` (with `extra` flags), the hub given in CONCUR_HUB.
+    fn agent(&mut self, name: &str, extra: &[&str]) -> u32 {
+        let child = Command::new(env!("CARGO_BIN_EXE_concur"))
+            .args(["agent", "--name", name, "--quiet"])
+            .args(extra)
+            .env("CONCUR_HUB", self.url())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("concur agent starts");
+        let pid = child.id();
+        self.agents.push((name.to_string(), child));
+        pid
+    }
+
+    fn redis_cli(&self, args: &[&str]) {
+        let mut c = Command::new("redis-cli");
+        c.args(["-p", &self.port.to_string()]);
+        if let Some(p) = &self.password {
+            c.args(["-a", p, "--no-auth-warning"]);
+        }
+        let out = c.args(args).output().expect("redis-cli runs");
+        assert!(out.status.success(), "{out:?}");
+    }
+}
+
+impl Drop for Hub {
+    fn drop(&mut self) {
+        for (_, a) in &mut self.agents {
+            let _ = a.kill();
+            let _ = a.wait();
+        }
+        let _ = self.redis.kill();
+        let _ = self.redis.wait();
+    }
+}
+
+fn args(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+/// Runs `concur ARGS` expecting exit 2 with one line on stderr, and no results file.
+fn refused(args: &[&str], results: &Path) -> String {
+    let out = concur().args(args).output().expect("concur runs");
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    assert!(!results.exists(), "{args:?} wrote {}", results.display());
+    err
+}
+
+#[test]
+fn what_cannot_work_is_refused_in_one_line_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("r.jsonl");
+    let json = results.to_str().unwrap();
+    let study = |hub: &str| -> Vec<String> {
+        [
+            "run", "-w", "fib:5", "-m", "seq", "-n", "2", "--hub", hub, "--json", json,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+
+    // A hub that does not answer.
+    let nobody = format!("redis://127.0.0.1:{}/0", free_port());
+    let err = refused(&args(&study(&nobody)), &results);
+    assert!(
+        err.contains("--hub") && err.contains("does not answer"),
+        "{err}"
+    );
+    // Not a Redis URL.
+    let err = refused(&args(&study("http://127.0.0.1:1/")), &results);
+    assert!(err.contains("redis://"), "{err}");
+    // --hosts without a hub.
+    let err = refused(
+        &[
+            "run", "-w", "fib:5", "-m", "seq", "--hosts", "2", "--json", json,
+        ],
+        &results,
+    );
+    assert!(err.contains("--hosts") && err.contains("--hub"), "{err}");
+
+    // A wrong password: refused, and never shown.
+    let locked = Hub::start(Some("s3cret-hub"));
+    let wrong = format!("redis://:wrong-pass@127.0.0.1:{}/0", locked.port);
+    let err = refused(&args(&study(&wrong)), &results);
+    assert!(
+        !err.contains("wrong-pass") && err.contains("--hub"),
+        "{err}"
+    );
+
+    let mut hub = Hub::start(None);
+    let url = hub.url();
+    // No agent yet.
+    let err = refused(&args(&study(&url)), &results);
+    assert!(err.contains("0 agents alive"), "{err}");
+    hub.agent("plain", &[]);
+    wait_for_agents(&url, &["plain"]);
+    // More hosts than agents.
+    let mut more = study(&url);
+    more.extend(["--hosts".into(), "1,2".into()]);
+    let err = refused(&args(&more), &results);
+    assert!(err.contains("--hosts 2") && err.contains("plain"), "{err}");
+    // A command of others on an agent started without --allow-commands.
+    let err = refused(
+        &[
+            "run", "-w", "cmd:true", "-m", "seq", "-n", "2", "--hub", &url, "--json", json,
+        ],
+        &results,
+    );
+    assert!(
+        err.contains("--allow-commands") && err.contains("plain"),
+        "{err}"
+    );
+    // A second agent of the same name.
+    let out = concur()
+        .args(["agent", "--hub", &url, "--name", "plain"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--name 'plain'"), "{err}");
+    // An agent of another version (its heartbeat written as an older concur would).
+    let old = serde_json::json!({
+        "name": "old", "host": "h", "addr": null, "cores": 1, "mem_total_kib": null,
+        "version": "0.0.1", "pid": 1, "allow_commands": false,
+        "clock": {"offset_ns": 0, "uncertainty_ns": 0, "mono_offset_ns": 0},
+        "beat_hub_ns": 0, "doing": "idle"
+    });
+    hub.redis_cli(&["SET", "concur:hub:agent:old", &old.to_string(), "EX", "60"]);
+    hub.redis_cli(&["SADD", "concur:hub:agents", "old"]);
+    let err = refused(&args(&study(&url)), &results);
+    assert!(
+        err.contains("0.0.1") && err.contains(env!("CARGO_PKG_VERSION")),
+        "{err}"
+    );
+}
+
+/// The pids whose parent is `pid`.
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
+            continue;
+        };
+        let after = &stat[stat.rfind(')').unwrap_or(0) + 2..];
+        let ppid: u32 = after
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        if ppid == pid {
+            out.push(p);
+        }
+    }
+    out
+}
+
+fn run_lines(path: &Path) -> Vec<Value> {
+    if !path.exists() {
+        return Vec::new();
+    }
+    read_lines(path)
+        .into_iter()
+        .filter(|l| l["type"] == "run")
+        .collect()
+}
+
+#[test]
+fn an_agent_killed_mid_run_is_lost_within_3_s_and_the_study_goes_on() {
+    let _alone = common::alone();
+    let mut hub = Hub::start(None);
+    let url = hub.url();
+    hub.agent("a1", &[]);
+    let victim = hub.agent("a2", &[]);
+    wait_for_agents(&url, &["a1", "a2"]);
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("r.jsonl");
+    // 40 one-second tasks, 10 at a time on each host: 2 s over two hosts; then the same over
+    // the one host left.
+    let mut study = Command::new(env!("CARGO_BIN_EXE_concur"))
+        .args([
+            "run", "-w", "sleep:1s", "-m", "async:10", "-n", "40", "-r", "1",
+        ])
+        .args(["--warmup", "0", "--hub", &url, "--hosts", "2,1", "--json"])
+        .arg(&results)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once a2 has its share running, kill it.
+    let mut runs = Vec::new();
+    wait_for("a2 to run its share", Duration::from_secs(30), || {
+        runs = children_of(victim);
+        !runs.is_empty()
+    });
+    unsafe { libc::kill(victim as i32, libc::SIGKILL) };
+    let killed = Instant::now();
+    wait_for("the first run line", Duration::from_secs(10), || {
+        !run_lines(&results).is_empty()
+    });
+    let took = killed.elapsed();
+    assert!(took < Duration::from_secs(3), "the loss took {took:?}");
+    // Nothing of a2's is left running.
+    wait_for("a2's run to die with it", Duration::from_secs(5), || {
+        runs.iter()
+            .all(|p| !Path::new(&format!("/proc/{p}")).exists())
+    });
+    let status = study.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(study.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(1), "{err}");
+    let runs = run_lines(&results);
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    let over2 = &runs[0];
+    assert_eq!(over2["hosts"], 2);
+    assert_eq!(over2["status"], "failed");
+    let hubrun = &over2["hub"];
+    assert_eq!(hubrun["covered"], 0.5);
+    assert_eq!(hubrun["lost_tasks"], 20);
+    let parts = hubrun["parts"].as_array().unwrap();
+    let lost: Vec<&Value> = parts.iter().filter(|p| p["status"] == "lost").collect();
+    assert_eq!(lost.len(), 1, "{parts:?}");
+    assert_eq!(lost[0]["host"], "a2");
+    assert_eq!(over2["tasks_ok"], 20);
+    assert_eq!(over2["tasks_failed"], 20);
+    assert!(over2["error"].as_str().unwrap().contains("a2"), "{over2}");
+    // The next cell ran on the agent left.
+    let over1 = &runs[1];
+    assert_eq!(
+        (over1["hosts"].as_u64(), over1["status"].as_str()),
+        (Some(1), Some("ok"))
+    );
+    assert_eq!(over1["hub"]["parts"][0]["host"], "a1");
+    assert_eq!(over1["tasks_ok"], 40);
+}
+
+#[test]
+fn agents_are_listed_and_told_to_leave() {
+    let mut hub = Hub::start(None);
+    let url = hub.url();
+    hub.agent("n1", &["--allow-commands"]);
+    hub.agent("n2", &[]);
+    wait_for_agents(&url, &["n1", "n2"]);
+    let list = hub_agents(&url);
+    assert_eq!(list[0]["allow_commands"], true);
+    assert_eq!(list[1]["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(list[1]["doing"], "idle");
+    assert!(list[1]["clock"]["uncertainty_ns"].as_u64().unwrap() > 0);
+    let table = concur().args(["agents", "--hub", &url]).output().unwrap();
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        text.contains("n1") && text.contains("2 agents alive"),
+        "{text}"
+    );
+    let out = concur()
+        .args(["agents", "--hub", &url, "--stop", "nobody"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    concur()
+        .args(["agents", "--hub", &url, "--stop", "n1"])
+        .assert()
+        .success();
+    let (_, n1) = &mut hub.agents[0];
+    let mut code = None;
+    wait_for("n1 to leave", Duration::from_secs(10), || {
+        code = n1.try_wait().unwrap().map(|s| s.code());
+        code.is_some()
+    });
+    assert_eq!(code, Some(Some(0)));
+    wait_for_agents(&url, &["n2"]);
+}

@@ -1,0 +1,236 @@
+//! Studies across machines, with hosts built from network namespaces (tests/common/netns.rs):
+//! Redis in one, an agent in each of three others, and the study — with its delay server — in
+//! the root namespace, a host of its own. Skipped, with the reason, where namespaces cannot be
+//! made; CI sets CONCUR_REQUIRE_NETNS=1, which makes that a failure.
+
+mod common;
+
+use std::process::Stdio;
+
+use common::netns::NetLab;
+use common::{assert_merged_latency_is_the_hosts_added, read_lines, wait_for_agents};
+use serde_json::Value;
+
+const CONCUR: &str = env!("CARGO_BIN_EXE_concur");
+
+/// A lab of four hosts: Redis on host 0, agents `h1`, `h2`, `h3` on hosts 1 to 3 (with
+/// `wrap` before the agent's command on host 3, e.g. `faketime`), and the hub's URL.
+fn lab(tag: &str, wrap: &[&str]) -> Option<(NetLab, String)> {
+    let mut lab = NetLab::new(tag, 4)?;
+    let port = lab.start_redis(0, None);
+    let url = format!("redis://{}:{port}/0", lab.host(0).addr);
+    for i in 1..=3 {
+        let name = format!("h{i}");
+        let mut cmd = if i == 3 && !wrap.is_empty() {
+            let mut c = lab.command(i, wrap[0]);
+            c.args(&wrap[1..]).arg(CONCUR);
+            c
+        } else {
+            lab.command(i, CONCUR)
+        };
+        cmd.args(["agent", "--quiet", "--hub", &url, "--name", &name])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        lab.spawn(cmd);
+    }
+    wait_for_agents(&url, &["h1", "h2", "h3"]);
+    Some((lab, url))
+}
+
+/// Runs `concur ARGS --hub URL --json FILE` in the root namespace; its exit code and lines.
+fn study(url: &str, args: &[&str]) -> (Option<i32>, String, Vec<Value>) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.jsonl");
+    let out = common::concur()
+        .args(args)
+        .args(["--hub", url, "--json"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    let lines = if path.exists() {
+        read_lines(&path)
+    } else {
+        Vec::new()
+    };
+    (out.status.code(), err, lines)
+}
+
+fn runs(lines: &[Value]) -> Vec<&Value> {
+    lines.iter().filter(|l| l["type"] == "run").collect()
+}
+
+#[test]
+fn the_crawl_over_1_2_and_3_hosts_with_the_server_on_a_host_of_its_own() {
+    let _alone = common::alone();
+    let Some((lab, url)) = lab("crawl", &[]) else {
+        return;
+    };
+    let (code, err, lines) = study(
+        &url,
+        &["run", "crawl", "--quick", "--hosts", "1,2,3", "-r", "1"],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    // The study's server listened on the root namespace's address, not loopback.
+    let root = lab.root_addr().to_string();
+    assert!(err.contains(&format!("http://{root}:")), "{err}");
+    let meta = &lines[0];
+    assert_eq!(meta["hosts"].as_array().unwrap().len(), 3, "{meta}");
+    let runs = runs(&lines);
+    let mut by_model: std::collections::BTreeMap<String, Vec<&Value>> = Default::default();
+    for r in &runs {
+        by_model
+            .entry(r["model"].as_str().unwrap().to_string())
+            .or_default()
+            .push(r);
+    }
+    assert!(by_model.len() >= 5, "{by_model:?}");
+    for (model, rs) in &by_model {
+        let hosts: Vec<u64> = rs.iter().map(|r| r["hosts"].as_u64().unwrap()).collect();
+        assert_eq!(hosts, [1, 2, 3], "{model}");
+        for r in rs {
+            assert_eq!(r["status"], "ok", "{r}");
+            let k = r["hosts"].as_u64().unwrap() as usize;
+            let hub = &r["hub"];
+            let parts = hub["parts"].as_array().unwrap();
+            assert_eq!(parts.len(), k, "{r}");
+            // Each host ran its share, and the shares are the cell.
+            let tasks: u64 = parts.iter().map(|p| p["tasks"].as_u64().unwrap()).sum();
+            assert_eq!(tasks, r["tasks"].as_u64().unwrap(), "{r}");
+            let names: std::collections::BTreeSet<&str> =
+                parts.iter().map(|p| p["host"].as_str().unwrap()).collect();
+            assert_eq!(names.len(), k, "{r}");
+            for p in parts {
+                assert_eq!(p["status"], "ok", "{p}");
+                assert_eq!(p["run"]["tasks_ok"], p["tasks"], "{p}");
+            }
+            assert_merged_latency_is_the_hosts_added(r);
+            assert!(
+                hub["start_spread_ms"].as_f64().unwrap_or(0.0) < 50.0,
+                "{hub}"
+            );
+        }
+        // The checksum is the same over 1, 2 and 3 hosts.
+        let bytes: Vec<&Value> = rs.iter().map(|r| &r["bytes"]).collect();
+        assert!(bytes.iter().all(|b| *b == bytes[0]), "{model}: {bytes:?}");
+    }
+    // Three hosts' async:100 keep 300 in flight: the 200 requests take one delay.
+    let async3 = by_model["async:100"][2];
+    assert_eq!(async3["parallelism"], 300);
+    assert!(async3["wall_s"].as_f64().unwrap() < 0.2, "{async3}");
+}
+
+#[test]
+fn an_open_cell_over_3_hosts_keeps_the_one_schedule_and_its_rate() {
+    let _alone = common::alone();
+    let Some((_lab, url)) = lab("open", &[]) else {
+        return;
+    };
+    let (code, err, lines) = study(
+        &url,
+        &[
+            "run",
+            "-w",
+            "sleep:1ms",
+            "-m",
+            "async:100",
+            "--rate",
+            "1500",
+            "--duration",
+            "2s",
+            "-r",
+            "1",
+            "--warmup",
+            "0",
+            "--hosts",
+            "3",
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let runs = runs(&lines);
+    assert_eq!(runs.len(), 1);
+    let r = runs[0];
+    assert_eq!(r["tasks"], 3000);
+    assert_eq!(r["tasks_ok"], 3000);
+    let asked = r["rate_asked"].as_f64().unwrap();
+    assert!((asked - 1500.0).abs() < 1e-6, "{r}");
+    let achieved = r["rate_achieved"].as_f64().unwrap();
+    assert!(
+        (achieved / 1500.0 - 1.0).abs() < 0.01,
+        "achieved {achieved}/s"
+    );
+    // Every third arrival of the one schedule: shares of 1000.
+    let parts = r["hub"]["parts"].as_array().unwrap();
+    let shares: Vec<u64> = parts.iter().map(|p| p["tasks"].as_u64().unwrap()).collect();
+    assert_eq!(shares, [1000, 1000, 1000]);
+    assert_merged_latency_is_the_hosts_added(r);
+}
+
+#[test]
+fn a_host_whose_clock_is_seconds_off_still_starts_on_time() {
+    let _alone = common::alone();
+    let have_faketime = std::process::Command::new("faketime")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !have_faketime {
+        let why = "faketime is not installed (apt-get install faketime)";
+        assert!(
+            std::env::var("CONCUR_REQUIRE_NETNS").as_deref() != Ok("1"),
+            "{why}"
+        );
+        eprintln!("skipped: {why}");
+        return;
+    }
+    // Host 3's agent sees a wall clock 5 s ahead of everyone's.
+    let Some((_lab, url)) = lab("clock", &["faketime", "-f", "+5s"]) else {
+        return;
+    };
+    let (code, err, lines) = study(
+        &url,
+        &[
+            "run",
+            "-w",
+            "sleep:20ms",
+            "-m",
+            "async:10",
+            "-n",
+            "60",
+            "-r",
+            "3",
+            "--warmup",
+            "0",
+            "--hosts",
+            "3",
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let hosts = lines[0]["hosts"].as_array().unwrap();
+    let h3 = hosts.iter().find(|h| h["name"] == "h3").unwrap();
+    let offset = h3["clock_offset_ns"].as_i64().unwrap();
+    assert!(
+        (offset + 5_000_000_000).abs() < 100_000_000,
+        "h3's offset {offset} ns"
+    );
+    for h in hosts.iter().filter(|h| h["name"] != "h3") {
+        assert!(
+            h["clock_offset_ns"].as_i64().unwrap().abs() < 50_000_000,
+            "{h}"
+        );
+    }
+    for r in runs(&lines) {
+        let hub = &r["hub"];
+        let spread = hub["start_spread_ms"].as_f64().unwrap();
+        assert!(spread < 5.0, "start spread {spread} ms: {hub}");
+        let p3 = hub["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["host"] == "h3")
+            .unwrap();
+        assert!((p3["clock_offset_ns"].as_i64().unwrap() + 5_000_000_000).abs() < 100_000_000);
+    }
+}
