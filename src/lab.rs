@@ -225,6 +225,22 @@ impl Lab {
         self
     }
 
+    /// Runs every cell's work on agents of the hub at `url` (a Redis URL), split over every
+    /// agent alive or over each count of [`Lab::hosts`]. Each agent is this same binary,
+    /// started on its host as `my-binary agent --hub URL` (its `main` calls [`init`] and then
+    /// a lab's `run`, which becomes the agent): the closures run there as they would here.
+    pub fn hub(mut self, url: &str) -> Lab {
+        self.options.hub.hub = Some(url.to_string());
+        self
+    }
+
+    /// With [`Lab::hub`]: split each cell's work over each of these host counts
+    /// (`--hosts 1,2,3`).
+    pub fn hosts<I: IntoIterator<Item = usize>>(mut self, counts: I) -> Lab {
+        self.options.hub.hosts = counts.into_iter().collect();
+        self
+    }
+
     /// Runs the study and returns its report; in a process concur's runner started for one
     /// run, performs that run and ends the process instead. Bad input (an unknown model, a
     /// workload name taken by a built-in one) is an [`Error::Usage`] before any run.
@@ -233,6 +249,23 @@ impl Lab {
         for w in &self.workloads {
             custom::register(w.clone()).map_err(Error::usage)?;
             opts.workloads.push(w.spec());
+        }
+        // `my-binary agent --hub URL`: this binary joins a hub as an agent, and the runs it
+        // is sent start this binary again, so this lab's closures run on this host.
+        if let Some(args) = crate::cli::agent_args() {
+            if !INIT.load(Ordering::SeqCst) {
+                return Err(Error::usage(
+                    "an agent runs each share in a fresh process of this binary: call concur::init() first in main",
+                ));
+            }
+            let code = match crate::cli::run_agent(args) {
+                Ok(code) => code,
+                Err(e) => {
+                    crate::output::fatal(&e);
+                    e.exit_code()
+                }
+            };
+            std::process::exit(code);
         }
         if SelfCall::started_as_child() {
             // In a run's process: the lab whose workload the request names performs it and

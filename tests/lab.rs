@@ -243,10 +243,106 @@ fn main() {
         .warmup(0)
         .run()
         .expect("the lab runs");
+    // The same binary as an agent of a hub: the closure runs in the agent's fresh processes.
+    let hub = LabHub::start();
+    let over_hub = Lab::new("lab-hub")
+        .nature(concur::Nature::Cpu)
+        .task(bytes)
+        .models(["seq", "pool:2"])
+        .tasks([N])
+        .repeat(1)
+        .warmup(0)
+        .hub(&hub.url)
+        .hosts([1])
+        .run()
+        .expect("the lab runs over the hub");
+    drop(hub);
     let marked = std::fs::remove_file(ran_marker()).is_ok();
     every_model_gives_the_same_checksum_in_fresh_processes(&sum, &models);
     panics_and_errors_are_failed_tasks_with_their_message(&bad, &bad_async, &build_panic);
     assert_eq!(good.runs.len(), 1);
     assert!(marked, "the marking task left no marker");
     bad_input_is_refused_before_any_run();
+    the_closure_ran_on_the_agent(&over_hub);
+}
+
+/// The first process's Redis and this binary started as `agent` against it; in a run's
+/// process (and in the agent's), only the URL, inherited.
+struct LabHub {
+    url: String,
+    children: Vec<std::process::Child>,
+}
+
+const HUB_VAR: &str = "CONCUR_LAB_TEST_HUB";
+
+impl LabHub {
+    fn start() -> LabHub {
+        if let Ok(url) = std::env::var(HUB_VAR) {
+            return LabHub {
+                url,
+                children: Vec::new(),
+            };
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let redis = std::process::Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server must be installed (.ci/run installs it)");
+        let url = format!("redis://127.0.0.1:{port}/0");
+        std::env::set_var(HUB_VAR, &url);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(std::time::Instant::now() < deadline, "redis never listened");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let agent = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["agent", "--hub", &url, "--name", "lab-agent", "--quiet"])
+            .spawn()
+            .expect("this binary starts as an agent");
+        let hub = concur::hub::Hub::open(&concur::hub::HubUrl::parse(&url).unwrap()).unwrap();
+        let mut c = hub.connect().unwrap();
+        while hub.agents(&mut c).unwrap().is_empty() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the agent never joined"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        LabHub {
+            url,
+            children: vec![agent, redis],
+        }
+    }
+}
+
+impl Drop for LabHub {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn the_closure_ran_on_the_agent(report: &concur::LabReport) {
+    let want: u64 = (0..N).map(bytes).sum();
+    assert_eq!(report.runs.len(), 2);
+    for r in &report.runs {
+        assert_eq!(
+            r.status,
+            concur::analysis::results::RunStatus::Ok,
+            "{:?}",
+            r.error
+        );
+        assert_eq!((r.key.hosts, r.bytes), (Some(1), want));
+        let hub = r.hub.as_ref().expect("a run over the hub");
+        assert_eq!(hub.parts[0].host, "lab-agent");
+    }
+    assert_eq!(report.meta.hosts[0].name, "lab-agent");
+    println!("ok: the closure ran on the lab's own binary as an agent");
 }

@@ -335,6 +335,29 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
     }
 }
 
+/// A library user's binary started as `my-binary agent …`: its arguments after the program
+/// name, for [`run_agent`].
+pub(crate) fn agent_args() -> Option<Vec<std::ffi::OsString>> {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    (args.get(1).is_some_and(|a| a == "agent")).then(|| args[1..].to_vec())
+}
+
+/// Runs `agent …` (`args` from the subcommand's name on) as `concur agent` does.
+pub(crate) fn run_agent(args: Vec<std::ffi::OsString>) -> Result<i32, Error> {
+    use clap::FromArgMatches;
+    let cmd = <hub::AgentArgs as Args>::augment_args(clap::Command::new("agent"));
+    let parsed = cmd
+        .try_get_matches_from(&args)
+        .and_then(|m| hub::AgentArgs::from_arg_matches(&m));
+    match parsed {
+        Ok(a) => hub::agent(a),
+        Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
+            e.exit()
+        }
+        Err(e) => Err(Error::usage(usage_error::line(&e, &args))),
+    }
+}
+
 /// Parses the command line, runs the subcommand, and returns the exit code: the library's,
 /// 2 for bad input (with one line on stderr), 0 when stdout was closed early (`| head`).
 pub fn main() -> ExitCode {
