@@ -97,6 +97,12 @@ pub(crate) fn conduct(opts: &StudyOptions, out: &Outputs, how: Conduct) -> Resul
             s.base_url()
         ));
     }
+    if let Some(s) = &bound.remote_server {
+        terminal.line(format_args!(
+            "server: concur's delay server on agent '{}' at {}",
+            s.agent, s.base_url
+        ));
+    }
     if let Some((hub, agents)) = &hub {
         terminal.line(format_args!(
             "hub: {} with {} agent{}: {}",
@@ -116,20 +122,22 @@ pub(crate) fn conduct(opts: &StudyOptions, out: &Outputs, how: Conduct) -> Resul
                 .join("; ")
         ));
     }
-    let process;
-    let over_hosts;
-    let executor: &dyn Executor = match (how.isolation, hub) {
-        (_, Some((hub, agents))) => {
-            over_hosts = HubExecutor::new(hub, agents, bound.run_server())?;
-            &over_hosts
-        }
-        (Isolation::FreshProcess, None) => {
-            process = ProcessExecutor::new(bound.run_server())?;
-            &process
-        }
-        (Isolation::InProcess, None) => &InProcessExecutor,
+    let outcome = {
+        let process;
+        let over_hosts;
+        let executor: &dyn Executor = match (how.isolation, hub) {
+            (_, Some((hub, agents))) => {
+                over_hosts = HubExecutor::new(hub, agents, bound.run_server(), bound.server_cpu())?;
+                &over_hosts
+            }
+            (Isolation::FreshProcess, None) => {
+                process = ProcessExecutor::new(bound.run_server())?;
+                &process
+            }
+            (Isolation::InProcess, None) => &InProcessExecutor,
+        };
+        study::execute(plan, executor, &mut writer, how.command, &terminal)?
     };
-    let outcome = study::execute(plan, executor, &mut writer, how.command, &terminal)?;
     // The server stops (and the classic programs' folder goes) before the reports are made.
     drop(bound);
     let conclusion = publish::publish(

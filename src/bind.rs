@@ -24,16 +24,40 @@ pub struct Bound {
     /// A study over several hosts: the hub, answering, and the agents that will run the
     /// shares (every one alive, of this version; by name).
     pub hub: Option<(crate::hub::Hub, Vec<crate::hub::AgentInfo>)>,
+    /// The study's delay server on an agent (`--server-host`), kept while this lives.
+    pub remote_server: Option<crate::hub::server::RemoteServer>,
 }
 
+/// Reads the CPU the study's delay server has used so far, seconds.
+pub type ServerCpu<'a> = Box<dyn Fn() -> Option<f64> + 'a>;
+
 impl Bound {
-    /// What the study runner needs of the in-process server, if there is one: where it
-    /// listens, the certificate its clients trust, and its counters.
+    /// What the study runner needs of the study's server, if there is one: where it
+    /// listens, the certificate its clients trust, and its counters (in this process only).
     pub fn run_server(&self) -> Option<StudyServer<'_>> {
+        if let Some(r) = &self.remote_server {
+            return Some(StudyServer {
+                base_url: r.base_url.clone(),
+                cert_pem: r.cert_pem.clone(),
+                stats: None,
+            });
+        }
         self.server.as_ref().map(|s| StudyServer {
             base_url: s.base_url(),
             cert_pem: s.cert.as_ref().map(|c| c.cert_pem.clone()),
-            stats: &s.stats,
+            stats: Some(&s.stats),
+        })
+    }
+
+    /// Where the study's server runs (`this host` or the agent's name) and how to read the
+    /// CPU its process has used: this process's own, or the serving agent's.
+    pub fn server_cpu(&self) -> Option<(String, ServerCpu<'_>)> {
+        if let Some(r) = &self.remote_server {
+            return Some((r.agent.clone(), Box::new(|| r.cpu_s())));
+        }
+        self.server.as_ref().map(|_| {
+            let cpu: ServerCpu<'_> = Box::new(|| Some(crate::hub::server::process_cpu_s()));
+            ("this host".to_string(), cpu)
         })
     }
 }
@@ -58,9 +82,25 @@ pub fn bind(mut plan: Plan, o: &StudyOptions) -> Result<Bound> {
     } else {
         None
     };
+    let mut remote_server = None;
     let hub = match &plan.hub {
         Some(h) => {
-            let (hub, agents, counts) = reach_hub(h, &plan)?;
+            let (hub, mut agents, counts) = reach_hub(h, &plan)?;
+            // The server on an agent of its own: the one named, else the first agent no
+            // cell needs; else it stays on this host.
+            if plan.needs_server() {
+                let most = counts.iter().copied().max().unwrap_or(agents.len());
+                let place = match &h.server_host {
+                    Some(name) => Some(name.clone()),
+                    None => agents.get(most).map(|a| a.name.clone()),
+                };
+                if let Some(name) = place {
+                    agents.retain(|a| a.name != name);
+                    remote_server = Some(crate::hub::server::RemoteServer::start(
+                        &hub, &name, plan.tls,
+                    )?);
+                }
+            }
             plan = plan.over_hosts(&counts);
             Some((hub, agents))
         }
@@ -71,7 +111,7 @@ pub fn bind(mut plan: Plan, o: &StudyOptions) -> Result<Bound> {
     // hub, it listens on the address other hosts reach this one by (the one the route to the
     // hub leaves from), so the agents' clients reach it and it has this machine's cores to
     // itself.
-    let server = if plan.needs_server() {
+    let server = if plan.needs_server() && remote_server.is_none() {
         let mut o = ServerOptions::ephemeral();
         if let Some((hub, _)) = &hub {
             let ip = hub.local_addr().ok_or_else(|| {
@@ -97,6 +137,7 @@ pub fn bind(mut plan: Plan, o: &StudyOptions) -> Result<Bound> {
         server,
         _classic_dir: classic,
         hub,
+        remote_server,
     })
 }
 
@@ -109,8 +150,26 @@ fn reach_hub(
 ) -> Result<(crate::hub::Hub, Vec<crate::hub::AgentInfo>, Vec<usize>)> {
     let hub = crate::hub::Hub::open(&h.url)?;
     let mut c = hub.connect()?;
-    let agents = hub.agents(&mut c)?;
-    if let Some(why) = agents.iter().find_map(|a| a.version_refusal()) {
+    let all = hub.agents(&mut c)?;
+    if let Some(name) = &h.server_host {
+        if !all.iter().any(|a| &a.name == name) {
+            return Err(Error::usage(format!(
+                "--server-host '{name}': no agent of that name is alive on the hub '{}' (allowed: {})",
+                h.url,
+                all.iter()
+                    .map(|a| a.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+    }
+    // The agent that serves generates no load.
+    let agents: Vec<crate::hub::AgentInfo> = all
+        .iter()
+        .filter(|a| Some(&a.name) != h.server_host.as_ref())
+        .cloned()
+        .collect();
+    if let Some(why) = all.iter().find_map(|a| a.version_refusal()) {
         return Err(Error::usage(format!("--hub '{}': {why}", h.url)));
     }
     let names = || {

@@ -156,6 +156,9 @@ pub struct HubOptions {
     /// With --hub: split each cell's work over K agents (default: every agent alive); a list (1,2,3) scans the host count
     #[arg(long, value_name = "K", value_delimiter = ',', value_parser = parse_count, allow_negative_numbers = true)]
     pub hosts: Vec<usize>,
+    /// With --hub: run the study's delay server on this agent, which then generates no load (default: the first agent no cell needs, else this host)
+    #[arg(long, value_name = "NAME")]
+    pub server_host: Option<String>,
 }
 
 impl HubOptions {

@@ -177,6 +177,19 @@ fn what_cannot_work_is_refused_in_one_line_before_anything_starts() {
         err.contains("--allow-commands") && err.contains("plain"),
         "{err}"
     );
+    // A server on an agent that is not there, and one for a study that starts none.
+    let mut named = study(&url);
+    named.extend(["--server-host".into(), "ghost".into()]);
+    named[2] = "http:/delay/1ms".into();
+    let err = refused(&args(&named), &results);
+    assert!(
+        err.contains("--server-host 'ghost'") && err.contains("plain"),
+        "{err}"
+    );
+    let mut needless = study(&url);
+    needless.extend(["--server-host".into(), "plain".into()]);
+    let err = refused(&args(&needless), &results);
+    assert!(err.contains("starts no delay server"), "{err}");
     // A second agent of the same name.
     let out = concur()
         .args(["agent", "--hub", &url, "--name", "plain"])
@@ -338,4 +351,32 @@ fn agents_are_listed_and_told_to_leave() {
     });
     assert_eq!(code, Some(Some(0)));
     wait_for_agents(&url, &["n2"]);
+}
+
+#[test]
+fn the_hub_password_shows_nowhere() {
+    let mut hub = Hub::start(Some("hub-secret-9"));
+    let url = hub.url();
+    let agent = hub.agent("p1", &[]);
+    wait_for_agents(&url, &["p1"]);
+    // The agent took the URL from CONCUR_HUB: its command line does not hold it.
+    let argv = std::fs::read(format!("/proc/{agent}/cmdline")).unwrap();
+    assert!(!String::from_utf8_lossy(&argv).contains("hub-secret-9"));
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("r.jsonl");
+    let out = concur()
+        .args([
+            "run", "-w", "fib:5", "-m", "seq", "-n", "2", "-r", "1", "--warmup", "0",
+        ])
+        .args(["--hub", &url, "--json"])
+        .arg(&results)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("hub-secret-9"), "{err}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("hub-secret-9"));
+    let text = std::fs::read_to_string(&results).unwrap();
+    assert!(!text.contains("hub-secret-9"));
+    assert!(text.contains("\"hosts\":1"), "{text}");
 }

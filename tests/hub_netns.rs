@@ -122,6 +122,60 @@ fn the_crawl_over_1_2_and_3_hosts_with_the_server_on_a_host_of_its_own() {
 }
 
 #[test]
+fn the_server_goes_to_the_agent_no_cell_needs_or_to_the_one_named() {
+    let _alone = common::alone();
+    let Some((_lab, url)) = lab("server", &[]) else {
+        return;
+    };
+    let cell = [
+        "run",
+        "-w",
+        "http:/delay/20ms",
+        "-m",
+        "async:20",
+        "-n",
+        "100",
+        "-r",
+        "1",
+        "--warmup",
+        "0",
+    ];
+    // Two hosts generate load: the third serves.
+    let mut args = cell.to_vec();
+    args.extend(["--hosts", "1,2"]);
+    let (code, err, lines) = study(&url, &args);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("delay server on agent 'h3'"), "{err}");
+    for r in runs(&lines) {
+        let hub = &r["hub"];
+        assert_eq!(hub["server_host"], "h3", "{hub}");
+        assert!(hub["server_cpu_s"].as_f64().unwrap() > 0.0, "{hub}");
+        let hosts: Vec<&str> = hub["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["host"].as_str().unwrap())
+            .collect();
+        assert!(!hosts.contains(&"h3"), "{hosts:?}");
+        assert_eq!(r["tasks_ok"], 100);
+    }
+    // The one named serves; the other two generate load.
+    let mut args = cell.to_vec();
+    args.extend(["--hosts", "2", "--server-host", "h1"]);
+    let (code, err, lines) = study(&url, &args);
+    assert_eq!(code, Some(0), "{err}");
+    let r = runs(&lines)[0];
+    assert_eq!(r["hub"]["server_host"], "h1");
+    let hosts: Vec<&str> = r["hub"]["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["host"].as_str().unwrap())
+        .collect();
+    assert_eq!(hosts, ["h2", "h3"]);
+}
+
+#[test]
 fn an_open_cell_over_3_hosts_keeps_the_one_schedule_and_its_rate() {
     let _alone = common::alone();
     let Some((_lab, url)) = lab("open", &[]) else {

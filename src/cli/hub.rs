@@ -42,7 +42,7 @@ pub(super) struct AgentsArgs {
 fn hub_url(flag: Option<String>) -> Result<HubUrl, Error> {
     let opts = crate::options::HubOptions {
         hub: flag,
-        hosts: Vec::new(),
+        ..Default::default()
     }
     .from_env();
     match opts.hub {

@@ -190,6 +190,7 @@ fn work_loop(
     cancel: &AtomicBool,
     terminal: &Terminal,
 ) -> Result<bool> {
+    let mut served = super::server::Served::default();
     while !crate::interrupt::interrupted() {
         let taken: redis::RedisResult<Option<String>> = redis::cmd("BLMOVE")
             .arg(work_key(name))
@@ -204,12 +205,34 @@ fn work_loop(
             Err(_) if crate::interrupt::interrupted() => break,
             Err(e) => return Err(hub.failed("taking work", e)),
         };
-        let Some(text) = item else { continue };
+        let Some(text) = item else {
+            served.expire(c);
+            continue;
+        };
         let work = serde_json::from_str::<Work>(&text);
         let done = match work {
             Ok(Work::Stop) => {
                 forget(c, name, &text);
                 return Ok(true);
+            }
+            Ok(Work::Serve { study, tls, reply }) => {
+                let ready = served.start(hub, &study, tls);
+                if let Ok(url) = &ready.base_url {
+                    terminal.line(format_args!("study {study}: serving at {url}"));
+                    shared.lock().unwrap_or_else(|p| p.into_inner()).info.doing =
+                        format!("serving study {study} at {url}");
+                }
+                super::server::answer(c, &reply, &ready);
+                None
+            }
+            Ok(Work::Unserve { study }) => {
+                served.stop(&study);
+                shared.lock().unwrap_or_else(|p| p.into_inner()).info.doing = "idle".into();
+                None
+            }
+            Ok(Work::Usage { reply }) => {
+                super::server::answer(c, &reply, &super::server::process_cpu_s());
+                None
             }
             Err(e) => {
                 terminal.warning(format_args!(

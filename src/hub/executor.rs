@@ -38,6 +38,7 @@ pub struct HubExecutor<'a> {
     conn: Mutex<Connection>,
     agents: Vec<AgentInfo>,
     server: Option<StudyServer<'a>>,
+    server_cpu: Option<(String, crate::bind::ServerCpu<'a>)>,
 }
 
 impl<'a> HubExecutor<'a> {
@@ -47,6 +48,7 @@ impl<'a> HubExecutor<'a> {
         hub: Hub,
         agents: Vec<AgentInfo>,
         server: Option<StudyServer<'a>>,
+        server_cpu: Option<(String, crate::bind::ServerCpu<'a>)>,
     ) -> crate::error::Result<Self> {
         let conn = Mutex::new(hub.connect()?);
         crate::interrupt::install_interrupt_handler();
@@ -55,6 +57,7 @@ impl<'a> HubExecutor<'a> {
             conn,
             agents,
             server,
+            server_cpu,
         })
     }
 
@@ -325,13 +328,23 @@ impl Executor for HubExecutor<'_> {
     }
 
     fn run(&self, plan: &Plan, cell: &CellPlan, iteration: Iteration) -> RunResult {
-        if let Some(s) = &self.server {
-            s.stats.reset();
+        if let Some(s) = self.server.as_ref().and_then(|s| s.stats) {
+            s.reset();
         }
         let mut run = match &cell.kind {
             CellKind::Concur => {
                 let mut c = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-                self.run_over_hosts(&mut c, plan, cell, iteration)
+                let cpu = |s: &Option<(String, crate::bind::ServerCpu)>| {
+                    s.as_ref().and_then(|(_, f)| f())
+                };
+                let before = cpu(&self.server_cpu);
+                let mut run = self.run_over_hosts(&mut c, plan, cell, iteration);
+                let after = cpu(&self.server_cpu);
+                if let Some(h) = &mut run.hub {
+                    h.server_host = self.server_cpu.as_ref().map(|(name, _)| name.clone());
+                    h.server_cpu_s = before.zip(after).map(|(b, a)| (a - b).max(0.0));
+                }
+                run
             }
             CellKind::External { .. } => self.not_run(
                 cell,
@@ -342,7 +355,8 @@ impl Executor for HubExecutor<'_> {
         run.server_peak_in_flight = self
             .server
             .as_ref()
-            .map(|s| s.stats.snapshot().peak_in_flight);
+            .and_then(|s| s.stats)
+            .map(|s| s.snapshot().peak_in_flight);
         run
     }
 

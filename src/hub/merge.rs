@@ -42,6 +42,14 @@ pub struct HubRun {
     /// The merged latency histogram (V2, with the exact count, min, max and sum).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_hdr: Option<LatencyWire>,
+    /// Where the study's delay server ran: `this host` (the study's own) or an agent's name;
+    /// absent when the study had none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_host: Option<String>,
+    /// The CPU the delay server's process used during this run, seconds (to set beside the
+    /// clients' CPU: per task, it is the server's cost per request).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cpu_s: Option<f64>,
     /// Each host's part.
     pub parts: Vec<HostPart>,
 }
@@ -266,6 +274,8 @@ pub fn merge(mut base: RunResult, parts: Vec<PartOutcome>, lead_s: f64) -> RunRe
         start_spread_ms: spread,
         coordination_s: (!starts.is_empty()).then(|| lead_s + last_first.max(0.0) / 1e3),
         latency_hdr: latency.as_ref().and_then(|l| l.to_wire()),
+        server_host: None,
+        server_cpu_s: None,
         parts: rows,
     });
     base

@@ -17,6 +17,7 @@ pub mod agent;
 pub mod clock;
 pub mod executor;
 pub mod merge;
+pub mod server;
 pub(crate) mod work;
 
 use std::fmt;
@@ -37,7 +38,7 @@ pub const HUB_URLS: &str =
     "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], or rediss://… for Redis over TLS";
 
 /// Every key of the hub starts with this.
-const PREFIX: &str = "concur:hub:";
+pub(crate) const PREFIX: &str = "concur:hub:";
 
 /// How often an agent renews its heartbeat.
 pub const BEAT: Duration = Duration::from_millis(500);

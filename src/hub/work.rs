@@ -18,6 +18,35 @@ pub enum Work {
     Part(Box<PartWork>),
     /// Leave the hub.
     Stop,
+    /// Start the delay server for a study (`--server-host`), answering on `reply`; it serves
+    /// as long as the study's key `concur:hub:serve:STUDY` lives.
+    Serve {
+        /// The study's id.
+        study: String,
+        /// Whether it serves HTTPS (`--tls`), with a self-signed certificate for its address.
+        tls: bool,
+        /// The list to answer on.
+        reply: String,
+    },
+    /// Stop the server of a study.
+    Unserve {
+        /// The study's id.
+        study: String,
+    },
+    /// Say how much CPU this agent's process has used, on `reply` (the server's cost).
+    Usage {
+        /// The list to answer on.
+        reply: String,
+    },
+}
+
+/// An agent's answer to [`Work::Serve`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ServeReady {
+    /// Where the server listens (`http://ADDR:PORT`), or why it could not start.
+    pub base_url: Result<String, String>,
+    /// Its self-signed certificate (PEM), over TLS.
+    pub cert_pem: Option<String>,
 }
 
 /// One host's share of one run.

@@ -6,6 +6,7 @@
 pub mod charts;
 pub mod csv;
 pub mod export;
+pub mod hosts;
 pub mod html;
 pub mod json;
 pub mod markdown;

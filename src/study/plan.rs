@@ -92,6 +92,8 @@ pub struct HubPlan {
     pub url: crate::hub::HubUrl,
     /// The host counts to run each cell over; empty: every agent alive.
     pub hosts: Vec<usize>,
+    /// `--server-host`: the agent that runs the study's delay server.
+    pub server_host: Option<String>,
 }
 
 /// The files and programs a plan names but does not touch: the bind step
@@ -568,9 +570,9 @@ pub fn build(o: &StudyOptions) -> Result<Plan> {
 /// Validates `--hub` and `--hosts` (the agents themselves are reached by the bind step).
 fn hub_plan(o: &StudyOptions, cells: &[CellPlan]) -> Result<Option<HubPlan>> {
     let Some(url) = &o.hub.hub else {
-        if !o.hub.hosts.is_empty() {
+        if !o.hub.hosts.is_empty() || o.hub.server_host.is_some() {
             return Err(Error::usage(
-                "--hosts splits cells over agents of a hub: it needs --hub URL (or CONCUR_HUB)",
+                "--hosts and --server-host place work on agents of a hub: they need --hub URL (or CONCUR_HUB)",
             ));
         }
         return Ok(None);
@@ -586,7 +588,16 @@ fn hub_plan(o: &StudyOptions, cells: &[CellPlan]) -> Result<Option<HubPlan>> {
     }
     let mut hosts = o.hub.hosts.clone();
     hosts.dedup();
-    Ok(Some(HubPlan { url, hosts }))
+    if let (Some(name), false) = (&o.hub.server_host, cells.iter().any(|c| c.needs_server)) {
+        return Err(Error::usage(format!(
+            "--server-host '{name}': this study starts no delay server (it applies to http:/PATH workloads without --url, and to the crawl study)"
+        )));
+    }
+    Ok(Some(HubPlan {
+        url,
+        hosts,
+        server_host: o.hub.server_host.clone(),
+    }))
 }
 
 /// Validates `--rate`, `--duration`, `--interval` and `--slo` together.

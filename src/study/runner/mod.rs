@@ -103,8 +103,8 @@ pub struct StudyServer<'a> {
     pub base_url: String,
     /// Its self-signed certificate (PEM) with `--tls`, which the runs' clients then trust.
     pub cert_pem: Option<String>,
-    /// Its counters (each run records the peak in-flight).
-    pub stats: &'a Stats,
+    /// Its counters (each run records the peak in-flight), when it runs in this process.
+    pub stats: Option<&'a Stats>,
 }
 
 /// The real executor: every run in a fresh child process of our own binary.
@@ -135,8 +135,8 @@ impl Executor for ProcessExecutor<'_> {
     }
 
     fn run(&self, plan: &Plan, cell: &CellPlan, iteration: Iteration) -> RunResult {
-        if let Some(s) = &self.server {
-            s.stats.reset();
+        if let Some(s) = self.server.as_ref().and_then(|s| s.stats) {
+            s.reset();
         }
         let server = self
             .server
@@ -156,7 +156,8 @@ impl Executor for ProcessExecutor<'_> {
         run.server_peak_in_flight = self
             .server
             .as_ref()
-            .map(|s| s.stats.snapshot().peak_in_flight);
+            .and_then(|s| s.stats)
+            .map(|s| s.snapshot().peak_in_flight);
         run
     }
 
