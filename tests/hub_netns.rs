@@ -176,6 +176,33 @@ fn the_server_goes_to_the_agent_no_cell_needs_or_to_the_one_named() {
 }
 
 #[test]
+fn queue_workers_on_1_2_and_3_hosts_against_one_redis_do_every_job_once() {
+    let _alone = common::alone();
+    let Some((_lab, url)) = lab("jobs", &[]) else {
+        return;
+    };
+    // The jobs go to the hub's Redis, database 1.
+    let backend = url.replace("/0", "/1");
+    let (code, err, lines) = study(
+        &url,
+        &[
+            "run", "-w", "fib:5", "-m", "jobs-redis:4", "-n", "3000", "-r", "1", "--warmup",
+            "0", "--hosts", "1,2,3", "--jobs-backend", &backend,
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let runs = runs(&lines);
+    assert_eq!(runs.len(), 3);
+    for (r, k) in runs.iter().zip(1..) {
+        assert_eq!(r["hosts"], k);
+        assert_eq!(r["tasks_ok"], 3000, "{r}");
+        assert_eq!(r["tasks_failed"], 0, "{r}");
+        assert_eq!(r["bytes"], runs[0]["bytes"]);
+        assert_eq!(r["hub"]["parts"].as_array().unwrap().len(), k as usize);
+    }
+}
+
+#[test]
 fn an_open_cell_over_3_hosts_keeps_the_one_schedule_and_its_rate() {
     let _alone = common::alone();
     let Some((_lab, url)) = lab("open", &[]) else {
