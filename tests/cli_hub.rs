@@ -4,99 +4,13 @@
 
 mod common;
 
-use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{concur, hub_agents, read_lines, wait_for, wait_for_agents};
+use common::hub::Hub;
+use common::{concur, free_port, hub_agents, read_lines, wait_for, wait_for_agents};
 use serde_json::Value;
-
-/// A `redis-server` of the test's own on a free loopback port, and the agents it starts,
-/// all killed when dropped.
-struct Hub {
-    port: u16,
-    password: Option<String>,
-    redis: Child,
-    agents: Vec<(String, Child)>,
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
-
-impl Hub {
-    fn start(password: Option<&str>) -> Hub {
-        let port = free_port();
-        let mut cmd = Command::new("redis-server");
-        cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        if let Some(p) = password {
-            cmd.args(["--requirepass", p]);
-        }
-        let redis = cmd
-            .spawn()
-            .expect("redis-server must be installed (.ci/run installs it)");
-        wait_for("redis-server to listen", Duration::from_secs(20), || {
-            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-        });
-        Hub {
-            port,
-            password: password.map(str::to_string),
-            redis,
-            agents: Vec::new(),
-        }
-    }
-
-    fn url(&self) -> String {
-        match &self.password {
-            Some(p) => format!("redis://:{p}@127.0.0.1:{}/0", self.port),
-            None => format!("redis://127.0.0.1:{}/0", self.port),
-        }
-    }
-
-    /// Starts `concur agent --name NAME` (with `extra` flags), the hub given in CONCUR_HUB.
-    fn agent(&mut self, name: &str, extra: &[&str]) -> u32 {
-        let child = Command::new(env!("CARGO_BIN_EXE_concur"))
-            .args(["agent", "--name", name, "--quiet"])
-            .args(extra)
-            .env("CONCUR_HUB", self.url())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("concur agent starts");
-        let pid = child.id();
-        self.agents.push((name.to_string(), child));
-        pid
-    }
-
-    fn redis_cli(&self, args: &[&str]) {
-        let mut c = Command::new("redis-cli");
-        c.args(["-p", &self.port.to_string()]);
-        if let Some(p) = &self.password {
-            c.args(["-a", p, "--no-auth-warning"]);
-        }
-        let out = c.args(args).output().expect("redis-cli runs");
-        assert!(out.status.success(), "{out:?}");
-    }
-}
-
-impl Drop for Hub {
-    fn drop(&mut self) {
-        for (_, a) in &mut self.agents {
-            let _ = a.kill();
-            let _ = a.wait();
-        }
-        let _ = self.redis.kill();
-        let _ = self.redis.wait();
-    }
-}
 
 fn args(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()

@@ -328,6 +328,7 @@ const CSV_COLUMNS: &[&str] = &[
     "queue_p99_us",
     "lag_p99_us",
     "http2",
+    "hosts",
 ];
 
 /// A cell line's value as its CSV field: empty for null, `[lo, hi]` split in two columns.

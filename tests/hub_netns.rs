@@ -186,8 +186,21 @@ fn queue_workers_on_1_2_and_3_hosts_against_one_redis_do_every_job_once() {
     let (code, err, lines) = study(
         &url,
         &[
-            "run", "-w", "fib:5", "-m", "jobs-redis:4", "-n", "3000", "-r", "1", "--warmup",
-            "0", "--hosts", "1,2,3", "--jobs-backend", &backend,
+            "run",
+            "-w",
+            "fib:5",
+            "-m",
+            "jobs-redis:4",
+            "-n",
+            "3000",
+            "-r",
+            "1",
+            "--warmup",
+            "0",
+            "--hosts",
+            "1,2,3",
+            "--jobs-backend",
+            &backend,
         ],
     );
     assert_eq!(code, Some(0), "{err}");

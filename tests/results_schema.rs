@@ -63,6 +63,37 @@ fn check_file(path: &Path) -> Vec<Value> {
 }
 
 #[test]
+fn a_study_over_a_hubs_agents_follows_the_schema() {
+    let mut hub = common::hub::Hub::start(None);
+    let url = hub.url();
+    hub.agent("s1", &[]);
+    hub.agent("s2", &[]);
+    common::wait_for_agents(&url, &["s1", "s2"]);
+    let lines = checked_study(&[
+        "-w",
+        "sleep:5ms",
+        "-m",
+        "async:10",
+        "-n",
+        "40",
+        "-r",
+        "1",
+        "--hub",
+        &url,
+        "--hosts",
+        "1,2",
+    ]);
+    assert_eq!(lines[0]["hosts"].as_array().map(Vec::len), Some(2));
+    let runs = of_type(&lines, "run");
+    assert_eq!(runs.len(), 2);
+    for r in &runs {
+        assert!(r["hub"]["latency_hdr"]["hdr_v2"].is_string(), "{r}");
+        common::assert_merged_latency_is_the_hosts_added(r);
+    }
+    assert!(of_type(&lines, "cell").iter().all(|c| c["hosts"].is_u64()));
+}
+
+#[test]
 fn a_cpu_study_follows_the_schema() {
     let lines = checked_study(&[
         "-w", "fib:15", "-m", "seq", "-m", "pool:2", "-n", "2", "-r", "2",

@@ -41,6 +41,8 @@ pub const COLUMNS: &[&str] = &[
     "lag_p99_us",
     // Added after the rest, so that columns read by position keep their place.
     "http2",
+    // Over how many hosts (`--hosts`); empty for a cell of this machine alone.
+    "hosts",
 ];
 
 fn f(v: Option<f64>) -> String {
@@ -96,6 +98,7 @@ pub fn render(a: &Analysis) -> String {
             u(c.open.as_ref().and_then(|o| o.queue_us).map(|l| l.p99)),
             u(c.open.as_ref().and_then(|o| o.lag_us).map(|l| l.p99)),
             c.key.http2.to_string(),
+            c.key.hosts.map(|k| k.to_string()).unwrap_or_default(),
         ]);
     }
     for r in rows {

@@ -521,6 +521,7 @@ impl Drop for Serve {
         let _ = self.child.wait();
     }
 }
+pub mod hub;
 pub mod netns;
 
 /// The agents alive on the hub at `url`, as `concur agents --format json` lists them.

@@ -1,0 +1,88 @@
+//! A hub on loopback for the tests: a `redis-server` of the test's own and the agents it
+//! starts, all killed when dropped.
+
+#![allow(dead_code)]
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use super::{free_port, wait_for};
+
+/// A `redis-server` of the test's own on a free loopback port, and the agents it starts,
+/// all killed when dropped.
+pub struct Hub {
+    pub port: u16,
+    password: Option<String>,
+    redis: Child,
+    pub agents: Vec<(String, Child)>,
+}
+
+impl Hub {
+    pub fn start(password: Option<&str>) -> Hub {
+        let port = free_port();
+        let mut cmd = Command::new("redis-server");
+        cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        if let Some(p) = password {
+            cmd.args(["--requirepass", p]);
+        }
+        let redis = cmd
+            .spawn()
+            .expect("redis-server must be installed (.ci/run installs it)");
+        wait_for("redis-server to listen", Duration::from_secs(20), || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        Hub {
+            port,
+            password: password.map(str::to_string),
+            redis,
+            agents: Vec::new(),
+        }
+    }
+
+    pub fn url(&self) -> String {
+        match &self.password {
+            Some(p) => format!("redis://:{p}@127.0.0.1:{}/0", self.port),
+            None => format!("redis://127.0.0.1:{}/0", self.port),
+        }
+    }
+
+    /// Starts `concur agent --name NAME` (with `extra` flags), the hub given in CONCUR_HUB.
+    pub fn agent(&mut self, name: &str, extra: &[&str]) -> u32 {
+        let child = Command::new(env!("CARGO_BIN_EXE_concur"))
+            .args(["agent", "--name", name, "--quiet"])
+            .args(extra)
+            .env("CONCUR_HUB", self.url())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("concur agent starts");
+        let pid = child.id();
+        self.agents.push((name.to_string(), child));
+        pid
+    }
+
+    pub fn redis_cli(&self, args: &[&str]) {
+        let mut c = Command::new("redis-cli");
+        c.args(["-p", &self.port.to_string()]);
+        if let Some(p) = &self.password {
+            c.args(["-a", p, "--no-auth-warning"]);
+        }
+        let out = c.args(args).output().expect("redis-cli runs");
+        assert!(out.status.success(), "{out:?}");
+    }
+}
+
+impl Drop for Hub {
+    fn drop(&mut self) {
+        for (_, a) in &mut self.agents {
+            let _ = a.kill();
+            let _ = a.wait();
+        }
+        let _ = self.redis.kill();
+        let _ = self.redis.wait();
+    }
+}
