@@ -36,7 +36,8 @@
 //! below); `127.0.0.1:8080` and `localhost:8080` become a `concur serve` the test started,
 //! `127.0.0.1:8443` and `/tmp/concur-serve-x1Yz2W/concur-serve-8443.pem` a `concur serve --tls-self-signed` and its
 //! certificate; `redis://queue-host:6379/0` a `redis-server` the test started, and
-//! `redis://:PASSWORD@queue-host:6379/0` a second one started with `--requirepass PASSWORD`; a
+//! `redis://:PASSWORD@queue-host:6379/0` a second one started with `--requirepass PASSWORD`
+//! (`redis://hub-host:6379/0`, a hub, is the first one too); a
 //! word with `…` is a glob in the directory (`…` = `*`), the newest match by name (results
 //! file names carry their time).
 //!
@@ -44,7 +45,9 @@
 //! started on a free port (its `--addr` replaced), must print that it listens and answer a
 //! request (`/add` over HTTP; a ClientHello with a TLS record over HTTPS), then gets SIGTERM and
 //! must exit 0; `concur jobs work` gets `--until-empty`, its own flag to exit once the queues
-//! are empty, so it works off what the docs enqueued and ends.
+//! are empty, so it works off what the docs enqueued and ends; `concur agent` must say that it
+//! joined the hub, and stays joined for the later commands (a study `--hub … --hosts 1,2,3`
+//! after three of them), until the end.
 //!
 //! A command the harness cannot run goes in [`NOT_RUN`], by exact text and with its reason;
 //! the test fails when an entry of [`NOT_RUN`] or [`EXIT_STATUS`] no longer appears in the
@@ -360,6 +363,16 @@ fn answers_tls(port: u16) -> bool {
 
 /// Starts `concur ARGS` (a server) with stderr to `log`, and waits until it says it listens.
 fn start_server(env: &Env, args: &[String], log: &Path) -> Result<Background, String> {
+    start_background(env, args, log, "listening on")
+}
+
+/// Starts `concur ARGS` in the background and waits until its stderr says `ready`.
+fn start_background(
+    env: &Env,
+    args: &[String],
+    log: &Path,
+    ready: &str,
+) -> Result<Background, String> {
     let err = std::fs::File::create(log).expect("log file");
     let mut cmd = env.concur();
     cmd.args(args)
@@ -374,17 +387,20 @@ fn start_server(env: &Env, args: &[String], log: &Path) -> Result<Background, St
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let said = std::fs::read_to_string(log).unwrap_or_default();
-        if said.contains("listening on") {
+        if said.contains(ready) {
             return Ok(bg);
         }
         if let Ok(Some(st)) = bg.child.try_wait() {
             return Err(format!(
-                "{} exited ({st}) before listening: {said}",
+                "{} exited ({st}) before it said '{ready}': {said}",
                 bg.what
             ));
         }
         if Instant::now() > deadline {
-            return Err(format!("{} did not listen within 30 s: {said}", bg.what));
+            return Err(format!(
+                "{} did not say '{ready}' within 30 s: {said}",
+                bg.what
+            ));
         }
         std::thread::sleep(Duration::from_millis(10));
     }
@@ -437,7 +453,8 @@ impl Env {
                 ":PASSWORD@queue-host:6379",
                 &format!(":PASSWORD@127.0.0.1:{}", self.redis_auth_port),
             )
-            .replace("queue-host:6379", &format!("127.0.0.1:{}", self.redis_port));
+            .replace("queue-host:6379", &format!("127.0.0.1:{}", self.redis_port))
+            .replace("hub-host:6379", &format!("127.0.0.1:{}", self.redis_port));
         if w.contains('…') {
             self.glob(&w)
         } else {
@@ -828,6 +845,8 @@ fn every_command_in_the_docs_runs() {
     let mut seen = BTreeSet::new();
     let mut failures = Vec::new();
     let mut report = Vec::new();
+    // `concur agent` lines: each stays joined to the hub for the later commands.
+    let mut agents: Vec<Background> = Vec::new();
     let total = Instant::now();
     for (n, c) in commands.iter().enumerate() {
         let place = format!("{}:{}", c.file, c.line);
@@ -852,6 +871,22 @@ fn every_command_in_the_docs_runs() {
             continue;
         }
         let want = statuses.get(c.text.as_str()).copied().unwrap_or(0);
+        if head.first().map(String::as_str) == Some("agent") && rest.is_empty() {
+            let log = logs.join(format!("{n}.err"));
+            let started = Instant::now();
+            match start_background(&env, &head, &log, "joined the hub") {
+                Ok(a) => {
+                    agents.push(a);
+                    report.push(format!(
+                        "{place}: {:.1} s  {} (kept running)",
+                        started.elapsed().as_secs_f64(),
+                        c.text
+                    ));
+                }
+                Err(e) => failures.push(format!("{place}: {}\n  {e}", c.text)),
+            }
+            continue;
+        }
         if head.first().map(String::as_str) == Some("serve") && rest.is_empty() {
             match check_serve(&env, &head, &logs, n) {
                 Ok(took) => {

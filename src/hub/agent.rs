@@ -49,7 +49,8 @@ fn hostname() -> String {
         .unwrap_or_else(|| "localhost".into())
 }
 
-/// Joins the hub and works until told to leave or interrupted: 0 when told, 130 on Ctrl-C.
+/// Joins the hub and works until told to leave, Ctrl-C or SIGTERM (how a service manager
+/// stops it): 0 either way, once it has left the hub.
 pub fn run(url: &HubUrl, o: &AgentOptions, terminal: &Terminal) -> Result<i32> {
     let hub = Hub::open(url)?;
     let name = o.name.clone().unwrap_or_else(hostname);
@@ -137,9 +138,9 @@ pub fn run(url: &HubUrl, o: &AgentOptions, terminal: &Terminal) -> Result<i32> {
     let told = told?;
     terminal.line(format_args!(
         "agent '{name}' left the hub{}",
-        if told { " (told to)" } else { " (interrupted)" }
+        if told { " (told to)" } else { " (stopped by a signal)" }
     ));
-    Ok(if told { 0 } else { 130 })
+    Ok(0)
 }
 
 /// Renews the heartbeat every [`BEAT`] until `stop`, and raises `cancel` when the run being

@@ -24,7 +24,7 @@ use crate::study::runner::{self, convert, Executor, Iteration, StudyServer};
 
 /// How far ahead of now the common start is announced: room for every agent to take its
 /// work, measure its clock and start its run's process.
-pub const LEAD: Duration = Duration::from_millis(500);
+pub const LEAD: Duration = Duration::from_millis(200);
 
 /// How often the study looks at the agents' heartbeats while it waits.
 const POLL_S: f64 = 0.2;
