@@ -22,9 +22,13 @@ pub fn render(runs: &[RunResult]) -> String {
         let label = r.key.label();
         for (i, p) in hub.parts.iter().enumerate() {
             let fig = p.run.as_ref();
-            let status = match p.status {
-                PartStatus::Ok => String::new(),
-                s => format!("{s:?}").to_lowercase(),
+            let behind = fig.and_then(|f| f.behind) == Some(true);
+            let status = match (p.status, behind) {
+                (PartStatus::Ok, false) => String::new(),
+                // A generator that could not keep its share of the schedule, as BEHIND is on
+                // one host.
+                (PartStatus::Ok, true) => "BEHIND".into(),
+                (s, _) => format!("{s:?}").to_lowercase(),
             };
             rows.push(vec![
                 if i == 0 { label.clone() } else { String::new() },
