@@ -28,8 +28,7 @@ pub struct Bound {
     pub remote_server: Option<crate::hub::server::RemoteServer>,
 }
 
-/// Reads the CPU the study's delay server has used so far, seconds.
-pub type ServerCpu<'a> = Box<dyn Fn() -> Option<f64> + 'a>;
+use crate::hub::server::ServerCpu;
 
 impl Bound {
     /// What the study runner needs of the study's server, if there is one: where it
@@ -148,7 +147,7 @@ fn reach_hub(
     h: &crate::study::plan::HubPlan,
     plan: &Plan,
 ) -> Result<(crate::hub::Hub, Vec<crate::hub::AgentInfo>, Vec<usize>)> {
-    let hub = crate::hub::Hub::open(&h.url)?;
+    let hub = crate::hub::Hub::open(&h.url.clone().into())?;
     let mut c = hub.connect()?;
     let all = hub.agents(&mut c)?;
     if let Some(name) = &h.server_host {

@@ -146,6 +146,9 @@ pub struct StudyOptions {
     pub hub: HubOptions,
 }
 
+/// The environment variable every command that takes `--hub` also reads it from.
+pub const HUB_ENV: &str = "CONCUR_HUB";
+
 /// Studies across machines: the hub the agents joined, and over how many of them each cell's
 /// work is split.
 #[derive(Args, Debug, Clone, PartialEq, Default)]
@@ -166,9 +169,7 @@ impl HubOptions {
     /// that a library's defaults never pick it up from the environment).
     pub fn from_env(mut self) -> HubOptions {
         if self.hub.is_none() {
-            self.hub = std::env::var(crate::hub::HUB_ENV)
-                .ok()
-                .filter(|s| !s.is_empty());
+            self.hub = std::env::var(HUB_ENV).ok().filter(|s| !s.is_empty());
         }
         self
     }

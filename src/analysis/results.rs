@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::measure::conn::HttpVersion;
-use crate::measure::latency::LatencySummary;
+use crate::measure::latency::{LatencySummary, LatencyWire};
 use crate::measure::open::OpenStats;
 
 /// The schema version written in the meta line; bumped when a field is renamed or removed.
@@ -421,7 +421,113 @@ pub struct RunResult {
     /// histogram, the start spread and what share of the work the hosts covered. Absent for
     /// a run on this machine alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hub: Option<crate::hub::merge::HubRun>,
+    pub hub: Option<HubRun>,
+}
+
+/// Beyond this spread of the hosts' first tasks (ms), the table warns.
+pub const SPREAD_WARN_MS: f64 = 5.0;
+
+/// How a run over several hosts came together, on its run line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HubRun {
+    /// Over how many hosts the work was split.
+    pub hosts: usize,
+    /// The fraction of the cell's tasks (or arrivals) that hosts performed: 1 unless a host
+    /// was lost or refused.
+    pub covered: f64,
+    /// Tasks (or arrivals) that lost or refusing hosts did not perform.
+    pub lost_tasks: usize,
+    /// The spread of the hosts' first task starts, ms (on the hub's clock, through each
+    /// host's measured offset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_spread_ms: Option<f64>,
+    /// From the study's sending the work to the last host's first task, seconds: what
+    /// coordinating the hosts cost this run (the announced lead included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coordination_s: Option<f64>,
+    /// The merged latency histogram (V2, with the exact count, min, max and sum).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_hdr: Option<LatencyWire>,
+    /// Where the study's delay server ran: `this host` (the study's own) or an agent's name;
+    /// absent when the study had none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_host: Option<String>,
+    /// The CPU the delay server's process used during this run, seconds (to set beside the
+    /// clients' CPU: per task, it is the server's cost per request).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cpu_s: Option<f64>,
+    /// Each host's part.
+    pub parts: Vec<HostPart>,
+}
+
+/// One host's part of a run over several hosts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostPart {
+    /// The agent's name on the hub.
+    pub host: String,
+    /// Which share, from 0.
+    pub share: usize,
+    /// Its tasks (or arrivals).
+    pub tasks: usize,
+    /// How it ended (`lost`: the agent stopped beating; `refused`: it would not run it).
+    pub status: PartStatus,
+    /// Why, when it did not end well.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Its run line's own figures (absent for a lost or refused part).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<PartFigures>,
+    /// The hub's wall clock minus the agent's, ns (positive: the agent's is behind).
+    pub clock_offset_ns: i64,
+    /// That offset's uncertainty, ns.
+    pub clock_uncertainty_ns: u64,
+    /// When its first task started, ms after the announced common start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_task_ms: Option<f64>,
+    /// Its latency histogram (V2), for re-merging or checking the merged one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_hdr: Option<LatencyWire>,
+}
+
+/// How one host's part ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PartStatus {
+    /// Its run's status was `ok`.
+    Ok,
+    /// Its run ended otherwise (failed tasks, crash, timeout): see `run.status`.
+    Failed,
+    /// The agent stopped beating (killed, network gone) before answering.
+    Lost,
+    /// The agent would not run it (another version, a command without `--allow-commands`).
+    Refused,
+}
+
+/// The figures of one host's run line that its part row shows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PartFigures {
+    /// Its run's status.
+    pub status: RunStatus,
+    /// Wall time, seconds.
+    pub wall_s: f64,
+    /// User CPU, seconds.
+    pub user_s: f64,
+    /// System CPU, seconds.
+    pub sys_s: f64,
+    /// Peak PSS of its process tree, KiB.
+    pub tree_pss_kib: Option<u64>,
+    /// Tasks that succeeded.
+    pub tasks_ok: usize,
+    /// Tasks that failed.
+    pub tasks_failed: usize,
+    /// Its latency percentiles, µs.
+    pub latency_us: Option<LatencySummary>,
+    /// An open run: whether this host fell behind its share of the schedule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub behind: Option<bool>,
+    /// An open run: this host's achieved rate, tasks per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_achieved: Option<f64>,
 }
 
 /// One probe of `--rate auto`: a short open run at one rate.

@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 use redis::Connection;
 
 use super::clock;
-use super::merge::{self, PartOutcome, PartStatus};
+use super::merge::{self, PartOutcome};
 use super::work::{PartDone, PartWork, Work};
 use super::{agent_key, cancel_key, done_key, work_key, AgentInfo, Hub};
-use crate::analysis::results::{Machine, MetaHost, RunResult, RunStatus};
+use crate::analysis::results::{Machine, MetaHost, PartStatus, RunResult, RunStatus};
 use crate::measure::schedule::Segment;
 use crate::output::Terminal;
 use crate::selfcall::PartRequest;
@@ -38,7 +38,7 @@ pub struct HubExecutor<'a> {
     conn: Mutex<Connection>,
     agents: Vec<AgentInfo>,
     server: Option<StudyServer<'a>>,
-    server_cpu: Option<(String, crate::bind::ServerCpu<'a>)>,
+    server_cpu: Option<(String, super::server::ServerCpu<'a>)>,
 }
 
 impl<'a> HubExecutor<'a> {
@@ -48,7 +48,7 @@ impl<'a> HubExecutor<'a> {
         hub: Hub,
         agents: Vec<AgentInfo>,
         server: Option<StudyServer<'a>>,
-        server_cpu: Option<(String, crate::bind::ServerCpu<'a>)>,
+        server_cpu: Option<(String, super::server::ServerCpu<'a>)>,
     ) -> crate::error::Result<Self> {
         let conn = Mutex::new(hub.connect()?);
         crate::interrupt::install_interrupt_handler();
@@ -334,7 +334,7 @@ impl Executor for HubExecutor<'_> {
         let mut run = match &cell.kind {
             CellKind::Concur => {
                 let mut c = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-                let cpu = |s: &Option<(String, crate::bind::ServerCpu)>| {
+                let cpu = |s: &Option<(String, super::server::ServerCpu)>| {
                     s.as_ref().and_then(|(_, f)| f())
                 };
                 let before = cpu(&self.server_cpu);

@@ -28,14 +28,13 @@ use redis::{Connection, IntoConnectionInfo};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::jobs::{BackendUrl, RedisUrl};
+use crate::jobs::RedisUrl;
 
-/// The environment variable every command that takes `--hub` reads it from.
-pub const HUB_ENV: &str = "CONCUR_HUB";
+/// The environment variable every command that takes `--hub` also reads it from.
+pub use crate::options::HUB_ENV;
 
 /// The forms `--hub` takes.
-pub const HUB_URLS: &str =
-    "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], or rediss://… for Redis over TLS";
+pub use crate::jobs::REDIS_URLS as HUB_URLS;
 
 /// Every key of the hub starts with this.
 pub(crate) const PREFIX: &str = "concur:hub:";
@@ -54,20 +53,7 @@ pub struct HubUrl(RedisUrl);
 impl HubUrl {
     /// Parses `--hub`'s value (no connection is made).
     pub fn parse(s: &str) -> Result<HubUrl> {
-        let bad = |why: String| {
-            Error::usage(format!(
-                "--hub '{}': {why} (allowed: {HUB_URLS})",
-                crate::secret::mask_credentials(s)
-            ))
-        };
-        if !(s.starts_with("redis://") || s.starts_with("rediss://")) {
-            return Err(bad("not a Redis URL".into()));
-        }
-        match s.parse::<BackendUrl>() {
-            Ok(BackendUrl::Redis(u)) => Ok(HubUrl(u)),
-            Ok(_) => Err(bad("not a Redis URL".into())),
-            Err(e) => Err(bad(e.to_string())),
-        }
+        RedisUrl::parse_for("--hub", s).map(HubUrl)
     }
 
     /// The full URL, password included: for the Redis client only; never print it.
@@ -89,6 +75,12 @@ impl HubUrl {
             _ => return None,
         };
         (host.as_str(), port).to_socket_addrs().ok()?.next()
+    }
+}
+
+impl From<RedisUrl> for HubUrl {
+    fn from(u: RedisUrl) -> Self {
+        HubUrl(u)
     }
 }
 

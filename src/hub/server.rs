@@ -16,6 +16,9 @@ use super::{work_key, Hub, PREFIX};
 use crate::error::{Error, Result};
 use crate::server::{InProcessServer, ServeTls, ServerOptions};
 
+/// Reads the CPU the study's delay server has used so far, seconds.
+pub type ServerCpu<'a> = Box<dyn Fn() -> Option<f64> + 'a>;
+
 /// How long a study's server outlives the study's last renewal.
 pub const KEEP: Duration = Duration::from_secs(3);
 

@@ -35,7 +35,30 @@ pub enum BackendUrl {
 #[derive(Clone, PartialEq, Eq)]
 pub struct RedisUrl(String);
 
+/// The forms a flag that takes only a Redis server (`--hub`) accepts.
+pub const REDIS_URLS: &str =
+    "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], or rediss://… for Redis over TLS";
+
 impl RedisUrl {
+    /// `flag`'s value, which must be a Redis URL (no connection is made); one line naming the
+    /// flag and the value (its password masked) when it is not.
+    pub fn parse_for(flag: &str, s: &str) -> Result<Self> {
+        let bad = |why: String| {
+            Error::usage(format!(
+                "{flag} '{}': {why} (allowed: {REDIS_URLS})",
+                mask_credentials(s)
+            ))
+        };
+        if !(s.starts_with("redis://") || s.starts_with("rediss://")) {
+            return Err(bad("not a Redis URL".into()));
+        }
+        match s.parse::<BackendUrl>() {
+            Ok(BackendUrl::Redis(u)) => Ok(u),
+            Ok(_) => Err(bad("not a Redis URL".into())),
+            Err(e) => Err(bad(e.to_string())),
+        }
+    }
+
     /// Checks `url` with the Redis client's own parser (no connection is made).
     fn parse(url: &str) -> Result<Self> {
         let url = RedisUrl(url.to_string());

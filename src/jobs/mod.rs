@@ -33,7 +33,7 @@ use serde_json::Value;
 
 use crate::error::Result;
 
-pub use backend_url::{BackendUrl, RedisUrl, BACKEND_ENV, BACKEND_URLS};
+pub use backend_url::{BackendUrl, RedisUrl, BACKEND_ENV, BACKEND_URLS, REDIS_URLS};
 
 /// The class of jobs that run one task of a workload: args `[workload_spec, index]`.
 pub const TASK_CLASS: &str = "Concur::Task";

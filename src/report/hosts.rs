@@ -2,8 +2,7 @@
 //! each cell's first run, the start spread and what coordinating cost, and the delay server's
 //! CPU per request beside the clients'. Every run's parts are in the results file.
 
-use crate::analysis::results::RunResult;
-use crate::hub::merge::{PartStatus, SPREAD_WARN_MS};
+use crate::analysis::results::{PartStatus, RunResult, SPREAD_WARN_MS};
 use crate::units::{fmt_kib, fmt_secs};
 
 /// The section, or nothing when no run went over hosts.

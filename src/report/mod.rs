@@ -322,9 +322,11 @@ pub fn wrap(text: &str, width: usize, indent: &str) -> String {
     out
 }
 
-/// The comparison with a baseline and the advice, as text after the terminal tables.
+/// Each host's part of runs over several hosts, the comparison with a baseline and the
+/// advice, as text after the terminal tables.
 pub fn extras_text(r: &Report) -> String {
-    let mut out = String::new();
+    // Runs over several hosts: each host's part.
+    let mut out = hosts::render(r.runs);
     if let Some(c) = r.comparison {
         let t = table::styled(compare::HEADERS, compare::rows(c));
         out.push_str(&format!("\n{}\n{t}\n", compare::summary_line(c)));

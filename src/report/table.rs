@@ -57,8 +57,6 @@ struct TableExporter;
 
 impl Exporter for TableExporter {
     fn render(&self, r: &Report) -> String {
-        render(r.analysis, Some(&r.meta.machine))
-            + &super::hosts::render(r.runs)
-            + &super::extras_text(r)
+        render(r.analysis, Some(&r.meta.machine)) + &super::extras_text(r)
     }
 }

@@ -89,7 +89,7 @@ pub struct Plan {
 #[derive(Debug, Clone, PartialEq)]
 pub struct HubPlan {
     /// The hub.
-    pub url: crate::hub::HubUrl,
+    pub url: crate::jobs::RedisUrl,
     /// The host counts to run each cell over; empty: every agent alive.
     pub hosts: Vec<usize>,
     /// `--server-host`: the agent that runs the study's delay server.
@@ -577,7 +577,7 @@ fn hub_plan(o: &StudyOptions, cells: &[CellPlan]) -> Result<Option<HubPlan>> {
         }
         return Ok(None);
     };
-    let url = crate::hub::HubUrl::parse(url)?;
+    let url = crate::jobs::RedisUrl::parse_for("--hub", url)?;
     for &k in &o.hub.hosts {
         check_range("--hosts", k, 1, 1000)?;
     }
