@@ -7,8 +7,8 @@
 set -euo pipefail
 rounds=$1 old=$2 new=$3
 shift 3
-models=("${@:-seq pool:2 async:2 actor:2}")
-[ $# -gt 0 ] || read -r -a models <<< "seq pool:2 async:2 actor:2"
+models=("$@")
+[ ${#models[@]} -gt 0 ] || models=(seq pool:2 async:2 actor:2)
 out=$(mktemp -d)
 echo "load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq "$rounds"); do
