@@ -294,3 +294,99 @@ fn the_hub_password_shows_nowhere() {
     assert!(!text.contains("hub-secret-9"));
     assert!(text.contains("\"hosts\":1"), "{text}");
 }
+
+/// A hub reached over TLS (`rediss://`): a `redis-server` with a TLS port only, its
+/// certificate made by openssl for the test (`#insecure`: the client does not check a
+/// self-signed certificate).
+#[test]
+fn a_hub_over_tls() {
+    let have_openssl = Command::new("openssl")
+        .arg("version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have_openssl {
+        let why = "openssl is not installed";
+        assert!(
+            std::env::var("CONCUR_REQUIRE_OPENSSL").as_deref() != Ok("1"),
+            "{why}"
+        );
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    let made = Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ])
+        .args([
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
+    let port = free_port();
+    let mut redis = Command::new("redis-server")
+        .args([
+            "--port",
+            "0",
+            "--tls-port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+        ])
+        .arg("--tls-cert-file")
+        .arg(&cert)
+        .arg("--tls-key-file")
+        .arg(&key)
+        .args([
+            "--tls-auth-clients",
+            "no",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("redis-server with TLS");
+    wait_for("redis over TLS to listen", Duration::from_secs(20), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    let url = format!("rediss://127.0.0.1:{port}/0#insecure");
+    let mut agent = Command::new(env!("CARGO_BIN_EXE_concur"))
+        .args(["agent", "--quiet", "--name", "tls1", "--hub", &url])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_agents(&url, &["tls1"]);
+    let results = dir.path().join("r.jsonl");
+    let out = concur()
+        .args([
+            "run", "-w", "fib:5", "-m", "seq", "-n", "4", "-r", "1", "--warmup", "0",
+        ])
+        .args(["--hub", &url, "--json"])
+        .arg(&results)
+        .output()
+        .unwrap();
+    let _ = agent.kill();
+    let _ = agent.wait();
+    let _ = redis.kill();
+    let _ = redis.wait();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let runs = run_lines(&results);
+    assert_eq!(runs[0]["hub"]["parts"][0]["host"], "tls1");
+    assert_eq!(runs[0]["tasks_ok"], 4);
+}

@@ -176,6 +176,73 @@ fn the_server_goes_to_the_agent_no_cell_needs_or_to_the_one_named() {
 }
 
 #[test]
+fn a_host_killed_mid_run_is_lost_within_3_s_and_the_next_cell_runs_on_the_others() {
+    let _alone = common::alone();
+    let Some((mut lab, url)) = lab("kill", &[]) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("r.jsonl");
+    // 60 one-second tasks, 10 at a time per host: 2 s over three hosts; then over two.
+    let mut study = std::process::Command::new(CONCUR)
+        .args([
+            "run", "-w", "sleep:1s", "-m", "async:10", "-n", "60", "-r", "1",
+        ])
+        .args(["--warmup", "0", "--hub", &url, "--hosts", "3,2", "--json"])
+        .arg(&results)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let doing = |name: &str| {
+        common::hub_agents(&url)
+            .iter()
+            .any(|a| a["name"] == name && a["doing"] != "idle")
+    };
+    common::wait_for(
+        "h3 to run its share",
+        std::time::Duration::from_secs(30),
+        || doing("h3"),
+    );
+    let h3 = common::hub_agents(&url)
+        .iter()
+        .find(|a| a["name"] == "h3")
+        .and_then(|a| a["pid"].as_u64())
+        .unwrap() as u32;
+    lab.kill(h3);
+    let killed = std::time::Instant::now();
+    let lines = || -> Vec<Value> {
+        if results.exists() {
+            read_lines(&results)
+                .into_iter()
+                .filter(|l| l["type"] == "run")
+                .collect()
+        } else {
+            Vec::new()
+        }
+    };
+    common::wait_for(
+        "the first run line",
+        std::time::Duration::from_secs(10),
+        || !lines().is_empty(),
+    );
+    let took = killed.elapsed();
+    assert!(
+        took < std::time::Duration::from_secs(3),
+        "the loss took {took:?}"
+    );
+    let status = study.wait().unwrap();
+    assert_eq!(status.code(), Some(1));
+    let runs = lines();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0]["status"], "failed");
+    assert_eq!(runs[0]["hub"]["lost_tasks"], 20);
+    assert_eq!(runs[0]["tasks_ok"], 40);
+    assert_eq!(runs[1]["status"], "ok", "{}", runs[1]);
+    assert_eq!(runs[1]["tasks_ok"], 60);
+}
+
+#[test]
 fn queue_workers_on_1_2_and_3_hosts_against_one_redis_do_every_job_once() {
     let _alone = common::alone();
     let Some((_lab, url)) = lab("jobs", &[]) else {
@@ -212,6 +279,13 @@ fn queue_workers_on_1_2_and_3_hosts_against_one_redis_do_every_job_once() {
         assert_eq!(r["tasks_failed"], 0, "{r}");
         assert_eq!(r["bytes"], runs[0]["bytes"]);
         assert_eq!(r["hub"]["parts"].as_array().unwrap().len(), k as usize);
+        // Each job's wait from its enqueue to its start, merged over the hosts.
+        let q = &r["queue_wait_us"];
+        assert!(
+            q["p50"].as_u64().unwrap() <= q["p99"].as_u64().unwrap(),
+            "{r}"
+        );
+        assert!(q["max"].as_u64().unwrap() > 0, "{r}");
     }
 }
 

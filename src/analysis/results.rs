@@ -417,6 +417,10 @@ pub struct RunResult {
     /// `--rate auto`: the search that chose this run's rate. Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_search: Option<RateSearch>,
+    /// A closed run of a queue model (`jobs…:W`): each job's wait from its enqueue to its
+    /// start, µs (over several hosts: their histograms merged, exact).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_wait_us: Option<LatencySummary>,
     /// A run over several hosts (`--hub … --hosts K`): each host's part, the merged latency
     /// histogram, the start spread and what share of the work the hosts covered. Absent for
     /// a run on this machine alone.
@@ -522,6 +526,9 @@ pub struct PartFigures {
     pub tasks_failed: usize,
     /// Its latency percentiles, µs.
     pub latency_us: Option<LatencySummary>,
+    /// A closed run of a queue model: its jobs' enqueue-to-start wait, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_wait_us: Option<LatencySummary>,
     /// An open run: whether this host fell behind its share of the schedule.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub behind: Option<bool>,

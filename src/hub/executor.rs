@@ -189,6 +189,7 @@ impl<'a> HubExecutor<'a> {
                 run: None,
                 lost: Some((status, why)),
                 latency: None,
+                queue_wait: None,
                 clock: agent.clock,
                 first_task_ns: None,
             };
@@ -285,6 +286,7 @@ fn outcome(
         run: None,
         lost: None,
         latency: None,
+        queue_wait: None,
         clock: done.clock,
         first_task_ns: None,
     };
@@ -299,6 +301,7 @@ fn outcome(
     let ended: crate::study::runner::supervise::Ended = ended.into();
     o.first_task_ns = ended.report.as_ref().and_then(|r| r.first_task_ns);
     o.latency = ended.report.as_ref().and_then(|r| r.latency_hdr.clone());
+    o.queue_wait = ended.report.as_ref().and_then(|r| r.queue_wait_hdr.clone());
     let mut cell = host_cell.clone();
     cell.key.tasks = tasks;
     let verdict = convert::classify(&ended, plan.timeout);

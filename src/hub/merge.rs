@@ -30,6 +30,8 @@ pub struct PartOutcome {
     pub lost: Option<(PartStatus, String)>,
     /// Its latency histogram.
     pub latency: Option<LatencyWire>,
+    /// A queue model's enqueue-to-start histogram.
+    pub queue_wait: Option<LatencyWire>,
     /// The agent's clock.
     pub clock: super::clock::ClockOffset,
     /// Its first task's start after the common start, ns.
@@ -51,6 +53,7 @@ pub fn merge(mut base: RunResult, parts: Vec<PartOutcome>, lead_s: f64) -> RunRe
     let hosts = parts.len();
     let whole: usize = parts.iter().map(|p| p.tasks).sum();
     let mut latency: Option<LatencyRecorder> = None;
+    let mut queue_wait: Option<LatencyRecorder> = None;
     let mut problems: Vec<String> = Vec::new();
     let mut lost_tasks = 0usize;
     let mut rows = Vec::with_capacity(hosts);
@@ -103,6 +106,7 @@ pub fn merge(mut base: RunResult, parts: Vec<PartOutcome>, lead_s: f64) -> RunRe
             tasks_ok: r.tasks_ok,
             tasks_failed: r.tasks_failed,
             latency_us: r.latency_us,
+            queue_wait_us: r.queue_wait_us,
             behind: r.open.as_ref().map(|o| o.behind),
             rate_achieved: r.open.as_ref().and_then(|o| o.rate_achieved),
         });
@@ -112,21 +116,14 @@ pub fn merge(mut base: RunResult, parts: Vec<PartOutcome>, lead_s: f64) -> RunRe
         }
         measured += 1;
         add_run(&mut base, r, measured == 1);
-        if let Some(rec) = p
-            .latency
-            .as_ref()
-            .and_then(|w| LatencyRecorder::from_wire(w).ok())
-        {
-            match &mut latency {
-                Some(all) => all.add(&rec),
-                None => latency = Some(rec),
-            }
-        }
+        add_wire(&mut latency, p.latency.as_ref());
+        add_wire(&mut queue_wait, p.queue_wait.as_ref());
     }
     if let Some(o) = &mut base.open {
         o.behind = o.behind || o.rate_achieved.is_some_and(|a| a < KEPT_UP * o.rate_asked);
     }
     base.latency_us = latency.as_ref().and_then(|l| l.summary());
+    base.queue_wait_us = queue_wait.as_ref().and_then(|l| l.summary());
     // Not every share ran: the tasks it did not perform count as failed.
     base.tasks_failed += lost_tasks;
     if lost_tasks > 0 {
@@ -171,6 +168,17 @@ pub fn merge(mut base: RunResult, parts: Vec<PartOutcome>, lead_s: f64) -> RunRe
         parts: rows,
     });
     base
+}
+
+/// Adds a host's histogram, as it travelled, into `all`.
+fn add_wire(all: &mut Option<LatencyRecorder>, wire: Option<&LatencyWire>) {
+    let Some(rec) = wire.and_then(|w| LatencyRecorder::from_wire(w).ok()) else {
+        return;
+    };
+    match all {
+        Some(a) => a.add(&rec),
+        None => *all = Some(rec),
+    }
 }
 
 /// Adds one host's measured run line into the merged one.

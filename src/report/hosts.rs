@@ -71,6 +71,13 @@ pub fn render(runs: &[RunResult]) -> String {
                 (r.user_s + r.sys_s) * 1e6 / done
             ));
         }
+        if let Some(q) = r.queue_wait_us {
+            line.push_str(&format!(
+                " jobs waited {} (p50) to {} (p99) from enqueue to start;",
+                fmt_secs(q.p50 as f64 / 1e6),
+                fmt_secs(q.p99 as f64 / 1e6)
+            ));
+        }
         if hub.covered < 1.0 {
             notes.push(format!(
                 "! {label}: {} tasks not performed, the row covers {:.1}% of the work",

@@ -64,6 +64,12 @@ pub struct ChildReport {
     /// another host sends back, for the merged row).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_hdr: Option<crate::measure::latency::LatencyWire>,
+    /// A closed run of a queue model: each job's wait from its enqueue to its start, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_wait_us: Option<LatencySummary>,
+    /// The same, as its histogram whole (what a run on another host sends back).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_wait_hdr: Option<crate::measure::latency::LatencyWire>,
     /// A run over several hosts: when its first task started, ns after the announced common
     /// start (negative: before it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -131,6 +137,7 @@ pub fn report_open(
         ));
     }
     let mut first_error = None;
+    let mut queue_wait = LatencyRecorder::new();
     for rec in &outcome.records {
         match &rec.error {
             None => {
@@ -138,6 +145,9 @@ pub fn report_open(
                 r.bytes += rec.bytes;
                 if open.is_none() {
                     latency.record_us(rec.end_ns.saturating_sub(rec.start_ns) / 1000);
+                    if let Some(enqueued) = rec.sched_ns {
+                        queue_wait.record_us(rec.start_ns.saturating_sub(enqueued) / 1000);
+                    }
                 }
             }
             Some(e) => {
@@ -149,6 +159,8 @@ pub fn report_open(
     }
     r.latency_us = latency.summary();
     r.latency_hdr = latency.to_wire();
+    r.queue_wait_us = queue_wait.summary();
+    r.queue_wait_hdr = queue_wait.to_wire();
     let total = outcome.records.len();
     r.error = outcome.error.or_else(|| {
         first_error.map(|e| format!("{} of {total} tasks failed (first: {e})", r.tasks_failed))

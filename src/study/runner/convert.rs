@@ -57,6 +57,7 @@ pub(crate) fn template(
         startup_s: None,
         open: None,
         rate_search: None,
+        queue_wait_us: None,
         hub: None,
     }
 }
@@ -150,6 +151,7 @@ pub(crate) fn convert(cell: &CellPlan, rep: usize, ended: Ended, verdict: Verdic
             run.failures = r.failures;
             run.bytes = r.bytes;
             run.latency_us = r.latency_us;
+            run.queue_wait_us = r.queue_wait_us;
             if let Some(c) = r.connections {
                 run.conn = Connections {
                     connections_opened: Some(c.opened),

@@ -217,6 +217,8 @@ impl MockExecutor {
             threads_created: 0,
             processes_created: 0,
             latency_hdr: None,
+            queue_wait_us: None,
+            queue_wait_hdr: None,
             first_task_ns: None,
             pid: 10_000 + rep as u32,
             gil_switches: 0,
