@@ -18,28 +18,40 @@ pub struct Hub {
 }
 
 impl Hub {
+    /// Starts it and returns once it answers PING as Redis (`+PONG`, or `-NOAUTH` with a
+    /// password): a free port can be taken between our choosing it and the server's binding
+    /// it, so a server that exits is started again on another port, and a mere TCP connect
+    /// (which a self-connection can fake) is not taken for an answer.
     pub fn start(password: Option<&str>) -> Hub {
-        let port = free_port();
-        let mut cmd = Command::new("redis-server");
-        cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        if let Some(p) = password {
-            cmd.args(["--requirepass", p]);
+        for _ in 0..5 {
+            let port = free_port();
+            let mut cmd = Command::new("redis-server");
+            cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+                .args(["--save", "", "--appendonly", "no"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            if let Some(p) = password {
+                cmd.args(["--requirepass", p]);
+            }
+            let mut redis = cmd
+                .spawn()
+                .expect("redis-server must be installed (.ci/run installs it)");
+            let mut exited = false;
+            wait_for("redis-server to answer", Duration::from_secs(20), || {
+                exited = redis.try_wait().ok().flatten().is_some();
+                exited || answers_ping(port)
+            });
+            if exited {
+                continue;
+            }
+            return Hub {
+                port,
+                password: password.map(str::to_string),
+                redis,
+                agents: Vec::new(),
+            };
         }
-        let redis = cmd
-            .spawn()
-            .expect("redis-server must be installed (.ci/run installs it)");
-        wait_for("redis-server to listen", Duration::from_secs(20), || {
-            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-        });
-        Hub {
-            port,
-            password: password.map(str::to_string),
-            redis,
-            agents: Vec::new(),
-        }
+        panic!("redis-server did not start on 5 free ports in a row");
     }
 
     pub fn url(&self) -> String {
@@ -74,6 +86,22 @@ impl Hub {
         let out = c.args(args).output().expect("redis-cli runs");
         assert!(out.status.success(), "{out:?}");
     }
+}
+
+/// Whether a Redis server answers PING on `port` (`+PONG`, or `-NOAUTH` when it wants a
+/// password).
+fn answers_ping(port: u16) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    let mut buf = [0u8; 64];
+    s.write_all(b"PING\r\n").is_ok()
+        && s.read(&mut buf).is_ok_and(|n| {
+            let reply = &buf[..n];
+            reply.starts_with(b"+PONG") || reply.starts_with(b"-NOAUTH")
+        })
 }
 
 impl Drop for Hub {
