@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::hub::Hub;
-use common::{concur, free_port, hub_agents, read_lines, wait_for, wait_for_agents};
+use common::{concur, free_port, hub_agents, run_lines, wait_for, wait_for_agents};
 use serde_json::Value;
 
 fn args(v: &[String]) -> Vec<&str> {
@@ -104,6 +104,29 @@ fn what_cannot_work_is_refused_in_one_line_before_anything_starts() {
     needless.extend(["--server-host".into(), "plain".into()]);
     let err = refused(&args(&needless), &results);
     assert!(err.contains("starts no delay server"), "{err}");
+    // The agent commands' own bad input: exit 2, one line naming the value.
+    for (argv, says) in [
+        (vec!["agent"], "--hub"),
+        (vec!["agents", "--hub", &url, "--format", "xml"], "'xml'"),
+        (
+            vec!["agent", "--hub", &url, "--name", "a b"],
+            "--name 'a b'",
+        ),
+    ] {
+        let out = concur()
+            .args(&argv)
+            .env_remove("CONCUR_HUB")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{argv:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{argv:?}: {err}");
+        assert!(err.contains(says), "{argv:?}: {err}");
+    }
+    let mut zero = study(&url);
+    zero.extend(["--hosts".into(), "0".into()]);
+    let err = refused(&args(&zero), &results);
+    assert!(err.contains("--hosts"), "{err}");
     // A second agent of the same name.
     let out = concur()
         .args(["agent", "--hub", &url, "--name", "plain"])
@@ -149,16 +172,6 @@ fn children_of(pid: u32) -> Vec<u32> {
         }
     }
     out
-}
-
-fn run_lines(path: &Path) -> Vec<Value> {
-    if !path.exists() {
-        return Vec::new();
-    }
-    read_lines(path)
-        .into_iter()
-        .filter(|l| l["type"] == "run")
-        .collect()
 }
 
 #[test]

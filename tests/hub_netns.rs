@@ -211,16 +211,7 @@ fn a_host_killed_mid_run_is_lost_within_3_s_and_the_next_cell_runs_on_the_others
         .unwrap() as u32;
     lab.kill(h3);
     let killed = std::time::Instant::now();
-    let lines = || -> Vec<Value> {
-        if results.exists() {
-            read_lines(&results)
-                .into_iter()
-                .filter(|l| l["type"] == "run")
-                .collect()
-        } else {
-            Vec::new()
-        }
-    };
+    let lines = || common::run_lines(&results);
     common::wait_for(
         "the first run line",
         std::time::Duration::from_secs(10),

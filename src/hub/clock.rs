@@ -8,7 +8,7 @@
 use redis::Connection;
 use serde::{Deserialize, Serialize};
 
-use crate::measure::mono_ns;
+use crate::measure::{mono_ns, wall_ns};
 
 /// How many round trips a measurement takes.
 pub const ROUNDS: usize = 8;
@@ -34,17 +34,6 @@ impl ClockOffset {
     pub fn to_hub(&self, mono: u64) -> u64 {
         (mono as i64 + self.mono_offset_ns).max(0) as u64
     }
-}
-
-/// This host's wall clock, ns since the epoch.
-pub fn wall_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into the timespec we own; CLOCK_REALTIME always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// The hub's clock now, ns since the epoch.

@@ -17,10 +17,9 @@ use super::work::{PartDone, PartWork, Work};
 use super::{agent_key, cancel_key, done_key, work_key, AgentInfo, Hub};
 use crate::analysis::results::{Machine, MetaHost, PartStatus, RunResult, RunStatus};
 use crate::measure::schedule::Segment;
-use crate::output::Terminal;
 use crate::selfcall::PartRequest;
 use crate::study::plan::{CellKind, CellPlan, Hook, Plan};
-use crate::study::runner::{self, convert, Executor, Iteration, StudyServer};
+use crate::study::runner::{self, convert, Executor, Iteration, RunCounters, StudyServer};
 
 /// How far ahead of now the common start is announced: room for every agent to take its
 /// work, measure its clock and start its run's process.
@@ -331,9 +330,7 @@ impl Executor for HubExecutor<'_> {
     }
 
     fn run(&self, plan: &Plan, cell: &CellPlan, iteration: Iteration) -> RunResult {
-        if let Some(s) = self.server.as_ref().and_then(|s| s.stats) {
-            s.reset();
-        }
+        self.server.reset_counters();
         let mut run = match &cell.kind {
             CellKind::Concur => {
                 let mut c = self.conn.lock().unwrap_or_else(|p| p.into_inner());
@@ -355,11 +352,7 @@ impl Executor for HubExecutor<'_> {
                 "an external program runs on this machine only, not over the hub's hosts".into(),
             ),
         };
-        run.server_peak_in_flight = self
-            .server
-            .as_ref()
-            .and_then(|s| s.stats)
-            .map(|s| s.snapshot().peak_in_flight);
+        run.server_peak_in_flight = self.server.peak_in_flight();
         run
     }
 
@@ -371,6 +364,4 @@ impl Executor for HubExecutor<'_> {
         let base_url = self.server.as_ref().map(|s| s.base_url.as_str());
         runner::run_hook(plan, cell, hook, base_url)
     }
-
-    fn show_live(&self, _terminal: Terminal) {}
 }

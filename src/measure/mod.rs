@@ -15,12 +15,22 @@ use serde::{Deserialize, Serialize};
 /// Nanoseconds on `CLOCK_MONOTONIC`: comparable across the processes of one machine, so a
 /// forked or spawned task's start and end line up with its parent's timeline.
 pub fn mono_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// The wall clock (`CLOCK_REALTIME`), ns since the epoch: what other hosts' clocks are held
+/// against (`hub::clock`); never for durations.
+pub fn wall_ns() -> u64 {
+    clock_ns(libc::CLOCK_REALTIME)
+}
+
+fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
-    // SAFETY: clock_gettime writes into the timespec we own; CLOCK_MONOTONIC always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    // SAFETY: clock_gettime writes into the timespec we own; both clocks used here always exist.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 

@@ -524,6 +524,17 @@ impl Drop for Serve {
 pub mod hub;
 pub mod netns;
 
+/// The run lines of the results file at `path` so far (none while it does not exist).
+pub fn run_lines(path: &Path) -> Vec<Value> {
+    if !path.exists() {
+        return Vec::new();
+    }
+    read_lines(path)
+        .into_iter()
+        .filter(|l| l["type"] == "run")
+        .collect()
+}
+
 /// The agents alive on the hub at `url`, as `concur agents --format json` lists them.
 pub fn hub_agents(url: &str) -> Vec<Value> {
     let out = concur()

@@ -107,6 +107,28 @@ pub struct StudyServer<'a> {
     pub stats: Option<&'a Stats>,
 }
 
+/// Reads the in-process server's counters around one run (nothing for a server elsewhere).
+pub(crate) trait RunCounters {
+    /// Clears them before a run.
+    fn reset_counters(&self);
+    /// The server's peak in-flight during the run.
+    fn peak_in_flight(&self) -> Option<i64>;
+}
+
+impl RunCounters for Option<StudyServer<'_>> {
+    fn reset_counters(&self) {
+        if let Some(s) = self.as_ref().and_then(|s| s.stats) {
+            s.reset();
+        }
+    }
+
+    fn peak_in_flight(&self) -> Option<i64> {
+        self.as_ref()
+            .and_then(|s| s.stats)
+            .map(|s| s.snapshot().peak_in_flight)
+    }
+}
+
 /// The real executor: every run in a fresh child process of our own binary.
 pub struct ProcessExecutor<'a> {
     exe: PathBuf,
@@ -135,9 +157,7 @@ impl Executor for ProcessExecutor<'_> {
     }
 
     fn run(&self, plan: &Plan, cell: &CellPlan, iteration: Iteration) -> RunResult {
-        if let Some(s) = self.server.as_ref().and_then(|s| s.stats) {
-            s.reset();
-        }
+        self.server.reset_counters();
         let server = self
             .server
             .as_ref()
@@ -153,11 +173,7 @@ impl Executor for ProcessExecutor<'_> {
                 run_external(command, plan, cell, iteration.rep(), base_url)
             }
         };
-        run.server_peak_in_flight = self
-            .server
-            .as_ref()
-            .and_then(|s| s.stats)
-            .map(|s| s.snapshot().peak_in_flight);
+        run.server_peak_in_flight = self.server.peak_in_flight();
         run
     }
 
