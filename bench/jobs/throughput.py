@@ -5,8 +5,8 @@ queue by 1 and 4 `concur jobs work` processes; idle memory of each worker proces
 
 Method, the same for every consumer: enqueue N no-op jobs (class Concur::Noop, enqueued by
 `concur jobs enqueue --noop`, the same JSON for both), start the consumer, poll the processed
-counter every 20 ms (Redis: N minus the queue's length, since Sidekiq updates its counter
-only every 5 s; at most -c jobs are then still in flight), and take the rate between the first poll that saw a job processed and
+counter every 20 ms (Sidekiq on Redis: N minus the queue's length, since Sidekiq updates its
+counter only every 5 s; at most -c jobs are then still in flight), and take the rate between the first poll that saw a job processed and
 the poll that saw all N (start-up is excluded for both). Redis runs without persistence.
 Usage: bench/jobs/throughput.py [N]   (default 100000). Installs redis-server and ruby-sidekiq
 with apt-get when missing (run as root)."""
@@ -20,16 +20,19 @@ import time
 
 from common import CONCUR, Redis, concur, ensure_packages, rss_kib, wait_for
 
-N = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
-ensure_packages(("redis-server", "redis-server"), ("sidekiq", "ruby-sidekiq"))
-tmp = tempfile.mkdtemp(prefix="concur-bench-")
-NOOP_RB = os.path.join(tmp, "noop.rb")
-with open(NOOP_RB, "w") as f:
-    f.write("require 'sidekiq'\nmodule Concur\n  class Noop\n    include Sidekiq::Worker\n"
-            "    def perform; end\n  end\nend\n")
+quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def drain(start, processed, label):
+def noop_rb(tmp):
+    """Sidekiq's side of Concur::Noop: a file for `sidekiq -r`."""
+    path = os.path.join(tmp, "noop.rb")
+    with open(path, "w") as f:
+        f.write("require 'sidekiq'\nmodule Concur\n  class Noop\n    include Sidekiq::Worker\n"
+                "    def perform; end\n  end\nend\n")
+    return path
+
+
+def drain(n, start, processed, label):
     """Starts the consumers, measures the drain rate, reports idle memory, stops them."""
     procs = start()
     t0 = p0 = None
@@ -38,7 +41,7 @@ def drain(start, processed, label):
         now = time.monotonic()
         if t0 is None and p > 0:
             t0, p0 = now, p
-        if p >= N:
+        if p >= n:
             t1 = now
             break
         if any(pr.poll() is not None for pr in procs):
@@ -50,49 +53,69 @@ def drain(start, processed, label):
         pr.terminate()
     for pr in procs:
         pr.wait()
-    rate = (N - p0) / (t1 - t0)
-    print(f"{label:34} {rate:9.0f} jobs/s   ({N - p0} jobs in {t1 - t0:.2f} s; "
+    rate = (n - p0) / (t1 - t0)
+    print(f"{label:34} {rate:9.0f} jobs/s   ({n - p0} jobs in {t1 - t0:.2f} s; "
           f"idle RSS {', '.join(f'{r / 1024:.1f} MiB' for r in rss)})", flush=True)
     return rate
 
 
-quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-results = {}
-r = Redis()
-try:
-    # Sidekiq flushes its processed counter only with its heartbeat (every 5 s), so for Redis
-    # both are measured by the queue's length: jobs taken off it (at most -c in flight).
-    def redis_processed():
-        return N - int(r.cmd("LLEN", "queue:default") or 0)
+# concur's workers are measured by their acknowledgements (`stat:processed`: a claimed
+# batch counts only once it ran). Sidekiq flushes that counter only with its heartbeat
+# (every 5 s), so it is measured by the queue's length: jobs taken off it (at most -c in
+# flight), which favours it slightly.
+def redis_run(r, n, label, start, processed):
+    """N no-op jobs enqueued on the Redis r (emptied first), drained by start(): jobs/s."""
+    r.cmd("FLUSHALL")
+    concur("jobs", "enqueue", "--noop", "-n", str(n), "--backend", r.url, **quiet)
+    return drain(n, start, processed, label)
 
-    def redis_run(label, start):
-        r.cmd("FLUSHALL")
-        concur("jobs", "enqueue", "--noop", "-n", str(N), "--backend", r.url, **quiet)
-        results[label] = drain(start, redis_processed, label)
 
-    for c in (10, 25):
-        redis_run(f"redis: concur jobs work -c {c}", lambda c=c: [subprocess.Popen(
-            [CONCUR, "jobs", "work", "-c", str(c), "--backend", r.url], **quiet)])
-        env = dict(os.environ, REDIS_URL=r.url, RUBYOPT="-W0")
-        redis_run(f"redis: sidekiq 6.4.1 -c {c}", lambda c=c: [subprocess.Popen(
-            ["sidekiq", "-r", NOOP_RB, "-c", str(c)], env=env, **quiet)])
-finally:
-    r.stop()
+def redis_concur(r, n, c):
+    return redis_run(r, n, f"redis: concur jobs work -c {c}", lambda: [subprocess.Popen(
+        [CONCUR, "jobs", "work", "-c", str(c), "--backend", r.url], **quiet)],
+        lambda: int(r.cmd("GET", "stat:processed") or 0))
 
-for procs in (1, 4):
-    db = os.path.join(tmp, f"q{procs}.sqlite")
+
+def redis_sidekiq(r, n, c, noop):
+    env = dict(os.environ, REDIS_URL=r.url, RUBYOPT="-W0")
+    return redis_run(r, n, f"redis: sidekiq 6.4.1 -c {c}", lambda: [subprocess.Popen(
+        ["sidekiq", "-r", noop, "-c", str(c)], env=env, **quiet)],
+        lambda: n - int(r.cmd("LLEN", "queue:default") or 0))
+
+
+def sqlite_concur(db, n, procs):
+    """N no-op jobs enqueued in a new SQLite file db, drained by PROCS `concur jobs work -c 4`."""
     url = f"sqlite:{db}"
-    concur("jobs", "enqueue", "--noop", "-n", str(N), "--backend", url, **quiet)
+    concur("jobs", "enqueue", "--noop", "-n", str(n), "--backend", url, **quiet)
 
-    def sqlite_processed(db=db):
+    def sqlite_processed():
         with sqlite3.connect(db, timeout=30) as c:
             return c.execute("SELECT value FROM counters WHERE name='processed'").fetchone()[0]
 
-    label = f"sqlite: {procs} x concur jobs work -c 4"
-    results[label] = drain(lambda url=url, procs=procs: [subprocess.Popen(
+    return drain(n, lambda: [subprocess.Popen(
         [CONCUR, "jobs", "work", "-c", "4", "--backend", url], **quiet) for _ in range(procs)],
-        sqlite_processed, label)
+        sqlite_processed, f"sqlite: {procs} x concur jobs work -c 4")
 
-for c in (10, 25):
-    ours, theirs = results[f"redis: concur jobs work -c {c}"], results[f"redis: sidekiq 6.4.1 -c {c}"]
-    print(f"-c {c}: concur / sidekiq = {ours / theirs:.2f}x")
+
+def main():
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
+    ensure_packages(("redis-server", "redis-server"), ("sidekiq", "ruby-sidekiq"))
+    tmp = tempfile.mkdtemp(prefix="concur-bench-")
+    noop = noop_rb(tmp)
+    results = {}
+    r = Redis()
+    try:
+        for c in (10, 25):
+            results[f"concur -c {c}"] = redis_concur(r, n, c)
+            results[f"sidekiq -c {c}"] = redis_sidekiq(r, n, c, noop)
+    finally:
+        r.stop()
+    for procs in (1, 4):
+        sqlite_concur(os.path.join(tmp, f"q{procs}.sqlite"), n, procs)
+    for c in (10, 25):
+        ours, theirs = results[f"concur -c {c}"], results[f"sidekiq -c {c}"]
+        print(f"-c {c}: concur / sidekiq = {ours / theirs:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

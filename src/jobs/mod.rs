@@ -306,8 +306,26 @@ pub trait Backend: Send + Sync {
     fn enqueue(&self, queue: &str, payloads: &[String]) -> Result<()>;
     /// Claims the next job of the first non-empty queue of `queues`, waiting up to `wait`.
     fn fetch(&self, worker: &str, queues: &[String], wait: Duration) -> Result<Option<Claimed>>;
+    /// Claims up to `max` jobs of the first non-empty queue of `queues` at once, in their
+    /// order, waiting up to `wait` for one (a worker that runs short jobs claims them in
+    /// batches: one round trip or transaction for many jobs).
+    fn fetch_batch(
+        &self,
+        worker: &str,
+        queues: &[String],
+        max: usize,
+        wait: Duration,
+    ) -> Result<Vec<Claimed>> {
+        let _ = max;
+        Ok(self.fetch(worker, queues, wait)?.into_iter().collect())
+    }
     /// The job ran: remove it and count it processed, atomically.
     fn ack(&self, worker: &str, job: &Claimed) -> Result<()>;
+    /// These jobs ran: remove them and count them processed (in one round trip or
+    /// transaction where the backend can).
+    fn ack_batch(&self, worker: &str, jobs: &[Claimed]) -> Result<()> {
+        jobs.iter().try_for_each(|j| self.ack(worker, j))
+    }
     /// The job failed: replace it by `payload` in the retry set, due at `at` (epoch seconds).
     fn retry(&self, worker: &str, job: &Claimed, payload: &str, at: f64) -> Result<()>;
     /// The job failed for good: replace it by `payload` in the dead set (`None`: drop it,

@@ -5,11 +5,13 @@
 //! by epoch seconds), `stat:processed` and `stat:failed` (counters). Sidekiq clients can
 //! enqueue for our workers and our client for Sidekiq's.
 //!
-//! Our own keys: a worker claims a job with `BLMOVE queue:NAME concur:inflight:WORKER:NAME
-//! RIGHT LEFT` (Sidekiq's open-source `BRPOP` loses the job of a worker that dies), keeps
-//! `concur:hb:WORKER` alive with a TTL and is listed in `concur:workers`. Acknowledgement is
-//! one Lua script (`LREM` from the private list and `INCR stat:processed`), as are failures
-//! and the poller that moves due retries and scheduled jobs onto their queues. The reaper
+//! Our own keys: a worker claims jobs by moving them into a private list,
+//! `concur:inflight:WORKER:NAME` (Sidekiq's open-source `BRPOP` loses the job of a worker that
+//! dies): a batch of up to N in one Lua script of `LMOVE`s, or one job with a blocking
+//! `BLMOVE` when the queue is empty. It keeps `concur:hb:WORKER` alive with a TTL and is listed
+//! in `concur:workers`. Acknowledgement is one Lua script per batch (`LREM` of each job from
+//! the private list and `INCRBY stat:processed`), as are failures and the poller that moves
+//! due retries and scheduled jobs onto their queues. The reaper
 //! returns every private list whose worker's heartbeat key expired to the front (right end)
 //! of its queue, in one script that checks the heartbeat again.
 
@@ -32,10 +34,28 @@ fn inflight_key(worker: &str, queue: &str) -> String {
     format!("{INFLIGHT}{worker}:{queue}")
 }
 
+/// Acknowledges a batch: KEYS[i] is the private list holding ARGV[i].
 const ACK: &str = r"
-local n = redis.call('LREM', KEYS[1], -1, ARGV[1])
-if n > 0 then redis.call('INCR', 'stat:processed') end
+local n = 0
+for i = 1, #ARGV do n = n + redis.call('LREM', KEYS[i], -1, ARGV[i]) end
+if n > 0 then redis.call('INCRBY', 'stat:processed', n) end
 return n";
+
+/// Claims up to ARGV[1] jobs of the first non-empty queue: KEYS are the queues, then their
+/// private lists in the same order. Returns the queue's position (from 1) and the jobs.
+const CLAIM: &str = r"
+local nq = #KEYS / 2
+local max = tonumber(ARGV[1])
+for i = 1, nq do
+  local out = {tostring(i)}
+  for _ = 1, max do
+    local job = redis.call('LMOVE', KEYS[i], KEYS[nq + i], 'RIGHT', 'LEFT')
+    if not job then break end
+    out[#out + 1] = job
+  end
+  if #out > 1 then return out end
+end
+return {}";
 
 const RETRY: &str = r"
 redis.call('LREM', KEYS[1], -1, ARGV[1])
@@ -110,6 +130,7 @@ pub struct Redis {
 
 struct Scripts {
     ack: Script,
+    claim: Script,
     retry: Script,
     kill: Script,
     promote: Script,
@@ -144,6 +165,7 @@ impl Redis {
             held: Mutex::new(Held::default()),
             scripts: Scripts {
                 ack: Script::new(ACK),
+                claim: Script::new(CLAIM),
                 retry: Script::new(RETRY),
                 kill: Script::new(KILL),
                 promote: Script::new(PROMOTE),
@@ -193,24 +215,26 @@ impl Redis {
         self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn hold(&self, worker: &str, c: &Claimed) {
-        let key = inflight_key(worker, &c.queue);
+    fn hold(&self, worker: &str, jobs: &[Claimed]) {
         let mut h = self.held();
-        let entry = h
-            .lists
-            .entry(key)
-            .or_insert_with(|| (c.queue.clone(), HashMap::new()));
-        *entry.1.entry(c.raw.clone()).or_default() += 1;
+        for c in jobs {
+            let entry = h
+                .lists
+                .entry(inflight_key(worker, &c.queue))
+                .or_insert_with(|| (c.queue.clone(), HashMap::new()));
+            *entry.1.entry(c.raw.clone()).or_default() += 1;
+        }
     }
 
-    fn unhold(&self, worker: &str, c: &Claimed) {
-        let key = inflight_key(worker, &c.queue);
+    fn unhold(&self, worker: &str, jobs: &[Claimed]) {
         let mut h = self.held();
-        if let Some((_, jobs)) = h.lists.get_mut(&key) {
-            if let Some(n) = jobs.get_mut(&c.raw) {
-                *n -= 1;
-                if *n == 0 {
-                    jobs.remove(&c.raw);
+        for c in jobs {
+            if let Some((_, held)) = h.lists.get_mut(&inflight_key(worker, &c.queue)) {
+                if let Some(n) = held.get_mut(&c.raw) {
+                    *n -= 1;
+                    if *n == 0 {
+                        held.remove(&c.raw);
+                    }
                 }
             }
         }
@@ -266,29 +290,37 @@ impl Redis {
         &self,
         worker: &str,
         queues: &[String],
+        max: usize,
         wait: Duration,
-    ) -> Result<Option<Claimed>> {
+    ) -> Result<Vec<Claimed>> {
         self.with(|c| {
+            let mut claim = self.scripts.claim.prepare_invoke();
             for q in queues {
-                let raw: Option<String> = redis::cmd("LMOVE")
-                    .arg(format!("queue:{q}"))
-                    .arg(inflight_key(worker, q))
-                    .arg("RIGHT")
-                    .arg("LEFT")
-                    .query(c)?;
-                if let Some(raw) = raw {
-                    return Ok(Some(Claimed {
+                claim.key(format!("queue:{q}"));
+            }
+            for q in queues {
+                claim.key(inflight_key(worker, q));
+            }
+            let got: Vec<String> = claim.arg(max.max(1)).invoke(c)?;
+            let mut got = got.into_iter();
+            if let Some(q) = got
+                .next()
+                .and_then(|i| i.parse::<usize>().ok())
+                .and_then(|i| queues.get(i.wrapping_sub(1)))
+            {
+                return Ok(got
+                    .map(|raw| Claimed {
                         queue: q.clone(),
                         raw,
                         token: 0,
-                    }));
-                }
+                    })
+                    .collect());
             }
             let Some(q) = queues.first() else {
-                return Ok(None);
+                return Ok(vec![]);
             };
             if wait.is_zero() {
-                return Ok(None);
+                return Ok(vec![]);
             }
             c.set_read_timeout(Some(wait + Duration::from_secs(5)))?;
             let raw: Option<String> = redis::cmd("BLMOVE")
@@ -299,22 +331,27 @@ impl Redis {
                 .arg(wait.as_secs_f64())
                 .query(c)?;
             c.set_read_timeout(Some(Duration::from_secs(10)))?;
-            Ok(raw.map(|raw| Claimed {
-                queue: q.clone(),
-                raw,
-                token: 0,
-            }))
+            Ok(raw
+                .map(|raw| Claimed {
+                    queue: q.clone(),
+                    raw,
+                    token: 0,
+                })
+                .into_iter()
+                .collect())
         })
     }
 
-    fn ack_raw(&self, worker: &str, job: &Claimed) -> Result<()> {
+    fn ack_raw(&self, worker: &str, jobs: &[Claimed]) -> Result<()> {
+        if jobs.is_empty() {
+            return Ok(());
+        }
         self.with(|c| {
-            self.scripts
-                .ack
-                .key(inflight_key(worker, &job.queue))
-                .arg(&job.raw)
-                .invoke::<i64>(c)
-                .map(|_| ())
+            let mut ack = self.scripts.ack.prepare_invoke();
+            for job in jobs {
+                ack.key(inflight_key(worker, &job.queue)).arg(&job.raw);
+            }
+            ack.invoke::<i64>(c).map(|_| ())
         })
     }
 
@@ -421,6 +458,16 @@ impl Backend for Redis {
     }
 
     fn fetch(&self, worker: &str, queues: &[String], wait: Duration) -> Result<Option<Claimed>> {
+        Ok(self.fetch_batch(worker, queues, 1, wait)?.pop())
+    }
+
+    fn fetch_batch(
+        &self,
+        worker: &str,
+        queues: &[String],
+        max: usize,
+        wait: Duration,
+    ) -> Result<Vec<Claimed>> {
         {
             // Watch these private lists for orphans from now on.
             let mut h = self.held();
@@ -430,28 +477,30 @@ impl Backend for Redis {
                     .or_insert_with(|| (q.clone(), HashMap::new()));
             }
         }
-        let got = self.fetch_raw(worker, queues, wait)?;
-        if let Some(c) = &got {
-            self.hold(worker, c);
-        }
+        let got = self.fetch_raw(worker, queues, max, wait)?;
+        self.hold(worker, &got);
         Ok(got)
     }
 
     fn ack(&self, worker: &str, job: &Claimed) -> Result<()> {
-        self.ack_raw(worker, job)?;
-        self.unhold(worker, job);
+        self.ack_batch(worker, std::slice::from_ref(job))
+    }
+
+    fn ack_batch(&self, worker: &str, jobs: &[Claimed]) -> Result<()> {
+        self.ack_raw(worker, jobs)?;
+        self.unhold(worker, jobs);
         Ok(())
     }
 
     fn retry(&self, worker: &str, job: &Claimed, payload: &str, at: f64) -> Result<()> {
         self.retry_raw(worker, job, payload, at)?;
-        self.unhold(worker, job);
+        self.unhold(worker, std::slice::from_ref(job));
         Ok(())
     }
 
     fn kill(&self, worker: &str, job: &Claimed, payload: Option<&str>) -> Result<()> {
         self.kill_raw(worker, job, payload)?;
-        self.unhold(worker, job);
+        self.unhold(worker, std::slice::from_ref(job));
         Ok(())
     }
 

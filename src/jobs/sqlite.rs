@@ -3,7 +3,8 @@
 //!
 //! WAL mode with `synchronous=NORMAL` (an acknowledged job survives a crash of the process;
 //! a power cut may lose the last transactions). A claim is one `BEGIN IMMEDIATE` transaction
-//! that takes the oldest queued row through the index `(queue, state, run_at, id)`, which
+//! that takes the oldest queued rows (a batch of up to N; an acknowledgement deletes a batch
+//! in one transaction too) through the index `(queue, state, run_at, id)`, which
 //! matches the claim's `WHERE queue = ? AND state = 0 ORDER BY run_at, id` (without it the
 //! claim sorts and throughput collapses). A claimed row carries its worker and a lease; the
 //! worker's heartbeat thread renews its leases, and leases (30 s by default) are far longer
@@ -15,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, Connection, TransactionBehavior};
 
 use super::{now, Backend, Claimed, FailedSet, Stats, DEAD_MAX_JOBS, DEAD_TIMEOUT, DEFAULT_LEASE};
 use crate::error::{Error, Result};
@@ -133,29 +134,38 @@ impl Sqlite {
         self.lease_ms.load(Ordering::Relaxed) as f64 / 1000.0
     }
 
-    fn claim(&self, worker: &str, queues: &[String]) -> Result<Option<Claimed>> {
+    /// Claims up to `max` jobs of the first queue of `queues` that has any, oldest first, in
+    /// one transaction.
+    fn claim(&self, worker: &str, queues: &[String], max: usize) -> Result<Vec<Claimed>> {
         let lease_until = now() + self.lease();
         self.write(|tx| {
             let mut pick = tx.prepare_cached(
-                "SELECT id, payload FROM jobs WHERE queue = ?1 AND state = 0 ORDER BY run_at, id LIMIT 1",
+                "SELECT id, payload FROM jobs WHERE queue = ?1 AND state = 0 ORDER BY run_at, id LIMIT ?2",
+            )?;
+            let mut take = tx.prepare_cached(
+                "UPDATE jobs SET state = 1, worker = ?2, lease_until = ?3 WHERE id = ?1",
             )?;
             for q in queues {
-                let row: Option<(i64, String)> = pick
-                    .query_row(params![q], |r| Ok((r.get(0)?, r.get(1)?)))
-                    .optional()?;
-                if let Some((id, raw)) = row {
-                    tx.prepare_cached(
-                        "UPDATE jobs SET state = 1, worker = ?2, lease_until = ?3 WHERE id = ?1",
-                    )?
-                    .execute(params![id, worker, lease_until])?;
-                    return Ok(Some(Claimed {
+                let rows = pick
+                    .query_map(params![q, max.max(1) as i64], |r| {
+                        Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+                    })?
+                    .collect::<rusqlite::Result<Vec<_>>>()?;
+                if rows.is_empty() {
+                    continue;
+                }
+                let mut claimed = Vec::with_capacity(rows.len());
+                for (id, raw) in rows {
+                    take.execute(params![id, worker, lease_until])?;
+                    claimed.push(Claimed {
                         queue: q.clone(),
                         raw,
                         token: id,
-                    }));
+                    });
                 }
+                return Ok(claimed);
             }
-            Ok(None)
+            Ok(vec![])
         })
     }
 }
@@ -167,9 +177,9 @@ fn state_of(set: FailedSet) -> i64 {
     }
 }
 
-fn bump(tx: &rusqlite::Transaction, name: &str) -> rusqlite::Result<()> {
-    tx.prepare_cached("UPDATE counters SET value = value + 1 WHERE name = ?1")?
-        .execute(params![name])?;
+fn bump(tx: &rusqlite::Transaction, name: &str, by: usize) -> rusqlite::Result<()> {
+    tx.prepare_cached("UPDATE counters SET value = value + ?2 WHERE name = ?1")?
+        .execute(params![name, by as i64])?;
     Ok(())
 }
 
@@ -192,30 +202,51 @@ impl Backend for Sqlite {
     }
 
     fn fetch(&self, worker: &str, queues: &[String], wait: Duration) -> Result<Option<Claimed>> {
+        Ok(self.fetch_batch(worker, queues, 1, wait)?.pop())
+    }
+
+    fn fetch_batch(
+        &self,
+        worker: &str,
+        queues: &[String],
+        max: usize,
+        wait: Duration,
+    ) -> Result<Vec<Claimed>> {
         // SQLite cannot block on a row appearing: poll, backing off from 1 ms to 50 ms.
         let deadline = Instant::now() + wait;
         let mut pause = Duration::from_millis(1);
         loop {
-            if let Some(c) = self.claim(worker, queues)? {
-                return Ok(Some(c));
+            let got = self.claim(worker, queues, max)?;
+            if !got.is_empty() {
+                return Ok(got);
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return Ok(None);
+                return Ok(got);
             }
             std::thread::sleep(pause.min(left));
             pause = (pause * 2).min(Duration::from_millis(50));
         }
     }
 
-    fn ack(&self, _worker: &str, job: &Claimed) -> Result<()> {
-        // Deleted whoever holds it now: the job ran, so a second run is not needed.
+    fn ack(&self, worker: &str, job: &Claimed) -> Result<()> {
+        self.ack_batch(worker, std::slice::from_ref(job))
+    }
+
+    fn ack_batch(&self, _worker: &str, jobs: &[Claimed]) -> Result<()> {
+        if jobs.is_empty() {
+            return Ok(());
+        }
+        // Deleted whoever holds them now: they ran, so a second run is not needed.
         self.write(|tx| {
-            let n = tx
-                .prepare_cached("DELETE FROM jobs WHERE id = ?1 AND state IN (0, 1)")?
-                .execute(params![job.token])?;
+            let mut delete =
+                tx.prepare_cached("DELETE FROM jobs WHERE id = ?1 AND state IN (0, 1)")?;
+            let mut n = 0;
+            for job in jobs {
+                n += delete.execute(params![job.token])?;
+            }
             if n > 0 {
-                bump(tx, "processed")?;
+                bump(tx, "processed", n)?;
             }
             Ok(())
         })
@@ -227,7 +258,7 @@ impl Backend for Sqlite {
                 "UPDATE jobs SET state = 2, run_at = ?2, payload = ?3, worker = NULL, lease_until = NULL WHERE id = ?1",
             )?
             .execute(params![job.token, at, payload])?;
-            bump(tx, "failed")
+            bump(tx, "failed", 1)
         })
     }
 
@@ -260,7 +291,7 @@ impl Backend for Sqlite {
                     tx.execute("DELETE FROM jobs WHERE id = ?1", params![job.token])?;
                 }
             }
-            bump(tx, "failed")
+            bump(tx, "failed", 1)
         })
     }
 

@@ -122,9 +122,10 @@ pub fn persist<T>(patience: Duration, mut f: impl FnMut() -> Result<T>) -> Resul
 /// How long a worker keeps retrying an acknowledgement or failure report.
 const PATIENCE: Duration = Duration::from_secs(60);
 
-/// Handles one claimed job end to end: parse, perform (`perform`), then acknowledge, retry,
-/// or bury it. `on_ran` is called after a successful run and before its acknowledgement (the
-/// done log: a crash between the two is what makes a duplicate). Returns what happened.
+/// Handles one claimed job end to end: parse, perform (`perform`), then retry or bury it if it
+/// failed; a job that ran is pushed onto `ran` for its acknowledgement ([`run_batch`] sends
+/// them). `on_ran` is called after a successful run and before its acknowledgement (the done
+/// log: a crash between the two is what makes a duplicate). Returns what happened.
 pub fn handle(
     backend: &dyn Backend,
     worker: &str,
@@ -132,6 +133,7 @@ pub fn handle(
     schedule: RetrySchedule,
     perform: &dyn Fn(&Job) -> Performed,
     on_ran: &dyn Fn(&Job),
+    ran: &mut Vec<Claimed>,
 ) -> Result<Performed> {
     let job = match Job::parse(&claimed.raw) {
         Ok(j) => j,
@@ -145,7 +147,7 @@ pub fn handle(
     match &outcome {
         Performed::Ok(_) => {
             on_ran(&job);
-            persist(PATIENCE, || backend.ack(worker, claimed))?;
+            ran.push(claimed.clone());
         }
         Performed::Malformed(why) => {
             let entry = malformed_entry(&claimed.raw, &claimed.queue, why);
@@ -175,6 +177,83 @@ pub fn handle(
         }
     }
     Ok(outcome)
+}
+
+/// The most jobs a worker thread claims at once.
+pub const BATCH_MAX: usize = 64;
+/// A worker thread claims as many jobs as it ran in about this long: short jobs go in batches
+/// (one round trip or transaction claims many, and one acknowledges them), a job of this
+/// length or longer alone, so no thread sits on jobs that another idle thread could run.
+pub const BATCH_TIME: Duration = Duration::from_millis(1);
+
+/// How many jobs a worker thread claims next: starts at 1, at most doubles after each batch,
+/// and follows the time the last batch's jobs took.
+#[derive(Debug, Clone)]
+pub struct BatchSize(usize);
+
+impl Default for BatchSize {
+    fn default() -> Self {
+        BatchSize(1)
+    }
+}
+
+impl BatchSize {
+    /// How many to claim next.
+    pub fn get(&self) -> usize {
+        self.0
+    }
+
+    /// `jobs` jobs ran in `took`.
+    pub fn ran(&mut self, jobs: usize, took: Duration) {
+        if jobs == 0 {
+            return;
+        }
+        let per_job = (took.as_nanos() / jobs as u128).max(1);
+        let fit = (BATCH_TIME.as_nanos() / per_job).min(BATCH_MAX as u128) as usize;
+        self.0 = fit.clamp(1, (self.0 * 2).min(BATCH_MAX));
+    }
+}
+
+/// Runs a claimed batch in order ([`handle`] each, `each` told of every outcome), then
+/// acknowledges the jobs that ran in one call; adjusts `size` to the time they took. Stops
+/// starting jobs once `stop()` says so: those left stay claimed until the worker releases
+/// them to their queue. The error is the acknowledgement's, after retrying for a minute.
+#[allow(clippy::too_many_arguments)]
+pub fn run_batch(
+    backend: &dyn Backend,
+    worker: &str,
+    batch: &[Claimed],
+    schedule: RetrySchedule,
+    perform: &dyn Fn(&Job) -> Performed,
+    on_ran: &dyn Fn(&Job),
+    stop: &dyn Fn() -> bool,
+    size: &mut BatchSize,
+    each: &mut dyn FnMut(&Claimed, Result<Performed>),
+) -> Result<()> {
+    let mut ran = Vec::with_capacity(batch.len());
+    let started = Instant::now();
+    let mut done = 0;
+    for c in batch {
+        if done > 0 && stop() {
+            break;
+        }
+        let outcome = handle(backend, worker, c, schedule, perform, on_ran, &mut ran);
+        each(c, outcome);
+        done += 1;
+    }
+    size.ran(done, started.elapsed());
+    if ran.is_empty() {
+        return Ok(());
+    }
+    persist(PATIENCE, || backend.ack_batch(worker, &ran))
+}
+
+/// A job's outcome could not be reported: it stays claimed and returns to its queue when this
+/// worker stops (or its heartbeat expires), to run again.
+fn report_lost(queue: &str, e: &Error) {
+    eprintln!(
+        "concur: could not report a job of queue {queue} (it returns when this worker stops): {e}"
+    );
 }
 
 /// Appends the task record of a `Concur::Task` job that ran (or failed) to `f`.
@@ -222,7 +301,8 @@ pub struct WorkOptions {
     /// Append each job id to this file after it ran and before its acknowledgement.
     pub done_log: Option<PathBuf>,
     /// Append a task record (JSON line: index, start, end, bytes, error) to this file for
-    /// every `Concur::Task` job once it is acknowledged (the `jobs-procs:W` model reads it).
+    /// every `Concur::Task` job once it ran (its acknowledgement follows with its batch's;
+    /// the `jobs-procs:W` model reads it).
     pub records: Option<PathBuf>,
     /// Stop once every queue is empty and nothing is in flight.
     pub until_empty: bool,
@@ -308,27 +388,44 @@ pub fn work(
                     timing.set((start, mono_ns()));
                     out
                 };
+                let mut size = BatchSize::default();
                 while !stopping() {
-                    match backend.fetch(&id, &opts.queues, Duration::from_millis(500)) {
-                        Ok(Some(c)) => {
-                            let outcome =
-                                handle(&*backend, &id, &c, opts.schedule, &perform, &log);
-                            if let (Some(f), Ok(o)) = (&records, &outcome) {
-                                write_record(f, &c, o, timing.get());
-                            }
-                            match outcome {
-                                Ok(Performed::Ok(_)) => processed.fetch_add(1, Ordering::Relaxed),
-                                Ok(_) => failed.fetch_add(1, Ordering::Relaxed),
-                                Err(e) => {
-                                    eprintln!(
-                                        "concur: could not report a job of queue {} (it returns when this worker stops): {e}",
-                                        c.queue
-                                    );
-                                    0
+                    match backend.fetch_batch(
+                        &id,
+                        &opts.queues,
+                        size.get(),
+                        Duration::from_millis(500),
+                    ) {
+                        Ok(batch) => {
+                            let mut each = |c: &Claimed, outcome: Result<Performed>| {
+                                if let (Some(f), Ok(o)) = (&records, &outcome) {
+                                    write_record(f, c, o, timing.get());
+                                }
+                                match outcome {
+                                    Ok(Performed::Ok(_)) => {
+                                        processed.fetch_add(1, Ordering::Relaxed);
+                                    }
+                                    Ok(_) => {
+                                        failed.fetch_add(1, Ordering::Relaxed);
+                                    }
+                                    Err(e) => report_lost(&c.queue, &e),
                                 }
                             };
+                            let acked = run_batch(
+                                &*backend,
+                                &id,
+                                &batch,
+                                opts.schedule,
+                                &perform,
+                                &log,
+                                &stopping,
+                                &mut size,
+                                &mut each,
+                            );
+                            if let (Err(e), Some(c)) = (acked, batch.first()) {
+                                report_lost(&c.queue, &e);
+                            }
                         }
-                        Ok(None) => {}
                         Err(e) => {
                             if warned.is_none_or(|t| t.elapsed() > Duration::from_secs(5)) {
                                 eprintln!(
@@ -405,4 +502,31 @@ pub fn work(
         returned,
         timed_out,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_thread_claims_what_it_runs_in_about_a_millisecond() {
+        let mut size = BatchSize::default();
+        assert_eq!(size.get(), 1);
+        // No-op jobs: the batch doubles each time, up to the cap.
+        let mut seen = vec![];
+        for _ in 0..8 {
+            size.ran(size.get(), Duration::from_micros(size.get() as u64));
+            seen.push(size.get());
+        }
+        assert_eq!(seen, [2, 4, 8, 16, 32, 64, 64, 64]);
+        // 100 µs jobs: ten fit in a millisecond.
+        size.ran(64, Duration::from_micros(6400));
+        assert_eq!(size.get(), 10);
+        // Jobs of a millisecond or more go one at a time, at once.
+        size.ran(10, Duration::from_millis(30));
+        assert_eq!(size.get(), 1);
+        // Nothing ran (a stop before the first job): unchanged.
+        size.ran(0, Duration::ZERO);
+        assert_eq!(size.get(), 1);
+    }
 }

@@ -20,8 +20,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::{never_started, run_task, Entry, Model, ModelOutcome, RunCtx};
-use crate::jobs::worker::{handle, new_worker_id, Performed};
-use crate::jobs::{self, Backend, BackendUrl, Job, RetrySchedule, DEFAULT_LEASE};
+use crate::jobs::worker::{new_worker_id, run_batch, BatchSize, Performed};
+use crate::jobs::{self, Backend, BackendUrl, Claimed, Job, RetrySchedule, DEFAULT_LEASE};
 use crate::measure::TaskRecord;
 use crate::selfcall::SelfCall;
 use crate::workload::Workload;
@@ -337,36 +337,49 @@ impl Model for Jobs {
             let mut threads = Vec::new();
             for k in 0..self.workers {
                 let body = || {
-                    while finished.load(Ordering::SeqCst) < ctx.tasks
-                        && !all_done.load(Ordering::SeqCst)
-                    {
+                    let mut size = BatchSize::default();
+                    let done = || all_done.load(Ordering::SeqCst);
+                    while finished.load(Ordering::SeqCst) < ctx.tasks && !done() {
                         // No blocking fetch: the last job's acknowledgement must end the run
                         // at once, not when the other threads' waits time out.
-                        let c = match backend.fetch(&worker, &queues, Duration::ZERO) {
-                            Ok(Some(c)) => c,
-                            Ok(None) => {
-                                std::thread::sleep(Duration::from_millis(1));
-                                continue;
-                            }
-                            Err(e) => {
+                        let batch =
+                            match backend.fetch_batch(&worker, &queues, size.get(), Duration::ZERO)
+                            {
+                                Ok(b) if b.is_empty() => {
+                                    std::thread::sleep(Duration::from_millis(1));
+                                    continue;
+                                }
+                                Ok(b) => b,
+                                Err(e) => {
+                                    *error.lock().unwrap_or_else(|p| p.into_inner()) =
+                                        Some(e.to_string());
+                                    all_done.store(true, Ordering::SeqCst);
+                                    return;
+                                }
+                            };
+                        let mut ended = 0;
+                        let mut each = |_: &Claimed, r: crate::error::Result<Performed>| {
+                            if let Err(e) = r {
                                 *error.lock().unwrap_or_else(|p| p.into_inner()) =
                                     Some(e.to_string());
-                                all_done.store(true, Ordering::SeqCst);
-                                return;
                             }
+                            ended += 1;
                         };
-                        let r = handle(
+                        let acked = run_batch(
                             &*backend,
                             &worker,
-                            &c,
+                            &batch,
                             RetrySchedule::Sidekiq,
                             &perform,
                             &|_| {},
+                            &done,
+                            &mut size,
+                            &mut each,
                         );
-                        if let Err(e) = r {
+                        if let Err(e) = acked {
                             *error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
                         }
-                        if finished.fetch_add(1, Ordering::SeqCst) + 1 >= ctx.tasks {
+                        if finished.fetch_add(ended, Ordering::SeqCst) + ended >= ctx.tasks {
                             all_done.store(true, Ordering::SeqCst);
                         }
                     }
