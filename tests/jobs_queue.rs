@@ -252,8 +252,12 @@ fn round_trip(b: &dyn Backend) {
 fn every_backend_round_trips_jobs() {
     let dir = tempfile::tempdir().unwrap();
     let redis = RedisServer::start();
-    for url in ["memory".to_string(), sqlite_url(dir.path()), redis.url()] {
-        round_trip(&*open(&url));
+    let full = tempfile::tempdir().unwrap();
+    let synced = format!("{}?synchronous=full", sqlite_url(full.path()));
+    for url in ["memory".to_string(), sqlite_url(dir.path()), synced, redis.url()] {
+        let b = open(&url);
+        assert_eq!(b.describe(), url);
+        round_trip(&*b);
     }
 }
 

@@ -8,11 +8,12 @@ Method, the same for every consumer: enqueue N no-op jobs (class Concur::Noop, e
 counter every 20 ms (Sidekiq on Redis: N minus the queue's length, since Sidekiq updates its
 counter only every 5 s; at most -c jobs are then still in flight), and take the rate between the first poll that saw a job processed and
 the poll that saw all N (start-up is excluded for both). Redis runs without persistence.
-Usage: bench/jobs/throughput.py [N]   (default 100000). Installs redis-server and ruby-sidekiq
+Usage: bench/jobs/throughput.py [N] [ROUNDS]   (defaults 100000, 1; medians over the rounds). Installs redis-server and ruby-sidekiq
 with apt-get when missing (run as root)."""
 
 import os
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -83,9 +84,10 @@ def redis_sidekiq(r, n, c, noop):
         lambda: n - int(r.cmd("LLEN", "queue:default") or 0))
 
 
-def sqlite_concur(db, n, procs):
-    """N no-op jobs enqueued in a new SQLite file db, drained by PROCS `concur jobs work -c 4`."""
-    url = f"sqlite:{db}"
+def sqlite_concur(db, n, procs, sync="normal"):
+    """N no-op jobs enqueued in a new SQLite file db, drained by PROCS `concur jobs work -c 4`;
+    SYNC is the queue's synchronous setting (normal, the default, or full)."""
+    url = f"sqlite:{db}" + ("?synchronous=full" if sync == "full" else "")
     concur("jobs", "enqueue", "--noop", "-n", str(n), "--backend", url, **quiet)
 
     def sqlite_processed():
@@ -94,26 +96,37 @@ def sqlite_concur(db, n, procs):
 
     return drain(n, lambda: [subprocess.Popen(
         [CONCUR, "jobs", "work", "-c", "4", "--backend", url], **quiet) for _ in range(procs)],
-        sqlite_processed, f"sqlite: {procs} x concur jobs work -c 4")
+        sqlite_processed, f"sqlite {sync}: {procs} x concur jobs work -c 4")
 
 
 def main():
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
+    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 1
     ensure_packages(("redis-server", "redis-server"), ("sidekiq", "ruby-sidekiq"))
     tmp = tempfile.mkdtemp(prefix="concur-bench-")
     noop = noop_rb(tmp)
     results = {}
-    r = Redis()
-    try:
-        for c in (10, 25):
-            results[f"concur -c {c}"] = redis_concur(r, n, c)
-            results[f"sidekiq -c {c}"] = redis_sidekiq(r, n, c, noop)
-    finally:
-        r.stop()
-    for procs in (1, 4):
-        sqlite_concur(os.path.join(tmp, f"q{procs}.sqlite"), n, procs)
+    print(f"load average at the start: {os.getloadavg()[0]:.2f}", flush=True)
+    for k in range(rounds):
+        print(f"== round {k + 1} of {rounds}", flush=True)
+        r = Redis()
+        try:
+            for c in (10, 25):
+                results.setdefault(f"concur -c {c}", []).append(redis_concur(r, n, c))
+                results.setdefault(f"sidekiq -c {c}", []).append(redis_sidekiq(r, n, c, noop))
+        finally:
+            r.stop()
+        for sync in ("normal", "full"):
+            for procs in (1, 4):
+                db = os.path.join(tmp, f"q{k}-{sync}-{procs}.sqlite")
+                results.setdefault(f"sqlite {sync} x{procs}", []).append(
+                    sqlite_concur(db, n, procs, sync))
+    med = {k: statistics.median(v) for k, v in results.items()}
+    print(f"medians of {rounds} round(s), jobs/s:")
+    for k, v in med.items():
+        print(f"  {k:20} {v:9.0f}   rounds: {', '.join(f'{x:.0f}' for x in results[k])}")
     for c in (10, 25):
-        ours, theirs = results[f"concur -c {c}"], results[f"sidekiq -c {c}"]
+        ours, theirs = med[f"concur -c {c}"], med[f"sidekiq -c {c}"]
         print(f"-c {c}: concur / sidekiq = {ours / theirs:.2f}x")
 
 

@@ -17,7 +17,31 @@ pub use crate::options::BACKEND_ENV;
 
 /// The backend URLs accepted, for errors.
 pub const BACKEND_URLS: &str =
-    "memory, sqlite, sqlite:PATH, redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]";
+    "memory, sqlite, sqlite:PATH (either with ?synchronous=full or ?synchronous=normal), redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]";
+
+/// When an SQLite queue's commits reach the disk (SQLite's `synchronous` pragma, in WAL mode).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SqliteSync {
+    /// `NORMAL` (the default): the write-ahead log is synced at checkpoints, not at each
+    /// commit. A crash of the process loses nothing; a power cut or a crash of the system may
+    /// lose the last transactions: jobs enqueued then are gone, and jobs claimed or
+    /// acknowledged then run again.
+    #[default]
+    Normal,
+    /// `FULL` (`?synchronous=full`): every commit (an enqueue, a batch claimed, a batch
+    /// acknowledged) is synced before it returns, so a power cut loses nothing acknowledged.
+    Full,
+}
+
+impl SqliteSync {
+    /// The pragma's value.
+    pub fn pragma(self) -> &'static str {
+        match self {
+            SqliteSync::Normal => "NORMAL",
+            SqliteSync::Full => "FULL",
+        }
+    }
+}
 
 /// A queue backend, parsed from `memory`, `sqlite`, `sqlite:PATH` or `redis://...`.
 #[derive(Clone, PartialEq, Eq)]
@@ -26,7 +50,7 @@ pub enum BackendUrl {
     Memory,
     /// SQLite. `None` (`sqlite`) is the default file: `concur-results/jobs.sqlite` for the
     /// `concur jobs` commands, a fresh file per run for the jobs models.
-    Sqlite(Option<PathBuf>),
+    Sqlite(Option<PathBuf>, SqliteSync),
     /// A Redis server.
     Redis(RedisUrl),
 }
@@ -136,17 +160,29 @@ impl FromStr for BackendUrl {
         if s == "memory" {
             return Ok(BackendUrl::Memory);
         }
-        if s == "sqlite" {
-            return Ok(BackendUrl::Sqlite(None));
-        }
-        if let Some(path) = s.strip_prefix("sqlite:") {
-            let path = path.strip_prefix("//").unwrap_or(path);
-            if path.is_empty() {
-                return Err(Error::usage(format!(
-                    "bad backend '{s}': sqlite:PATH needs a path (allowed: {BACKEND_URLS})"
-                )));
+        if s == "sqlite" || s.starts_with("sqlite:") || s.starts_with("sqlite?") {
+            let (rest, sync) = match s.rsplit_once('?') {
+                Some((rest, "synchronous=full")) => (rest, SqliteSync::Full),
+                Some((rest, "synchronous=normal")) => (rest, SqliteSync::Normal),
+                Some((_, setting)) => {
+                    return Err(Error::usage(format!(
+                        "bad backend '{s}': unknown setting '{setting}' (allowed: {BACKEND_URLS})"
+                    )))
+                }
+                None => (s, SqliteSync::Normal),
+            };
+            if rest == "sqlite" {
+                return Ok(BackendUrl::Sqlite(None, sync));
             }
-            return Ok(BackendUrl::Sqlite(Some(PathBuf::from(path))));
+            if let Some(path) = rest.strip_prefix("sqlite:") {
+                let path = path.strip_prefix("//").unwrap_or(path);
+                if path.is_empty() {
+                    return Err(Error::usage(format!(
+                        "bad backend '{s}': sqlite:PATH needs a path (allowed: {BACKEND_URLS})"
+                    )));
+                }
+                return Ok(BackendUrl::Sqlite(Some(PathBuf::from(path)), sync));
+            }
         }
         if s.starts_with("redis://") || s.starts_with("rediss://") {
             return RedisUrl::parse(s).map(BackendUrl::Redis);
@@ -163,8 +199,16 @@ impl fmt::Display for BackendUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             BackendUrl::Memory => f.write_str("memory"),
-            BackendUrl::Sqlite(None) => f.write_str("sqlite"),
-            BackendUrl::Sqlite(Some(p)) => write!(f, "sqlite:{}", p.display()),
+            BackendUrl::Sqlite(path, sync) => {
+                match path {
+                    None => f.write_str("sqlite")?,
+                    Some(p) => write!(f, "sqlite:{}", p.display())?,
+                }
+                match sync {
+                    SqliteSync::Normal => Ok(()),
+                    SqliteSync::Full => f.write_str("?synchronous=full"),
+                }
+            }
             BackendUrl::Redis(u) => u.fmt(f),
         }
     }
@@ -201,18 +245,25 @@ mod tests {
     #[test]
     fn every_form_parses_into_its_variant() {
         assert_eq!(parse("memory"), BackendUrl::Memory);
-        assert_eq!(parse("sqlite"), BackendUrl::Sqlite(None));
+        assert_eq!(
+            parse("sqlite"),
+            BackendUrl::Sqlite(None, SqliteSync::Normal)
+        );
         assert_eq!(
             parse("sqlite:/tmp/q.db"),
-            BackendUrl::Sqlite(Some("/tmp/q.db".into()))
+            BackendUrl::Sqlite(Some("/tmp/q.db".into()), SqliteSync::Normal)
         );
         assert_eq!(
             parse("sqlite:///tmp/q.db"),
-            BackendUrl::Sqlite(Some("/tmp/q.db".into()))
+            BackendUrl::Sqlite(Some("/tmp/q.db".into()), SqliteSync::Normal)
         );
         assert_eq!(
             parse("sqlite:q.db"),
-            BackendUrl::Sqlite(Some("q.db".into()))
+            BackendUrl::Sqlite(Some("q.db".into()), SqliteSync::Normal)
+        );
+        assert_eq!(
+            parse("sqlite:q.db?synchronous=full"),
+            BackendUrl::Sqlite(Some("q.db".into()), SqliteSync::Full)
         );
         let r = parse("redis://u:pw@127.0.0.1:6379/2");
         assert!(r.is_redis() && !parse("sqlite").is_redis());
@@ -225,6 +276,8 @@ mod tests {
             ("mysql://x", "'mysql://x'"),
             ("", "''"),
             ("sqlite:", "'sqlite:'"),
+            ("sqlite:q.db?synchronous=extra", "'synchronous=extra'"),
+            ("sqlite:?synchronous=full", "'sqlite:?synchronous=full'"),
             ("Memory", "'Memory'"),
             ("redis://", "'redis://'"),
             ("redis://h/notanumber", "'redis://h/notanumber'"),
@@ -252,7 +305,14 @@ mod tests {
         let json = serde_json::to_string(&u).unwrap();
         assert_eq!(json, "\"redis://:hunter2@host:6379/0\"");
         assert_eq!(serde_json::from_str::<BackendUrl>(&json).unwrap(), u);
-        for s in ["memory", "sqlite", "sqlite:/a/b.db", "redis://h:1/0"] {
+        for s in [
+            "memory",
+            "sqlite",
+            "sqlite:/a/b.db",
+            "sqlite:/a/b.db?synchronous=full",
+            "sqlite?synchronous=full",
+            "redis://h:1/0",
+        ] {
             assert_eq!(parse(s).to_string(), s);
             assert_eq!(parse(&parse(s).expose()), parse(s));
         }

@@ -33,7 +33,7 @@ use serde_json::Value;
 
 use crate::error::Result;
 
-pub use backend_url::{BackendUrl, RedisUrl, BACKEND_ENV, BACKEND_URLS, REDIS_URLS};
+pub use backend_url::{BackendUrl, RedisUrl, SqliteSync, BACKEND_ENV, BACKEND_URLS, REDIS_URLS};
 
 /// The class of jobs that run one task of a workload: args `[workload_spec, index]`.
 pub const TASK_CLASS: &str = "Concur::Task";
@@ -365,8 +365,10 @@ pub fn default_sqlite_path() -> PathBuf {
 pub fn open(url: &BackendUrl) -> Result<Arc<dyn Backend>> {
     Ok(match url {
         BackendUrl::Memory => Arc::new(memory::Memory::new()),
-        BackendUrl::Sqlite(None) => Arc::new(sqlite::Sqlite::open(&default_sqlite_path())?),
-        BackendUrl::Sqlite(Some(path)) => Arc::new(sqlite::Sqlite::open(path)?),
+        BackendUrl::Sqlite(None, sync) => {
+            Arc::new(sqlite::Sqlite::open(&default_sqlite_path(), *sync)?)
+        }
+        BackendUrl::Sqlite(Some(path), sync) => Arc::new(sqlite::Sqlite::open(path, *sync)?),
         BackendUrl::Redis(u) => Arc::new(redis::Redis::open(u)?),
     })
 }

@@ -1,8 +1,9 @@
 //! The `sqlite` backend: a durable lease queue in one file, shared by any number of worker
 //! processes on one host.
 //!
-//! WAL mode with `synchronous=NORMAL` (an acknowledged job survives a crash of the process;
-//! a power cut may lose the last transactions). A claim is one `BEGIN IMMEDIATE` transaction
+//! WAL mode with `synchronous=NORMAL` by default (an acknowledged job survives a crash of the
+//! process; a power cut may lose the last transactions) or `FULL` (`?synchronous=full`: each
+//! commit synced; see [`SqliteSync`]). A claim is one `BEGIN IMMEDIATE` transaction
 //! that takes the oldest queued rows (a batch of up to N; an acknowledgement deletes a batch
 //! in one transaction too) through the index `(queue, state, run_at, id)`, which
 //! matches the claim's `WHERE queue = ? AND state = 0 ORDER BY run_at, id` (without it the
@@ -18,7 +19,9 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{params, Connection, TransactionBehavior};
 
-use super::{now, Backend, Claimed, FailedSet, Stats, DEAD_MAX_JOBS, DEAD_TIMEOUT, DEFAULT_LEASE};
+use super::{
+    now, Backend, Claimed, FailedSet, SqliteSync, Stats, DEAD_MAX_JOBS, DEAD_TIMEOUT, DEFAULT_LEASE,
+};
 use crate::error::{Error, Result};
 
 const QUEUED: i64 = 0;
@@ -51,6 +54,8 @@ pub struct Sqlite {
     pool: Mutex<Vec<Connection>>,
     /// The lease given to claims, milliseconds (the last heartbeat's).
     lease_ms: AtomicU64,
+    /// When commits reach the disk.
+    sync: SqliteSync,
     /// Serialises this process's writers: SQLite's busy handler sleeps (1, 2, 5, 10... ms)
     /// when threads race for the write lock, so they queue here instead; other processes
     /// still meet the busy timeout.
@@ -63,7 +68,7 @@ fn db_err(path: &Path) -> impl Fn(rusqlite::Error) -> Error + '_ {
 
 impl Sqlite {
     /// Opens (and creates) the queue file, creating its directory if needed.
-    pub fn open(path: &Path) -> Result<Self> {
+    pub fn open(path: &Path, sync: SqliteSync) -> Result<Self> {
         // SQLite would open a device and write its journal beside it (`/dev/null-journal`).
         if path.exists() && !path.is_file() {
             return Err(Error::usage(format!(
@@ -85,6 +90,7 @@ impl Sqlite {
             pool: Mutex::new(Vec::new()),
             lease_ms: AtomicU64::new(DEFAULT_LEASE.as_millis() as u64),
             write_lock: Mutex::new(()),
+            sync,
         };
         let conn = s
             .connect()
@@ -97,7 +103,7 @@ impl Sqlite {
         let c = Connection::open(&self.path)?;
         c.busy_timeout(Duration::from_secs(10))?;
         c.pragma_update(None, "journal_mode", "WAL")?;
-        c.pragma_update(None, "synchronous", "NORMAL")?;
+        c.pragma_update(None, "synchronous", self.sync.pragma())?;
         c.execute_batch(SCHEMA)?;
         Ok(c)
     }
@@ -185,7 +191,10 @@ fn bump(tx: &rusqlite::Transaction, name: &str, by: usize) -> rusqlite::Result<(
 
 impl Backend for Sqlite {
     fn describe(&self) -> String {
-        format!("sqlite:{}", self.path.display())
+        match self.sync {
+            SqliteSync::Normal => format!("sqlite:{}", self.path.display()),
+            SqliteSync::Full => format!("sqlite:{}?synchronous=full", self.path.display()),
+        }
     }
 
     fn enqueue(&self, queue: &str, payloads: &[String]) -> Result<()> {

@@ -233,7 +233,7 @@ impl Model for Jobs {
                     "jobs-redis:W needs --jobs-backend redis://HOST:PORT/DB".into(),
                 )
             }
-            (Kind::Sqlite | Kind::Procs, Some(u @ BackendUrl::Sqlite(Some(_)))) => u.clone(),
+            (Kind::Sqlite | Kind::Procs, Some(u @ BackendUrl::Sqlite(Some(_), _))) => u.clone(),
             (Kind::Sqlite | Kind::Procs, _) => {
                 let db = match TempFile::new("jobs", "queue.sqlite") {
                     Ok(f) => f,
@@ -241,7 +241,11 @@ impl Model for Jobs {
                 };
                 let p = db.path.clone();
                 _temp = Some(db);
-                BackendUrl::Sqlite(Some(p))
+                let sync = match &ctx.recipe.jobs_backend {
+                    Some(BackendUrl::Sqlite(None, sync)) => *sync,
+                    _ => jobs::SqliteSync::Normal,
+                };
+                BackendUrl::Sqlite(Some(p), sync)
             }
         };
         let backend: Arc<dyn Backend> = match jobs::open(&url) {
