@@ -16,23 +16,10 @@ source bench/lib.sh
 command -v h2load > /dev/null || { echo "h2load is missing: apt-get install nghttp2-client" >&2; exit 1; }
 build
 start_server srv
-server_cpu() { awk -v t="$(getconf CLK_TCK)" '{printf "%.3f", ($14 + $15) / t}' "/proc/$srv_pid/stat"; }
 echo "concur serve on $srv_url; machine: $(nproc) cores, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # One concur crawl; prints "label wall_s user+sys_s server_cpu_s max_rss_kib opened version tasks_ok".
-crawl() { # label url n c model [flags...]
-  local label=$1 url=$2 n=$3 c=$4 model=$5 before after; shift 5
-  before=$(server_cpu)
-  $bin crawl "$url" -n "$n" -c "$c" --model "$model" -q --json "$out/run.jsonl" "$@" > /dev/null
-  after=$(server_cpu)
-  python3 - "$out/run.jsonl" "$label" "$before" "$after" <<'PY'
-import json, sys
-r = [json.loads(l) for l in open(sys.argv[1]) if '"type":"run"' in l][0]
-print(sys.argv[2], r["wall_s"], round(r["user_s"] + r["sys_s"], 3),
-      round(float(sys.argv[4]) - float(sys.argv[3]), 3), r["max_rss_kib"],
-      r.get("connections_opened", "-"), r.get("http_version", "-"), r["tasks_ok"])
-PY
-}
+crawl() { crawl_row "$srv_pid" "$out/run.jsonl" "$@"; }
 
 median() { # file: "label value..." lines -> per label, the median of each column
   python3 - "$1" "$2" <<'PY'
@@ -71,13 +58,9 @@ n=150000
 for r in $(seq "$rounds"); do
   for c in 1 10; do
     m=$((100 / c))
-    # h2load's CPU (user + sys) from time(1), written after its own output.
-    /usr/bin/time -f "cpu %U %S" h2load -n $n -c $c -m $m "$base" 2>&1 \
-      | awk -v l="h2load-c$c-m$m" -v n=$n '/^finished in/ { gsub(/,/, ""); rps = $4 }
-          /^cpu / { print l, rps, 1e6 * ($2 + $3) / n }' >> "$out/rps.txt"
+    http2_h2load $c $m $n "$base" >> "$out/rps.txt"
     for model in async async-local curl; do
-      crawl "$model:100-h2-conn$c" "$base&name={rand}" $n 100 $model --http2 --connections $c \
-        | awk -v n=$n '{ print $1, n / $2, 1e6 * $3 / n }' >> "$out/rps.txt"
+      http2_concur "$srv_pid" "$out/run.jsonl" $model $c $n "$base" >> "$out/rps.txt"
     done
   done
 done

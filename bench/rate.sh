@@ -28,34 +28,9 @@ secs=10
 for r in $(seq "$rounds"); do
   for rate in "${rates[@]}"; do
     for m in async curl; do
-      f="$out/concur-$m-$rate-$r.jsonl"
-      $bin crawl "${base}{rand}" --rate "$rate" --duration ${secs}s -c 100 --model $m -q --json "$f" >/dev/null
-      python3 - "$f" "concur-$m:100" "$rate" >> "$out/rows.txt" <<'PY'
-import json, sys
-run = [json.loads(l) for l in open(sys.argv[1]) if '"type":"run"' in l][0]
-cpu = (run["user_s"] + run["sys_s"]) / max(run["tasks_ok"], 1) * 1e6
-print(sys.argv[2], sys.argv[3], "%.1f" % run["rate_achieved"], run["latency_us"]["p50"],
-      run["latency_us"]["p99"], "%.1f" % cpu, run["tasks_failed"])
-PY
+      rate_concur $m "$rate" $secs "$base" "$out/concur-$m-$rate-$r.jsonl" >> "$out/rows.txt"
     done
-    # wrk2 calibrates for its first 10 s and reports latency after it; its -R is per
-    # connection group, spread over the threads. CPU from /usr/bin/time.
-    /usr/bin/time -f "%U %S" -o "$out/wrk2-$rate-$r.time" \
-      "$wrk2" -t 2 -c 100 -d $((secs + 10))s -R "$rate" --latency "${base}wrk2" > "$out/wrk2-$rate-$r.txt"
-    python3 - "$out/wrk2-$rate-$r.txt" "$out/wrk2-$rate-$r.time" "$rate" >> "$out/rows.txt" <<'PY'
-import re, sys
-t = open(sys.argv[1]).read()
-def ms(q):
-    m = re.search(r"^\s*%s%%\s+([\d.]+)(us|ms|s)\s*$" % re.escape(q), t, re.M)
-    v, u = float(m.group(1)), m.group(2)
-    return int(v * {"us": 1, "ms": 1e3, "s": 1e6}[u])
-rps = float(re.search(r"Requests/sec:\s+([\d.]+)", t).group(1))
-n = int(re.search(r"(\d+) requests in", t).group(1))
-errs = re.search(r"Non-2xx or 3xx responses: (\d+)", t)
-u, s = map(float, open(sys.argv[2]).read().split()[-2:])
-print("wrk2", sys.argv[3], "%.1f" % rps, ms("50.000"), ms("99.000"), "%.1f" % ((u + s) / n * 1e6),
-      errs.group(1) if errs else 0)
-PY
+    rate_wrk2 "$wrk2" "$rate" $secs "$base" "$out/wrk2-$rate-$r" >> "$out/rows.txt"
   done
 done
 echo "== 1. fixed rate, delay=0, 100 connections, medians over $rounds rounds"

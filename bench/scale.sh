@@ -22,46 +22,10 @@ url=$srv_url
 echo "machine: $(nproc) cores, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg); somaxconn $(sysctl -n net.core.somaxconn)"
 echo "N=$n W=$w delay=100ms ideal=$(python3 -c "import math; print(math.ceil($n/$w)*0.1)") s"
 : > "$out/scale.txt"
-# The server's CPU seconds so far, "user sys", from /proc.
-server_cpu() { awk -v t="$(getconf CLK_TCK)" '{printf "%.2f %.2f", $14 / t, $15 / t}' "/proc/$server/stat"; }
 for m in async async-local curl green pool; do
-  before=$(server_cpu)
-  $bin crawl "$url/add?name={rand}&delay=100" -n "$n" -c "$w" --model "$m" -q -i \
-    --json "$out/$m.jsonl" > /dev/null
-  after=$(server_cpu)
-  python3 - "$out/$m.jsonl" "$m:$w" "$w" "$before" "$after" <<'PY' | tee -a "$out/scale.txt"
-import json, sys
-r = [json.loads(l) for l in open(sys.argv[1]) if '"type":"run"' in l][0]
-w = int(sys.argv[3])
-(bu, bs), (au, as_) = (map(float, a.split()) for a in sys.argv[4:6])
-server = f"{au - bu:.2f} user {as_ - bs:.2f} sys"
-print(f"{sys.argv[2]:14} wall {r['wall_s']:7.2f} s  ok {r['tasks_ok']:6}  failed {r['tasks_failed']:6} {r['failures'] or ''}"
-      f"  peak RSS {r['max_rss_kib']/1024:6.1f} MiB  {r['max_rss_kib']/w:5.1f} KiB/in-flight"
-      f"  connections {r.get('connections_opened')}"
-      f"  client CPU {r['user_s']:.2f} user {r['sys_s']:.2f} sys  server CPU {server}")
-PY
+  scale_client "$m" "$n" "$w" "$url/add?name={rand}&delay=100" "$out/$m.jsonl" "$server" | tee -a "$out/scale.txt"
 done
-before=$(server_cpu)
-# wrk's own CPU from GNU time (user, sys).
-/usr/bin/time -f '%U %S' -o "$out/wrk.time" wrk -t 2 -c "$w" -d 4s "$url/add?name=wrk&delay=100" > "$out/wrk.txt" 2>&1 || true
-after=$(server_cpu)
-python3 - "$out/wrk.txt" "$n" "$w" "$before" "$after" "$out/wrk.time" <<'PY' | tee -a "$out/scale.txt"
-import re, sys
-text = open(sys.argv[1]).read()
-m = re.search(r"Requests/sec:\s+([0-9.]+)", text)
-reqs = re.search(r"([0-9]+) requests in ([0-9.]+)s", text)
-n, w = int(sys.argv[2]), int(sys.argv[3])
-(bu, bs), (au, as_) = (map(float, a.split()) for a in sys.argv[4:6])
-wu, ws = open(sys.argv[6]).read().split()[-2:]
-if m and reqs:
-    rate = float(m.group(1))
-    count = int(reqs.group(1))
-    server = (au - bu) + (as_ - bs)
-    print(f"{'wrk:'+str(w):14} {rate:9.0f} req/s over {reqs.group(2)} s ({count} requests), so {n} take at least {n/rate:.2f} s"
-          f"  wrk CPU {wu} user {ws} sys  server CPU {au - bu:.2f} user {as_ - bs:.2f} sys ({server/count*1e6:.1f} us a request)")
-else:
-    print("wrk: no result:", text.strip()[-200:])
-PY
+scale_wrk "$n" "$w" "$url/add?name=wrk&delay=100" "$out/wrk" "$server" | tee -a "$out/scale.txt"
 "$venv/bin/python" src/classic/crawl.py aiohttp --url "$url" -n "$n" -c "$w" > "$out/aiohttp.txt" 2>&1 || true
 # Its CONCUR line; the wall shown includes the imports (wall_s + import_s), as recorded before.
 python3 - "$out/aiohttp.txt" "$w" <<'PY' | tee -a "$out/scale.txt"

@@ -17,14 +17,12 @@ n=150000
 : > "$out/rps.txt"
 for r in $(seq "$rounds"); do
   for m in async async-local curl; do
-    $bin crawl "${base}{rand}" -n $n -c 100 --model $m -q --json "$out/concur-$m-$r.jsonl" --csv - \
-      | awk -F, -v m="concur-$m:100" -v n=$n 'NR==2 { printf "%s %.0f\n", m, n/$9 }' >> "$out/rps.txt"
+    throughput_concur $m $n "$base" "$out/concur-$m-$r.jsonl" >> "$out/rps.txt"
   done
-  wrk -t 2 -c 100 -d 5s "${base}wrk" | awk '/Requests\/sec/ { printf "wrk %.0f\n", $2 }' >> "$out/rps.txt"
-  hey -n $n -c 100 "${base}hey" | awk '/Requests\/sec/ { printf "hey %.0f\n", $2 }' >> "$out/rps.txt"
+  throughput_wrk 5 "$base" >> "$out/rps.txt"
+  throughput_hey $n "$base" >> "$out/rps.txt"
   if [ -x "$oha" ]; then
-    "$oha" -n $n -c 100 --no-tui --output-format json "${base}oha" > "$out/oha-$r.json"
-    python3 -c "import json,sys; print('oha %.0f' % json.load(open(sys.argv[1]))['summary']['requestsPerSec'])" "$out/oha-$r.json" >> "$out/rps.txt"
+    throughput_oha "$oha" $n "$base" "$out/oha-$r.json" >> "$out/rps.txt"
   fi
 done
 echo "median requests/s over $rounds rounds (delay=0, 100 connections, one concur serve):"

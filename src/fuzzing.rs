@@ -1,9 +1,18 @@
-//! What the fuzz targets in `fuzz/` need beyond the public parsers (not an API: hidden from
-//! the documentation, and free to change with them). Public parsers are called where they
-//! are; what a target needs around one (a socket that delivers a response in pieces) lives
-//! here, so that nothing else has to be made public for the fuzzer.
+//! What the fuzz targets in `fuzz/` and the instruction-count benchmark (`benches/icount.rs`)
+//! need beyond the public parsers (not an API: hidden from the documentation, and free to
+//! change with them). Public parsers are called where they are; what a harness needs around
+//! one (a socket that delivers a response in pieces, the bytes of a request head) lives here,
+//! so that nothing else has to be made public for it.
 
 use std::io::{BufReader, Read};
+
+use crate::workload::HttpRequest;
+
+/// `req`'s bytes as the green client writes them (`workload::http::wire`): the request line,
+/// the headers in order, the empty line and the body.
+pub fn request_head(req: &HttpRequest) -> Vec<u8> {
+    crate::workload::http::write_request(req)
+}
 
 /// Reads one HTTP/1.1 response from `bytes` with the green client's parser
 /// (`workload::http::wire`), as it arrives from a socket in pieces of at most `piece` bytes

@@ -254,7 +254,12 @@ fn every_backend_round_trips_jobs() {
     let redis = RedisServer::start();
     let full = tempfile::tempdir().unwrap();
     let synced = format!("{}?synchronous=full", sqlite_url(full.path()));
-    for url in ["memory".to_string(), sqlite_url(dir.path()), synced, redis.url()] {
+    for url in [
+        "memory".to_string(),
+        sqlite_url(dir.path()),
+        synced,
+        redis.url(),
+    ] {
         let b = open(&url);
         assert_eq!(b.describe(), url);
         round_trip(&*b);

@@ -8,7 +8,7 @@ use std::io::{BufRead, Read};
 use super::request::HttpRequest;
 
 /// `req` as bytes: the request line, every header in order, the empty line, the body.
-pub(super) fn write_request(req: &HttpRequest) -> Vec<u8> {
+pub(crate) fn write_request(req: &HttpRequest) -> Vec<u8> {
     let body = req.body.as_deref().unwrap_or_default();
     let mut out = Vec::with_capacity(256 + body.len());
     for part in [
