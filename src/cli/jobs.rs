@@ -9,7 +9,7 @@ use crate::Error;
 
 #[derive(Args)]
 pub(super) struct BackendArg {
-    /// sqlite (concur-results/jobs.sqlite), sqlite:PATH, or redis://[:PASSWORD@]HOST:PORT/DB; with a password, set CONCUR_JOBS_BACKEND instead, which `ps` does not show
+    /// sqlite (concur-results/jobs.sqlite), sqlite:PATH, or redis://[:PASSWORD@]HOST:PORT/DB; add ?synchronous=full to an SQLite queue to sync every commit (nothing acknowledged lost on a power cut; docs/jobs.md); with a password, set CONCUR_JOBS_BACKEND instead, which `ps` does not show
     #[arg(long, value_name = "URL", default_value = "sqlite", env = crate::jobs::BACKEND_ENV, hide_env_values = true)]
     backend: String,
 }
