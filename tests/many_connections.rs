@@ -96,3 +96,47 @@ fn more_than_1024_connections_at_once_fail_nothing_under_curl_green_and_pool() {
         );
     }
 }
+
+/// `curl:600` runs its transfers on three libcurl multi handles of 200 (each with a connection
+/// pool of its own, driven through libcurl's socket interface from one epoll set): every
+/// request is answered, each of the 600 connections is opened once and kept for the next
+/// requests, and 600 are in flight at once.
+#[test]
+fn curl_over_several_multi_handles_keeps_every_connection_alive() {
+    let _alone = alone();
+    let s = server();
+    let url = format!("http:{}/add?name={{rand}}&delay=300", s.base_url());
+    let (_, lines) = run_study(&[
+        "-w",
+        &url,
+        "-m",
+        "curl:600",
+        "-n",
+        "2400",
+        "-r",
+        "1",
+        "--timeout",
+        "60s",
+    ]);
+    let runs = of_type(&lines, "run");
+    assert_eq!(runs.len(), 1);
+    let r = runs[0];
+    assert_eq!(r["status"], "ok", "{}", r["error"]);
+    assert_eq!(r["tasks_failed"], 0, "{}", r["failures"]);
+    assert_eq!(r["tasks_ok"], 2_400);
+    assert_eq!(r["bytes"], 24_000, "10 bytes a reply");
+    assert_eq!(r["connections_opened"], 600, "{r}");
+    assert_eq!(r["connections_reused"], 1_800, "{r}");
+    wait_for(
+        "the server's handlers to finish",
+        Duration::from_secs(10),
+        || s.stats.snapshot().in_flight == 0,
+    );
+    let stats = s.stats.snapshot();
+    assert_eq!(stats.requests, 2_400);
+    assert!(
+        (500..=600).contains(&stats.peak_in_flight),
+        "peak in flight {}",
+        stats.peak_in_flight
+    );
+}

@@ -39,6 +39,7 @@ use std::time::Duration;
 use curl::easy::{Easy2, Handler, HttpVersion, List, WriteError};
 use curl::multi::{Easy2Handle, Multi};
 
+use super::curl_shards::Shards;
 use super::{Entry, Model, ModelOutcome, RunCtx};
 use crate::measure::conn::{self, ConnSample};
 use crate::measure::{mono_ns, TaskError, TaskRecord};
@@ -97,6 +98,8 @@ fn curl_kind(e: &curl::Error) -> &'static str {
 
 struct Slot {
     handle: Easy2Handle<Counter>,
+    /// The multi handle it was added to ([`Shards`]).
+    shard: usize,
     index: usize,
     /// When the task first started (a retried connect keeps it: its latency is the whole wait).
     start_ns: u64,
@@ -425,6 +428,7 @@ impl CurlMulti {
 
     fn start(
         multi: &Multi,
+        shard: usize,
         mut easy: Easy2<Counter>,
         req: &HttpRequest,
         conn: &Connection<'_>,
@@ -445,6 +449,7 @@ impl CurlMulti {
         };
         Ok(Slot {
             handle,
+            shard,
             index,
             start_ns,
             attempts,
@@ -583,20 +588,15 @@ impl Model for CurlMulti {
             ..Default::default()
         };
         let options = &ctx.recipe.options;
-        let mut multi = Multi::new();
+        let n = ctx.tasks;
         let (connections, stream_cap) = caps(self.workers, options.http2, options.connections);
-        let set = multi
-            .set_max_total_connections(connections)
-            .and_then(|_| multi.set_max_host_connections(connections));
-        let set = match stream_cap {
-            Some(s) => set
-                .and_then(|_| multi.pipelining(false, true))
-                .and_then(|_| multi.set_max_concurrent_streams(s)),
-            None => set,
+        let handles = self.workers.min(n).max(1);
+        let mut shards = match Shards::new(handles, connections.min(handles), stream_cap, || {
+            Easy2::new(Counter::default())
+        }) {
+            Ok(s) => s,
+            Err(e) => return fail(e),
         };
-        if let Err(e) = set {
-            return fail(format!("cannot configure libcurl multi: {e}"));
-        }
         let timeout = Duration::from_millis(options.request_timeout_ms.max(1));
         let trust = match Trust::for_run(options.ca_pem.as_deref(), options.insecure) {
             Ok(t) => t,
@@ -609,11 +609,7 @@ impl Model for CurlMulti {
             insecure: options.insecure,
             trust: &trust,
         };
-        let n = ctx.tasks;
         let mut records = Vec::with_capacity(n);
-        let mut free: Vec<Easy2<Counter>> = (0..self.workers.min(n))
-            .map(|_| Easy2::new(Counter::default()))
-            .collect();
         // Transfers in flight in a slab: libcurl hands back each finished transfer's token (its
         // index here). Scanning every transfer for every message instead cost O(W) per
         // finished request: at W = 10,000 it took most of a 54 s run of 100,000 requests.
@@ -637,7 +633,7 @@ impl Model for CurlMulti {
                 }
             }
             let now = mono_ns();
-            while !free.is_empty() {
+            while shards.has_free() {
                 // Due retries first (they are the oldest tasks), then new tasks.
                 let task = match retries.front() {
                     Some(r) if r.due_ns <= now => retries
@@ -650,14 +646,16 @@ impl Model for CurlMulti {
                     _ => None,
                 };
                 let Some(task) = task else { break };
-                let Some(easy) = free.pop() else { break };
+                let Some((shard, easy)) = shards.take_free() else {
+                    break;
+                };
                 let Some(req) = ctx.workload.http_request(task.0) else {
                     return fail(
                         "the workload has no URL (curl runs http workloads only, with a server)"
                             .into(),
                     );
                 };
-                match Self::start(&multi, easy, &req, &conn, task) {
+                match Self::start(shards.multi(shard), shard, easy, &req, &conn, task) {
                     Ok(mut slot) => {
                         let id = vacant.pop().unwrap_or(active.len());
                         if let Err(e) = slot.handle.set_token(id) {
@@ -672,7 +670,7 @@ impl Model for CurlMulti {
                     }
                     Err((e, easy)) => {
                         records.push(TaskRecord::not_started(task.0, e));
-                        free.push(easy);
+                        shards.put_free(shard, easy);
                     }
                 }
             }
@@ -685,11 +683,12 @@ impl Model for CurlMulti {
                     _ => break,
                 }
             }
-            if let Err(e) = multi.perform() {
+            // Transfers just added start on their handle's timer, due at once.
+            if let Err(e) = shards.serve_timers() {
                 return fail(format!("libcurl multi failed: {e}"));
             }
             let mut done: Vec<(usize, Result<(), curl::Error>)> = Vec::new();
-            multi.messages(|m| {
+            shards.messages(|_, m| {
                 let Ok(id) = m.token() else { return };
                 if let Some(Some(slot)) = active.get(id) {
                     if let Some(result) = m.result_for2(&slot.handle) {
@@ -705,7 +704,8 @@ impl Model for CurlMulti {
                 vacant.push(id);
                 live -= 1;
                 let end_ns = mono_ns();
-                let easy = match multi.remove2(slot.handle) {
+                let shard = slot.shard;
+                let easy = match shards.remove(shard, slot.handle) {
                     Ok(e) => e,
                     Err(e) => return fail(format!("libcurl multi failed: {e}")),
                 };
@@ -723,7 +723,7 @@ impl Model for CurlMulti {
                             attempts: slot.attempts + 1,
                             due_ns: end_ns + pause.as_nanos() as u64,
                         });
-                        free.push(easy);
+                        shards.put_free(shard, easy);
                         continue;
                     }
                 }
@@ -770,14 +770,14 @@ impl Model for CurlMulti {
                     sched_ns: None,
                 });
                 crate::measure::live::ended(ok);
-                free.push(easy);
+                shards.put_free(shard, easy);
             }
             // A transfer finished: start the next ones before waiting again.
             if finished > 0 {
                 continue;
             }
-            // curl_multi_wait returns on socket activity; its timeout caps how late libcurl's
-            // own timers (connects, retries) and our connect retries are served.
+            // The wait returns on socket activity or when a libcurl timer is due; its cap bounds
+            // how late our connect retries and releases are served.
             let mut cap = Duration::from_millis(10);
             if let Some(r) = retries.front() {
                 cap = cap.min(Duration::from_nanos(r.due_ns.saturating_sub(mono_ns())));
@@ -795,13 +795,8 @@ impl Model for CurlMulti {
             }
             if live == 0 {
                 std::thread::sleep(cap);
-            } else {
-                let wait = multi
-                    .get_timeout()
-                    .ok()
-                    .flatten()
-                    .map_or(cap, |t| t.min(cap));
-                let _ = multi.wait(&mut [], wait);
+            } else if let Err(e) = shards.wait(cap) {
+                return fail(format!("libcurl multi failed: {e}"));
             }
         }
         if let (Some(r), Some(peak)) = (recorder, streams.peak()) {

@@ -9,6 +9,7 @@ pub mod arrivals;
 mod async_local;
 mod async_mt;
 mod curl_multi;
+mod curl_shards;
 mod fork;
 mod green;
 mod jobs;
