@@ -121,6 +121,74 @@ impl Arrivals {
     }
 }
 
+/// How many tasks the dispatcher has released, and a wake-up for one waiting taker per
+/// release: what the worker loops of a runtime take their next index from ([`Arrivals::count`]).
+#[derive(Default)]
+pub struct Released {
+    count: std::sync::atomic::AtomicUsize,
+    next: std::sync::atomic::AtomicUsize,
+    notify: tokio::sync::Notify,
+}
+
+impl Released {
+    /// The next released index no one has taken, waiting for its release; `None` once all
+    /// `tasks` are taken.
+    pub async fn take(&self, tasks: usize) -> Option<usize> {
+        use std::sync::atomic::Ordering::SeqCst;
+        loop {
+            let i = self.next.load(SeqCst);
+            if i >= tasks {
+                return None;
+            }
+            if i < self.count.load(SeqCst) {
+                if self.next.compare_exchange(i, i + 1, SeqCst, SeqCst).is_ok() {
+                    // Another release may be waiting for a taker: pass the wake-up on.
+                    if i + 1 < self.count.load(SeqCst) {
+                        self.notify.notify_one();
+                    }
+                    return Some(i);
+                }
+                continue;
+            }
+            let woken = self.notify.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            // Released meanwhile: take it without waiting.
+            if self.next.load(SeqCst) < self.count.load(SeqCst) || self.next.load(SeqCst) >= tasks {
+                continue;
+            }
+            woken.await;
+        }
+    }
+
+    fn release(&self, i: usize) {
+        self.count.store(i + 1, std::sync::atomic::Ordering::SeqCst);
+        self.notify.notify_one();
+    }
+
+    /// Wakes every taker (the last task is released: those with nothing left return).
+    fn finish(&self) {
+        self.notify.notify_waiters();
+    }
+}
+
+impl Arrivals {
+    /// Releases every task on a thread of its own, counting them in [`Released`] (one wake-up
+    /// per release, for one taker), for models whose tasks live on a runtime.
+    pub fn count(self: &Arc<Self>) -> (std::thread::JoinHandle<()>, Arc<Released>) {
+        let released = Arc::new(Released::default());
+        let (me, r) = (self.clone(), released.clone());
+        let handle = std::thread::spawn(move || {
+            me.dispatch(|i| {
+                r.release(i);
+                true
+            });
+            r.finish();
+        });
+        (handle, released)
+    }
+}
+
 /// Asks for the finest timer slack on the calling thread: Linux lets a sleep overrun by 50 µs
 /// by default, which at 20,000 tasks/s is a whole inter-arrival gap.
 fn fine_timer_slack() {
@@ -180,6 +248,38 @@ mod tests {
         assert!((gap(398) - 1.0 / 300.0).abs() < 0.0002, "{}", gap(398));
         assert!((s.offset_ns(400) as f64 / 1e9 - 2.0).abs() < 1e-6);
         assert!((s.rate_at(1.0) - 200.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn released_tasks_are_each_taken_once_and_the_takers_end() {
+        let a = Arrivals::new(Schedule::fixed(20_000.0, 2_000), mono_ns());
+        let (feeder, released) = a.count();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .build()
+            .unwrap();
+        let mut taken: Vec<usize> = rt.block_on(async {
+            let loops: Vec<_> = (0..8)
+                .map(|_| {
+                    let r = released.clone();
+                    tokio::spawn(async move {
+                        let mut got = vec![];
+                        while let Some(i) = r.take(2_000).await {
+                            got.push(i);
+                        }
+                        got
+                    })
+                })
+                .collect();
+            let mut all = vec![];
+            for l in loops {
+                all.extend(l.await.unwrap());
+            }
+            all
+        });
+        feeder.join().unwrap();
+        taken.sort_unstable();
+        assert_eq!(taken, (0..2_000).collect::<Vec<_>>());
     }
 
     #[test]

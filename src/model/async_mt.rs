@@ -9,8 +9,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use tokio::sync::mpsc::UnboundedReceiver;
-
+use super::arrivals::Released;
 use super::{cores, run_task_async, Entry, Model, ModelOutcome, RunCtx};
 use crate::measure::{TaskError, TaskRecord};
 
@@ -31,7 +30,10 @@ enum Source {
     /// Every task at once: the next index is a counter.
     Closed { next: AtomicUsize, tasks: usize },
     /// Indices released, when they are due, by the arrivals' dispatcher thread.
-    Open(tokio::sync::Mutex<UnboundedReceiver<usize>>),
+    Open {
+        released: Arc<Released>,
+        tasks: usize,
+    },
 }
 
 impl Source {
@@ -41,7 +43,7 @@ impl Source {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 (i < *tasks).then_some(i)
             }
-            Source::Open(rx) => rx.lock().await.recv().await,
+            Source::Open { released, tasks } => released.take(*tasks).await,
         }
     }
 }
@@ -58,8 +60,14 @@ impl Source {
 pub(super) fn drive(rt: &tokio::runtime::Runtime, ctx: &RunCtx, limit: usize) -> Vec<TaskRecord> {
     // Open model: a thread of its own releases each index when it is due; a loop that is free
     // takes it, so the limit still bounds the tasks in flight.
-    let (feeder, source) = match ctx.arrivals.as_ref().map(|a| a.feed()) {
-        Some((f, rx)) => (Some(f), Source::Open(tokio::sync::Mutex::new(rx))),
+    let (feeder, source) = match ctx.arrivals.as_ref().map(|a| a.count()) {
+        Some((f, released)) => (
+            Some(f),
+            Source::Open {
+                released,
+                tasks: ctx.tasks,
+            },
+        ),
         None => (
             None,
             Source::Closed {
