@@ -70,7 +70,13 @@ pub struct CurlMulti {
 struct Counter {
     bytes: u64,
     peer: Option<Rc<PeerCheck>>,
+    /// The method, headers and body the handle is set up for (plain HTTP only), so that the
+    /// next request of the same shape changes only its URL.
+    shape: Option<Shape>,
 }
+
+/// What a request sets on a handle besides its URL.
+type Shape = (String, Vec<(String, String)>, Option<bytes::Bytes>);
 
 impl Handler for Counter {
     fn write(&mut self, data: &[u8]) -> Result<usize, WriteError> {
@@ -369,8 +375,24 @@ impl CurlMulti {
         req: &HttpRequest,
         conn: &Connection<'_>,
     ) -> Result<(), curl::Error> {
+        // The same request but its URL, over plain HTTP (no certificate check tied to the
+        // URL): the handle keeps every option, so only the URL changes. Resetting the handle
+        // and setting each option again cost about a tenth of `curl:100`'s CPU at delay 0.
+        let plain = !req.url.starts_with("https:");
+        let counter = easy.get_mut();
+        counter.bytes = 0;
+        if plain
+            && counter
+                .shape
+                .as_ref()
+                .is_some_and(|(method, headers, body)| {
+                    *method == req.method && *headers == req.headers && *body == req.body
+                })
+        {
+            return easy.url(&req.url);
+        }
+        counter.shape = None;
         easy.reset();
-        easy.get_mut().bytes = 0;
         easy.get_mut().peer = None;
         easy.url(&req.url)?;
         easy.timeout(conn.timeout)?;
@@ -422,6 +444,10 @@ impl CurlMulti {
                     easy.cainfo(ca)?;
                 }
             }
+        }
+        if plain {
+            easy.get_mut().shape =
+                Some((req.method.clone(), req.headers.clone(), req.body.clone()));
         }
         Ok(())
     }
