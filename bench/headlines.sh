@@ -25,7 +25,7 @@
 # Usage: bench/headlines.sh [--quick] [--parts LIST] [ROUNDS] [OUT_DIR]
 #   --quick       small N and 1 round, to check that the script works (about a minute after
 #                 the build; its figures are not comparable with the documented ones)
-#   --parts LIST  a comma-separated subset of: throughput,rate,scale,jobs,overhead,crawl,http2
+#   --parts LIST  a comma-separated subset of: throughput,rate,scale,jobs,crawl,http2,overhead
 #   OUT_DIR       default /tmp/concur-headlines (every run's JSON Lines and the samples)
 # A full run (3 rounds, every part) takes about 11 minutes on the project's 2-core VM, 14 with
 # wrk2 (its 10 s of calibration per rate and round), a few more when the machine is loaded.
@@ -34,7 +34,7 @@
 # bench/throughput.sh); h2load from nghttp2-client; sidekiq from ruby-sidekiq.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-all_parts=throughput,rate,scale,jobs,overhead,crawl,http2
+all_parts=throughput,rate,scale,jobs,crawl,http2,overhead
 parts=$all_parts
 quick=0
 while [ $# -gt 0 ]; do
@@ -247,20 +247,6 @@ PY
   part_done
 fi
 
-if want overhead; then
-  part overhead "bench/overhead.sh's models, 5 runs + 1 warm-up each$([ $overhead_div = 1 ] || echo ", N / $overhead_div") ($rounds round(s))"
-  for r in $(seq "$rounds"); do
-    for c in "${overhead_cases[@]}"; do
-      read -r m n <<< "$c"
-      n=$((n / overhead_div))
-      line=$(overhead_case "$m" "$n" "$out/overhead-${m//:/-}-$r.jsonl")
-      echo "  round $r: $line"
-      record "overhead/$m" "$(awk '{ print $5 }' <<< "$line")"
-    done
-  done
-  part_done
-fi
-
 if want crawl; then
   part crawl "1,000 GETs of a 100 ms delay at C = 100, async:100, 1 warm-up ($rounds round(s))"
   start_server srv
@@ -296,6 +282,22 @@ if want http2; then
     done
   done
   stop_server "$srv_pid"
+  part_done
+fi
+
+# Last: its thousands of short-lived threads and processes stay in the 1-minute load average
+# for minutes, which would read as load at the start of any part after it.
+if want overhead; then
+  part overhead "bench/overhead.sh's models, 5 runs + 1 warm-up each$([ $overhead_div = 1 ] || echo ", N / $overhead_div") ($rounds round(s))"
+  for r in $(seq "$rounds"); do
+    for c in "${overhead_cases[@]}"; do
+      read -r m n <<< "$c"
+      n=$((n / overhead_div))
+      line=$(overhead_case "$m" "$n" "$out/overhead-${m//:/-}-$r.jsonl")
+      echo "  round $r: $line"
+      record "overhead/$m" "$(awk '{ print $5 }' <<< "$line")"
+    done
+  done
   part_done
 fi
 
