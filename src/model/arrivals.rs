@@ -122,9 +122,12 @@ impl Arrivals {
 }
 
 /// How many tasks the dispatcher has released, and a wake-up for one waiting taker per
-/// release: what the worker loops of a runtime take their next index from ([`Arrivals::count`]).
+/// release: what the worker loops of a runtime take their next index from, released by
+/// [`Arrivals::release_on_timer`].
 #[derive(Default)]
 pub struct Released {
+    /// The dispatcher has ended: nothing more will be released.
+    ended: std::sync::atomic::AtomicBool,
     count: std::sync::atomic::AtomicUsize,
     next: std::sync::atomic::AtomicUsize,
     notify: tokio::sync::Notify,
@@ -137,7 +140,7 @@ impl Released {
         use std::sync::atomic::Ordering::SeqCst;
         loop {
             let i = self.next.load(SeqCst);
-            if i >= tasks {
+            if i >= tasks || (self.ended.load(SeqCst) && i >= self.count.load(SeqCst)) {
                 return None;
             }
             if i < self.count.load(SeqCst) {
@@ -153,8 +156,11 @@ impl Released {
             let woken = self.notify.notified();
             tokio::pin!(woken);
             woken.as_mut().enable();
-            // Released meanwhile: take it without waiting.
-            if self.next.load(SeqCst) < self.count.load(SeqCst) || self.next.load(SeqCst) >= tasks {
+            // Released meanwhile, or the end: see to it without waiting.
+            if self.next.load(SeqCst) < self.count.load(SeqCst)
+                || self.next.load(SeqCst) >= tasks
+                || self.ended.load(SeqCst)
+            {
                 continue;
             }
             woken.await;
@@ -166,26 +172,85 @@ impl Released {
         self.notify.notify_one();
     }
 
-    /// Wakes every taker (the last task is released: those with nothing left return).
+    /// The dispatcher has ended (every task released, or it failed): wakes every taker, and
+    /// those with nothing left to take return.
     fn finish(&self) {
+        self.ended.store(true, std::sync::atomic::Ordering::SeqCst);
         self.notify.notify_waiters();
     }
 }
 
 impl Arrivals {
-    /// Releases every task on a thread of its own, counting them in [`Released`] (one wake-up
-    /// per release, for one taker), for models whose tasks live on a runtime.
-    pub fn count(self: &Arc<Self>) -> (std::thread::JoinHandle<()>, Arc<Released>) {
-        let released = Arc::new(Released::default());
-        let (me, r) = (self.clone(), released.clone());
-        let handle = std::thread::spawn(move || {
-            me.dispatch(|i| {
-                r.release(i);
-                true
-            });
-            r.finish();
-        });
-        (handle, released)
+    /// Releases every task into `released`, each when it is due, from a task on the calling
+    /// tokio runtime: a timerfd armed at each release's absolute time (the kernel's
+    /// high-resolution timer, no slack) wakes the runtime's own event loop, so a release costs
+    /// no thread of its own and no wake-up across threads (as wrk2's event loop sends; its
+    /// timer has a millisecond grain, this one a microsecond's). Needs a runtime with I/O.
+    pub async fn release_on_timer(self: Arc<Self>, released: Arc<Released>) -> std::io::Result<()> {
+        use std::os::fd::FromRawFd;
+        // SAFETY: timerfd_create takes a clock and flags and returns a new descriptor or -1.
+        let fd = unsafe {
+            libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            released.finish();
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: fd is a new descriptor that nothing else owns; the OwnedFd is its only owner
+        // and keeps it open until the AsyncFd drops it.
+        let timer = unsafe {
+            tokio::io::unix::AsyncFd::register_with_interest(
+                std::os::fd::OwnedFd::from_raw_fd(fd),
+                tokio::io::Interest::READABLE,
+            )
+        }?;
+        let result = self.release_each(&timer, &released).await;
+        released.finish();
+        result
+    }
+
+    async fn release_each(
+        &self,
+        timer: &tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>,
+        released: &Released,
+    ) -> std::io::Result<()> {
+        use std::os::fd::AsRawFd;
+        let fd = timer.get_ref().as_raw_fd();
+        for i in 0..self.tasks() {
+            let due = self.due_ns(i);
+            while mono_ns() < due {
+                let at = libc::itimerspec {
+                    it_interval: libc::timespec {
+                        tv_sec: 0,
+                        tv_nsec: 0,
+                    },
+                    it_value: libc::timespec {
+                        tv_sec: (due / 1_000_000_000) as libc::time_t,
+                        tv_nsec: (due % 1_000_000_000) as libc::c_long,
+                    },
+                };
+                // SAFETY: `at` is a valid itimerspec; the old value may be null.
+                if unsafe {
+                    libc::timerfd_settime(fd, libc::TFD_TIMER_ABSTIME, &at, std::ptr::null_mut())
+                } != 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+                let mut guard = timer.readable().await?;
+                let mut expirations = [0u8; 8];
+                // SAFETY: reads at most 8 bytes into the buffer we own.
+                let n = unsafe { libc::read(fd, expirations.as_mut_ptr().cast(), 8) };
+                if n < 0 {
+                    guard.clear_ready();
+                }
+            }
+            self.released(i);
+            released.release(i);
+        }
+        Ok(())
     }
 }
 
@@ -253,12 +318,14 @@ mod tests {
     #[test]
     fn released_tasks_are_each_taken_once_and_the_takers_end() {
         let a = Arrivals::new(Schedule::fixed(20_000.0, 2_000), mono_ns());
-        let (feeder, released) = a.count();
+        let released = Arc::new(Released::default());
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
+            .enable_all()
             .build()
             .unwrap();
         let mut taken: Vec<usize> = rt.block_on(async {
+            let timer = tokio::spawn(a.clone().release_on_timer(released.clone()));
             let loops: Vec<_> = (0..8)
                 .map(|_| {
                     let r = released.clone();
@@ -275,11 +342,13 @@ mod tests {
             for l in loops {
                 all.extend(l.await.unwrap());
             }
+            timer.await.unwrap().unwrap();
             all
         });
-        feeder.join().unwrap();
         taken.sort_unstable();
         assert_eq!(taken, (0..2_000).collect::<Vec<_>>());
+        // Each release's lag recorded.
+        assert!(a.lag_summary().is_some());
     }
 
     #[test]

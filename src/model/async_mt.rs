@@ -29,7 +29,7 @@ pub struct AsyncMultiThread {
 enum Source {
     /// Every task at once: the next index is a counter.
     Closed { next: AtomicUsize, tasks: usize },
-    /// Indices released, when they are due, by the arrivals' dispatcher thread.
+    /// Indices released, when they are due, by a timer task on the runtime itself.
     Open {
         released: Arc<Released>,
         tasks: usize,
@@ -58,16 +58,20 @@ impl Source {
 /// MiB at 100,000 tasks with 10,000 in flight). Worker loops cost 0.24 µs, keep only `limit`
 /// tasks alive and wake nobody between two tasks.
 pub(super) fn drive(rt: &tokio::runtime::Runtime, ctx: &RunCtx, limit: usize) -> Vec<TaskRecord> {
-    // Open model: a thread of its own releases each index when it is due; a loop that is free
-    // takes it, so the limit still bounds the tasks in flight.
-    let (feeder, source) = match ctx.arrivals.as_ref().map(|a| a.count()) {
-        Some((f, released)) => (
-            Some(f),
-            Source::Open {
-                released,
-                tasks: ctx.tasks,
-            },
-        ),
+    // Open model: the runtime's own event loop releases each index when it is due (a timer
+    // task, `Arrivals::release_on_timer`); a loop that is free takes it, so the limit still
+    // bounds the tasks in flight.
+    let (feeder, source) = match &ctx.arrivals {
+        Some(a) => {
+            let released = Arc::new(Released::default());
+            (
+                Some((a.clone(), released.clone())),
+                Source::Open {
+                    released,
+                    tasks: ctx.tasks,
+                },
+            )
+        }
         None => (
             None,
             Source::Closed {
@@ -79,6 +83,7 @@ pub(super) fn drive(rt: &tokio::runtime::Runtime, ctx: &RunCtx, limit: usize) ->
     let source = Arc::new(source);
     let loops = limit.min(ctx.tasks).max(1);
     let mut records = rt.block_on(async {
+        let timer = feeder.map(|(a, r)| tokio::spawn(a.release_on_timer(r)));
         let handles: Vec<_> = (0..loops)
             .map(|_| {
                 let (source, w) = (source.clone(), ctx.workload.clone());
@@ -98,10 +103,21 @@ pub(super) fn drive(rt: &tokio::runtime::Runtime, ctx: &RunCtx, limit: usize) ->
                 Ok(done) => out.extend(done),
                 // A task's panic is caught in `run_task_async`; a loop that still ended this
                 // way lost the records it held.
-                Err(e) => lost = Some(e.to_string()),
+                Err(e) => lost = Some(("panic", e.to_string())),
             }
         }
-        if let Some(why) = lost {
+        // A release timer that failed left the tasks it had not released unstarted.
+        if let Some(t) = timer {
+            let failed = match t.await {
+                Ok(Ok(())) => None,
+                Ok(Err(e)) => Some(e.to_string()),
+                Err(e) => Some(e.to_string()),
+            };
+            if let Some(e) = failed {
+                lost = Some(("dispatcher", format!("the release timer failed: {e}")));
+            }
+        }
+        if let Some((kind, why)) = lost {
             let mut seen = vec![false; ctx.tasks];
             for r in &out {
                 if let Some(s) = seen.get_mut(r.index) {
@@ -111,15 +127,12 @@ pub(super) fn drive(rt: &tokio::runtime::Runtime, ctx: &RunCtx, limit: usize) ->
             for (i, _) in seen.iter().enumerate().filter(|(_, s)| !**s) {
                 out.push(TaskRecord::not_started(
                     i,
-                    TaskError::new("panic", why.clone()),
+                    TaskError::new(kind, why.clone()),
                 ));
             }
         }
         out
     });
-    if let Some(f) = feeder {
-        let _ = f.join();
-    }
     records.sort_unstable_by_key(|r| r.index);
     records
 }
