@@ -766,6 +766,7 @@ fn cli_enqueue_stats_and_bad_backends() {
         "mysql://x".to_string(),
         format!("redis://127.0.0.1:{port}/0"),
         "sqlite:".to_string(),
+        "sqlite:q.sqlite?synchronous=extra".to_string(),
         "memory".to_string(),
     ] {
         let out = common::concur()

@@ -223,14 +223,8 @@ impl Arrivals {
             let due = self.due_ns(i);
             while mono_ns() < due {
                 let at = libc::itimerspec {
-                    it_interval: libc::timespec {
-                        tv_sec: 0,
-                        tv_nsec: 0,
-                    },
-                    it_value: libc::timespec {
-                        tv_sec: (due / 1_000_000_000) as libc::time_t,
-                        tv_nsec: (due % 1_000_000_000) as libc::c_long,
-                    },
+                    it_interval: timespec_of(0),
+                    it_value: timespec_of(due),
                 };
                 // SAFETY: `at` is a valid itimerspec; the old value may be null.
                 if unsafe {
@@ -241,11 +235,11 @@ impl Arrivals {
                 }
                 let mut guard = timer.readable().await?;
                 let mut expirations = [0u8; 8];
-                // SAFETY: reads at most 8 bytes into the buffer we own.
-                let n = unsafe { libc::read(fd, expirations.as_mut_ptr().cast(), 8) };
-                if n < 0 {
-                    guard.clear_ready();
-                }
+                // SAFETY: reads at most 8 bytes into the buffer we own. The timer fires once per
+                // arming, so after this read it is not ready until armed again (a read that
+                // found it not ready yet, EAGAIN, means the same).
+                unsafe { libc::read(fd, expirations.as_mut_ptr().cast(), 8) };
+                guard.clear_ready();
             }
             self.released(i);
             released.release(i);
@@ -263,13 +257,18 @@ fn fine_timer_slack() {
     }
 }
 
+/// `ns` nanoseconds as a timespec.
+fn timespec_of(ns: u64) -> libc::timespec {
+    libc::timespec {
+        tv_sec: (ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+    }
+}
+
 /// Sleeps until `deadline_ns` on [`mono_ns`] (an absolute deadline, so lateness never
 /// accumulates from one release to the next); returns at once if it has passed.
 pub fn sleep_until(deadline_ns: u64) {
-    let ts = libc::timespec {
-        tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
-    };
+    let ts = timespec_of(deadline_ns);
     while mono_ns() < deadline_ns {
         // SAFETY: clock_nanosleep reads the timespec we own; the remainder pointer may be null
         // with TIMER_ABSTIME. An interrupted sleep (EINTR) goes round the loop again.
