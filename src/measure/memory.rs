@@ -64,6 +64,50 @@ pub fn tree_pss_kib(root: i32) -> u64 {
     process_tree(root).into_iter().filter_map(pss_kib).sum()
 }
 
+/// The pid the kernel handed out last (the last field of `/proc/loadavg`), threads included.
+/// While it stays the same no process was created, so a tree walked before has gained nobody:
+/// walking every process of the machine again would find the same tree.
+fn last_pid() -> Option<i32> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    text.split_whitespace().nth(4)?.parse().ok()
+}
+
+/// A process tree followed from sample to sample: walked again only when a pid was handed out
+/// since the last walk.
+struct Tree {
+    root: i32,
+    members: Vec<i32>,
+    walked_at: Option<i32>,
+}
+
+impl Tree {
+    fn new(root: i32) -> Self {
+        Tree {
+            root,
+            members: Vec::new(),
+            walked_at: None,
+        }
+    }
+
+    /// The tree's total PSS now, KiB.
+    fn pss_kib(&mut self) -> u64 {
+        // Read before the walk: a process created during it changes the pid again.
+        let last = last_pid();
+        if last.is_none() || last != self.walked_at || self.members.is_empty() {
+            self.members = process_tree(self.root);
+            self.walked_at = last;
+        }
+        self.members.iter().filter_map(|&pid| pss_kib(pid)).sum()
+    }
+}
+
+/// How many times its last sample's cost the sampler pauses: it spends at most a
+/// `1 / (1 + COST_PAUSE)` share of one core, taken from the machine the run measures.
+const COST_PAUSE: u32 = 50;
+
+/// The shortest pause between two samples.
+const MIN_PAUSE: Duration = Duration::from_millis(10);
+
 /// Samples a process tree's total PSS on a thread of its own and keeps the peak.
 pub struct TreeSampler {
     stop: Arc<AtomicBool>,
@@ -72,7 +116,10 @@ pub struct TreeSampler {
 
 impl TreeSampler {
     /// Starts sampling the tree of `root`. The interval adapts to keep the sampler's own CPU
-    /// cost near a tenth of one core: at least 10 ms, at least ten times one sample's cost.
+    /// cost under 2% of one core: at least 10 ms, at least [`COST_PAUSE`] times one sample's
+    /// cost. The tree is walked again (every process of the machine) only when a process or
+    /// thread was created since the last walk; otherwise a sample reads the PSS of the
+    /// members found before.
     pub fn start(root: i32) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
@@ -81,15 +128,16 @@ impl TreeSampler {
             .spawn(move || {
                 let mut peak = 0u64;
                 let mut samples = 0u32;
+                let mut tree = Tree::new(root);
                 while !flag.load(Ordering::Relaxed) {
                     let t = Instant::now();
-                    let now = tree_pss_kib(root);
+                    let now = tree.pss_kib();
                     if now > 0 {
                         samples += 1;
                         peak = peak.max(now);
                     }
                     let cost = t.elapsed();
-                    let pause = (cost * 10).max(Duration::from_millis(10));
+                    let pause = (cost * COST_PAUSE).max(MIN_PAUSE);
                     // Wake early when asked to stop, so short runs do not wait a full pause.
                     let until = Instant::now() + pause;
                     while !flag.load(Ordering::Relaxed) && Instant::now() < until {
@@ -130,5 +178,43 @@ mod tests {
         assert!(tree.contains(&(child.id() as i32)), "{tree:?}");
         child.kill().unwrap();
         child.wait().unwrap();
+    }
+
+    #[test]
+    fn the_last_pid_moves_when_a_process_is_created() {
+        let before = last_pid().expect("/proc/loadavg names the last pid");
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let after = last_pid().unwrap();
+        child.wait().unwrap();
+        assert_ne!(before, after, "a new process took a pid");
+    }
+
+    #[test]
+    fn a_followed_tree_counts_a_child_started_after_its_first_sample() {
+        let me = std::process::id() as i32;
+        let mut tree = Tree::new(me);
+        let alone = tree.pss_kib();
+        assert!(alone > 0);
+        // A child that holds 64 MiB of its own, touched, until its stdin closes.
+        let mut child = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import sys; b = bytearray(64 << 20); sys.stdin.read()",
+            ])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while pss_kib(child.id() as i32).unwrap_or(0) < 60 << 10 {
+            assert!(Instant::now() < deadline, "the child never grew");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let with_child = tree.pss_kib();
+        drop(child.stdin.take());
+        child.wait().unwrap();
+        assert!(
+            with_child > alone + (60 << 10),
+            "with the child {with_child} KiB, alone {alone} KiB"
+        );
     }
 }
