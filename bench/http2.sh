@@ -6,9 +6,16 @@
 #  2. Throughput at delay=0: concur's HTTP/2 clients (async, async-local, curl) beside h2load (nghttp2-client) at
 #     `-c 1 -m 100` and `-c 10 -m 10` (concur: W = 100 over --connections 1 and 10).
 # ROUNDS rounds alternate the clients so that drift spreads evenly; medians are printed.
-# Usage: bench/http2.sh [ROUNDS] [OUT_DIR]. Needs h2load (apt-get install nghttp2-client).
+# --pinned runs the server on CPU 0 and every client on CPU 1 (taskset): each client drives a
+# server that has one core to itself, as it would from another machine, instead of taking
+# from the server's second core what it spends per request.
+# Usage: bench/http2.sh [--pinned] [ROUNDS] [OUT_DIR]. Needs h2load (apt-get install nghttp2-client).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = --pinned ]; then
+  server_cpus=0 client_cpus=1
+  shift
+fi
 rounds="${1:-3}"
 out="${2:-/tmp/concur-http2}"
 mkdir -p "$out"
@@ -16,7 +23,7 @@ source bench/lib.sh
 command -v h2load > /dev/null || { echo "h2load is missing: apt-get install nghttp2-client" >&2; exit 1; }
 build
 start_server srv
-echo "concur serve on $srv_url; machine: $(nproc) cores, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "concur serve on $srv_url; machine: $(nproc) cores, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)${server_cpus:+; server on CPU $server_cpus, clients on CPU $client_cpus}"
 
 # One concur crawl; prints "label wall_s user+sys_s server_cpu_s max_rss_kib opened version tasks_ok".
 crawl() { crawl_row "$srv_pid" "$out/run.jsonl" "$@"; }

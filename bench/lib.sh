@@ -6,7 +6,11 @@
 #   start_server NAME [OPT...] starts one `concur serve OPT...` on a free loopback port, in the
 #                              background; sets NAME_port, NAME_pid and NAME_url (http:// or,
 #                              with --tls-self-signed, https://, whose certificate's path is
-#                              then NAME_ca); returns once it answers; stopped on exit
+#                              then NAME_ca); returns once it answers; stopped on exit.
+#                              With $server_cpus set (a taskset list, e.g. 0), it runs on
+#                              those CPUs only; crawl_row and http2_h2load run their client
+#                              on $client_cpus the same way (client and server on cores of
+#                              their own, as on two machines)
 #   stop_on_exit PID           stops another background process when the script exits
 #   raise_open_files           lifts the open-files limit as far as allowed (10,000 connections)
 #   connections_args N W OUT [ARG...]
@@ -79,7 +83,7 @@ start_server() {
   port=$(free_port)
   log=$(mktemp)
   case " $* " in *" --tls-self-signed "*) scheme=https ;; esac
-  "$bin" serve --addr "127.0.0.1:$port" "$@" 2> "$log" & pid=$!
+  ${server_cpus:+taskset -c "$server_cpus"} "$bin" serve --addr "127.0.0.1:$port" "$@" 2> "$log" & pid=$!
   stop_on_exit "$pid"
   until curl -sk "$scheme://127.0.0.1:$port/stats" > /dev/null; do
     kill -0 "$pid" 2> /dev/null || { echo "concur serve did not start: $(cat "$log")" >&2; exit 1; }
@@ -210,7 +214,8 @@ PY
 crawl_row() { # SERVER_PID JSON LABEL URL N C MODEL [FLAG...]
   local pid=$1 json=$2 label=$3 url=$4 n=$5 c=$6 model=$7 before after; shift 7
   before=$(proc_cpu "$pid")
-  $bin crawl "$url" -n "$n" -c "$c" --model "$model" -q --json "$json" "$@" > /dev/null
+  ${client_cpus:+taskset -c "$client_cpus"} \
+    $bin crawl "$url" -n "$n" -c "$c" --model "$model" -q --json "$json" "$@" > /dev/null
   after=$(proc_cpu "$pid")
   python3 - "$json" "$label" "$before" "$after" <<'PY'
 import json, sys
@@ -229,7 +234,8 @@ http2_concur() { # SERVER_PID JSON MODEL CONNECTIONS N BASE
 
 # h2load's CPU (user + sys) from time(1), written after its own output.
 http2_h2load() { # C M N BASE
-  /usr/bin/time -f "cpu %U %S" h2load -n "$3" -c "$1" -m "$2" "$4" 2>&1 \
+  /usr/bin/time -f "cpu %U %S" ${client_cpus:+taskset -c "$client_cpus"} \
+    h2load -n "$3" -c "$1" -m "$2" "$4" 2>&1 \
     | awk -v l="h2load-c$1-m$2" -v n="$3" '/^finished in/ { gsub(/,/, ""); rps = $4 }
         /^cpu / { print l, rps, 1e6 * ($2 + $3) / n }'
 }
