@@ -62,7 +62,7 @@ fn parse(args: &str, opts: &WorkloadOptions) -> Result<Arc<dyn Workload>, String
         spec_url: args.to_string(),
         delay: spec::delay_of(&target.path),
         needs_server: args.starts_with('/') && opts.base_url.is_none(),
-        hyper: hyper_client::Client::new(&endpoint),
+        hyper: hyper_client::Client::new(&endpoint, &requests),
         endpoint,
         requests,
         blocking: blocking::Client::default(),

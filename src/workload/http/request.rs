@@ -17,6 +17,7 @@
 
 use std::borrow::Cow;
 use std::cell::OnceCell;
+use std::fmt::Write;
 
 use bytes::Bytes;
 use hyper::header::HeaderName;
@@ -191,6 +192,22 @@ impl RequestBuilder {
         }
     }
 
+    /// Whether every task's request is the same but for its target: no header value and no
+    /// body holds a placeholder. A client may then make task 0's head once and give each task
+    /// its own [`RequestBuilder::target`] in it.
+    pub(super) fn only_target_varies(&self) -> bool {
+        !self.body_templated
+            && !self
+                .headers
+                .iter()
+                .any(|(_, v)| v.contains(RAND) || v.contains(INDEX))
+    }
+
+    /// Task `index`'s request target alone ([`HttpRequest::target`] of its request).
+    pub(super) fn target(&self, index: usize) -> String {
+        Fill::new(self.nonce, index).text(&self.path).into_owned()
+    }
+
     /// Task `index`'s URL alone.
     pub(super) fn url(&self, index: usize) -> String {
         let fill = Fill::new(self.nonce, index);
@@ -219,18 +236,28 @@ impl Fill {
         self.letters.get_or_init(|| letters(self.seed))
     }
 
-    /// `s` with `{rand}` and `{i}` filled in.
+    /// `s` with `{rand}` and `{i}` filled in, in one pass and one allocation.
     fn text<'a>(&self, s: &'a str) -> Cow<'a, str> {
-        if !s.contains('{') {
+        if !s.contains(RAND) && !s.contains(INDEX) {
             return Cow::Borrowed(s);
         }
-        let mut out = s.to_string();
-        if out.contains(RAND) {
-            out = out.replace(RAND, self.letters());
+        let mut out = String::with_capacity(s.len() + 16);
+        let mut rest = s;
+        while let Some(at) = rest.find('{') {
+            out.push_str(&rest[..at]);
+            let from = &rest[at..];
+            rest = if let Some(after) = from.strip_prefix(RAND) {
+                out.push_str(self.letters());
+                after
+            } else if let Some(after) = from.strip_prefix(INDEX) {
+                let _ = write!(out, "{}", self.index);
+                after
+            } else {
+                out.push('{');
+                &from[1..]
+            };
         }
-        if out.contains(INDEX) {
-            out = out.replace(INDEX, &self.index.to_string());
-        }
+        out.push_str(rest);
         Cow::Owned(out)
     }
 
@@ -416,6 +443,40 @@ mod tests {
         let r = builder("GET", "/", &o).build(0).into_http2();
         assert_eq!(r.url, "http://h:1/");
         assert_eq!(names(&r), ["User-Agent", "Accept", "Te"]);
+    }
+
+    #[test]
+    fn placeholders_are_filled_in_one_pass_as_written() {
+        let fill = Fill::new(1, 42);
+        let l = fill.letters().to_string();
+        for (given, want) in [
+            ("/plain", "/plain".to_string()),
+            ("/{x}{", "/{x}{".to_string()),
+            ("{i}", "42".to_string()),
+            (
+                "/a?r={rand}&i={i}&again={rand}",
+                format!("/a?r={l}&i=42&again={l}"),
+            ),
+            ("{{rand}}", format!("{{{l}}}")),
+            ("{ran{i}d}", "{ran42d}".to_string()),
+            ("{rand", "{rand".to_string()),
+        ] {
+            assert_eq!(fill.text(given), want, "{given}");
+        }
+        let o = WorkloadOptions::default();
+        let b = builder("GET", "/t/{i}", &o);
+        assert!(b.only_target_varies());
+        assert_eq!(b.target(5), b.build(5).target);
+        let o = WorkloadOptions {
+            headers: vec![("x-n".into(), "{i}".into())],
+            ..Default::default()
+        };
+        assert!(!builder("GET", "/", &o).only_target_varies());
+        let o = WorkloadOptions {
+            body: Some(b"{rand}".to_vec()),
+            ..Default::default()
+        };
+        assert!(!builder("POST", "/", &o).only_target_varies());
     }
 
     #[test]
