@@ -116,7 +116,7 @@ pub struct TreeSampler {
 
 impl TreeSampler {
     /// Starts sampling the tree of `root`. The interval adapts to keep the sampler's own CPU
-    /// cost under 2% of one core: at least 10 ms, at least [`COST_PAUSE`] times one sample's
+    /// cost under 2% of one core: at least 10 ms, at least 50 times one sample's
     /// cost. The tree is walked again (every process of the machine) only when a process or
     /// thread was created since the last walk; otherwise a sample reads the PSS of the
     /// members found before.
