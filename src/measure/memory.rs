@@ -59,11 +59,6 @@ pub fn pss_kib(pid: i32) -> Option<u64> {
         .and_then(|v| v.parse().ok())
 }
 
-/// Total PSS of the tree rooted at `root`, KiB.
-pub fn tree_pss_kib(root: i32) -> u64 {
-    process_tree(root).into_iter().filter_map(pss_kib).sum()
-}
-
 /// The pid the kernel handed out last (the last field of `/proc/loadavg`), threads included.
 /// While it stays the same no process was created, so a tree walked before has gained nobody:
 /// walking every process of the machine again would find the same tree.
@@ -93,7 +88,7 @@ impl Tree {
     fn pss_kib(&mut self) -> u64 {
         // Read before the walk: a process created during it changes the pid again.
         let last = last_pid();
-        if last.is_none() || last != self.walked_at || self.members.is_empty() {
+        if last.is_none() || last != self.walked_at {
             self.members = process_tree(self.root);
             self.walked_at = last;
         }

@@ -28,7 +28,8 @@ use crate::measure::conn::{ConnRecorder, ConnSample, HttpVersion};
 use crate::measure::{mono_ns, TaskError};
 use crate::{tls, units};
 
-const HTTP_2: hyper::Version = hyper::Version::HTTP_2;
+/// A request as hyper and h2 send it: its head, and its body if it has one.
+type Head = (hyper::Request<()>, Option<Bytes>);
 
 /// The async client's read buffer per HTTP/1 connection (see [`handshake_h1`]).
 const READ_BUF: usize = 4 << 10;
@@ -75,24 +76,6 @@ impl Prepared {
             h2_origin,
             body,
         })
-    }
-
-    /// Task `index`'s head and body in `version`.
-    fn head(
-        &self,
-        requests: &RequestBuilder,
-        index: usize,
-        version: hyper::Version,
-    ) -> Result<(hyper::Request<()>, Option<Bytes>), TaskError> {
-        let target = requests.target(index);
-        let (mut head, uri) = if version == hyper::Version::HTTP_2 {
-            (self.h2.clone(), format!("{}{target}", self.h2_origin))
-        } else {
-            (self.h1.clone(), target)
-        };
-        *head.uri_mut() =
-            hyper::Uri::try_from(uri).map_err(|e| TaskError::new("request", e.to_string()))?;
-        Ok((head, self.body.clone()))
     }
 }
 
@@ -173,14 +156,21 @@ impl Client {
         requests: &RequestBuilder,
         index: usize,
         version: hyper::Version,
-    ) -> Result<(hyper::Request<()>, Option<Bytes>), TaskError> {
-        match &self.prepared {
-            Some(p) => p.head(requests, index, version),
-            None if version == hyper::Version::HTTP_2 => {
-                to_hyper(requests.build(index).into_http2(), version)
-            }
-            None => to_hyper(requests.build(index), version),
-        }
+    ) -> Result<Head, TaskError> {
+        let h2 = version == hyper::Version::HTTP_2;
+        let Some(p) = &self.prepared else {
+            let req = requests.build(index);
+            return to_hyper(if h2 { req.into_http2() } else { req }, version);
+        };
+        let target = requests.target(index);
+        let (mut head, uri) = if h2 {
+            (p.h2.clone(), format!("{}{target}", p.h2_origin))
+        } else {
+            (p.h1.clone(), target)
+        };
+        *head.uri_mut() =
+            hyper::Uri::try_from(uri).map_err(|e| TaskError::new("request", e.to_string()))?;
+        Ok((head, p.body.clone()))
     }
 
     /// Makes task `index`'s request within the request timeout: the body bytes read. The
@@ -231,7 +221,9 @@ impl Client {
         match conn {
             Conn::H1(s) => self.send_h1(ep, s, requests, index).await,
             // `--http2 --no-keepalive`: one stream on a connection of its own, closed after.
-            Conn::H2(c) => send_h2(ep, &c, self.head(requests, index, HTTP_2)?).await,
+            Conn::H2(c) => {
+                send_h2(ep, &c, self.head(requests, index, hyper::Version::HTTP_2)?).await
+            }
         }
     }
 
@@ -255,7 +247,12 @@ impl Client {
                         Conn::H2(c) => {
                             *slot.conn.lock().unwrap_or_else(|p| p.into_inner()) = Some(c.clone());
                             drop(connecting);
-                            return send_h2(ep, &c, self.head(requests, index, HTTP_2)?).await;
+                            return send_h2(
+                                ep,
+                                &c,
+                                self.head(requests, index, hyper::Version::HTTP_2)?,
+                            )
+                            .await;
                         }
                         Conn::H1(s) => {
                             self.fell_back.store(true, Ordering::Relaxed);
@@ -267,7 +264,12 @@ impl Client {
             }
         };
         ep.conns.record(ConnSample::default());
-        send_h2(ep, &conn, self.head(requests, index, HTTP_2)?).await
+        send_h2(
+            ep,
+            &conn,
+            self.head(requests, index, hyper::Version::HTTP_2)?,
+        )
+        .await
     }
 
     /// Task `index`'s request on an HTTP/1.1 connection, which goes back to the pool after.
@@ -300,11 +302,7 @@ impl Client {
 
 /// A request (its HTTP/2 head and body) as a stream on `conn`, counted open until its body is
 /// read.
-async fn send_h2(
-    ep: &Endpoint,
-    conn: &H2Conn,
-    (head, body): (hyper::Request<()>, Option<Bytes>),
-) -> Result<u64, TaskError> {
+async fn send_h2(ep: &Endpoint, conn: &H2Conn, (head, body): Head) -> Result<u64, TaskError> {
     let read = |e: h2::Error| TaskError::new("read", e.to_string());
     // Waits while the connection has as many streams open as the server allows.
     let mut sender = conn
@@ -368,10 +366,7 @@ fn checked(status: u16, n: u64) -> Result<u64, TaskError> {
 /// headers in their order (both keep a header map's insertion order and add none to a request
 /// whose `Host` and `Content-Length` are given). HTTP/1.1 asks for the origin-form target;
 /// HTTP/2 for the whole URL, whose scheme and authority become `:scheme` and `:authority`.
-fn to_hyper(
-    req: HttpRequest,
-    version: hyper::Version,
-) -> Result<(hyper::Request<()>, Option<Bytes>), TaskError> {
+fn to_hyper(req: HttpRequest, version: hyper::Version) -> Result<Head, TaskError> {
     let uri = if version == hyper::Version::HTTP_2 {
         req.url
     } else {
@@ -502,7 +497,7 @@ mod tests {
     }
 
     /// What hyper is given: method, URI, version, headers in order, body.
-    fn shown(r: (hyper::Request<()>, Option<Bytes>)) -> String {
+    fn shown(r: Head) -> String {
         let (head, body) = r;
         let headers: Vec<String> = head
             .headers()
@@ -521,16 +516,21 @@ mod tests {
     fn a_prepared_head_is_the_builders_request_with_the_tasks_target() {
         let same = |o: &WorkloadOptions| {
             let requests = builder("/x?i={i}&r={rand}", o);
-            let prepared = Prepared::new(&requests).expect("only the target varies");
+            let target = super::super::spec::read_url("http://h:1/", None).unwrap();
+            let client = Client::new(&Endpoint::new(&target, o).unwrap(), &requests);
+            assert!(client.prepared.is_some(), "only the target varies");
             for i in [0, 1, 77] {
-                let h1 = prepared
-                    .head(&requests, i, hyper::Version::HTTP_11)
-                    .unwrap();
-                let want = to_hyper(requests.build(i), hyper::Version::HTTP_11).unwrap();
-                assert_eq!(shown(h1), shown(want));
-                let h2 = prepared.head(&requests, i, HTTP_2).unwrap();
-                let want = to_hyper(requests.build(i).into_http2(), HTTP_2).unwrap();
-                assert_eq!(shown(h2), shown(want));
+                for version in [hyper::Version::HTTP_11, hyper::Version::HTTP_2] {
+                    let req = requests.build(i);
+                    let req = if version == hyper::Version::HTTP_2 {
+                        req.into_http2()
+                    } else {
+                        req
+                    };
+                    let want = to_hyper(req, version).unwrap();
+                    let got = client.head(&requests, i, version).unwrap();
+                    assert_eq!(shown(got), shown(want));
+                }
             }
         };
         same(&WorkloadOptions::default());
