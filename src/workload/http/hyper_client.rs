@@ -1,7 +1,12 @@
-//! The async models' client (`async`, `async-local`, `actor`): raw hyper connections, no layers
-//! beyond them (oha's way to its speed, hyper issue 1970), TLS through tokio-rustls.
+//! The async models' client (`async`, `async-local`, `actor`): HTTP/1.1 spoken by hand, HTTP/2
+//! through the `h2` crate, TLS through tokio-rustls; no layers beyond them.
 //!
-//! HTTP/1.1: a small pool of idle connections, one request on each at a time. HTTP/2
+//! HTTP/1.1: a small pool of idle connections, one request on each at a time, written and read
+//! by the request's own task ([`super::wire`]'s request bytes and response reader, the green
+//! client's): no connection task, no channel between the two, no header map parsed from each
+//! response. hyper's client drove each connection from a task of its own and handed every
+//! request and response across a channel: two or three wake-ups a request, often from one
+//! worker thread to the other (docs/benchmarks.md §16 measured the difference). HTTP/2
 //! (`--http2`): the requests in flight are streams over `--connections` connections (1 unless
 //! given), shared by cloning the sender and opened again when one dies (GOAWAY, closed);
 //! h2c by prior knowledge over TCP, `h2` by ALPN over TLS. A TLS server that chooses
@@ -15,28 +20,33 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use std::os::fd::AsRawFd;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
-use hyper::client::conn::http1;
-use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, ReadBuf};
+use tokio::net::TcpStream;
 
 use super::endpoint::{micros, Endpoint};
 use super::request::{HttpRequest, RequestBuilder};
 use super::status_error;
+use super::wire::{read_response_async, write_request};
 use crate::measure::conn::{ConnRecorder, ConnSample, HttpVersion};
 use crate::measure::{mono_ns, TaskError};
 use crate::{tls, units};
 
-/// A request as hyper and h2 send it: its head, and its body if it has one.
+/// A request as h2 sends it: its head, and its body if it has one.
 type Head = (hyper::Request<()>, Option<Bytes>);
 
-/// The async client's read buffer per HTTP/1 connection (see [`handshake_h1`]).
+/// The read buffer of an HTTP/1.1 connection: a response head and a small body in one read.
+/// Small and exact, as the green client's: at ten thousand connections a larger one was most
+/// of the memory of a request in flight; larger bodies are read in more reads.
 const READ_BUF: usize = 4 << 10;
 
 /// The connections of one workload: idle HTTP/1.1 ones, and with `--http2` the shared ones.
 pub(super) struct Client {
-    pool: Mutex<Vec<http1::SendRequest<Full<Bytes>>>>,
+    pool: Mutex<Vec<H1Conn>>,
     /// `--http2`: one slot per connection that carries streams.
     slots: Vec<Slot>,
     /// The slot of the next request (round robin).
@@ -48,13 +58,18 @@ pub(super) struct Client {
     prepared: Option<Prepared>,
 }
 
-/// Task 0's request head as hyper sends it over HTTP/1.1 and over HTTP/2, made once (by
-/// [`to_hyper`] from the one builder's request) for a workload whose tasks' requests differ only
-/// in their target ([`RequestBuilder::only_target_varies`]): a task's head is a copy of it with
-/// the task's URI, instead of its headers built as text and parsed into hyper's types again
+/// Task 0's request as it goes out over HTTP/1.1 and over HTTP/2, made once for a workload
+/// whose tasks' requests differ only in their target ([`RequestBuilder::only_target_varies`]):
+/// a task's request is these bytes around its own target, or a copy of the HTTP/2 head with its
+/// URI, instead of its headers built as text (and, for HTTP/2, parsed into `http`'s types) again
 /// (15% of the HTTP/2 client's samples at delay 0).
 struct Prepared {
-    h1: hyper::Request<()>,
+    /// HTTP/1.1: what comes before the target (`METHOD `) and after it (the rest of the request
+    /// line, the headers, the empty line and the body).
+    h1_before: Vec<u8>,
+    h1_after: Vec<u8>,
+    /// Whether the method is `HEAD` (no body in any response).
+    head_method: bool,
     h2: hyper::Request<()>,
     /// `SCHEME://AUTHORITY` of the HTTP/2 URL (the authority is the `Host` header's).
     h2_origin: String,
@@ -66,16 +81,104 @@ impl Prepared {
         if !requests.only_target_varies() {
             return None;
         }
-        let (h1, body) = to_hyper(requests.build(0), hyper::Version::HTTP_11).ok()?;
+        let req = requests.build(0);
+        let whole = write_request(&req);
+        let before = req.method.len() + 1;
+        let after = whole.get(before + req.target.len()..)?.to_vec();
         let h2 = requests.build(0).into_http2();
         let h2_origin = h2.url.strip_suffix(&h2.target)?.to_string();
-        let (h2, _) = to_hyper(h2, hyper::Version::HTTP_2).ok()?;
+        let (h2, body) = to_h2(h2).ok()?;
         Some(Prepared {
-            h1,
+            h1_before: whole[..before].to_vec(),
+            h1_after: after,
+            head_method: req.is_head(),
             h2,
             h2_origin,
             body,
         })
+    }
+}
+
+/// An HTTP/1.1 connection, plain or over TLS, with its read buffer (which holds nothing
+/// between two responses).
+struct H1Conn {
+    io: BufReader<Stream>,
+}
+
+/// The byte stream under an HTTP/1.1 connection.
+enum Stream {
+    Plain(TcpStream),
+    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+}
+
+impl H1Conn {
+    fn new(stream: Stream) -> H1Conn {
+        H1Conn {
+            io: BufReader::with_capacity(READ_BUF, stream),
+        }
+    }
+
+    /// Whether an idle connection can take a request: nothing has arrived on it since its last
+    /// response, not even the server's close (which a server's idle timeout sends). One
+    /// `recv(MSG_PEEK)` that finds nothing to read.
+    fn reusable(&self) -> bool {
+        if !self.io.buffer().is_empty() {
+            return false;
+        }
+        let fd = match self.io.get_ref() {
+            Stream::Plain(s) => s.as_raw_fd(),
+            Stream::Tls(s) => s.get_ref().0.as_raw_fd(),
+        };
+        let mut byte = 0u8;
+        // SAFETY: recv reads at most one byte into `byte`, which we own, without blocking and
+        // without taking it from the socket (MSG_PEEK).
+        let got = unsafe {
+            libc::recv(
+                fd,
+                (&mut byte as *mut u8).cast(),
+                1,
+                libc::MSG_PEEK | libc::MSG_DONTWAIT,
+            )
+        };
+        got < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::WouldBlock
+    }
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
     }
 }
 
@@ -115,7 +218,7 @@ struct H2Conn {
 
 /// A new connection, as the server agreed to speak on it.
 enum Conn {
-    H1(http1::SendRequest<Full<Bytes>>),
+    H1(H1Conn),
     H2(H2Conn),
 }
 
@@ -149,28 +252,42 @@ impl Client {
         }
     }
 
-    /// Task `index`'s head and body as hyper sends them in `version`: a copy of the prepared
-    /// head with the task's URI, or the builder's request converted whole.
-    fn head(
-        &self,
-        requests: &RequestBuilder,
-        index: usize,
-        version: hyper::Version,
-    ) -> Result<Head, TaskError> {
-        let h2 = version == hyper::Version::HTTP_2;
+    /// Task `index`'s HTTP/2 head and body: a copy of the prepared head with the task's URI, or
+    /// the builder's request converted whole.
+    fn h2_head(&self, requests: &RequestBuilder, index: usize) -> Result<Head, TaskError> {
+        let Some(p) = &self.prepared else {
+            return to_h2(requests.build(index).into_http2());
+        };
+        let mut head = p.h2.clone();
+        *head.uri_mut() = hyper::Uri::try_from(format!("{}{}", p.h2_origin, requests.target(index)))
+            .map_err(|e| TaskError::new("request", e.to_string()))?;
+        Ok((head, p.body.clone()))
+    }
+
+    /// Task `index`'s HTTP/1.1 request as bytes, and whether it is a `HEAD`: the prepared bytes
+    /// around the task's target, or the builder's request written whole.
+    fn h1_request(&self, requests: &RequestBuilder, index: usize) -> (Vec<u8>, bool) {
         let Some(p) = &self.prepared else {
             let req = requests.build(index);
-            return to_hyper(if h2 { req.into_http2() } else { req }, version);
+            return (write_request(&req), req.is_head());
         };
         let target = requests.target(index);
-        let (mut head, uri) = if h2 {
-            (p.h2.clone(), format!("{}{target}", p.h2_origin))
-        } else {
-            (p.h1.clone(), target)
-        };
-        *head.uri_mut() =
-            hyper::Uri::try_from(uri).map_err(|e| TaskError::new("request", e.to_string()))?;
-        Ok((head, p.body.clone()))
+        let mut out = Vec::with_capacity(p.h1_before.len() + target.len() + p.h1_after.len());
+        out.extend_from_slice(&p.h1_before);
+        out.extend_from_slice(target.as_bytes());
+        out.extend_from_slice(&p.h1_after);
+        (out, p.head_method)
+    }
+
+    /// An idle HTTP/1.1 connection that can take a request, if the pool has one; those that
+    /// cannot (closed by the server while idle) are dropped on the way.
+    fn idle(&self) -> Option<H1Conn> {
+        loop {
+            let conn = self.pool.lock().unwrap_or_else(|p| p.into_inner()).pop()?;
+            if conn.reusable() {
+                return Some(conn);
+            }
+        }
     }
 
     /// Makes task `index`'s request within the request timeout: the body bytes read. The
@@ -203,15 +320,11 @@ impl Client {
         if !self.slots.is_empty() && ep.keepalive && !self.fell_back.load(Ordering::Relaxed) {
             return self.fetch_shared(ep, requests, index).await;
         }
-        let pooled = if ep.keepalive {
-            self.pool.lock().unwrap_or_else(|p| p.into_inner()).pop()
-        } else {
-            None
-        };
+        let pooled = if ep.keepalive { self.idle() } else { None };
         let conn = match pooled {
-            Some(s) if !s.is_closed() => {
+            Some(c) => {
                 ep.conns.record(ConnSample::default());
-                Conn::H1(s)
+                Conn::H1(c)
             }
             // Boxed: the connect's state (TLS handshake included) is 3.6 KB of the 3.7 KB
             // future, and a request spends most of its life waiting for the response with
@@ -221,9 +334,7 @@ impl Client {
         match conn {
             Conn::H1(s) => self.send_h1(ep, s, requests, index).await,
             // `--http2 --no-keepalive`: one stream on a connection of its own, closed after.
-            Conn::H2(c) => {
-                send_h2(ep, &c, self.head(requests, index, hyper::Version::HTTP_2)?).await
-            }
+            Conn::H2(c) => send_h2(ep, &c, self.h2_head(requests, index)?).await,
         }
     }
 
@@ -247,12 +358,7 @@ impl Client {
                         Conn::H2(c) => {
                             *slot.conn.lock().unwrap_or_else(|p| p.into_inner()) = Some(c.clone());
                             drop(connecting);
-                            return send_h2(
-                                ep,
-                                &c,
-                                self.head(requests, index, hyper::Version::HTTP_2)?,
-                            )
-                            .await;
+                            return send_h2(ep, &c, self.h2_head(requests, index)?).await;
                         }
                         Conn::H1(s) => {
                             self.fell_back.store(true, Ordering::Relaxed);
@@ -264,37 +370,33 @@ impl Client {
             }
         };
         ep.conns.record(ConnSample::default());
-        send_h2(
-            ep,
-            &conn,
-            self.head(requests, index, hyper::Version::HTTP_2)?,
-        )
-        .await
+        send_h2(ep, &conn, self.h2_head(requests, index)?).await
     }
 
-    /// Task `index`'s request on an HTTP/1.1 connection, which goes back to the pool after.
+    /// Task `index`'s request on an HTTP/1.1 connection, written and its response read in
+    /// this task; the connection goes back to the pool after unless either side closes it.
     async fn send_h1(
         &self,
         ep: &Endpoint,
-        mut sender: http1::SendRequest<Full<Bytes>>,
+        mut conn: H1Conn,
         requests: &RequestBuilder,
         index: usize,
     ) -> Result<u64, TaskError> {
-        sender
-            .ready()
+        let read = |e: std::io::Error| TaskError::new("read", e.to_string());
+        let (request, to_head) = self.h1_request(requests, index);
+        let io = conn.io.get_mut();
+        io.write_all(&request).await.map_err(read)?;
+        // Over TLS, what the stream still holds goes out; plain TCP has nothing to flush.
+        io.flush().await.map_err(read)?;
+        drop(request);
+        let (status, n, keep) = read_response_async(&mut conn.io, to_head)
             .await
-            .map_err(|e| TaskError::new("connect", e.to_string()))?;
-        let (head, body) = self.head(requests, index, hyper::Version::HTTP_11)?;
-        let resp = sender
-            .send_request(head.map(|()| Full::new(body.unwrap_or_default())))
-            .await
-            .map_err(|e| TaskError::new("read", e.to_string()))?;
-        let (status, n) = read_body(resp).await?;
-        if ep.keepalive && !sender.is_closed() {
+            .map_err(read)?;
+        if ep.keepalive && keep {
             self.pool
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .push(sender);
+                .push(conn);
         }
         checked(status, n)
     }
@@ -340,20 +442,6 @@ async fn send_h2(ep: &Endpoint, conn: &H2Conn, (head, body): Head) -> Result<u64
     checked(status, n)
 }
 
-/// A response's status and the body bytes read to its end.
-async fn read_body(resp: hyper::Response<Incoming>) -> Result<(u16, u64), TaskError> {
-    let status = resp.status().as_u16();
-    let mut body = resp.into_body();
-    let mut n = 0u64;
-    while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| TaskError::new("read", e.to_string()))?;
-        if let Some(data) = frame.data_ref() {
-            n += data.len() as u64;
-        }
-    }
-    Ok((status, n))
-}
-
 /// The bytes read, or the error of a status that says the request failed.
 fn checked(status: u16, n: u64) -> Result<u64, TaskError> {
     if status >= 400 {
@@ -362,20 +450,14 @@ fn checked(status: u16, n: u64) -> Result<u64, TaskError> {
     Ok(n)
 }
 
-/// `req` as hyper and h2 send it in `version`, its head and its body apart: the builder's
-/// headers in their order (both keep a header map's insertion order and add none to a request
-/// whose `Host` and `Content-Length` are given). HTTP/1.1 asks for the origin-form target;
-/// HTTP/2 for the whole URL, whose scheme and authority become `:scheme` and `:authority`.
-fn to_hyper(req: HttpRequest, version: hyper::Version) -> Result<Head, TaskError> {
-    let uri = if version == hyper::Version::HTTP_2 {
-        req.url
-    } else {
-        req.target
-    };
+/// `req` (made by [`HttpRequest::into_http2`]) as h2 sends it, its head and its body apart: the
+/// builder's headers in their order (a header map keeps its insertion order). The URI is the
+/// whole URL, whose scheme and authority become `:scheme` and `:authority`.
+fn to_h2(req: HttpRequest) -> Result<Head, TaskError> {
     let mut b = hyper::Request::builder()
         .method(req.method.as_str())
-        .version(version)
-        .uri(uri);
+        .version(hyper::Version::HTTP_2)
+        .uri(req.url);
     for (name, value) in req.headers {
         b = b.header(name, value);
     }
@@ -402,7 +484,7 @@ async fn connect(ep: &Endpoint) -> Result<Conn, TaskError> {
     };
     let conn = match ep.tls_h2.as_ref().or(ep.tls.as_ref()) {
         None if ep.http2 => handshake_h2(stream).await,
-        None => handshake_h1(TokioIo::new(stream)).await,
+        None => Ok(Conn::H1(H1Conn::new(Stream::Plain(stream)))),
         Some(config) => {
             let tls = tokio_rustls::TlsConnector::from(config.clone())
                 .connect(ep.server_name.clone(), stream)
@@ -419,7 +501,7 @@ async fn connect(ep: &Endpoint) -> Result<Conn, TaskError> {
                     if s.get_ref().1.alpn_protocol() == Some(tls::ALPN_H2) {
                         handshake_h2(s).await
                     } else {
-                        handshake_h1(TokioIo::new(s)).await
+                        Ok(Conn::H1(H1Conn::new(Stream::Tls(Box::new(s)))))
                     }
                 }
                 Err(e) => Err(e),
@@ -434,27 +516,6 @@ async fn connect(ep: &Endpoint) -> Result<Conn, TaskError> {
         });
     }
     conn
-}
-
-/// hyper's HTTP/1 handshake over any stream; the connection is driven by its own task.
-async fn handshake_h1<I>(io: I) -> Result<Conn, TaskError>
-where
-    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
-{
-    // A small exact read buffer: the responses counted here are small, and at ten thousand
-    // connections hyper's default (8 KiB, growing) was most of the memory of an in-flight
-    // request. Larger bodies are read in more, smaller reads. Header names go out in
-    // `Title-Case`, as the builder wrote them, rather than hyper's lowercase.
-    let (sender, conn) = http1::Builder::new()
-        .read_buf_exact_size(Some(READ_BUF))
-        .title_case_headers(true)
-        .handshake(io)
-        .await
-        .map_err(|e| TaskError::new("connect", e.to_string()))?;
-    tokio::spawn(async move {
-        let _ = conn.await;
-    });
-    Ok(Conn::H1(sender))
 }
 
 /// h2's handshake over any stream; the connection is driven by its own task, which marks it
@@ -496,7 +557,7 @@ mod tests {
         RequestBuilder::new(&method, origin, host, path.into(), opts).unwrap()
     }
 
-    /// What hyper is given: method, URI, version, headers in order, body.
+    /// What h2 is given: method, URI, version, headers in order, body.
     fn shown(r: Head) -> String {
         let (head, body) = r;
         let headers: Vec<String> = head
@@ -520,17 +581,14 @@ mod tests {
             let client = Client::new(&Endpoint::new(&target, o).unwrap(), &requests);
             assert!(client.prepared.is_some(), "only the target varies");
             for i in [0, 1, 77] {
-                for version in [hyper::Version::HTTP_11, hyper::Version::HTTP_2] {
-                    let req = requests.build(i);
-                    let req = if version == hyper::Version::HTTP_2 {
-                        req.into_http2()
-                    } else {
-                        req
-                    };
-                    let want = to_hyper(req, version).unwrap();
-                    let got = client.head(&requests, i, version).unwrap();
-                    assert_eq!(shown(got), shown(want));
-                }
+                let req = requests.build(i);
+                assert_eq!(
+                    client.h1_request(&requests, i),
+                    (write_request(&req), req.is_head())
+                );
+                let want = to_h2(req.into_http2()).unwrap();
+                let got = client.h2_head(&requests, i).unwrap();
+                assert_eq!(shown(got), shown(want));
             }
         };
         same(&WorkloadOptions::default());

@@ -1,9 +1,10 @@
-//! HTTP/1.1 on the wire for the green client, which has no HTTP library: a request head
-//! written as the builder decided it, and a response read with `httparse` (status, body length
-//! by `Content-Length`, chunks or the connection's close, and whether the connection stays
-//! open), consuming nothing past it so that a kept connection is ready for the next one.
+//! HTTP/1.1 on the wire for the clients that speak it by hand (the green client, and the tokio
+//! clients' HTTP/1.1 connections): a request head written as the builder decided it, and a
+//! response read with `httparse` (status, body length by `Content-Length`, chunks or the
+//! connection's close, and whether the connection stays open), consuming nothing past it so
+//! that a kept connection is ready for the next one.
 
-use std::io::{BufRead, Read};
+use std::io::BufRead;
 
 use super::request::HttpRequest;
 
@@ -114,49 +115,195 @@ fn parse_head(bytes: &[u8]) -> std::io::Result<Option<(usize, Head)>> {
     )))
 }
 
-/// Reads a response head, consuming exactly its bytes from `s`.
-fn read_head(s: &mut impl BufRead) -> std::io::Result<Head> {
-    // Bytes of a head that spans reads; empty in the usual case of a head in one read, which
-    // is parsed in place.
-    let mut partial = Vec::new();
-    loop {
-        let buf = s.fill_buf()?;
-        if buf.is_empty() {
-            return Err(invalid("connection closed before the response head ended"));
-        }
-        let got = buf.len();
-        let before = partial.len();
-        let parsed = if before == 0 {
-            parse_head(buf)?
-        } else {
-            partial.extend_from_slice(buf);
-            parse_head(&partial)?
-        };
-        if let Some((len, head)) = parsed {
-            s.consume(len - before);
-            return Ok(head);
-        }
-        if before == 0 {
-            partial.extend_from_slice(buf);
-        }
-        s.consume(got);
-        if partial.len() > MAX_HEAD {
-            return Err(invalid(format!(
-                "response head over {} KiB",
-                MAX_HEAD >> 10
-            )));
-        }
-    }
+/// The longest chunk-size or trailer line accepted, line end included.
+const MAX_LINE: usize = 4 << 10;
+
+/// Where the reading of a response stands.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum State {
+    /// Reading the head.
+    Head,
+    /// This many body bytes still to come.
+    Length(u64),
+    /// Reading a chunk-size line.
+    ChunkSize,
+    /// This many bytes of the current chunk still to come.
+    ChunkData(u64),
+    /// Reading the line end after a chunk.
+    ChunkEnd,
+    /// Reading trailer lines up to the empty one.
+    Trailer,
+    /// The body runs until the server closes the connection.
+    UntilClose,
+    /// The response is read to its end.
+    Done,
 }
 
-/// Reads one line (chunk size or trailer) of at most 4 KiB, CRLF included.
-fn read_line(s: &mut impl BufRead) -> std::io::Result<Vec<u8>> {
-    let mut line = Vec::new();
-    s.by_ref().take(4 << 10).read_until(b'\n', &mut line)?;
-    if !line.ends_with(b"\n") {
-        return Err(invalid("connection closed in a chunk header"));
+/// One HTTP/1.1 response read from bytes as they arrive, however they are split (sans I/O):
+/// the sync driver ([`read_response_to`], the green client) and the async one
+/// ([`read_response_async`], the tokio clients) both feed it. Handles `Content-Length`,
+/// chunked bodies (with trailers), bodies that end when the server closes, and interim `1xx`
+/// responses (skipped, as every client does); consumes nothing past the response, so a kept
+/// connection is ready for the next one.
+pub(crate) struct ResponseReader {
+    to_head: bool,
+    state: State,
+    /// Bytes of a head or of a line that spans reads.
+    partial: Vec<u8>,
+    status: u16,
+    keep_alive: bool,
+    n: u64,
+}
+
+impl ResponseReader {
+    /// A reader of the response to a request that was a `HEAD` (`to_head`: never a body,
+    /// whatever the headers say) or not.
+    pub(crate) fn new(to_head: bool) -> ResponseReader {
+        ResponseReader {
+            to_head,
+            state: State::Head,
+            partial: Vec::new(),
+            status: 0,
+            keep_alive: false,
+            n: 0,
+        }
     }
-    Ok(line)
+
+    /// The response once it is read to its end: (status, body bytes, whether the connection
+    /// stays open).
+    pub(crate) fn done(&self) -> Option<(u16, u64, bool)> {
+        (self.state == State::Done).then_some((self.status, self.n, self.keep_alive))
+    }
+
+    /// Reads what of `bytes` belongs to the response and returns how many bytes that was: all
+    /// of them unless the response ends within them.
+    pub(crate) fn feed(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let mut rest = bytes;
+        while !rest.is_empty() && self.state != State::Done {
+            let used = self.step(rest)?;
+            rest = &rest[used..];
+        }
+        Ok(bytes.len() - rest.len())
+    }
+
+    /// The connection ended (a read of no bytes): the end of a body that runs to the close,
+    /// an error anywhere else before the response's end.
+    pub(crate) fn closed(&mut self) -> std::io::Result<()> {
+        let what = match self.state {
+            State::Done => return Ok(()),
+            State::UntilClose => {
+                self.state = State::Done;
+                return Ok(());
+            }
+            State::Head => "before the response head ended",
+            State::Length(_) => "in the body",
+            State::ChunkData(_) => "in a chunk",
+            State::ChunkSize | State::ChunkEnd | State::Trailer => "in a chunk header",
+        };
+        Err(invalid(format!("connection closed {what}")))
+    }
+
+    /// Reads from the start of `bytes` (not empty) and returns how many it used (at least one).
+    fn step(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        match self.state {
+            State::Head => self.head(bytes),
+            State::Length(left) | State::ChunkData(left) => {
+                let used = left.min(bytes.len() as u64);
+                let left = left - used;
+                self.state = match (self.state, left) {
+                    (State::Length(_), 0) => State::Done,
+                    (State::Length(_), _) => State::Length(left),
+                    (_, 0) => State::ChunkEnd,
+                    _ => State::ChunkData(left),
+                };
+                Ok(used as usize)
+            }
+            State::UntilClose => {
+                self.n += bytes.len() as u64;
+                Ok(bytes.len())
+            }
+            State::ChunkSize | State::ChunkEnd | State::Trailer => self.line(bytes),
+            State::Done => Ok(0),
+        }
+    }
+
+    /// Reads the head, in place when it arrived whole, through `partial` when it spans reads.
+    fn head(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let before = self.partial.len();
+        let parsed = if before == 0 {
+            parse_head(bytes)?
+        } else {
+            self.partial.extend_from_slice(bytes);
+            parse_head(&self.partial)?
+        };
+        let Some((len, head)) = parsed else {
+            if before == 0 {
+                self.partial.extend_from_slice(bytes);
+            }
+            if self.partial.len() > MAX_HEAD {
+                return Err(invalid(format!(
+                    "response head over {} KiB",
+                    MAX_HEAD >> 10
+                )));
+            }
+            return Ok(bytes.len());
+        };
+        self.partial.clear();
+        self.status = head.status;
+        self.keep_alive = head.keep_alive;
+        // An interim response (100 Continue, 103 Early Hints) comes before the final one.
+        if (100..200).contains(&head.status) && head.status != 101 {
+            return Ok(len - before);
+        }
+        let body = if self.to_head { Body::Empty } else { head.body };
+        self.state = match body {
+            Body::Empty | Body::Length(0) => State::Done,
+            Body::Length(n) => {
+                self.n = n;
+                State::Length(n)
+            }
+            Body::Chunked => State::ChunkSize,
+            Body::UntilClose => State::UntilClose,
+        };
+        Ok(len - before)
+    }
+
+    /// Reads a line (a chunk's size, the line end after a chunk, a trailer) into `partial`;
+    /// once it is whole, acts on it.
+    fn line(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let room = &bytes[..bytes.len().min(MAX_LINE - self.partial.len())];
+        let Some(end) = room.iter().position(|&b| b == b'\n') else {
+            self.partial.extend_from_slice(room);
+            if self.partial.len() >= MAX_LINE {
+                return Err(invalid(format!(
+                    "a chunk-size or trailer line over {} KiB",
+                    MAX_LINE >> 10
+                )));
+            }
+            return Ok(room.len());
+        };
+        self.partial.extend_from_slice(&room[..=end]);
+        let line = std::mem::take(&mut self.partial);
+        self.state = match self.state {
+            State::ChunkSize => match httparse::parse_chunk_size(&line) {
+                Ok(httparse::Status::Complete((_, 0))) => State::Trailer,
+                Ok(httparse::Status::Complete((_, size))) => {
+                    self.n += size;
+                    State::ChunkData(size)
+                }
+                _ => return Err(invalid("bad chunk size")),
+            },
+            State::ChunkEnd if is_blank(&line) => State::ChunkSize,
+            State::ChunkEnd => return Err(invalid("a chunk does not end with CRLF")),
+            // Trailer fields, if any, up to the empty line.
+            _ if is_blank(&line) => State::Done,
+            _ => State::Trailer,
+        };
+        // The buffer's space is kept for the next line.
+        self.partial = line;
+        self.partial.clear();
+        Ok(end + 1)
+    }
 }
 
 /// Whether a line is empty but for its line end (servers may send a bare LF).
@@ -164,19 +311,8 @@ fn is_blank(line: &[u8]) -> bool {
     line == b"\r\n" || line == b"\n"
 }
 
-/// Reads and discards exactly `n` bytes.
-fn skip(s: &mut impl BufRead, n: u64, what: &str) -> std::io::Result<()> {
-    let got = std::io::copy(&mut s.by_ref().take(n), &mut std::io::sink())?;
-    if got < n {
-        return Err(invalid(format!("connection closed in {what}")));
-    }
-    Ok(())
-}
-
 /// Reads one HTTP/1.1 response: (status, body bytes read, whether the connection stays
-/// open). Handles `Content-Length`, chunked bodies (with trailers) and bodies that end when
-/// the server closes; consumes nothing past the response, so a kept connection is ready for
-/// the next one.
+/// open), consuming nothing past it ([`ResponseReader`]).
 pub fn read_response(s: &mut impl BufRead) -> std::io::Result<(u16, u64, bool)> {
     read_response_to(s, false)
 }
@@ -184,43 +320,45 @@ pub fn read_response(s: &mut impl BufRead) -> std::io::Result<(u16, u64, bool)> 
 /// [`read_response`] for a request that was a `HEAD` (`to_head`), whose response never has a
 /// body whatever its headers say.
 pub fn read_response_to(s: &mut impl BufRead, to_head: bool) -> std::io::Result<(u16, u64, bool)> {
-    let head = read_head(s)?;
-    let body = if to_head { Body::Empty } else { head.body };
-    let n = match body {
-        Body::Empty => 0,
-        Body::Length(n) => {
-            skip(s, n, "the body")?;
-            n
+    let mut r = ResponseReader::new(to_head);
+    loop {
+        if let Some(done) = r.done() {
+            return Ok(done);
         }
-        Body::UntilClose => std::io::copy(s, &mut std::io::sink())?,
-        Body::Chunked => {
-            let mut n = 0u64;
-            loop {
-                let line = read_line(s)?;
-                let size = match httparse::parse_chunk_size(&line) {
-                    Ok(httparse::Status::Complete((_, size))) => size,
-                    _ => return Err(invalid("bad chunk size")),
-                };
-                if size == 0 {
-                    break;
-                }
-                skip(s, size, "a chunk")?;
-                if !is_blank(&read_line(s)?) {
-                    return Err(invalid("a chunk does not end with CRLF"));
-                }
-                n += size;
-            }
-            // Trailer fields, if any, up to the empty line.
-            while !is_blank(&read_line(s)?) {}
-            n
+        let bytes = s.fill_buf()?;
+        if bytes.is_empty() {
+            r.closed()?;
+            continue;
         }
-    };
-    Ok((head.status, n, head.keep_alive))
+        let used = r.feed(bytes)?;
+        s.consume(used);
+    }
+}
+
+/// [`read_response_to`] from an async stream (the tokio clients' HTTP/1.1 connections).
+pub(crate) async fn read_response_async(
+    s: &mut (impl tokio::io::AsyncBufRead + Unpin),
+    to_head: bool,
+) -> std::io::Result<(u16, u64, bool)> {
+    use tokio::io::AsyncBufReadExt;
+    let mut r = ResponseReader::new(to_head);
+    loop {
+        if let Some(done) = r.done() {
+            return Ok(done);
+        }
+        let bytes = s.fill_buf().await?;
+        if bytes.is_empty() {
+            r.closed()?;
+            continue;
+        }
+        let used = r.feed(bytes)?;
+        s.consume(used);
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use std::io::BufReader;
+    use std::io::{BufReader, Read};
 
     use super::*;
 
