@@ -27,9 +27,9 @@
 #   throughput_wrk SECONDS BASE      wrk -t 2 -c 100: req/s
 #   throughput_hey N BASE            hey -c 100: req/s
 #   throughput_oha OHA N BASE JSON   oha -c 100: req/s
-#   rate_concur MODEL RATE SECONDS BASE JSON
-#                              open model, RATE/s for SECONDS at W = 100: achieved, p50, p99,
-#                              client CPU per request, failed
+#   rate_concur MODEL RATE SECONDS BASE JSON [GRAIN]
+#                              open model, RATE/s for SECONDS at W = 100 (with --grain GRAIN if
+#                              given): achieved, p50, p99, client CPU per request, failed
 #   rate_wrk2 WRK2 RATE SECONDS BASE OUT_PREFIX
 #                              wrk2 -R RATE (100 connections, its 10 s of calibration added)
 #   scale_client MODEL N W URL JSON SERVER_PID
@@ -134,10 +134,12 @@ throughput_oha() { # OHA N BASE JSON
   python3 -c "import json,sys; print('oha %.0f' % json.load(open(sys.argv[1]))['summary']['requestsPerSec'])" "$4"
 }
 
-# "concur-MODEL:100 RATE achieved p50_us p99_us cpu_us_per_request failed"
-rate_concur() { # MODEL RATE SECONDS BASE JSON
-  $bin crawl "${4}{rand}" --rate "$2" --duration "$3"s -c 100 --model "$1" -q --json "$5" >/dev/null
-  python3 - "$5" "concur-$1:100" "$2" <<'PY'
+# "concur-MODEL:100[+grainGRAIN] RATE achieved p50_us p99_us cpu_us_per_request failed"
+rate_concur() { # MODEL RATE SECONDS BASE JSON [GRAIN]
+  # shellcheck disable=SC2046
+  $bin crawl "${4}{rand}" --rate "$2" --duration "$3"s -c 100 --model "$1" $([ -n "${6:-}" ] && echo --grain "$6") \
+    -q --json "$5" >/dev/null
+  python3 - "$5" "concur-$1:100${6:++grain$6}" "$2" <<'PY'
 import json, sys
 run = [json.loads(l) for l in open(sys.argv[1]) if '"type":"run"' in l][0]
 cpu = (run["user_s"] + run["sys_s"]) / max(run["tasks_ok"], 1) * 1e6

@@ -370,6 +370,9 @@ pub struct OpenOptions {
     /// With --rate: the time series' interval (and of the live line on stderr)
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
     pub interval: Duration,
+    /// With --rate: release tasks on a timer of this grain, every task due by a tick at that tick (wrk2's grain is 1ms), e.g. 1ms: fewer wake-ups, so less CPU per task, for sends up to this much late (counted: latency runs from each task's scheduled time). Default: each task at its own time, within microseconds
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub grain: Option<Duration>,
     /// With --rate auto: the latency to keep, PERCENTILE<DURATION (p50, p90, p99, p999, max), e.g. 'p99<100ms'
     #[arg(long, value_name = "SLO")]
     pub slo: Option<String>,

@@ -234,6 +234,7 @@ mod tests {
                 open: Some(crate::measure::schedule::OpenRun {
                     schedule: crate::measure::schedule::Schedule::fixed(10.0, 3),
                     interval_us: 1_000_000,
+                    grain_us: 1000,
                 }),
                 part: None,
             }),

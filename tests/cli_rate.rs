@@ -180,6 +180,36 @@ fn live_lines_go_to_stderr_for_open_runs_only() {
 }
 
 #[test]
+fn a_grain_releases_on_its_ticks_and_is_recorded() {
+    // 40/s for 20 tasks on a 100 ms grain: releases at the ticks 0, 100, 200 ms…, four tasks
+    // a tick, each as late as the tick after its due time (never early).
+    let (_, lines) = run_study(&[
+        "-w",
+        "sleep:1ms",
+        "-m",
+        "pool:4",
+        "--rate",
+        "40",
+        "-n",
+        "20",
+        "--grain",
+        "100ms",
+        "-r",
+        "1",
+    ]);
+    let r = only_run(&lines);
+    assert_eq!(r["tasks_ok"], 20);
+    assert_eq!(r["grain_us"], 100_000, "{r}");
+    assert_eq!(of_type(&lines, "cell")[0]["grain_us"], 100_000);
+    // Each tick's lag behind its tasks' due times: 0, 25, 50 and 75 ms. A release sleeps to
+    // its tick, so the lag is never less than that (the machine may add to it).
+    let lag = |q| us(r, "lag_us", q);
+    assert!(lag("p50") >= 25_000.0, "{r}");
+    assert!(lag("max") >= 75_000.0, "{r}");
+    assert!(lag("p50") < 75_000.0, "{r}");
+}
+
+#[test]
 fn bad_rates_are_refused_before_any_work() {
     let cases: &[(&[&str], &str)] = &[
         (&["--rate", "0"], "--rate '0'"),
@@ -201,6 +231,9 @@ fn bad_rates_are_refused_before_any_work() {
             &["--rate", "auto", "--slo", "p99<1s", "--warmup", "1"],
             "--warmup does not apply",
         ),
+        (&["--grain", "1ms"], "--grain '1ms' applies to open runs"),
+        (&["--rate", "10", "--grain", "0"], "--grain '0s' must be"),
+        (&["--rate", "10", "--grain", "2s"], "--grain '2s' must be"),
     ];
     for (extra, needle) in cases {
         let (dir, path) = results_path();

@@ -253,6 +253,7 @@ fn add_open(mut a: OpenStats, b: &OpenStats) -> OpenStats {
     a.service_us = worst(a.service_us, b.service_us);
     a.queue_us = worst(a.queue_us, b.queue_us);
     a.lag_us = worst(a.lag_us, b.lag_us);
+    a.grain_us = a.grain_us.or(b.grain_us);
     for (i, q) in b.series.iter().enumerate() {
         match a.series.get_mut(i) {
             Some(p) => {

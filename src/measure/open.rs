@@ -32,6 +32,10 @@ pub struct OpenStats {
     pub queue_us: Option<LatencySummary>,
     /// The dispatcher's lag behind the schedule at each release, µs.
     pub lag_us: Option<LatencySummary>,
+    /// The release timer's grain, µs (`--grain`); absent when each task was released at its
+    /// own time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grain_us: Option<u64>,
     /// One point per interval (on run lines; cells leave it out).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub series: Vec<SeriesPoint>,
@@ -91,6 +95,7 @@ impl OpenStats {
             service_us: service.summary(),
             queue_us: queue.summary(),
             lag_us,
+            grain_us: None,
             series: series(records, t0_ns, interval_ns, |t| schedule.rate_at(t)),
         }
     }

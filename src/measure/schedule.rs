@@ -149,6 +149,15 @@ pub struct OpenRun {
     pub schedule: Schedule,
     /// The time series' interval, microseconds (also the live lines' period).
     pub interval_us: u64,
+    /// The release timer's grain, microseconds (`--grain`): each task is released at the first
+    /// tick of that grain (counted from the run's start) at or after its due time. 0: each at
+    /// its own due time.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub grain_us: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[cfg(test)]

@@ -23,22 +23,43 @@ pub struct Arrivals {
     pub schedule: Schedule,
     /// Task 0's release, on [`mono_ns`].
     pub t0_ns: u64,
+    /// The release timer's grain, ns (`--grain`; 0: each task at its own due time).
+    grain_ns: u64,
     lag: Mutex<LatencyRecorder>,
 }
 
 impl Arrivals {
-    /// The schedule starting at `t0_ns` (on [`mono_ns`]).
-    pub fn new(schedule: Schedule, t0_ns: u64) -> Arc<Self> {
+    /// The schedule starting at `t0_ns` (on [`mono_ns`]), released on a timer of `grain_ns`
+    /// (0: each task at its own due time).
+    pub fn new(schedule: Schedule, t0_ns: u64, grain_ns: u64) -> Arc<Self> {
         Arc::new(Arrivals {
             schedule,
             t0_ns,
+            grain_ns,
             lag: Mutex::new(LatencyRecorder::new()),
         })
     }
 
-    /// When task `i` is due, on [`mono_ns`].
+    /// When task `i` is due, on [`mono_ns`]: where its latency starts.
     pub fn due_ns(&self, i: usize) -> u64 {
         self.t0_ns + self.schedule.offset_ns(i)
+    }
+
+    /// When task `i` is released, on [`mono_ns`]: its due time, or with a grain the first tick
+    /// (`t0 + k × grain`) at or after it, so that every task due between two ticks goes at
+    /// the second together (as wrk2's event loop sends on its 1 ms timer): one wake-up for
+    /// them all, never a send before its time.
+    pub fn release_ns(&self, i: usize) -> u64 {
+        let due = self.due_ns(i);
+        match self.grain_ns {
+            0 => due,
+            g => self.t0_ns + (due - self.t0_ns).div_ceil(g) * g,
+        }
+    }
+
+    /// The release timer's grain, µs, if one was asked for.
+    pub fn grain_us(&self) -> Option<u64> {
+        (self.grain_ns > 0).then_some(self.grain_ns / 1000)
     }
 
     /// How many tasks were due by `now_ns` (on [`mono_ns`]).
@@ -71,9 +92,9 @@ impl Arrivals {
             .record_us(lag_us);
     }
 
-    /// Blocks the calling thread until task `i` is due, then records its release.
+    /// Blocks the calling thread until task `i`'s release, then records it.
     pub fn wait(&self, i: usize) {
-        sleep_until(self.due_ns(i));
+        sleep_until(self.release_ns(i));
         self.released(i);
     }
 
@@ -81,7 +102,7 @@ impl Arrivals {
     /// sleeps until task `i` is due if it is not yet, and records that release's lag. A task
     /// already due found the runner busy: that wait is its queue time, not dispatcher lag.
     pub fn wait_if_idle(&self, i: usize) {
-        if mono_ns() < self.due_ns(i) {
+        if mono_ns() < self.release_ns(i) {
             fine_timer_slack();
             self.wait(i);
         }
@@ -220,7 +241,7 @@ impl Arrivals {
         use std::os::fd::AsRawFd;
         let fd = timer.get_ref().as_raw_fd();
         for i in 0..self.tasks() {
-            let due = self.due_ns(i);
+            let due = self.release_ns(i);
             while mono_ns() < due {
                 let at = libc::itimerspec {
                     it_interval: timespec_of(0),
@@ -316,7 +337,7 @@ mod tests {
 
     #[test]
     fn released_tasks_are_each_taken_once_and_the_takers_end() {
-        let a = Arrivals::new(Schedule::fixed(20_000.0, 2_000), mono_ns());
+        let a = Arrivals::new(Schedule::fixed(20_000.0, 2_000), mono_ns(), 0);
         let released = Arc::new(Released::default());
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -351,8 +372,35 @@ mod tests {
     }
 
     #[test]
+    fn a_grain_releases_at_the_first_tick_at_or_after_each_due_time() {
+        // 1,000/s: due every ms; a grain of 2.5 ms releases tasks 0 | 1 2 | 3 4 5 | 6 7 ….
+        let a = Arrivals::new(Schedule::fixed(1000.0, 50), 1_000_000, 2_500_000);
+        let at = |i| a.release_ns(i) - 1_000_000;
+        assert_eq!(at(0), 0);
+        assert_eq!((at(1), at(2)), (2_500_000, 2_500_000));
+        assert_eq!((at(3), at(5)), (5_000_000, 5_000_000));
+        assert_eq!(at(6), 7_500_000);
+        for i in 0..50 {
+            assert!(a.release_ns(i) >= a.due_ns(i));
+            assert!(a.release_ns(i) < a.due_ns(i) + 2_500_000);
+        }
+        assert_eq!(a.grain_us(), Some(2_500));
+        let precise = Arrivals::new(Schedule::fixed(1000.0, 50), 7, 0);
+        assert_eq!(precise.release_ns(3), precise.due_ns(3));
+        assert_eq!(precise.grain_us(), None);
+        // The dispatcher sleeps to each release, never earlier.
+        let a = Arrivals::new(Schedule::fixed(2000.0, 20), mono_ns(), 2_000_000);
+        let mut seen = vec![];
+        a.dispatch(|i| {
+            seen.push((i, mono_ns()));
+            true
+        });
+        assert!(seen.iter().all(|&(i, t)| t >= a.release_ns(i)));
+    }
+
+    #[test]
     fn the_dispatcher_keeps_time() {
-        let a = Arrivals::new(Schedule::fixed(1000.0, 50), mono_ns());
+        let a = Arrivals::new(Schedule::fixed(1000.0, 50), mono_ns(), 0);
         let mut seen = vec![];
         a.dispatch(|i| {
             seen.push((i, mono_ns()));

@@ -653,7 +653,7 @@ impl Model for CurlMulti {
         loop {
             if let Some(a) = &ctx.arrivals {
                 let now = mono_ns();
-                while due < n && a.due_ns(due) <= now {
+                while due < n && a.release_ns(due) <= now {
                     a.released(due);
                     due += 1;
                 }
@@ -703,7 +703,7 @@ impl Model for CurlMulti {
             if live == 0 && retries.is_empty() {
                 match &ctx.arrivals {
                     Some(a) if due < n => {
-                        super::arrivals::sleep_until(a.due_ns(due));
+                        super::arrivals::sleep_until(a.release_ns(due));
                         continue;
                     }
                     _ => break,
@@ -809,12 +809,12 @@ impl Model for CurlMulti {
                 cap = cap.min(Duration::from_nanos(r.due_ns.saturating_sub(mono_ns())));
             }
             if let Some(a) = ctx.arrivals.as_ref().filter(|_| due < n) {
-                let until = Duration::from_nanos(a.due_ns(due).saturating_sub(mono_ns()));
+                let until = Duration::from_nanos(a.release_ns(due).saturating_sub(mono_ns()));
                 // curl_multi_wait counts in whole milliseconds: a shorter wait would be 0 and
                 // the loop would spin until the release. Sleep to it instead; socket events
                 // wait less than a millisecond.
                 if until < Duration::from_millis(1) {
-                    super::arrivals::sleep_until(a.due_ns(due));
+                    super::arrivals::sleep_until(a.release_ns(due));
                     continue;
                 }
                 cap = cap.min(until);

@@ -65,7 +65,7 @@ impl Model for Green {
                 // hub's timer, yielding to the others) until its task is due, a busy pool
                 // leaves the task waiting, which is its queue time.
                 if let Some(a) = &arrivals {
-                    let due = a.due_ns(i);
+                    let due = a.release_ns(i);
                     let now = mono_ns();
                     if now < due {
                         may::coroutine::sleep(std::time::Duration::from_nanos(due - now));

@@ -135,6 +135,9 @@ pub fn report_open(
             a.lag_summary(),
             &mut latency,
         ));
+        if let Some(o) = r.open.as_mut() {
+            o.grain_us = a.grain_us();
+        }
     }
     let mut first_error = None;
     let mut queue_wait = LatencyRecorder::new();
@@ -228,7 +231,10 @@ pub fn run_cell(req: RunRequest) -> Result<ChildReport> {
     let start_at = req.part.map(|p| p.start_mono_ns);
     let arrivals = req.open.map(|o| {
         let t0 = start_at.unwrap_or_else(|| mono_ns() + LEAD.as_nanos() as u64);
-        (Arrivals::new(o.schedule, t0), o.interval_us.max(1) * 1000)
+        (
+            Arrivals::new(o.schedule, t0, o.grain_us * 1000),
+            o.interval_us.max(1) * 1000,
+        )
     });
     let ctx = RunCtx {
         workload,

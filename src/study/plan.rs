@@ -615,6 +615,12 @@ fn open_plan(all: &StudyOptions, freeform: bool) -> Result<Option<OpenPlan>> {
                 "--slo '{slo}' applies to --rate auto only"
             )));
         }
+        if let Some(g) = o.grain {
+            return Err(Error::usage(format!(
+                "--grain '{}' applies to open runs: give --rate R too",
+                crate::units::fmt_duration_spec(g)
+            )));
+        }
         return Ok(None);
     };
     let rate = rate::parse_rate(text, o.slo.as_deref())?;
@@ -631,6 +637,15 @@ fn open_plan(all: &StudyOptions, freeform: bool) -> Result<Option<OpenPlan>> {
         return Err(Error::usage(format!(
             "--interval '{}' must be from 10ms to 1h",
             crate::units::fmt_duration_spec(o.interval)
+        )));
+    }
+    if let Some(g) = o
+        .grain
+        .filter(|g| *g < Duration::from_micros(1) || *g > Duration::from_secs(1))
+    {
+        return Err(Error::usage(format!(
+            "--grain '{}' must be from 1us to 1s (e.g. 1ms, wrk2's grain)",
+            crate::units::fmt_duration_spec(g)
         )));
     }
     if o.duration.is_some() && !all.tasks.is_empty() {
@@ -659,6 +674,7 @@ fn open_plan(all: &StudyOptions, freeform: bool) -> Result<Option<OpenPlan>> {
         rate,
         duration,
         interval: o.interval,
+        grain: o.grain,
         remeasure: if auto { all.repeat.unwrap_or(0) } else { 0 },
     }))
 }

@@ -96,6 +96,8 @@ pub struct OpenPlan {
     pub duration: Option<Duration>,
     /// The time series' interval.
     pub interval: Duration,
+    /// `--grain`: the release timer's grain (none: each task at its own time).
+    pub grain: Option<Duration>,
     /// `--rate auto -r N`: after each cell's search, N fresh runs at the rate found, which make
     /// its row (the probe that found the rate is not among them: it was kept because it
     /// passed). 0 (no `-r`): that probe is the cell's one run.
@@ -126,6 +128,7 @@ impl OpenPlan {
         Some(OpenRun {
             schedule,
             interval_us: self.interval.as_micros().max(1) as u64,
+            grain_us: self.grain.map_or(0, |g| g.as_micros() as u64),
         })
     }
 

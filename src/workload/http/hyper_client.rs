@@ -574,6 +574,35 @@ mod tests {
     }
 
     #[test]
+    fn an_idle_connection_that_heard_from_the_server_is_not_reused() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            // The server closes the idle connection; then, on another, sends a stray byte.
+            for stray in [false, true] {
+                let client = TcpStream::connect(addr).await.unwrap();
+                let (mut server, _) = listener.accept().await.unwrap();
+                let conn = H1Conn::new(Stream::Plain(client));
+                assert!(conn.reusable(), "open and quiet");
+                if stray {
+                    server.write_all(b"x").await.unwrap();
+                } else {
+                    drop(server);
+                }
+                while conn.reusable() {
+                    assert!(std::time::Instant::now() < deadline, "never seen (stray {stray})");
+                    tokio::task::yield_now().await;
+                }
+            }
+        });
+    }
+
+    #[test]
     fn a_prepared_head_is_the_builders_request_with_the_tasks_target() {
         let same = |o: &WorkloadOptions| {
             let requests = builder("/x?i={i}&r={rand}", o);

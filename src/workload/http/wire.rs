@@ -457,6 +457,41 @@ mod tests {
     }
 
     #[test]
+    fn interim_responses_are_skipped() {
+        let mut r: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok";
+        assert_eq!(read_response(&mut r).unwrap(), (201, 2, true));
+        assert!(r.is_empty());
+    }
+
+    #[test]
+    fn the_async_reader_reads_what_the_sync_one_does() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let three: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabcHTTP/1.1 404 Not Found\r\ntransfer-encoding: Chunked\r\n\r\n2;ext=1\r\nxy\r\n0\r\nTrailer: t\r\n\r\nHTTP/1.1 200 OK\r\nConnection: close\r\n\r\nto the end";
+        rt.block_on(async {
+            // Through a 5-byte buffer: every head, line and body spans reads.
+            let mut s = tokio::io::BufReader::with_capacity(5, three);
+            assert_eq!(
+                read_response_async(&mut s, false).await.unwrap(),
+                (200, 3, true)
+            );
+            assert_eq!(
+                read_response_async(&mut s, false).await.unwrap(),
+                (404, 2, true)
+            );
+            assert_eq!(
+                read_response_async(&mut s, false).await.unwrap(),
+                (200, 10, false)
+            );
+            let mut cut = tokio::io::BufReader::with_capacity(5, &three[..50]);
+            read_response_async(&mut cut, false).await.unwrap();
+            let e = read_response_async(&mut cut, false).await.unwrap_err();
+            assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
+        });
+    }
+
+    #[test]
     fn broken_responses_are_errors() {
         for bytes in [
             &b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"[..],
