@@ -259,8 +259,9 @@ impl Client {
             return to_h2(requests.build(index).into_http2());
         };
         let mut head = p.h2.clone();
-        *head.uri_mut() = hyper::Uri::try_from(format!("{}{}", p.h2_origin, requests.target(index)))
-            .map_err(|e| TaskError::new("request", e.to_string()))?;
+        *head.uri_mut() =
+            hyper::Uri::try_from(format!("{}{}", p.h2_origin, requests.target(index)))
+                .map_err(|e| TaskError::new("request", e.to_string()))?;
         Ok((head, p.body.clone()))
     }
 
@@ -595,7 +596,10 @@ mod tests {
                     drop(server);
                 }
                 while conn.reusable() {
-                    assert!(std::time::Instant::now() < deadline, "never seen (stray {stray})");
+                    assert!(
+                        std::time::Instant::now() < deadline,
+                        "never seen (stray {stray})"
+                    );
                     tokio::task::yield_now().await;
                 }
             }
