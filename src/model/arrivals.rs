@@ -188,8 +188,12 @@ impl Released {
         }
     }
 
-    fn release(&self, i: usize) {
-        self.count.store(i + 1, std::sync::atomic::Ordering::SeqCst);
+    /// Releases every task below `count` with one wake-up: the taker it wakes passes it on
+    /// while more are left ([`Released::take`]), so a batch wakes its takers one after the
+    /// other on the releasing worker instead of all at once, which would queue them beyond
+    /// the worker's next-task slot and wake the runtime's other worker to steal them.
+    fn release_below(&self, count: usize) {
+        self.count.store(count, std::sync::atomic::Ordering::SeqCst);
         self.notify.notify_one();
     }
 
@@ -240,7 +244,8 @@ impl Arrivals {
     ) -> std::io::Result<()> {
         use std::os::fd::AsRawFd;
         let fd = timer.get_ref().as_raw_fd();
-        for i in 0..self.tasks() {
+        let mut i = 0;
+        while i < self.tasks() {
             let due = self.release_ns(i);
             while mono_ns() < due {
                 let at = libc::itimerspec {
@@ -262,8 +267,15 @@ impl Arrivals {
                 unsafe { libc::read(fd, expirations.as_mut_ptr().cast(), 8) };
                 guard.clear_ready();
             }
+            // Every task due by now goes in one batch (with a grain, a tick's worth).
+            let now = mono_ns();
             self.released(i);
-            released.release(i);
+            i += 1;
+            while i < self.tasks() && self.release_ns(i) <= now {
+                self.released(i);
+                i += 1;
+            }
+            released.release_below(i);
         }
         Ok(())
     }
