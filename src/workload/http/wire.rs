@@ -62,8 +62,9 @@ fn invalid(msg: impl Into<String>) -> std::io::Error {
 }
 
 /// Parses a complete head at the start of `bytes`: its length and content, or `None` when more
-/// bytes are needed.
-fn parse_head(bytes: &[u8]) -> std::io::Result<Option<(usize, Head)>> {
+/// bytes are needed. The response to a `HEAD` (`to_head`) has no body whatever its headers
+/// say, so a missing length does not make it run to the close.
+fn parse_head(bytes: &[u8], to_head: bool) -> std::io::Result<Option<(usize, Head)>> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut resp = httparse::Response::new(&mut headers);
     let len = match resp.parse(bytes) {
@@ -95,7 +96,7 @@ fn parse_head(bytes: &[u8]) -> std::io::Result<Option<(usize, Head)>> {
         }
     }
     // RFC 9112 section 6.3: these statuses have no body; chunked wins over a length.
-    let body = if (100..200).contains(&status) || status == 204 || status == 304 {
+    let body = if to_head || (100..200).contains(&status) || status == 204 || status == 304 {
         Body::Empty
     } else if chunked {
         Body::Chunked
@@ -231,10 +232,10 @@ impl ResponseReader {
     fn head(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
         let before = self.partial.len();
         let parsed = if before == 0 {
-            parse_head(bytes)?
+            parse_head(bytes, self.to_head)?
         } else {
             self.partial.extend_from_slice(bytes);
-            parse_head(&self.partial)?
+            parse_head(&self.partial, self.to_head)?
         };
         let Some((len, head)) = parsed else {
             if before == 0 {
@@ -255,8 +256,7 @@ impl ResponseReader {
         if (100..200).contains(&head.status) && head.status != 101 {
             return Ok(len - before);
         }
-        let body = if self.to_head { Body::Empty } else { head.body };
-        self.state = match body {
+        self.state = match head.body {
             Body::Empty | Body::Length(0) => State::Done,
             Body::Length(n) => {
                 self.n = n;
@@ -312,7 +312,7 @@ fn is_blank(line: &[u8]) -> bool {
 }
 
 /// Reads one HTTP/1.1 response: (status, body bytes read, whether the connection stays
-/// open), consuming nothing past it ([`ResponseReader`]).
+/// open), consuming nothing past it (the reader is a state machine fed from `s`).
 pub fn read_response(s: &mut impl BufRead) -> std::io::Result<(u16, u64, bool)> {
     read_response_to(s, false)
 }
@@ -454,6 +454,15 @@ mod tests {
         assert_eq!(read_response(&mut r).unwrap(), (200, 1, true));
         let mut r: &[u8] = b"HTTP/1.1 200 OK\r\n\r\nuntil close";
         assert_eq!(read_response(&mut r).unwrap(), (200, 11, false));
+    }
+
+    #[test]
+    fn a_head_response_without_a_length_keeps_its_connection() {
+        let mut r: &[u8] =
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nHTTP/1.1 200 OK\r\n\r\n";
+        assert_eq!(read_response_to(&mut r, true).unwrap(), (200, 0, true));
+        // The same head to a GET runs to the close.
+        assert_eq!(read_response_to(&mut r, false).unwrap(), (200, 0, false));
     }
 
     #[test]
