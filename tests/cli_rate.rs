@@ -183,7 +183,7 @@ fn live_lines_go_to_stderr_for_open_runs_only() {
 fn a_grain_releases_on_its_ticks_and_is_recorded() {
     // 40/s for 20 tasks on a 100 ms grain: releases at the ticks 0, 100, 200 ms…, four tasks
     // a tick, each as late as the tick after its due time (never early).
-    let (_, lines) = run_study(&[
+    let (out, lines) = run_study(&[
         "-w",
         "sleep:1ms",
         "-m",
@@ -201,6 +201,9 @@ fn a_grain_releases_on_its_ticks_and_is_recorded() {
     assert_eq!(r["tasks_ok"], 20);
     assert_eq!(r["grain_us"], 100_000, "{r}");
     assert_eq!(of_type(&lines, "cell")[0]["grain_us"], 100_000);
+    // The table says the rate was released on ticks, beside the rate.
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("40.0 @100.0 ms"), "{table}");
     // Each tick's lag behind its tasks' due times: 0, 25, 50 and 75 ms. A release sleeps to
     // its tick, so the lag is never less than that (the machine may add to it).
     let lag = |q| us(r, "lag_us", q);

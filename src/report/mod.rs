@@ -167,6 +167,11 @@ pub fn open_row(c: &CellResult) -> Vec<String> {
         (None, Some(_)) => format!("{:.1} (auto)", o.rate_asked),
         (None, None) => format!("{:.1}", o.rate_asked),
     };
+    // Released on ticks (`--grain`): said beside the rate, since it is in every latency.
+    let asked = match o.grain_us {
+        Some(g) => format!("{asked} @{}", fmt_us(g)),
+        None => asked,
+    };
     let cpu = match (c.user_median_s, c.sys_median_s) {
         (Some(u), Some(s)) if c.key.tasks > 0 => fmt_secs((u + s) / c.key.tasks as f64),
         _ => "-".into(),
