@@ -397,9 +397,13 @@ pub fn work(
                         Duration::from_millis(500),
                     ) {
                         Ok(batch) => {
+                            // Records wait for the batch's acknowledgement: whoever reads them
+                            // (the parent of `jobs-procs`) may stop this worker once it has
+                            // them all, and must not stop it before the jobs are acknowledged.
+                            let mut ran: Vec<(Claimed, Performed, (u64, u64))> = Vec::new();
                             let mut each = |c: &Claimed, outcome: Result<Performed>| {
-                                if let (Some(f), Ok(o)) = (&records, &outcome) {
-                                    write_record(f, c, o, timing.get());
+                                if let (Some(_), Ok(o)) = (&records, &outcome) {
+                                    ran.push((c.clone(), o.clone(), timing.get()));
                                 }
                                 match outcome {
                                     Ok(Performed::Ok(_)) => {
@@ -424,6 +428,11 @@ pub fn work(
                             );
                             if let (Err(e), Some(c)) = (acked, batch.first()) {
                                 report_lost(&c.queue, &e);
+                            }
+                            if let Some(f) = &records {
+                                for (c, o, t) in &ran {
+                                    write_record(f, c, o, *t);
+                                }
                             }
                         }
                         Err(e) => {
