@@ -161,6 +161,15 @@ pub fn router(state: AppState) -> Router {
         .layer(axum::middleware::from_fn(json_errors))
 }
 
+/// Waits `d`, with no timer at all for a zero delay: tokio's timer rounds every deadline up to
+/// its next millisecond tick, so `sleep(0)` made each `delay=0` answer up to a millisecond late
+/// and cost a timer and a wake-up besides.
+async fn pause(d: Duration) {
+    if !d.is_zero() {
+        tokio::time::sleep(d).await;
+    }
+}
+
 fn timing(mut r: Response, slept: Duration) -> Response {
     let v = format!("delay;dur={:.3}", slept.as_secs_f64() * 1e3);
     if let Ok(v) = HeaderValue::from_str(&v) {
@@ -219,7 +228,7 @@ async fn add(State(state): State<AppState>, RawQuery(q): RawQuery) -> Response {
         Ok(d) => d,
         Err(r) => return r.into_response(),
     };
-    tokio::time::sleep(d).await;
+    pause(d).await;
     timing((StatusCode::OK, &ADD_BODY[..]).into_response(), d)
 }
 
@@ -237,7 +246,7 @@ async fn delay(State(state): State<AppState>, p: Result<Path<String>, PathReject
         Ok(d) => d,
         Err(r) => return r.into_response(),
     };
-    tokio::time::sleep(d).await;
+    pause(d).await;
     timing((StatusCode::OK, "delayed\n").into_response(), d)
 }
 
@@ -378,4 +387,28 @@ async fn not_found() -> Response {
         StatusCode::NOT_FOUND,
         "no such endpoint (allowed: GET /add?delay=MS, /delay/DURATION, /bytes/N, /status/CODE, /stats, /echo/last; POST /stats/reset; any method /echo)".into(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Polls `f` once with a waker that does nothing: whether it finished at once.
+    fn ready_at_once(f: impl std::future::Future<Output = ()>) -> bool {
+        let mut f = std::pin::pin!(f);
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        f.as_mut().poll(&mut cx).is_ready()
+    }
+
+    #[test]
+    fn a_zero_delay_answers_without_a_timer() {
+        // No runtime here: a tokio timer would panic; a zero pause must not touch one.
+        assert!(ready_at_once(pause(Duration::ZERO)));
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .expect("a runtime");
+        let _in_rt = rt.enter();
+        assert!(!ready_at_once(pause(Duration::from_millis(1))));
+    }
 }
