@@ -212,59 +212,35 @@ impl Arrivals {
     /// no thread of its own and no wake-up across threads (as wrk2's event loop sends; its
     /// timer has a millisecond grain, this one a microsecond's). Needs a runtime with I/O.
     pub async fn release_on_timer(self: Arc<Self>, released: Arc<Released>) -> std::io::Result<()> {
-        use std::os::fd::FromRawFd;
-        // SAFETY: timerfd_create takes a clock and flags and returns a new descriptor or -1.
-        let fd = unsafe {
-            libc::timerfd_create(
-                libc::CLOCK_MONOTONIC,
-                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
-            )
+        // SAFETY: the timer owns its descriptor, and the AsyncFd owns the timer until it drops
+        // it: nothing closes the descriptor while it is registered.
+        let timer = match ReleaseTimer::new().and_then(|t| unsafe {
+            tokio::io::unix::AsyncFd::register_with_interest(t, tokio::io::Interest::READABLE)
+                .map_err(std::io::Error::from)
+        }) {
+            Ok(t) => t,
+            Err(e) => {
+                released.finish();
+                return Err(e);
+            }
         };
-        if fd < 0 {
-            released.finish();
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: fd is a new descriptor that nothing else owns; the OwnedFd is its only owner
-        // and keeps it open until the AsyncFd drops it.
-        let timer = unsafe {
-            tokio::io::unix::AsyncFd::register_with_interest(
-                std::os::fd::OwnedFd::from_raw_fd(fd),
-                tokio::io::Interest::READABLE,
-            )
-        }?;
-        let result = self.release_each(&timer, &released).await;
+        let result = self.release_each(timer, &released).await;
         released.finish();
         result
     }
 
     async fn release_each(
         &self,
-        timer: &tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>,
+        mut timer: tokio::io::unix::AsyncFd<ReleaseTimer>,
         released: &Released,
     ) -> std::io::Result<()> {
-        use std::os::fd::AsRawFd;
-        let fd = timer.get_ref().as_raw_fd();
         let mut i = 0;
         while i < self.tasks() {
             let due = self.release_ns(i);
             while mono_ns() < due {
-                let at = libc::itimerspec {
-                    it_interval: timespec_of(0),
-                    it_value: timespec_of(due),
-                };
-                // SAFETY: `at` is a valid itimerspec; the old value may be null.
-                if unsafe {
-                    libc::timerfd_settime(fd, libc::TFD_TIMER_ABSTIME, &at, std::ptr::null_mut())
-                } != 0
-                {
-                    return Err(std::io::Error::last_os_error());
-                }
-                let mut guard = timer.readable().await?;
-                let mut expirations = [0u8; 8];
-                // SAFETY: reads at most 8 bytes into the buffer we own. The timer fires once per
-                // arming, so after this read it is not ready until armed again (a read that
-                // found it not ready yet, EAGAIN, means the same).
-                unsafe { libc::read(fd, expirations.as_mut_ptr().cast(), 8) };
+                timer.get_mut().arm(due)?;
+                let mut guard = timer.readable_mut().await?;
+                guard.get_inner_mut().clear();
                 guard.clear_ready();
             }
             // Every task due by now goes in one batch (with a grain, a tick's worth).
@@ -278,6 +254,84 @@ impl Arrivals {
             released.release_below(i);
         }
         Ok(())
+    }
+}
+
+/// A one-shot timer on [`mono_ns`]'s clock that an event loop can wait on beside its sockets:
+/// a timerfd armed at an absolute time (the kernel's high-resolution timer, no slack), which
+/// becomes readable when that time comes. The tokio release timer and `curl`'s open-model
+/// loop (in `curl_multi_wait`'s extra descriptors) wait on it.
+pub struct ReleaseTimer {
+    fd: std::os::fd::OwnedFd,
+    armed_ns: Option<u64>,
+}
+
+impl ReleaseTimer {
+    /// A new timer, not armed.
+    pub fn new() -> std::io::Result<Self> {
+        use std::os::fd::FromRawFd;
+        // SAFETY: timerfd_create takes a clock and flags and returns a new descriptor or -1.
+        let fd = unsafe {
+            libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(ReleaseTimer {
+            // SAFETY: fd is a new descriptor that nothing else owns.
+            fd: unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) },
+            armed_ns: None,
+        })
+    }
+
+    /// Arms the timer to fire at `at_ns` (on [`mono_ns`]); arming it at the time it is already
+    /// armed for costs nothing. Arming clears an expiry not yet read.
+    pub fn arm(&mut self, at_ns: u64) -> std::io::Result<()> {
+        use std::os::fd::AsRawFd;
+        if self.armed_ns == Some(at_ns) {
+            return Ok(());
+        }
+        let at = libc::itimerspec {
+            it_interval: timespec_of(0),
+            it_value: timespec_of(at_ns.max(1)),
+        };
+        // SAFETY: `at` is a valid itimerspec; the old value may be null.
+        if unsafe {
+            libc::timerfd_settime(
+                self.fd.as_raw_fd(),
+                libc::TFD_TIMER_ABSTIME,
+                &at,
+                std::ptr::null_mut(),
+            )
+        } != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+        self.armed_ns = Some(at_ns);
+        Ok(())
+    }
+
+    /// Reads a pending expiry, so the descriptor is no longer readable until armed again (a
+    /// timer not armed since the last clear has none).
+    pub fn clear(&mut self) {
+        use std::os::fd::AsRawFd;
+        if self.armed_ns.is_none() {
+            return;
+        }
+        let mut expirations = [0u8; 8];
+        // SAFETY: reads at most 8 bytes into the buffer we own. The timer fires once per arming;
+        // a read that finds it not ready yet (EAGAIN) leaves nothing behind either.
+        unsafe { libc::read(self.fd.as_raw_fd(), expirations.as_mut_ptr().cast(), 8) };
+        self.armed_ns = None;
+    }
+}
+
+impl std::os::fd::AsRawFd for ReleaseTimer {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.fd.as_raw_fd()
     }
 }
 
@@ -319,6 +373,39 @@ pub fn sleep_until(deadline_ns: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whether `fd` becomes readable within `ms` milliseconds.
+    fn readable_within(fd: std::os::fd::RawFd, ms: i32) -> bool {
+        let mut p = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd that we own.
+        unsafe { libc::poll(&mut p, 1, ms) == 1 }
+    }
+
+    #[test]
+    fn the_release_timer_fires_at_its_time_and_not_again_until_armed() {
+        use std::os::fd::AsRawFd;
+        let mut t = ReleaseTimer::new().expect("a timerfd");
+        assert!(!readable_within(t.as_raw_fd(), 0), "not armed yet");
+        let at = mono_ns() + 2_000_000;
+        t.arm(at).expect("armed");
+        assert!(readable_within(t.as_raw_fd(), 10_000), "it fires");
+        assert!(mono_ns() >= at, "never before its time");
+        t.clear();
+        assert!(!readable_within(t.as_raw_fd(), 0), "read, so quiet");
+        // Armed again after it fired: re-arming clears a pending expiry, even unread.
+        t.arm(mono_ns() + 1_000).expect("armed");
+        assert!(readable_within(t.as_raw_fd(), 10_000));
+        t.arm(mono_ns() + 60_000_000_000)
+            .expect("armed a minute away");
+        assert!(
+            !readable_within(t.as_raw_fd(), 0),
+            "the old expiry went with the re-arm"
+        );
+    }
 
     #[test]
     fn a_fixed_rate_releases_evenly() {

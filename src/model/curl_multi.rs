@@ -650,6 +650,19 @@ impl Model for CurlMulti {
         // Open model: `due` counts the tasks released so far; a transfer is added for each
         // released one as soon as a handle is free (at most W at once).
         let mut due = if ctx.arrivals.is_some() { 0 } else { n };
+        // Open model: a timer at the next release that ends the wait for sockets, so responses
+        // are read while a release is awaited and the release is not late.
+        let mut release_timer = None;
+        if ctx.arrivals.is_some() {
+            let timer = match super::arrivals::ReleaseTimer::new() {
+                Ok(t) => t,
+                Err(e) => return fail(format!("cannot create the release timer: {e}")),
+            };
+            if let Err(e) = shards.wake_on(std::os::fd::AsRawFd::as_raw_fd(&timer)) {
+                return fail(format!("cannot wait on the release timer: {e}"));
+            }
+            release_timer = Some(timer);
+        }
         loop {
             if let Some(a) = &ctx.arrivals {
                 let now = mono_ns();
@@ -808,16 +821,18 @@ impl Model for CurlMulti {
             if let Some(r) = retries.front() {
                 cap = cap.min(Duration::from_nanos(r.due_ns.saturating_sub(mono_ns())));
             }
-            if let Some(a) = ctx.arrivals.as_ref().filter(|_| due < n) {
-                let until = Duration::from_nanos(a.release_ns(due).saturating_sub(mono_ns()));
-                // curl_multi_wait counts in whole milliseconds: a shorter wait would be 0 and
-                // the loop would spin until the release. Sleep to it instead; socket events
-                // wait less than a millisecond.
-                if until < Duration::from_millis(1) {
-                    super::arrivals::sleep_until(a.release_ns(due));
-                    continue;
+            if let (Some(a), Some(timer)) = (&ctx.arrivals, release_timer.as_mut()) {
+                if due < n {
+                    // The wait counts in libcurl's whole milliseconds; the release timer, one
+                    // of its descriptors, ends it at the release itself.
+                    let at = a.release_ns(due);
+                    if let Err(e) = timer.arm(at) {
+                        return fail(format!("cannot arm the release timer: {e}"));
+                    }
+                    cap = cap.min(Duration::from_nanos(at.saturating_sub(mono_ns())));
+                } else {
+                    timer.clear();
                 }
-                cap = cap.min(until);
             }
             if live == 0 {
                 std::thread::sleep(cap);

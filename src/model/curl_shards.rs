@@ -26,6 +26,16 @@ use crate::measure::mono_ns;
 /// At most this many transfers (and connections) per multi handle.
 pub(super) const SHARD: usize = 256;
 
+/// The epoll tag of the [`Shards::wake_on`] descriptor (a socket's tag holds its shard in the
+/// upper half, never all ones).
+const WAKE_TAG: u64 = u64::MAX;
+
+/// `d` rounded up to whole milliseconds: libcurl's waits count in them and truncate, so a
+/// wait under a millisecond would return at once and the loop would spin.
+fn whole_ms(d: Duration) -> Duration {
+    Duration::from_millis(d.as_nanos().div_ceil(1_000_000).min(u64::MAX as u128) as u64)
+}
+
 /// A socket's interest as libcurl's socket callback last gave it.
 #[derive(Debug, Clone, Copy)]
 struct Interest {
@@ -58,6 +68,8 @@ pub(super) struct Shards<H> {
     events: Vec<libc::epoll_event>,
     /// Where the search for a handle with a free easy handle starts (round robin).
     next: usize,
+    /// A descriptor whose readiness also ends a wait ([`Shards::wake_on`]).
+    wake: Option<std::os::fd::RawFd>,
 }
 
 fn lock(m: &Mutex<Reported>) -> MutexGuard<'_, Reported> {
@@ -137,6 +149,7 @@ impl<H: Handler> Shards<H> {
             registered: HashSet::new(),
             events: vec![libc::epoll_event { events: 0, u64: 0 }; 1024],
             next: 0,
+            wake: None,
         })
     }
 
@@ -229,8 +242,28 @@ impl<H: Handler> Shards<H> {
         }
     }
 
-    /// Waits up to `cap` (less when a libcurl timer is due sooner) for sockets to be ready,
-    /// and lets libcurl act on the ready ones and on its due timers.
+    /// Ends every [`Shards::wait`] as soon as `fd` is readable too (the open model's release
+    /// timer), so the wait can be given in libcurl's whole milliseconds while a release that
+    /// falls between them is still served on time.
+    pub(super) fn wake_on(&mut self, fd: std::os::fd::RawFd) -> std::io::Result<()> {
+        if !self.perform {
+            let mut ev = libc::epoll_event {
+                events: libc::EPOLLIN as u32,
+                u64: WAKE_TAG,
+            };
+            let epfd = std::os::fd::AsRawFd::as_raw_fd(&self.epoll);
+            // SAFETY: both descriptors are open; `ev` is a valid event we own.
+            if unsafe { libc::epoll_ctl(epfd, libc::EPOLL_CTL_ADD, fd, &mut ev) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        self.wake = Some(fd);
+        Ok(())
+    }
+
+    /// Waits up to `cap` (less when a libcurl timer is due sooner; rounded up to libcurl's
+    /// whole milliseconds) for sockets or the [`Shards::wake_on`] descriptor to be ready, and
+    /// lets libcurl act on the ready sockets and on its due timers.
     pub(super) fn wait(&mut self, cap: Duration) -> Result<(), curl::MultiError> {
         if self.perform {
             let multi = &self.multis[0];
@@ -239,8 +272,17 @@ impl<H: Handler> Shards<H> {
                 .ok()
                 .flatten()
                 .map_or(cap, |t| t.min(cap));
+            let mut extra = [curl::multi::WaitFd::new()];
+            let extra: &mut [curl::multi::WaitFd] = match self.wake {
+                Some(fd) => {
+                    extra[0].set_fd(fd);
+                    extra[0].poll_on_read(true);
+                    &mut extra
+                }
+                None => &mut [],
+            };
             // As before the socket interface: a failed wait (a signal) is a shorter one.
-            let _ = multi.wait(&mut [], wait);
+            let _ = multi.wait(extra, whole_ms(wait));
             return Ok(());
         }
         self.apply();
@@ -250,13 +292,16 @@ impl<H: Handler> Shards<H> {
             cap.min(Duration::from_nanos(due.saturating_sub(now)))
         });
         // epoll counts in milliseconds: round up, so a timer is never served early.
-        let ms = wait.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32;
+        let ms = whole_ms(wait).as_millis().min(i32::MAX as u128) as i32;
         let epfd = std::os::fd::AsRawFd::as_raw_fd(&self.epoll);
         // SAFETY: events has room for its length of epoll_event.
         let n = unsafe {
             libc::epoll_wait(epfd, self.events.as_mut_ptr(), self.events.len() as i32, ms)
         };
         for e in self.events.iter().take(n.max(0) as usize).copied() {
+            if e.u64 == WAKE_TAG {
+                continue;
+            }
             let (i, socket) = ((e.u64 >> 32) as usize, e.u64 as u32 as Socket);
             let flags = e.events as i32;
             let mut what = Events::new();
