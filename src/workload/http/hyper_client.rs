@@ -31,7 +31,7 @@ use tokio::net::TcpStream;
 use super::endpoint::{micros, Endpoint};
 use super::request::{HttpRequest, RequestBuilder};
 use super::status_error;
-use super::wire::{read_response_async, write_request};
+use super::wire::{read_response_async, request_around_target, write_request};
 use crate::measure::conn::{ConnRecorder, ConnSample, HttpVersion};
 use crate::measure::{mono_ns, TaskError};
 use crate::{tls, units};
@@ -82,15 +82,13 @@ impl Prepared {
             return None;
         }
         let req = requests.build(0);
-        let whole = write_request(&req);
-        let before = req.method.len() + 1;
-        let after = whole.get(before + req.target.len()..)?.to_vec();
+        let (h1_before, h1_after) = request_around_target(&req);
         let h2 = requests.build(0).into_http2();
         let h2_origin = h2.url.strip_suffix(&h2.target)?.to_string();
         let (h2, body) = to_h2(h2).ok()?;
         Some(Prepared {
-            h1_before: whole[..before].to_vec(),
-            h1_after: after,
+            h1_before,
+            h1_after,
             head_method: req.is_head(),
             h2,
             h2_origin,

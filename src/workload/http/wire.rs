@@ -12,22 +12,38 @@ use super::request::HttpRequest;
 pub(crate) fn write_request(req: &HttpRequest) -> Vec<u8> {
     let body = req.body.as_deref().unwrap_or_default();
     let mut out = Vec::with_capacity(256 + body.len());
-    for part in [
-        req.method.as_str(),
-        " ",
-        req.target.as_str(),
-        " HTTP/1.1\r\n",
-    ] {
-        out.extend_from_slice(part.as_bytes());
-    }
+    write_before_target(&mut out, req);
+    out.extend_from_slice(req.target.as_bytes());
+    write_after_target(&mut out, req);
+    out
+}
+
+/// `req` as [`write_request`] writes it, in the two parts around its target: a request that
+/// differs from `req` only in its target is `before + target + after`.
+pub(crate) fn request_around_target(req: &HttpRequest) -> (Vec<u8>, Vec<u8>) {
+    let (mut before, mut after) = (Vec::new(), Vec::new());
+    write_before_target(&mut before, req);
+    write_after_target(&mut after, req);
+    (before, after)
+}
+
+/// The request line up to its target: `METHOD `.
+fn write_before_target(out: &mut Vec<u8>, req: &HttpRequest) {
+    out.extend_from_slice(req.method.as_bytes());
+    out.push(b' ');
+}
+
+/// The rest of the request after its target: the request line's end, the headers as built, the
+/// empty line and the body.
+fn write_after_target(out: &mut Vec<u8>, req: &HttpRequest) {
+    out.extend_from_slice(b" HTTP/1.1\r\n");
     for (name, value) in &req.headers {
         for part in [name.as_str(), ": ", value.as_str(), "\r\n"] {
             out.extend_from_slice(part.as_bytes());
         }
     }
     out.extend_from_slice(b"\r\n");
-    out.extend_from_slice(body);
-    out
+    out.extend_from_slice(req.body.as_deref().unwrap_or_default());
 }
 
 /// The longest response head accepted.
@@ -177,8 +193,13 @@ impl ResponseReader {
     }
 
     /// Reads what of `bytes` belongs to the response and returns how many bytes that was: all
-    /// of them unless the response ends within them.
+    /// of them unless the response ends within them. No bytes at all is a read of none, the
+    /// connection's end ([`ResponseReader::closed`]).
     pub(crate) fn feed(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if bytes.is_empty() {
+            self.closed()?;
+            return Ok(0);
+        }
         let mut rest = bytes;
         while !rest.is_empty() && self.state != State::Done {
             let used = self.step(rest)?;
@@ -189,7 +210,7 @@ impl ResponseReader {
 
     /// The connection ended (a read of no bytes): the end of a body that runs to the close,
     /// an error anywhere else before the response's end.
-    pub(crate) fn closed(&mut self) -> std::io::Result<()> {
+    fn closed(&mut self) -> std::io::Result<()> {
         let what = match self.state {
             State::Done => return Ok(()),
             State::UntilClose => {
@@ -325,12 +346,7 @@ pub fn read_response_to(s: &mut impl BufRead, to_head: bool) -> std::io::Result<
         if let Some(done) = r.done() {
             return Ok(done);
         }
-        let bytes = s.fill_buf()?;
-        if bytes.is_empty() {
-            r.closed()?;
-            continue;
-        }
-        let used = r.feed(bytes)?;
+        let used = r.feed(s.fill_buf()?)?;
         s.consume(used);
     }
 }
@@ -346,12 +362,7 @@ pub(crate) async fn read_response_async(
         if let Some(done) = r.done() {
             return Ok(done);
         }
-        let bytes = s.fill_buf().await?;
-        if bytes.is_empty() {
-            r.closed()?;
-            continue;
-        }
-        let used = r.feed(bytes)?;
+        let used = r.feed(s.fill_buf().await?)?;
         s.consume(used);
     }
 }
@@ -361,6 +372,20 @@ mod tests {
     use std::io::{BufReader, Read};
 
     use super::*;
+
+    #[test]
+    fn a_request_around_another_target_is_that_request_written() {
+        let req = |target: &str| HttpRequest {
+            method: "GET".into(),
+            url: format!("http://h:1{target}"),
+            target: target.into(),
+            headers: vec![("Host".into(), "h:1".into())],
+            body: None,
+        };
+        let (before, after) = request_around_target(&req("/a"));
+        let joined = [&before[..], b"/other?x=1", &after[..]].concat();
+        assert_eq!(joined, write_request(&req("/other?x=1")));
+    }
 
     #[test]
     fn a_request_is_written_as_built() {
