@@ -473,6 +473,50 @@ fn every_client(url: &str, n: usize, extra: &[&str]) -> Vec<serde_json::Value> {
 }
 
 #[test]
+fn no_client_takes_a_proxy_from_the_environment() {
+    // A proxy where nothing listens: a client that used it would fail every request.
+    let s = server();
+    let (dir, path) = results_path();
+    let spec = format!("http:{}/add?delay=0&name={{rand}}", s.base_url());
+    let mut cmd = concur();
+    cmd.current_dir(dir.path())
+        .args([
+            "run", "-w", &spec, "-n", "6", "-r", "1", "--warmup", "0", "-q", "--json",
+        ])
+        .arg(&path);
+    for m in CLIENTS {
+        cmd.args(["-m", m]);
+    }
+    for var in [
+        "http_proxy",
+        "HTTP_PROXY",
+        "https_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+    ] {
+        cmd.env(var, "http://127.0.0.1:1");
+    }
+    cmd.env_remove("NO_PROXY").env_remove("no_proxy");
+    let out = cmd.output().expect("concur runs");
+    let lines = read_lines(&path);
+    let runs = of_type(&lines, "run");
+    assert_eq!(
+        runs.len(),
+        CLIENTS.len(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for r in runs {
+        assert_eq!(r["tasks_ok"], 6, "{}: {r}", r["model"]);
+    }
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
 fn redirects_are_not_followed() {
     // A 302 to the delay server: a client that follows it would be seen there.
     let s = server();

@@ -395,6 +395,9 @@ impl CurlMulti {
         easy.reset();
         easy.get_mut().peer = None;
         easy.url(&req.url)?;
+        // No proxy from the environment (`http_proxy`, `ALL_PROXY`): libcurl would honour it
+        // unasked, while every other client goes straight to the URL the user gave.
+        easy.proxy("")?;
         easy.timeout(conn.timeout)?;
         if req.is_head() {
             easy.nobody(true)?;
