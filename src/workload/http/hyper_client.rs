@@ -118,14 +118,25 @@ impl H1Conn {
 
     /// Whether an idle connection can take a request: nothing has arrived on it since its last
     /// response, not even the server's close (which a server's idle timeout sends). One
-    /// `recv(MSG_PEEK)` that finds nothing to read.
-    fn reusable(&self) -> bool {
+    /// `recv(MSG_PEEK)` that finds nothing to read; over TLS, first rustls's own buffer, which
+    /// holds what came in the same read as the last response's records (a `close_notify`).
+    fn reusable(&mut self) -> bool {
         if !self.io.buffer().is_empty() {
             return false;
         }
-        let fd = match self.io.get_ref() {
+        let fd = match self.io.get_mut() {
             Stream::Plain(s) => s.as_raw_fd(),
-            Stream::Tls(s) => s.get_ref().0.as_raw_fd(),
+            Stream::Tls(s) => {
+                let (tcp, tls) = s.get_mut();
+                let mut byte = [0u8; 1];
+                // Nothing decrypted and no close seen is `WouldBlock`; a byte, a clean close
+                // (`Ok(0)`) or an error all mean the connection cannot take a request.
+                match std::io::Read::read(&mut tls.reader(), &mut byte) {
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    _ => return false,
+                }
+                tcp.as_raw_fd()
+            }
         };
         let mut byte = 0u8;
         // SAFETY: recv reads at most one byte into `byte`, which we own, without blocking and
@@ -282,7 +293,7 @@ impl Client {
     /// cannot (closed by the server while idle) are dropped on the way.
     fn idle(&self) -> Option<H1Conn> {
         loop {
-            let conn = self.pool.lock().unwrap_or_else(|p| p.into_inner()).pop()?;
+            let mut conn = self.pool.lock().unwrap_or_else(|p| p.into_inner()).pop()?;
             if conn.reusable() {
                 return Some(conn);
             }
@@ -586,7 +597,7 @@ mod tests {
             for stray in [false, true] {
                 let client = TcpStream::connect(addr).await.unwrap();
                 let (mut server, _) = listener.accept().await.unwrap();
-                let conn = H1Conn::new(Stream::Plain(client));
+                let mut conn = H1Conn::new(Stream::Plain(client));
                 assert!(conn.reusable(), "open and quiet");
                 if stray {
                     server.write_all(b"x").await.unwrap();
@@ -601,6 +612,44 @@ mod tests {
                     tokio::task::yield_now().await;
                 }
             }
+        });
+    }
+
+    #[test]
+    fn a_tls_close_read_with_the_last_response_keeps_the_connection_out_of_the_pool() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let cert = tls::ServerCert::self_signed(addr).unwrap();
+            let acceptor =
+                tokio_rustls::TlsAcceptor::from(cert.server_config(&[b"http/1.1"]).unwrap());
+            let config = Arc::new(tls::client_config(true, None).unwrap());
+            let connector = tokio_rustls::TlsConnector::from(config);
+            let server = tokio::spawn(async move {
+                let (tcp, _) = listener.accept().await.unwrap();
+                let mut s = acceptor.accept(tcp).await.unwrap();
+                // The answer and the close in one write, the TCP connection left open: the
+                // client's read of the answer takes the close_notify into rustls with it.
+                s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                    .await
+                    .unwrap();
+                s.get_mut().1.send_close_notify();
+                s.flush().await.unwrap();
+                s
+            });
+            let tcp = TcpStream::connect(addr).await.unwrap();
+            let name = tls::server_name("127.0.0.1").unwrap();
+            let client = connector.connect(name, tcp).await.unwrap();
+            let mut conn = H1Conn::new(Stream::Tls(Box::new(client)));
+            // Both records are on the socket before the client reads (and its side stays open).
+            let _server_side = server.await.unwrap();
+            let (status, n, keep) = read_response_async(&mut conn.io, false).await.unwrap();
+            assert_eq!((status, n, keep), (200, 2, true));
+            assert!(!conn.reusable(), "the server said close_notify");
         });
     }
 
