@@ -583,8 +583,10 @@ mod tests {
         )
     }
 
-    #[test]
-    fn an_idle_connection_that_heard_from_the_server_is_not_reused() {
+    /// Runs `test` on a current-thread runtime with a listener on a free loopback port.
+    fn on_loopback<F: std::future::Future<Output = ()>>(
+        test: impl FnOnce(tokio::net::TcpListener, std::net::SocketAddr) -> F,
+    ) {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -592,6 +594,13 @@ mod tests {
         rt.block_on(async {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             let addr = listener.local_addr().unwrap();
+            test(listener, addr).await
+        });
+    }
+
+    #[test]
+    fn an_idle_connection_that_heard_from_the_server_is_not_reused() {
+        on_loopback(|listener, addr| async move {
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
             // The server closes the idle connection; then, on another, sends a stray byte.
             for stray in [false, true] {
@@ -617,13 +626,7 @@ mod tests {
 
     #[test]
     fn a_tls_close_read_with_the_last_response_keeps_the_connection_out_of_the_pool() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let addr = listener.local_addr().unwrap();
+        on_loopback(|listener, addr| async move {
             let cert = tls::ServerCert::self_signed(addr).unwrap();
             let acceptor =
                 tokio_rustls::TlsAcceptor::from(cert.server_config(&[b"http/1.1"]).unwrap());
