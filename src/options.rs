@@ -149,6 +149,35 @@ pub struct StudyOptions {
 /// The environment variable every command that takes `--hub` also reads it from.
 pub const HUB_ENV: &str = "CONCUR_HUB";
 
+/// What a host lets others choose through shared infrastructure: `concur agent`'s and
+/// `concur jobs work`'s allow-lists ([`crate::workload::outside`]).
+#[derive(Args, Debug, Clone, PartialEq, Default)]
+pub struct AllowOptions {
+    /// Run commands of others: `cmd:` workloads sent by a study or queued (refused without it)
+    #[arg(long)]
+    pub allow_commands: bool,
+    /// Where load from others may go besides public addresses: host names, addresses and CIDR ranges, comma-separated, repeatable (e.g. 10.0.0.0/8); private and loopback targets are refused unless listed
+    #[arg(long, value_name = "LIST")]
+    pub allow_targets: Vec<String>,
+}
+
+impl AllowOptions {
+    /// The checked policy; a bad item is one line naming it.
+    pub fn allowed(&self) -> crate::error::Result<crate::workload::outside::Allowed> {
+        let mut targets = crate::workload::outside::Targets::default();
+        for list in &self.allow_targets {
+            targets.extend(
+                crate::workload::outside::Targets::parse(list)
+                    .map_err(crate::error::Error::usage)?,
+            );
+        }
+        Ok(crate::workload::outside::Allowed {
+            commands: self.allow_commands,
+            targets,
+        })
+    }
+}
+
 /// Studies across machines: the hub the agents joined, and over how many of them each cell's
 /// work is split.
 #[derive(Args, Debug, Clone, PartialEq, Default)]

@@ -16,9 +16,8 @@ pub(super) struct AgentArgs {
     /// Its name on the hub (default: the host name); two live agents never share one
     #[arg(long, value_name = "NAME")]
     name: Option<String>,
-    /// Run commands of others: `cmd:` workloads sent by a study (refused without it)
-    #[arg(long)]
-    allow_commands: bool,
+    #[command(flatten)]
+    allow: crate::options::AllowOptions,
     /// No line per share on stderr
     #[arg(long, short)]
     quiet: bool,
@@ -67,7 +66,7 @@ pub(super) fn agent(a: AgentArgs) -> Result<i32, Error> {
         &url,
         &agent::AgentOptions {
             name: a.name,
-            allow_commands: a.allow_commands,
+            allowed: a.allow.allowed()?,
         },
         &terminal,
     )

@@ -68,6 +68,8 @@ pub(super) enum JobsCommand {
         #[arg(long, value_name = "FILE", hide = true)]
         records: Option<PathBuf>,
         #[command(flatten)]
+        allow: crate::options::AllowOptions,
+        #[command(flatten)]
         b: BackendArg,
     },
     /// Counts: enqueued, busy, processed, failed, retry, dead, workers alive
@@ -145,6 +147,7 @@ pub(super) fn jobs(c: JobsCommand) -> Result<i32, Error> {
             done_log,
             until_empty,
             records,
+            allow,
             b,
         } => {
             let opts = WorkOptions {
@@ -157,6 +160,8 @@ pub(super) fn jobs(c: JobsCommand) -> Result<i32, Error> {
                 until_empty,
                 records,
                 workload_options: crate::workload::WorkloadOptions::default(),
+                allowed: allow.allowed()?,
+                only: None,
             };
             cli::work_main(&b.backend.parse()?, &opts)
         }

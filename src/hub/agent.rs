@@ -10,27 +10,37 @@ use std::time::{Duration, Instant};
 
 use redis::Connection;
 
+use super::admit;
 use super::clock;
 use super::work::{PartDone, PartWork, Work};
 use super::{
-    agent_key, agents_key, cancel_key, check_name, doing_key, done_key, work_key, AgentInfo, Hub,
-    HubUrl, BEAT, LOST_AFTER,
+    agent_key, agents_key, cancel_key, check_name, doing_key, done_key, retrying_mends, work_key,
+    AgentInfo, Hub, HubUrl, BEAT, LOST_AFTER,
 };
 use crate::error::{Error, Result};
 use crate::measure::mono_ns;
 use crate::output::Terminal;
 use crate::study::runner::supervise;
+use crate::workload::outside::Allowed;
 
 /// How long the results of a run stay on the hub for a study that has not read them.
 const DONE_TTL_S: u64 = 3600;
+
+/// The first pause before an agent asks a hub that did not answer again; it doubles up to
+/// [`RETRY_MAX`].
+const RETRY_FIRST: Duration = Duration::from_millis(250);
+
+/// The longest pause between two attempts to reach the hub.
+const RETRY_MAX: Duration = Duration::from_secs(5);
 
 /// `concur agent`'s flags.
 #[derive(Debug, Clone, Default)]
 pub struct AgentOptions {
     /// Its name on the hub; the host name by default.
     pub name: Option<String>,
-    /// Whether it runs commands of others (`cmd:` workloads).
-    pub allow_commands: bool,
+    /// What studies from elsewhere may ask of this host (`--allow-commands`,
+    /// `--allow-targets`).
+    pub allowed: Allowed,
 }
 
 /// What the heartbeat and the work loop share.
@@ -49,95 +59,97 @@ fn hostname() -> String {
         .unwrap_or_else(|| "localhost".into())
 }
 
+/// Why a session with the hub ended.
+enum Ended {
+    /// Told to leave (`concur agents --stop`).
+    Told,
+    /// Ctrl-C or SIGTERM.
+    Signalled,
+    /// The hub went away or failed a command: join again.
+    Lost(redis::RedisError),
+}
+
+/// An agent: its identity, its policy and what survives from one session with the hub to
+/// the next (its servers, an answer the hub could not take).
+struct Agent<'a> {
+    hub: Hub,
+    name: String,
+    o: &'a AgentOptions,
+    exe: std::path::PathBuf,
+    terminal: &'a Terminal,
+    served: super::server::Served,
+    /// An answer not yet delivered: the work item it answers and the answer.
+    unsent: Option<(String, PartDone)>,
+}
+
 /// Joins the hub and works until told to leave, Ctrl-C or SIGTERM (how a service manager
-/// stops it): 0 either way, once it has left the hub.
+/// stops it): 0 either way, once it has left the hub. A hub that is not there yet, or goes
+/// away (a Redis restart), is asked again with a growing pause, each attempt one line; the
+/// agent rejoins under the same name. Only what retrying cannot mend ends it: a bad URL,
+/// refused credentials, a name another live agent holds.
 pub fn run(url: &HubUrl, o: &AgentOptions, terminal: &Terminal) -> Result<i32> {
-    let hub = Hub::open(url)?;
+    let hub = Hub::new(url)?;
     let name = o.name.clone().unwrap_or_else(hostname);
     check_name(&name)?;
     let exe = std::env::current_exe().map_err(|e| Error::io("finding our own binary", e))?;
-    let mut c = hub.connect()?;
-    let clock = clock::measure(&mut c).map_err(|e| hub.failed("reading its clock", e))?;
-    let machine = crate::study::machine::machine();
-    let addr = hub.local_addr();
-    let info = AgentInfo {
-        name: name.clone(),
-        host: hostname(),
-        addr: addr.map(|a| a.to_string()),
-        cores: machine.cores,
-        mem_total_kib: machine.mem_total_kib,
-        version: crate::VERSION.into(),
-        pid: std::process::id(),
-        allow_commands: o.allow_commands,
-        clock,
-        beat_hub_ns: clock::hub_now_ns(&mut c).unwrap_or(0),
-        doing: "idle".into(),
-    };
-    let text = serde_json::to_string(&info).map_err(|e| Error::Internal(e.to_string()))?;
-    let joined: Option<String> = redis::cmd("SET")
-        .arg(agent_key(&name))
-        .arg(&text)
-        .arg("NX")
-        .arg("PX")
-        .arg(LOST_AFTER.as_millis() as u64)
-        .query(&mut c)
-        .map_err(|e| hub.failed("joining", e))?;
-    if joined.is_none() {
-        return Err(Error::usage(format!(
-            "--name '{name}': an agent of that name is already on the hub '{url}' (allowed: a name no live agent has; give this one another --name)"
-        )));
-    }
-    let _: () = redis::pipe()
-        .cmd("SADD")
-        .arg(agents_key())
-        .arg(&name)
-        .ignore()
-        .cmd("DEL")
-        .arg(doing_key(&name))
-        .ignore()
-        // Work left for a dead agent of the same name is stale: its study has declared it lost.
-        .cmd("DEL")
-        .arg(work_key(&name))
-        .ignore()
-        .query(&mut c)
-        .map_err(|e| hub.failed("joining", e))?;
     crate::interrupt::install_interrupt_handler();
-    terminal.line(format_args!(
-        "concur {}: agent '{name}' joined the hub {url} from {}: {} cores, clock {} against the hub's{}",
-        crate::VERSION,
-        addr.map_or("an unknown address".into(), |a| a.to_string()),
-        machine.cores,
-        clock::describe(&clock),
-        if o.allow_commands {
-            "; runs commands of others (--allow-commands)"
-        } else {
-            ""
-        }
-    ));
-    let shared = Arc::new(Mutex::new(Shared { info, run: None }));
-    let cancel = Arc::new(AtomicBool::new(false));
-    let stop = Arc::new(AtomicBool::new(false));
-    let beat = {
-        let (shared, cancel, stop) = (shared.clone(), cancel.clone(), stop.clone());
-        let mut bc = hub.connect()?;
-        let name = name.clone();
-        std::thread::spawn(move || heartbeat(&mut bc, &name, &shared, &cancel, &stop))
+    let mut agent = Agent {
+        hub,
+        name,
+        o,
+        exe,
+        terminal,
+        served: super::server::Served::default(),
+        unsent: None,
     };
-    let told = work_loop(&hub, &mut c, &name, o, &exe, &shared, &cancel, terminal);
-    stop.store(true, Ordering::SeqCst);
-    let _ = beat.join();
-    let _: redis::RedisResult<()> = redis::pipe()
-        .cmd("DEL")
-        .arg(agent_key(&name))
-        .ignore()
-        .cmd("SREM")
-        .arg(agents_key())
-        .arg(&name)
-        .ignore()
-        .query(&mut c);
-    let told = told?;
+    let mut pause = RETRY_FIRST;
+    let mut attempt = 0u32;
+    let mut first = true;
+    let told = loop {
+        if crate::interrupt::interrupted() {
+            break false;
+        }
+        let (mut c, info) = match agent.join(first) {
+            Ok(joined) => joined,
+            Err(JoinError::Fatal(e)) => return Err(e),
+            Err(JoinError::Retry(e)) => {
+                attempt += 1;
+                terminal.warning(format_args!(
+                    "agent '{}': the hub {url} does not answer ({}); attempt {attempt}, next in {:.1} s",
+                    agent.name,
+                    url.scrub(&e.to_string()),
+                    pause.as_secs_f64()
+                ));
+                interruptible_sleep(pause);
+                pause = (pause * 2).min(RETRY_MAX);
+                continue;
+            }
+        };
+        if first {
+            agent.announce(&info);
+        } else {
+            terminal.line(format_args!(
+                "agent '{}' joined the hub {url} again",
+                agent.name
+            ));
+        }
+        first = false;
+        pause = RETRY_FIRST;
+        attempt = 0;
+        match agent.session(&mut c, info) {
+            Ended::Told => break true,
+            Ended::Signalled => break false,
+            Ended::Lost(e) => terminal.warning(format_args!(
+                "agent '{}': lost the hub {url} ({}); joining again",
+                agent.name,
+                url.scrub(&e.to_string())
+            )),
+        }
+    };
+    agent.leave();
     terminal.line(format_args!(
-        "agent '{name}' left the hub{}",
+        "agent '{}' left the hub{}",
+        agent.name,
         if told {
             " (told to)"
         } else {
@@ -147,144 +159,404 @@ pub fn run(url: &HubUrl, o: &AgentOptions, terminal: &Terminal) -> Result<i32> {
     Ok(0)
 }
 
-/// Renews the heartbeat every [`BEAT`] until `stop`, and raises `cancel` when the run being
-/// worked on is cancelled.
-fn heartbeat(
+/// Why joining failed.
+enum JoinError {
+    /// Waiting and trying again may mend it.
+    Retry(redis::RedisError),
+    /// It will not mend: the agent exits with this.
+    Fatal(Error),
+}
+
+impl From<redis::RedisError> for JoinError {
+    fn from(e: redis::RedisError) -> Self {
+        JoinError::Retry(e)
+    }
+}
+
+/// Sleeps `d`, or less if Ctrl-C comes.
+fn interruptible_sleep(d: Duration) {
+    let until = Instant::now() + d;
+    while !crate::interrupt::interrupted() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20).min(until - Instant::now()));
+    }
+}
+
+impl Agent<'_> {
+    /// Connects, measures the clock and puts this agent's heartbeat on the hub. The first
+    /// time, a live agent of the same name is an error; later (a rejoin), the key left by this
+    /// very process is taken back.
+    fn join(&self, first: bool) -> std::result::Result<(Connection, AgentInfo), JoinError> {
+        let fatal = |e: redis::RedisError| {
+            if retrying_mends(&e) {
+                JoinError::Retry(e)
+            } else {
+                JoinError::Fatal(Error::usage(format!(
+                    "--hub '{}': the hub refuses this agent: {}",
+                    self.hub.url(),
+                    self.hub.url().scrub(&e.to_string())
+                )))
+            }
+        };
+        let mut c = self.hub.try_connect().map_err(fatal)?;
+        redis::cmd("PING").query::<String>(&mut c).map_err(fatal)?;
+        let clock = clock::measure(&mut c)?;
+        let machine = crate::study::machine::machine();
+        let addr = self.hub.local_addr();
+        let info = AgentInfo {
+            name: self.name.clone(),
+            host: hostname(),
+            addr: addr.map(|a| a.to_string()),
+            cores: machine.cores,
+            mem_total_kib: machine.mem_total_kib,
+            version: crate::VERSION.into(),
+            pid: std::process::id(),
+            allow_commands: self.o.allowed.commands,
+            clock,
+            beat_hub_ns: clock::hub_now_ns(&mut c)?,
+            doing: "idle".into(),
+        };
+        let text = serde_json::to_string(&info)
+            .map_err(|e| JoinError::Fatal(Error::Internal(e.to_string())))?;
+        let key = agent_key(&self.name);
+        let joined: Option<String> = redis::cmd("SET")
+            .arg(&key)
+            .arg(&text)
+            .arg("NX")
+            .arg("PX")
+            .arg(LOST_AFTER.as_millis() as u64)
+            .query(&mut c)?;
+        if joined.is_none() {
+            let held: Option<String> = redis::cmd("GET").arg(&key).query(&mut c)?;
+            let ours = held
+                .and_then(|t| serde_json::from_str::<AgentInfo>(&t).ok())
+                .is_some_and(|a| !first && a.pid == info.pid && a.host == info.host);
+            if !ours {
+                return Err(JoinError::Fatal(Error::usage(format!(
+                    "--name '{}': an agent of that name is already on the hub '{}' (allowed: a name no live agent has; give this one another --name)",
+                    self.name,
+                    self.hub.url()
+                ))));
+            }
+        }
+        let _: () = redis::pipe()
+            .cmd("SADD")
+            .arg(agents_key())
+            .arg(&self.name)
+            .ignore()
+            .cmd("DEL")
+            .arg(doing_key(&self.name))
+            .ignore()
+            // Work left for a dead agent of the same name is stale: its study has declared it
+            // lost.
+            .cmd("DEL")
+            .arg(work_key(&self.name))
+            .ignore()
+            .query(&mut c)?;
+        Ok((c, info))
+    }
+
+    /// The first line: who joined where, and what others may ask of it.
+    fn announce(&self, info: &AgentInfo) {
+        let allowed = &self.o.allowed;
+        self.terminal.line(format_args!(
+            "concur {}: agent '{}' joined the hub {} from {}: {} cores, clock {} against the hub's; {}; load goes to public addresses{}",
+            crate::VERSION,
+            self.name,
+            self.hub.url(),
+            info.addr.as_deref().unwrap_or("an unknown address"),
+            info.cores,
+            clock::describe(&info.clock),
+            if allowed.commands {
+                "runs commands of others (--allow-commands)"
+            } else {
+                "runs no commands of others"
+            },
+            if allowed.targets.is_empty() {
+                String::new()
+            } else {
+                format!(" and to {}", allowed.targets)
+            }
+        ));
+        self.terminal.warning(format_args!(
+            "agent '{}': anyone who can write to the hub {} can give this agent work within those limits: protect the hub with a password and Redis ACLs (docs/hosts.md, Security model)",
+            self.name,
+            self.hub.url()
+        ));
+    }
+
+    /// Works until told to leave, a signal, or the hub is lost.
+    fn session(&mut self, c: &mut Connection, info: AgentInfo) -> Ended {
+        let shared = Arc::new(Mutex::new(Shared { info, run: None }));
+        let cancel = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(AtomicBool::new(false));
+        let beat = {
+            let (shared, cancel, stop) = (shared.clone(), cancel.clone(), stop.clone());
+            let hub = self.hub.clone();
+            let name = self.name.clone();
+            std::thread::spawn(move || heartbeat(&hub, &name, &shared, &cancel, &stop))
+        };
+        let ended = self.work_loop(c, &shared, &cancel);
+        stop.store(true, Ordering::SeqCst);
+        let _ = beat.join();
+        ended
+    }
+
+    /// Takes work until told to leave, interrupted, or the hub is lost.
+    fn work_loop(
+        &mut self,
+        c: &mut Connection,
+        shared: &Mutex<Shared>,
+        cancel: &AtomicBool,
+    ) -> Ended {
+        let name = self.name.clone();
+        let beat = || {
+            let s = shared.lock().unwrap_or_else(|p| p.into_inner());
+            serde_json::to_string(&s.info).unwrap_or_default()
+        };
+        if let Some((text, done)) = self.unsent.take() {
+            if let Err(e) = answer(c, &text, &name, &done, &beat()) {
+                self.unsent = Some((text, done));
+                return Ended::Lost(e);
+            }
+        }
+        while !crate::interrupt::interrupted() {
+            let taken: redis::RedisResult<Option<String>> = redis::cmd("BLMOVE")
+                .arg(work_key(&name))
+                .arg(doing_key(&name))
+                .arg("LEFT")
+                .arg("RIGHT")
+                .arg(1.0)
+                .query(c);
+            let item = match taken {
+                Ok(item) => item,
+                // Ctrl-C or SIGTERM cut the wait short: leave as asked.
+                Err(_) if crate::interrupt::interrupted() => break,
+                Err(e) => return Ended::Lost(e),
+            };
+            let Some(text) = item else {
+                self.served.expire(c);
+                continue;
+            };
+            let done = match admit::read_work(&text) {
+                Ok(Work::Stop) => {
+                    forget(c, &name, &text);
+                    return Ended::Told;
+                }
+                Ok(Work::Serve { study, tls, reply }) => {
+                    self.serve(c, shared, &study, tls, &reply);
+                    None
+                }
+                Ok(Work::Unserve { study }) => {
+                    self.served.stop(&study);
+                    shared.lock().unwrap_or_else(|p| p.into_inner()).info.doing = "idle".into();
+                    None
+                }
+                Ok(Work::Usage { reply }) => {
+                    match admit::check_reply_key(&reply) {
+                        Ok(()) => super::server::answer(c, &reply, &super::server::process_cpu_s()),
+                        Err(why) => self.refuse_item(&why),
+                    }
+                    None
+                }
+                Err(why) => {
+                    self.refuse_item(&why);
+                    None
+                }
+                Ok(Work::Part(w)) => Some(self.part(c, shared, cancel, &w)),
+            };
+            if let Some(done) = done {
+                if let Err(e) = answer(c, &text, &name, &done, &beat()) {
+                    self.unsent = Some((text, done));
+                    return Ended::Lost(e);
+                }
+            } else {
+                forget(c, &name, &text);
+            }
+        }
+        Ended::Signalled
+    }
+
+    /// One line for a work item the agent drops.
+    fn refuse_item(&self, why: &str) {
+        self.terminal
+            .warning(format_args!("agent '{}': work refused: {why}", self.name));
+    }
+
+    /// Starts (or names again) the delay server of a study, within [`admit::MAX_SERVED`].
+    fn serve(
+        &mut self,
+        c: &mut Connection,
+        shared: &Mutex<Shared>,
+        study: &str,
+        tls: bool,
+        reply: &str,
+    ) {
+        if let Err(why) = admit::check_reply_key(reply).and_then(|_| admit::check_study_id(study)) {
+            self.refuse_item(&why);
+            return;
+        }
+        let ready = self.served.start(&self.hub, study, tls, admit::MAX_SERVED);
+        match &ready.base_url {
+            Ok(url) => {
+                self.terminal
+                    .line(format_args!("study {study}: serving at {url}"));
+                shared.lock().unwrap_or_else(|p| p.into_inner()).info.doing =
+                    format!("serving study {study} at {url}");
+            }
+            Err(why) => self.refuse_item(why),
+        }
+        super::server::answer(c, reply, &ready);
+    }
+
+    /// Checks a share and runs it.
+    fn part(
+        &self,
+        c: &mut Connection,
+        shared: &Mutex<Shared>,
+        cancel: &AtomicBool,
+        w: &PartWork,
+    ) -> PartDone {
+        {
+            let mut s = shared.lock().unwrap_or_else(|p| p.into_inner());
+            s.run = Some(w.run.clone());
+            s.info.doing = format!(
+                "run {} share {} of {}",
+                w.run.escape_debug(),
+                w.part.saturating_add(1),
+                w.of
+            );
+        }
+        cancel.store(false, Ordering::SeqCst);
+        let done = run_part(c, &self.name, &self.o.allowed, &self.exe, w, cancel);
+        match &done.refused {
+            Some(why) => self.refuse_item(&format!(
+                "run {}: share {} of {}: {why}",
+                w.run.escape_debug(),
+                w.part.saturating_add(1),
+                w.of
+            )),
+            None => self.terminal.line(format_args!(
+                "run {}: share {} of {}, {} ×{}",
+                w.run,
+                w.part + 1,
+                w.of,
+                w.request.model,
+                w.request.tasks
+            )),
+        }
+        let mut s = shared.lock().unwrap_or_else(|p| p.into_inner());
+        s.run = None;
+        s.info.doing = "idle".into();
+        s.info.clock = done.clock;
+        done
+    }
+
+    /// Takes this agent off the hub, if the hub is there.
+    fn leave(&self) {
+        let Ok(mut c) = self.hub.try_connect() else {
+            return;
+        };
+        let _: redis::RedisResult<()> = redis::pipe()
+            .cmd("DEL")
+            .arg(agent_key(&self.name))
+            .ignore()
+            .cmd("SREM")
+            .arg(agents_key())
+            .arg(&self.name)
+            .ignore()
+            .query(&mut c);
+    }
+}
+
+/// Pushes `done` on its run's list and takes the work item `text` off the doing list. The
+/// heartbeat `beat` (the agent idle again) goes first, in the same round trip: a study that
+/// reads the answer and gives the next share at once finds the agent idle, not busy until
+/// its next beat.
+fn answer(
     c: &mut Connection,
+    text: &str,
+    name: &str,
+    done: &PartDone,
+    beat: &str,
+) -> redis::RedisResult<()> {
+    let answer = serde_json::to_string(done).map_err(|e| {
+        redis::RedisError::from(std::io::Error::other(format!("encoding an answer: {e}")))
+    })?;
+    redis::pipe()
+        .cmd("SET")
+        .arg(agent_key(name))
+        .arg(beat)
+        .arg("PX")
+        .arg(LOST_AFTER.as_millis() as u64)
+        .ignore()
+        .cmd("RPUSH")
+        .arg(done_key(&done.run))
+        .arg(answer)
+        .ignore()
+        .cmd("EXPIRE")
+        .arg(done_key(&done.run))
+        .arg(DONE_TTL_S)
+        .ignore()
+        .cmd("LREM")
+        .arg(doing_key(name))
+        .arg(1)
+        .arg(text)
+        .ignore()
+        .query(c)
+}
+
+/// Renews the heartbeat every [`BEAT`] until `stop`, and raises `cancel` when the run being
+/// worked on is cancelled. Its connection is made again whenever a command fails (the work
+/// loop notices a lost hub and rejoins; until then the beat keeps trying).
+fn heartbeat(
+    hub: &Hub,
     name: &str,
     shared: &Mutex<Shared>,
     cancel: &AtomicBool,
     stop: &AtomicBool,
 ) {
+    let mut conn: Option<Connection> = None;
     while !stop.load(Ordering::SeqCst) {
-        let (text, run) = {
-            let mut s = shared.lock().unwrap_or_else(|p| p.into_inner());
-            if let Ok(now) = clock::hub_now_ns(c) {
-                s.info.beat_hub_ns = now;
-            }
-            (serde_json::to_string(&s.info).ok(), s.run.clone())
-        };
-        if let Some(text) = text {
-            let _: redis::RedisResult<()> = redis::cmd("SET")
-                .arg(agent_key(name))
-                .arg(text)
-                .arg("PX")
-                .arg(LOST_AFTER.as_millis() as u64)
-                .query(c);
+        if conn.is_none() {
+            conn = hub.try_connect().ok();
         }
-        if let Some(run) = run {
-            let cancelled: redis::RedisResult<bool> =
-                redis::cmd("EXISTS").arg(cancel_key(&run)).query(c);
-            if cancelled.unwrap_or(false) {
-                cancel.store(true, Ordering::SeqCst);
+        if let Some(c) = conn.as_mut() {
+            if beat_once(c, name, shared, cancel).is_err() {
+                conn = None;
             }
         }
         std::thread::sleep(BEAT);
     }
 }
 
-/// Takes work until told to leave (`Ok(true)`) or interrupted (`Ok(false)`).
-#[allow(clippy::too_many_arguments)]
-fn work_loop(
-    hub: &Hub,
+/// One heartbeat: the agent's key renewed, the cancel key of its run looked at.
+fn beat_once(
     c: &mut Connection,
     name: &str,
-    o: &AgentOptions,
-    exe: &std::path::Path,
     shared: &Mutex<Shared>,
     cancel: &AtomicBool,
-    terminal: &Terminal,
-) -> Result<bool> {
-    let mut served = super::server::Served::default();
-    while !crate::interrupt::interrupted() {
-        let taken: redis::RedisResult<Option<String>> = redis::cmd("BLMOVE")
-            .arg(work_key(name))
-            .arg(doing_key(name))
-            .arg("LEFT")
-            .arg("RIGHT")
-            .arg(1.0)
-            .query(c);
-        let item = match taken {
-            Ok(item) => item,
-            // Ctrl-C or SIGTERM cut the wait short: leave as asked.
-            Err(_) if crate::interrupt::interrupted() => break,
-            Err(e) => return Err(hub.failed("taking work", e)),
-        };
-        let Some(text) = item else {
-            served.expire(c);
-            continue;
-        };
-        let work = serde_json::from_str::<Work>(&text);
-        let done = match work {
-            Ok(Work::Stop) => {
-                forget(c, name, &text);
-                return Ok(true);
-            }
-            Ok(Work::Serve { study, tls, reply }) => {
-                let ready = served.start(hub, &study, tls);
-                if let Ok(url) = &ready.base_url {
-                    terminal.line(format_args!("study {study}: serving at {url}"));
-                    shared.lock().unwrap_or_else(|p| p.into_inner()).info.doing =
-                        format!("serving study {study} at {url}");
-                }
-                super::server::answer(c, &reply, &ready);
-                None
-            }
-            Ok(Work::Unserve { study }) => {
-                served.stop(&study);
-                shared.lock().unwrap_or_else(|p| p.into_inner()).info.doing = "idle".into();
-                None
-            }
-            Ok(Work::Usage { reply }) => {
-                super::server::answer(c, &reply, &super::server::process_cpu_s());
-                None
-            }
-            Err(e) => {
-                terminal.warning(format_args!(
-                    "agent '{name}': work it cannot read is dropped ({e})"
-                ));
-                None
-            }
-            Ok(Work::Part(w)) => {
-                {
-                    let mut s = shared.lock().unwrap_or_else(|p| p.into_inner());
-                    s.run = Some(w.run.clone());
-                    s.info.doing = format!("run {} share {} of {}", w.run, w.part + 1, w.of);
-                }
-                cancel.store(false, Ordering::SeqCst);
-                terminal.line(format_args!(
-                    "run {}: share {} of {}, {} ×{}",
-                    w.run,
-                    w.part + 1,
-                    w.of,
-                    w.request.model,
-                    w.request.tasks
-                ));
-                let done = run_part(c, name, o, exe, &w, cancel);
-                let mut s = shared.lock().unwrap_or_else(|p| p.into_inner());
-                s.run = None;
-                s.info.doing = "idle".into();
-                s.info.clock = done.clock;
-                Some(done)
-            }
-        };
-        if let Some(done) = done {
-            let text = serde_json::to_string(&done).map_err(|e| Error::Internal(e.to_string()))?;
-            let _: () = redis::pipe()
-                .cmd("RPUSH")
-                .arg(done_key(&done.run))
-                .arg(text)
-                .ignore()
-                .cmd("EXPIRE")
-                .arg(done_key(&done.run))
-                .arg(DONE_TTL_S)
-                .ignore()
-                .query(c)
-                .map_err(|e| hub.failed("answering", e))?;
-        }
-        forget(c, name, &text);
+) -> redis::RedisResult<()> {
+    let now = clock::hub_now_ns(c)?;
+    let (text, run) = {
+        let mut s = shared.lock().unwrap_or_else(|p| p.into_inner());
+        s.info.beat_hub_ns = now;
+        (serde_json::to_string(&s.info).ok(), s.run.clone())
+    };
+    if let Some(text) = text {
+        redis::cmd("SET")
+            .arg(agent_key(name))
+            .arg(text)
+            .arg("PX")
+            .arg(LOST_AFTER.as_millis() as u64)
+            .query::<()>(c)?;
     }
-    Ok(false)
+    if let Some(run) = run {
+        let cancelled: bool = redis::cmd("EXISTS").arg(cancel_key(&run)).query(c)?;
+        if cancelled {
+            cancel.store(true, Ordering::SeqCst);
+        }
+    }
+    Ok(())
 }
 
 /// Takes `text` off the agent's list of what it is doing: done with it.
@@ -296,11 +568,12 @@ fn forget(c: &mut Connection, name: &str, text: &str) {
         .query(c);
 }
 
-/// Runs one share in a fresh child, started at the common instant on this host's clock.
+/// Runs one share in a fresh child, started at the common instant on this host's clock,
+/// once it has passed the checks of [`admit::check_part`].
 fn run_part(
     c: &mut Connection,
     name: &str,
-    o: &AgentOptions,
+    allowed: &Allowed,
     exe: &std::path::Path,
     w: &PartWork,
     cancel: &AtomicBool,
@@ -318,13 +591,11 @@ fn run_part(
         return refused(format!(
             "agent '{name}' runs concur {}, the study runs concur {}: every host of a study runs the same version",
             crate::VERSION,
-            w.version
+            w.version.escape_debug()
         ));
     }
-    if let Some(cmd) = w.command().filter(|_| !o.allow_commands) {
-        return refused(format!(
-            "agent '{name}' runs no commands of others ('{cmd}'): start it with concur agent --allow-commands"
-        ));
+    if let Err(why) = admit::check_part(w, allowed, clock.to_hub(mono_ns())) {
+        return refused(format!("agent '{name}' refuses {why}"));
     }
     let Some(mut part) = w.request.part else {
         return refused("the work names no share of the run".into());
@@ -334,7 +605,7 @@ fn run_part(
     request.part = Some(part);
     let started = Instant::now();
     let until_start = Duration::from_nanos(part.start_mono_ns.saturating_sub(mono_ns()));
-    let deadline = started + until_start + Duration::from_secs_f64(w.timeout_s.max(0.0));
+    let deadline = started + until_start + Duration::from_secs_f64(w.timeout_s);
     let ended = match supervise::spawn(exe, request) {
         Ok(child) => supervise::supervise(
             child,

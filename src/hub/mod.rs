@@ -13,6 +13,7 @@
 //! - [`merge`]: the hosts' runs into one run line, latency merged bucket by bucket.
 //! - [`clock`]: a host's clock offset against the hub, NTP's way.
 
+pub mod admit;
 pub mod agent;
 pub mod clock;
 pub mod executor;
@@ -97,6 +98,7 @@ impl fmt::Debug for HubUrl {
 }
 
 /// A hub that answered.
+#[derive(Clone)]
 pub struct Hub {
     url: HubUrl,
     client: redis::Client,
@@ -106,17 +108,33 @@ impl Hub {
     /// Connects and pings; a hub that does not answer in 3 s or refuses the password is one
     /// line naming the URL (its password masked), exit 2.
     pub fn open(url: &HubUrl) -> Result<Hub> {
-        let client = redis::Client::open(url.expose())
-            .map_err(|e| Error::usage(format!("--hub '{url}': {}", url.scrub(&e.to_string()))))?;
-        let hub = Hub {
-            url: url.clone(),
-            client,
-        };
+        let hub = Hub::new(url)?;
         let mut c = hub.connect()?;
         redis::cmd("PING")
             .query::<String>(&mut c)
             .map_err(|e| hub.unreachable(e))?;
         Ok(hub)
+    }
+
+    /// A hub not yet asked anything: only the URL is checked (an agent waits for its hub).
+    pub fn new(url: &HubUrl) -> Result<Hub> {
+        let client = redis::Client::open(url.expose())
+            .map_err(|e| Error::usage(format!("--hub '{url}': {}", url.scrub(&e.to_string()))))?;
+        Ok(Hub {
+            url: url.clone(),
+            client,
+        })
+    }
+
+    /// A new connection as Redis gives it (3 s to connect, 10 s per reply), its error kept for
+    /// [`retrying_mends`].
+    pub fn try_connect(&self) -> redis::RedisResult<Connection> {
+        let c = self
+            .client
+            .get_connection_with_timeout(Duration::from_secs(3))?;
+        c.set_read_timeout(Some(Duration::from_secs(10)))?;
+        c.set_write_timeout(Some(Duration::from_secs(10)))?;
+        Ok(c)
     }
 
     /// The URL (masked when shown).
@@ -134,13 +152,7 @@ impl Hub {
 
     /// A new connection (3 s to connect, 10 s per reply).
     pub fn connect(&self) -> Result<Connection> {
-        let c = self
-            .client
-            .get_connection_with_timeout(Duration::from_secs(3))
-            .map_err(|e| self.unreachable(e))?;
-        let _ = c.set_read_timeout(Some(Duration::from_secs(10)));
-        let _ = c.set_write_timeout(Some(Duration::from_secs(10)));
-        Ok(c)
+        self.try_connect().map_err(|e| self.unreachable(e))
     }
 
     /// A Redis error of a command on the hub, its password masked.
@@ -186,6 +198,18 @@ impl Hub {
         alive.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(alive)
     }
+}
+
+/// Whether waiting and asking again can mend a hub's error: a hub that is down, restarting,
+/// loading its data or unreachable comes back; refused credentials and a URL that names no
+/// usable server do not.
+pub fn retrying_mends(e: &redis::RedisError) -> bool {
+    use redis::ErrorKind;
+    let refused = matches!(
+        e.kind(),
+        ErrorKind::AuthenticationFailed | ErrorKind::InvalidClientConfig
+    ) || matches!(e.code(), Some("NOAUTH" | "WRONGPASS" | "NOPERM"));
+    !refused
 }
 
 /// What an agent says of itself in its heartbeat.

@@ -43,8 +43,24 @@ pub struct Served {
 }
 
 impl Served {
-    /// Starts a server for `study` on this agent's address towards the hub.
-    pub fn start(&mut self, hub: &Hub, study: &str, tls: bool) -> ServeReady {
+    /// Starts a server for `study` on this agent's address towards the hub: one per study
+    /// (asked again, it names the one it has), and at most `most` studies at once.
+    pub fn start(&mut self, hub: &Hub, study: &str, tls: bool, most: usize) -> ServeReady {
+        if let Some(s) = self.servers.get(study) {
+            return ServeReady {
+                base_url: Ok(s.base_url()),
+                cert_pem: s.cert.as_ref().map(|c| c.cert_pem.clone()),
+            };
+        }
+        if self.servers.len() >= most {
+            return ServeReady {
+                base_url: Err(format!(
+                    "this agent serves {} studies already (allowed: at most {most} at once)",
+                    self.servers.len()
+                )),
+                cert_pem: None,
+            };
+        }
         let Some(ip) = hub.local_addr() else {
             return ServeReady {
                 base_url: Err("this agent's address towards the hub cannot be found".into()),

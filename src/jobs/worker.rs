@@ -18,6 +18,7 @@ use super::{
 };
 use crate::error::{Error, Result};
 use crate::measure::{mono_ns, TaskError, TaskRecord};
+use crate::workload::outside::{self, Allowed};
 use crate::workload::{self, guarded_run, Workload, WorkloadOptions};
 
 /// What performing one job came to.
@@ -41,17 +42,25 @@ pub fn new_worker_id() -> String {
 }
 
 /// Runs the jobs this crate knows: [`TASK_CLASS`] (`[workload_spec, index]`) and
-/// [`NOOP_CLASS`]; parsed workloads are cached by spec.
+/// [`NOOP_CLASS`]; parsed workloads are cached by spec. A job's spec comes from whoever can
+/// write to the queue, so it is held to what the worker's operator allows
+/// ([`outside::check`]: no commands without `--allow-commands`, no files, no local targets
+/// unless listed) before it is parsed; a `jobs-procs` worker runs its own run's spec only.
 pub struct Performer<'a> {
     options: &'a WorkloadOptions,
+    allowed: &'a Allowed,
+    only: Option<&'a str>,
     cache: Mutex<HashMap<String, Arc<dyn Workload>>>,
 }
 
 impl<'a> Performer<'a> {
-    /// A performer whose workloads read `options`.
-    pub fn new(options: &'a WorkloadOptions) -> Self {
+    /// A performer whose workloads read `options`, held to `allowed`; with `only`, every job
+    /// must name that spec (the worker of one run, whose recipe carries it).
+    pub fn new(options: &'a WorkloadOptions, allowed: &'a Allowed, only: Option<&'a str>) -> Self {
         Performer {
             options,
+            allowed,
+            only,
             cache: Mutex::new(HashMap::new()),
         }
     }
@@ -73,6 +82,15 @@ impl<'a> Performer<'a> {
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(w) = cache.get(&spec) {
             return Ok((w.clone(), index));
+        }
+        match self.only {
+            Some(own) if own != spec => {
+                return Err(format!(
+                    "this worker runs only its run's workload '{own}'; the job asks for '{spec}'"
+                ))
+            }
+            Some(_) => {}
+            None => outside::check(&spec, self.options, self.allowed)?,
         }
         let w = workload::parse(&spec, self.options).map_err(|e| e.to_string())?;
         cache.insert(spec, w.clone());
@@ -308,6 +326,11 @@ pub struct WorkOptions {
     pub until_empty: bool,
     /// Options of the workloads tasks run.
     pub workload_options: WorkloadOptions,
+    /// What a job's spec may ask of this host (`--allow-commands`, `--allow-targets`).
+    pub allowed: Allowed,
+    /// The one spec this worker runs (a `jobs-procs` worker: its run's own); `None` runs any
+    /// spec that `allowed` admits.
+    pub only: Option<String>,
 }
 
 impl Default for WorkOptions {
@@ -322,6 +345,8 @@ impl Default for WorkOptions {
             records: None,
             until_empty: false,
             workload_options: WorkloadOptions::default(),
+            allowed: Allowed::default(),
+            only: None,
         }
     }
 }
@@ -361,7 +386,7 @@ pub fn work(
     };
     let done_log = append(&opts.done_log, "--done-log")?;
     let records = append(&opts.records, "--records")?;
-    let performer = Performer::new(&opts.workload_options);
+    let performer = Performer::new(&opts.workload_options, &opts.allowed, opts.only.as_deref());
     let processed = AtomicU64::new(0);
     let failed = AtomicU64::new(0);
     let finished_threads = AtomicU64::new(0);

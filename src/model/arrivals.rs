@@ -258,9 +258,16 @@ impl Arrivals {
 }
 
 /// A one-shot timer on [`mono_ns`]'s clock that an event loop can wait on beside its sockets:
-/// a timerfd armed at an absolute time (the kernel's high-resolution timer, no slack), which
-/// becomes readable when that time comes. The tokio release timer and `curl`'s open-model
-/// loop (in `curl_multi_wait`'s extra descriptors) wait on it.
+/// a timerfd (the kernel's high-resolution timer, no slack) that becomes readable when that
+/// time comes. The tokio release timer and `curl`'s open-model loop (in `curl_multi_wait`'s
+/// extra descriptors) wait on it.
+///
+/// It is armed with the time left until the release, not with the release's absolute time:
+/// the two agree on a real machine (`CLOCK_MONOTONIC` never steps), but a process whose
+/// clock reads are rewritten in user space (libfaketime, which agents were tested under)
+/// reads a `mono_ns` the kernel's timer does not share, and an absolute arming then fires
+/// years late, so an open run never ended. Durations agree on both clocks; the cost is the
+/// few hundred nanoseconds between reading the clock and arming.
 pub struct ReleaseTimer {
     fd: std::os::fd::OwnedFd,
     armed_ns: Option<u64>,
@@ -294,19 +301,13 @@ impl ReleaseTimer {
         if self.armed_ns == Some(at_ns) {
             return Ok(());
         }
+        // A zero it_value disarms the timer: a release already due fires after 1 ns.
         let at = libc::itimerspec {
             it_interval: timespec_of(0),
-            it_value: timespec_of(at_ns.max(1)),
+            it_value: timespec_of(at_ns.saturating_sub(mono_ns()).max(1)),
         };
         // SAFETY: `at` is a valid itimerspec; the old value may be null.
-        if unsafe {
-            libc::timerfd_settime(
-                self.fd.as_raw_fd(),
-                libc::TFD_TIMER_ABSTIME,
-                &at,
-                std::ptr::null_mut(),
-            )
-        } != 0
+        if unsafe { libc::timerfd_settime(self.fd.as_raw_fd(), 0, &at, std::ptr::null_mut()) } != 0
         {
             return Err(std::io::Error::last_os_error());
         }

@@ -201,8 +201,9 @@ fn run_main(req: RunRequest) -> Result<()> {
 /// `concur __worker`: one thread working the run's queue until it is killed, each
 /// acknowledged task's record appended to `records`.
 fn worker_main(recipe: WorkloadRecipe, queue: String, records: std::path::PathBuf) -> Result<()> {
-    // The workload is parsed here so that a request this binary cannot serve fails at once.
-    recipe.install()?;
+    // The workload is parsed here so that a request this binary cannot serve fails at once;
+    // the worker runs that spec only, whatever else the queue holds.
+    let own = recipe.install()?.spec();
     let backend = recipe
         .jobs_backend
         .clone()
@@ -212,6 +213,7 @@ fn worker_main(recipe: WorkloadRecipe, queue: String, records: std::path::PathBu
         queues: vec![queue],
         records: Some(records),
         workload_options: recipe.options,
+        only: Some(own),
         ..Default::default()
     };
     crate::jobs::cli::work_main(&backend, &opts).map(|_| ())

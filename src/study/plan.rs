@@ -17,6 +17,15 @@ pub const FREEFORM_REPEAT: usize = 5;
 /// The most tasks a cell may have.
 pub const MAX_TASKS: usize = 1_000_000;
 
+/// The longest `--timeout` a run may have (an agent refuses a share with a longer one).
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+
+/// The smallest `--stack-size`.
+pub const STACK_MIN: usize = 16 << 10;
+
+/// The largest `--stack-size`.
+pub const STACK_MAX: usize = 1 << 30;
+
 /// What runs for a cell: concur's own run of a model, or another program.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CellKind {
@@ -409,10 +418,13 @@ pub fn build(o: &StudyOptions) -> Result<Plan> {
             crate::units::fmt_duration_spec(o.lock.switch_interval)
         )));
     }
-    if o.timeout.is_zero() {
-        return Err(Error::usage("--timeout must be above 0"));
+    if o.timeout.is_zero() || o.timeout > MAX_TIMEOUT {
+        return Err(Error::usage(format!(
+            "--timeout '{}' must be above 0 and at most 24h",
+            crate::units::fmt_duration_spec(o.timeout)
+        )));
     }
-    if o.stack_size < 16 << 10 || o.stack_size > 1 << 30 {
+    if !(STACK_MIN..=STACK_MAX).contains(&o.stack_size) {
         return Err(Error::usage(format!(
             "--stack-size '{}' must be from 16k to 1G",
             o.stack_size

@@ -11,6 +11,7 @@ pub mod custom;
 mod fib;
 pub mod http;
 mod mail;
+pub mod outside;
 mod read;
 pub mod segmented;
 mod sleep;

@@ -25,34 +25,46 @@ impl Hub {
     pub fn start(password: Option<&str>) -> Hub {
         for _ in 0..5 {
             let port = free_port();
-            let mut cmd = Command::new("redis-server");
-            cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-                .args(["--save", "", "--appendonly", "no"])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null());
-            if let Some(p) = password {
-                cmd.args(["--requirepass", p]);
+            if let Some(redis) = redis_on(port, password) {
+                return Hub {
+                    port,
+                    password: password.map(str::to_string),
+                    redis,
+                    agents: Vec::new(),
+                };
             }
-            let mut redis = cmd
-                .spawn()
-                .expect("redis-server must be installed (.ci/run installs it)");
-            let mut exited = false;
-            wait_for("redis-server to answer", Duration::from_secs(20), || {
-                exited = redis.try_wait().ok().flatten().is_some();
-                exited || answers_ping(port)
-            });
-            if exited {
-                continue;
-            }
-            return Hub {
-                port,
-                password: password.map(str::to_string),
-                redis,
-                agents: Vec::new(),
-            };
         }
         panic!("redis-server did not start on 5 free ports in a row");
     }
+
+    /// Starts a hub on `port`, which the test chose (an agent may already be waiting for
+    /// it); `None` if the server exited (the port was taken).
+    pub fn start_on(port: u16) -> Option<Hub> {
+        redis_on(port, None).map(|redis| Hub {
+            port,
+            password: None,
+            redis,
+            agents: Vec::new(),
+        })
+    }
+
+    /// Kills the Redis server (its data goes: it saves nothing) and starts a new one on the
+    /// same port, as a restart would.
+    pub fn restart(&mut self) {
+        let _ = self.redis.kill();
+        let _ = self.redis.wait();
+        for _ in 0..50 {
+            if let Some(r) = redis_on(self.port, self.password.as_deref()) {
+                self.redis = r;
+                return;
+            }
+        }
+        panic!("redis-server did not start again on port {}", self.port);
+    }
+
+    /// The agents' flags for a study whose delay server is on loopback, as every test hub's
+    /// is: load from a hub goes to loopback only when the agent's operator lists it.
+    pub const LOOPBACK: [&'static str; 2] = ["--allow-targets", "127.0.0.1"];
 
     pub fn url(&self) -> String {
         match &self.password {
@@ -61,8 +73,16 @@ impl Hub {
         }
     }
 
-    /// Starts `concur agent --name NAME` (with `extra` flags), the hub given in CONCUR_HUB.
+    /// Starts `concur agent --name NAME` (with `extra` flags), the hub given in CONCUR_HUB,
+    /// allowed to send load to loopback ([`Hub::LOOPBACK`]), where the tests' servers are.
     pub fn agent(&mut self, name: &str, extra: &[&str]) -> u32 {
+        let mut flags = Self::LOOPBACK.to_vec();
+        flags.extend_from_slice(extra);
+        self.agent_with(name, &flags)
+    }
+
+    /// Starts `concur agent --name NAME` with exactly the flags `extra`.
+    pub fn agent_with(&mut self, name: &str, extra: &[&str]) -> u32 {
         let child = Command::new(env!("CARGO_BIN_EXE_concur"))
             .args(["agent", "--name", name, "--quiet"])
             .args(extra)
@@ -86,6 +106,27 @@ impl Hub {
         let out = c.args(args).output().expect("redis-cli runs");
         assert!(out.status.success(), "{out:?}");
     }
+}
+
+/// A `redis-server` on `port` that answers, or `None` if it exited.
+fn redis_on(port: u16, password: Option<&str>) -> Option<Child> {
+    let mut cmd = Command::new("redis-server");
+    cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--save", "", "--appendonly", "no"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    if let Some(p) = password {
+        cmd.args(["--requirepass", p]);
+    }
+    let mut redis = cmd
+        .spawn()
+        .expect("redis-server must be installed (.ci/run installs it)");
+    let mut exited = false;
+    wait_for("redis-server to answer", Duration::from_secs(20), || {
+        exited = redis.try_wait().ok().flatten().is_some();
+        exited || answers_ping(port)
+    });
+    (!exited).then_some(redis)
 }
 
 /// Whether a Redis server answers PING on `port` (`+PONG`, or `-NOAUTH` when it wants a

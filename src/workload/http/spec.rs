@@ -78,6 +78,13 @@ pub(super) fn read_url(args: &str, base_url: Option<&str>) -> Result<Target, Str
     Target::parse(&full, shown, relative && base_url.is_none())
 }
 
+/// Where an `http:` spec's requests connect (`HOST:PORT`, IPv6 literals in brackets), its
+/// `/PATH` joined to `base_url`: what [`crate::workload::outside`] checks before the spec is
+/// parsed.
+pub(crate) fn connect_address(args: &str, base_url: Option<&str>) -> Result<String, String> {
+    read_url(args, base_url).map(|t| t.connect)
+}
+
 /// A checked URL, split the way the clients use it.
 #[derive(Debug, PartialEq)]
 pub(super) struct Target {

@@ -1,0 +1,300 @@
+//! An agent and a queue worker hold what reaches them through a shared Redis to the plan's
+//! own checks and to what their operator allows: a writer of the hub or of the queue may
+//! choose the load, never a command, a file, a backend or a local target; and an agent
+//! outlives its hub's restarts. Each case is sent as a study from elsewhere would send it:
+//! JSON pushed on the agent's work list by the test itself.
+
+mod common;
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::hub::Hub;
+use common::{concur, free_port, wait_for, wait_for_agents};
+use serde_json::{json, Value};
+
+fn connect(hub: &Hub) -> redis::Connection {
+    redis::Client::open(hub.url())
+        .unwrap()
+        .get_connection()
+        .unwrap()
+}
+
+fn hub_now_ns(c: &mut redis::Connection) -> u64 {
+    let (s, us): (u64, u64) = redis::cmd("TIME").query(c).unwrap();
+    s * 1_000_000_000 + us * 1000
+}
+
+/// An honest share of run `run`: `workload` under `model`, one task, starting in 200 ms.
+fn share(c: &mut redis::Connection, run: &str, workload: &str, model: &str) -> Value {
+    json!({
+        "work": "part",
+        "run": run,
+        "part": 0,
+        "of": 1,
+        "version": env!("CARGO_PKG_VERSION"),
+        "request": {
+            "recipe": {
+                "workload": workload,
+                "options": {"mail_sink": "discard"},
+                "gil": false,
+                "switch_interval_us": 5000,
+                "jobs_backend": null
+            },
+            "model": model,
+            "tasks": 1,
+            "stack_size": 2 << 20,
+            "part": {
+                "segment": {"index": 0, "of": 1, "whole_tasks": 1},
+                "start_mono_ns": 0
+            }
+        },
+        "start_hub_ns": hub_now_ns(c) + 200_000_000,
+        "timeout_s": 30.0
+    })
+}
+
+/// Puts `work` on agent `name`'s list and returns its answer on the run's list.
+fn send(c: &mut redis::Connection, name: &str, work: &Value) -> Value {
+    let run = work["run"].as_str().unwrap();
+    let _: i64 = redis::cmd("RPUSH")
+        .arg(format!("concur:hub:agent:{name}:work"))
+        .arg(work.to_string())
+        .query(c)
+        .unwrap();
+    let (_, text): (String, String) = redis::cmd("BLPOP")
+        .arg(format!("concur:hub:run:{run}:done"))
+        .arg(30.0)
+        .query(c)
+        .expect("the agent answers within 30 s");
+    serde_json::from_str(&text).unwrap()
+}
+
+/// The reason an answer gives for refusing, or a failure naming what came instead.
+fn refusal(answer: &Value) -> String {
+    answer["refused"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the share was not refused: {answer}"))
+        .to_string()
+}
+
+#[test]
+fn a_share_from_the_hub_is_held_to_the_plans_checks_and_the_operators_limits() {
+    let mut hub = Hub::start(None);
+    hub.agent_with("a1", &[]);
+    wait_for_agents(&hub.url(), &["a1"]);
+    let mut c = connect(&hub);
+    let dir = tempfile::tempdir().unwrap();
+
+    // The honest share runs: the way the cases below are sent works.
+    let w = share(&mut c, "r0", "fib:1", "seq");
+    let ok = send(&mut c, "a1", &w);
+    assert!(ok["refused"].is_null(), "{ok}");
+    assert!(ok["ended"]["report"].is_object(), "{ok}");
+
+    // A command, on an agent started without --allow-commands.
+    let marker = dir.path().join("ran");
+    let w = share(
+        &mut c,
+        "r1",
+        &format!("cmd:touch {}", marker.display()),
+        "seq",
+    );
+    assert!(refusal(&send(&mut c, "a1", &w)).contains("--allow-commands"));
+    assert!(!marker.exists());
+
+    // A queue of the hub's choosing: an SQLite file anywhere (a planted database with a
+    // trigger, a folder created, another program's database switched to WAL).
+    let db = dir.path().join("made/here/q.sqlite");
+    let mut w = share(&mut c, "r2", "fib:1", "jobs-procs:1");
+    w["request"]["recipe"]["jobs_backend"] = json!(format!("sqlite:{}", db.display()));
+    let why = refusal(&send(&mut c, "a1", &w));
+    assert!(why.contains("jobs backend"), "{why}");
+    assert!(!dir.path().join("made").exists());
+    let mut w = share(&mut c, "r3", "fib:1", "jobs-redis:1");
+    w["request"]["recipe"]["jobs_backend"] = json!("redis://10.0.0.1:6379/0");
+    assert!(refusal(&send(&mut c, "a1", &w)).contains("jobs backend"));
+
+    // A file of the host's as an oracle.
+    let secret = dir.path().join("secret");
+    std::fs::write(&secret, "s3cr3t").unwrap();
+    let w = share(
+        &mut c,
+        "r4",
+        &format!("read:{}:1x1", secret.display()),
+        "seq",
+    );
+    let why = refusal(&send(&mut c, "a1", &w));
+    assert!(why.contains("/dev/urandom"), "{why}");
+
+    // A second request smuggled in a header value, to a target of the test's own.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let target = format!("http:http://{}/", listener.local_addr().unwrap());
+    let mut w = share(&mut c, "r5", &target, "seq");
+    w["request"]["recipe"]["options"]["headers"] =
+        json!([["X-A", "v\r\n\r\nDELETE /x HTTP/1.1\r\nHost: h"]]);
+    let why = refusal(&send(&mut c, "a1", &w));
+    assert!(why.contains("-H"), "{why}");
+    // A loopback target, not listed in --allow-targets.
+    let w = share(&mut c, "r6", &target, "seq");
+    let why = refusal(&send(&mut c, "a1", &w));
+    assert!(why.contains("--allow-targets"), "{why}");
+    assert!(
+        listener.accept().is_err(),
+        "nothing connected to the test's listener"
+    );
+
+    // Bounds: a timeout that would panic the agent, a start ten years ahead, a task count
+    // above the plan's, a model the plan refuses.
+    let mut w = share(&mut c, "r7", "fib:1", "seq");
+    w["timeout_s"] = json!(1e300);
+    assert!(refusal(&send(&mut c, "a1", &w)).contains("timeout"));
+    let mut w = share(&mut c, "r8", "fib:1", "seq");
+    w["start_hub_ns"] = json!(hub_now_ns(&mut c) + 10 * 365 * 86_400 * 1_000_000_000);
+    assert!(refusal(&send(&mut c, "a1", &w)).contains("start"));
+    let mut w = share(&mut c, "r9", "fib:1", "seq");
+    w["request"]["tasks"] = json!(2_000_000);
+    assert!(refusal(&send(&mut c, "a1", &w)).contains("tasks"));
+    let w = share(&mut c, "r10", "fib:1", "nosuchmodel:3");
+    assert!(refusal(&send(&mut c, "a1", &w)).contains("nosuchmodel"));
+
+    // Thirty servers asked for: at most four studies served at once.
+    let mut started = 0;
+    for i in 0..30 {
+        let reply = format!("concur:hub:serve:s{i}:ready");
+        let work = json!({"work": "serve", "study": format!("s{i}"), "tls": false, "reply": reply});
+        let _: i64 = redis::cmd("RPUSH")
+            .arg("concur:hub:agent:a1:work")
+            .arg(work.to_string())
+            .query(&mut c)
+            .unwrap();
+        let (_, text): (String, String) = redis::cmd("BLPOP")
+            .arg(&reply)
+            .arg(30.0)
+            .query(&mut c)
+            .expect("the agent answers");
+        let ready: Value = serde_json::from_str(&text).unwrap();
+        if ready["base_url"]["Ok"].is_string() {
+            started += 1;
+        }
+    }
+    assert_eq!(started, 4);
+
+    // Junk on the work list is dropped; the agent is still there and still works.
+    let _: i64 = redis::cmd("RPUSH")
+        .arg("concur:hub:agent:a1:work")
+        .arg("{\"work\":\"part\",\"run\":1e999}")
+        .query(&mut c)
+        .unwrap();
+    let w = share(&mut c, "r11", "fib:1", "seq");
+    let ok = send(&mut c, "a1", &w);
+    assert!(ok["refused"].is_null(), "{ok}");
+    let (_, agent) = &mut hub.agents[0];
+    assert!(agent.try_wait().unwrap().is_none(), "the agent is alive");
+}
+
+#[test]
+fn jobs_work_runs_no_command_of_a_queue_writer_without_allow_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = format!("sqlite:{}", dir.path().join("q.sqlite").display());
+    let marker = dir.path().join("ran");
+    let enqueue = |n: &str| {
+        let out = concur()
+            .args(["jobs", "enqueue", "--backend", &backend, "-n", n, "-w"])
+            .arg(format!("cmd:touch {}", marker.display()))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    };
+    enqueue("1");
+    let work = |extra: &[&str]| {
+        let out = concur()
+            .args(["jobs", "work", "--backend", &backend, "--until-empty"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    };
+    work(&[]);
+    assert!(!marker.exists(), "the queued command ran");
+    let dead = concur()
+        .args(["jobs", "dead", "--backend", &backend])
+        .output()
+        .unwrap();
+    let dead = String::from_utf8_lossy(&dead.stdout);
+    assert!(
+        dead.contains("--allow-commands") && dead.contains("cmd:touch"),
+        "{dead}"
+    );
+    // The operator who allows commands gets them run.
+    enqueue("1");
+    work(&["--allow-commands"]);
+    assert!(marker.exists());
+}
+
+/// Starts `concur agent` on `url` with its stderr in `log`.
+fn agent_logging(url: &str, name: &str, log: &Path) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_concur"))
+        .args(["agent", "--name", name, "--hub", url])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .unwrap()
+}
+
+fn read(path: &Path) -> String {
+    let mut s = String::new();
+    std::fs::File::open(path)
+        .unwrap()
+        .read_to_string(&mut s)
+        .unwrap();
+    s
+}
+
+#[test]
+fn an_agent_waits_for_its_hub_and_survives_two_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("agent.log");
+    // Started before its hub answers: it waits, saying so, instead of exiting.
+    let port = free_port();
+    let url = format!("redis://127.0.0.1:{port}/0");
+    let mut agent = agent_logging(&url, "early", &log);
+    wait_for("a line per attempt", Duration::from_secs(20), || {
+        read(&log).contains("does not answer")
+    });
+    assert!(agent.try_wait().unwrap().is_none(), "{}", read(&log));
+    let mut hub = Hub::start_on(port).expect("the chosen port is still free");
+    wait_for_agents(&hub.url(), &["early"]);
+    for _ in 0..2 {
+        hub.restart();
+        wait_for_agents(&hub.url(), &["early"]);
+    }
+    assert!(agent.try_wait().unwrap().is_none(), "{}", read(&log));
+    // The next study uses it.
+    let (_tmp, results) = common::results_path();
+    let out = concur()
+        .args(["run", "-w", "fib:5", "-m", "seq", "-n", "2", "--hub", &url])
+        .arg("--json")
+        .arg(&results)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}\n{}", read(&log));
+    let runs = common::run_lines(&results);
+    assert!(!runs.is_empty());
+    for r in &runs {
+        assert_eq!(r["tasks_ok"], 2, "{r}");
+        assert_eq!(r["hub"]["parts"][0]["host"], "early", "{r}");
+    }
+    let _ = agent.kill();
+    let _ = agent.wait();
+    let text = read(&log);
+    assert!(
+        text.contains("joined the hub") && text.contains("again"),
+        "{text}"
+    );
+}
