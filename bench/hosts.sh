@@ -47,7 +47,8 @@ ip netns exec "${tag}n0" redis-server --bind "$prefix.2" --port 6379 --save '' -
 hub="redis://$prefix.2:6379/0"
 for _ in $(seq 100); do $bin agents --hub "$hub" > /dev/null 2>&1 && break; sleep 0.1; done
 for i in 1 2 3; do
-  ip netns exec "${tag}n$i" "$bin" agent --hub "$hub" --name "host$i" --quiet > "$out/agent$i.log" 2>&1 &
+  # The study's server is on the lab's private range: the agents list it in --allow-targets.
+  ip netns exec "${tag}n$i" "$bin" agent --hub "$hub" --name "host$i" --quiet --allow-targets "$prefix.0/24" > "$out/agent$i.log" 2>&1 &
 done
 for _ in $(seq 100); do
   [ "$($bin agents --hub "$hub" --format json | wc -l)" = 3 ] && break

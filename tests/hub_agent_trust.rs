@@ -298,3 +298,109 @@ fn an_agent_waits_for_its_hub_and_survives_two_restarts() {
         "{text}"
     );
 }
+
+#[test]
+fn a_keyed_agent_takes_only_work_signed_with_the_hub_key() {
+    use concur::hub::sign::{seal, HubKey};
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("agent.log");
+    let hub = Hub::start(None);
+    let key_text = "a hub key of the test's own, 32 b";
+    let mut agent = Command::new(env!("CARGO_BIN_EXE_concur"))
+        .args(["agent", "--name", "k1", "--hub", &hub.url()])
+        .env("CONCUR_HUB_KEY", key_text)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    wait_for_agents(&hub.url(), &["k1"]);
+    let mut c = connect(&hub);
+    let push = |c: &mut redis::Connection, text: String| {
+        let _: i64 = redis::cmd("RPUSH")
+            .arg("concur:hub:agent:k1:work")
+            .arg(text)
+            .query(c)
+            .unwrap();
+    };
+    let key = HubKey::new(key_text).unwrap();
+    let wrong = HubKey::new("somebody else's key, long enough").unwrap();
+    // Unsigned, signed with another key, signed for another agent, and signed long ago.
+    let b = share(&mut c, "u1", "fib:1", "seq").to_string();
+    push(&mut c, b);
+    let now = hub_now_ns(&mut c);
+    let body = |c: &mut redis::Connection, run: &str| share(c, run, "fib:1", "seq").to_string();
+    let b = body(&mut c, "u2");
+    push(&mut c, seal(Some(&wrong), "k1", "u2", now, b));
+    let b = body(&mut c, "u3");
+    push(&mut c, seal(Some(&key), "k2", "u3", now, b));
+    let b = body(&mut c, "u4");
+    push(
+        &mut c,
+        seal(Some(&key), "k1", "u4", now - 3_600_000_000_000, b),
+    );
+    // Then one signed as a study with the key signs it, and the same again (a replay).
+    let b = body(&mut c, "s1");
+    let signed = seal(Some(&key), "k1", "s1", now, b);
+    push(&mut c, signed.clone());
+    let (_, answer): (String, String) = redis::cmd("BLPOP")
+        .arg("concur:hub:run:s1:done")
+        .arg(30.0)
+        .query(&mut c)
+        .expect("the signed share is answered");
+    // The answer is signed too: it opens with the key, for the study, in the run's scope.
+    let mut seen = concur::hub::sign::Seen::default();
+    let body = concur::hub::sign::open(
+        Some(&key),
+        "study",
+        Some("s1"),
+        &answer,
+        hub_now_ns(&mut c),
+        &mut seen,
+    )
+    .expect("a signed answer");
+    let done: Value = serde_json::from_str(&body).unwrap();
+    assert!(done["refused"].is_null(), "{done}");
+    push(&mut c, signed);
+    let ok = {
+        let b = share(&mut c, "s2", "fib:1", "seq").to_string();
+        let now = hub_now_ns(&mut c);
+        seal(Some(&key), "k1", "s2", now, b)
+    };
+    push(&mut c, ok);
+    let _: (String, String) = redis::cmd("BLPOP")
+        .arg("concur:hub:run:s2:done")
+        .arg(30.0)
+        .query(&mut c)
+        .expect("the next signed share is answered");
+    // Nothing was answered for the refused items, each refused in one line.
+    for run in ["u1", "u2", "u3", "u4"] {
+        let n: i64 = redis::cmd("LLEN")
+            .arg(format!("concur:hub:run:{run}:done"))
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(n, 0, "{run} was answered");
+    }
+    let n: i64 = redis::cmd("LLEN")
+        .arg("concur:hub:run:s1:done")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(n, 0, "the replay was answered");
+    let _ = agent.kill();
+    let _ = agent.wait();
+    let text = read(&log);
+    let refused: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("work refused"))
+        .collect();
+    assert_eq!(refused.len(), 5, "{text}");
+    for why in [
+        "not signed",
+        "does not match",
+        "not for 'k1'",
+        "from the hub's clock",
+        "replay",
+    ] {
+        assert!(refused.iter().any(|l| l.contains(why)), "{why}: {text}");
+    }
+}

@@ -42,14 +42,20 @@ pub const MAX_CONNECTIONS: usize = 100_000;
 /// The most studies an agent serves at once (`--server-host`).
 pub const MAX_SERVED: usize = 4;
 
-/// Reads one work item: bounded before it is parsed.
-pub fn read_work(text: &str) -> Result<Work, String> {
+/// Bounds a work item (or its envelope) before anything is parsed of it.
+pub fn check_size(text: &str) -> Result<(), String> {
     if text.len() > MAX_WORK_BYTES {
         return Err(format!(
             "a work item of {} bytes (allowed: at most {MAX_WORK_BYTES})",
             text.len()
         ));
     }
+    Ok(())
+}
+
+/// Reads one work item: bounded before it is parsed.
+pub fn read_work(text: &str) -> Result<Work, String> {
+    check_size(text)?;
     serde_json::from_str(text).map_err(|e| format!("a work item that does not parse: {e}"))
 }
 

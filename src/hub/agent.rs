@@ -80,6 +80,8 @@ struct Agent<'a> {
     served: super::server::Served,
     /// An answer not yet delivered: the work item it answers and the answer.
     unsent: Option<(String, PartDone)>,
+    /// The signed work items already taken (a replay is refused).
+    seen: super::sign::Seen,
 }
 
 /// Joins the hub and works until told to leave, Ctrl-C or SIGTERM (how a service manager
@@ -101,6 +103,7 @@ pub fn run(url: &HubUrl, o: &AgentOptions, terminal: &Terminal) -> Result<i32> {
         terminal,
         served: super::server::Served::default(),
         unsent: None,
+        seen: super::sign::Seen::default(),
     };
     let mut pause = RETRY_FIRST;
     let mut attempt = 0u32;
@@ -277,11 +280,20 @@ impl Agent<'_> {
                 format!(" and to {}", allowed.targets)
             }
         ));
-        self.terminal.warning(format_args!(
-            "agent '{}': anyone who can write to the hub {} can give this agent work within those limits: protect the hub with a password and Redis ACLs (docs/hosts.md, Security model)",
-            self.name,
-            self.hub.url()
-        ));
+        if self.hub.keyed() {
+            self.terminal.line(format_args!(
+                "agent '{}': work is signed with the hub key ({}); unsigned or badly signed work is refused",
+                self.name,
+                super::sign::HUB_KEY_ENV
+            ));
+        } else {
+            self.terminal.warning(format_args!(
+                "agent '{}': no hub key ({}): anyone who can write to the hub {} can give this agent work within those limits (docs/hosts.md, Security model)",
+                self.name,
+                super::sign::HUB_KEY_ENV,
+                self.hub.url()
+            ));
+        }
     }
 
     /// Works until told to leave, a signal, or the hub is lost.
@@ -314,7 +326,7 @@ impl Agent<'_> {
             serde_json::to_string(&s.info).unwrap_or_default()
         };
         if let Some((text, done)) = self.unsent.take() {
-            if let Err(e) = answer(c, &text, &name, &done, &beat()) {
+            if let Err(e) = answer(&self.hub, c, &text, &name, &done, &beat()) {
                 self.unsent = Some((text, done));
                 return Ended::Lost(e);
             }
@@ -337,7 +349,10 @@ impl Agent<'_> {
                 self.served.expire(c);
                 continue;
             };
-            let done = match admit::read_work(&text) {
+            let work = admit::check_size(&text)
+                .and_then(|_| self.hub.unseal(c, &name, None, &text, &mut self.seen))
+                .and_then(|body| admit::read_work(&body));
+            let done = match work {
                 Ok(Work::Stop) => {
                     forget(c, &name, &text);
                     return Ended::Told;
@@ -353,7 +368,12 @@ impl Agent<'_> {
                 }
                 Ok(Work::Usage { reply }) => {
                     match admit::check_reply_key(&reply) {
-                        Ok(()) => super::server::answer(c, &reply, &super::server::process_cpu_s()),
+                        Ok(()) => super::server::answer(
+                            &self.hub,
+                            c,
+                            &reply,
+                            &super::server::process_cpu_s(),
+                        ),
                         Err(why) => self.refuse_item(&why),
                     }
                     None
@@ -365,7 +385,7 @@ impl Agent<'_> {
                 Ok(Work::Part(w)) => Some(self.part(c, shared, cancel, &w)),
             };
             if let Some(done) = done {
-                if let Err(e) = answer(c, &text, &name, &done, &beat()) {
+                if let Err(e) = answer(&self.hub, c, &text, &name, &done, &beat()) {
                     self.unsent = Some((text, done));
                     return Ended::Lost(e);
                 }
@@ -405,7 +425,7 @@ impl Agent<'_> {
             }
             Err(why) => self.refuse_item(why),
         }
-        super::server::answer(c, reply, &ready);
+        super::server::answer(&self.hub, c, reply, &ready);
     }
 
     /// Checks a share and runs it.
@@ -473,6 +493,7 @@ impl Agent<'_> {
 /// reads the answer and gives the next share at once finds the agent idle, not busy until
 /// its next beat.
 fn answer(
+    hub: &Hub,
     c: &mut Connection,
     text: &str,
     name: &str,
@@ -482,6 +503,7 @@ fn answer(
     let answer = serde_json::to_string(done).map_err(|e| {
         redis::RedisError::from(std::io::Error::other(format!("encoding an answer: {e}")))
     })?;
+    let answer = hub.seal(c, "study", &done.run, answer)?;
     redis::pipe()
         .cmd("SET")
         .arg(agent_key(name))
@@ -650,6 +672,9 @@ pub fn stop(hub: &Hub, c: &mut Connection, name: Option<&str>) -> Result<Vec<Str
     }
     let text = serde_json::to_string(&Work::Stop).map_err(|e| Error::Internal(e.to_string()))?;
     for a in &chosen {
+        let text = hub
+            .seal(c, &a.name, "stop", text.clone())
+            .map_err(|e| hub.failed("telling an agent to stop", e))?;
         let _: i64 = redis::cmd("RPUSH")
             .arg(work_key(&a.name))
             .arg(&text)

@@ -19,6 +19,7 @@ pub mod clock;
 pub mod executor;
 pub mod merge;
 pub mod server;
+pub mod sign;
 pub(crate) mod work;
 
 use std::fmt;
@@ -102,6 +103,8 @@ impl fmt::Debug for HubUrl {
 pub struct Hub {
     url: HubUrl,
     client: redis::Client,
+    /// The hub key ([`sign::HUB_KEY_ENV`]) every message is signed with, if one is set.
+    key: Option<sign::HubKey>,
 }
 
 impl Hub {
@@ -116,14 +119,54 @@ impl Hub {
         Ok(hub)
     }
 
-    /// A hub not yet asked anything: only the URL is checked (an agent waits for its hub).
+    /// A hub not yet asked anything: only the URL and the hub key ([`sign::HUB_KEY_ENV`])
+    /// are checked (an agent waits for its hub).
     pub fn new(url: &HubUrl) -> Result<Hub> {
         let client = redis::Client::open(url.expose())
             .map_err(|e| Error::usage(format!("--hub '{url}': {}", url.scrub(&e.to_string()))))?;
         Ok(Hub {
             url: url.clone(),
             client,
+            key: sign::HubKey::from_env()?,
         })
+    }
+
+    /// Whether messages are signed with a hub key.
+    pub fn keyed(&self) -> bool {
+        self.key.is_some()
+    }
+
+    /// `body` sealed for `to` in `scope` with the hub key, on the hub's clock now (bare
+    /// without a key).
+    pub fn seal(
+        &self,
+        c: &mut Connection,
+        to: &str,
+        scope: &str,
+        body: String,
+    ) -> redis::RedisResult<String> {
+        let at = match &self.key {
+            Some(_) => clock::hub_now_ns(c)?,
+            None => 0,
+        };
+        Ok(sign::seal(self.key.as_ref(), to, scope, at, body))
+    }
+
+    /// The body of `text` received by `to` (in `scope`, when given), checked against the
+    /// hub key and the hub's clock now; the text itself without a key.
+    pub fn unseal(
+        &self,
+        c: &mut Connection,
+        to: &str,
+        scope: Option<&str>,
+        text: &str,
+        seen: &mut sign::Seen,
+    ) -> std::result::Result<String, String> {
+        let now = match &self.key {
+            Some(_) => clock::hub_now_ns(c).map_err(|e| format!("reading the hub's clock: {e}"))?,
+            None => 0,
+        };
+        sign::open(self.key.as_ref(), to, scope, text, now, seen)
     }
 
     /// A new connection as Redis gives it (3 s to connect, 10 s per reply), its error kept for

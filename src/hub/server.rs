@@ -116,6 +116,7 @@ pub struct RemoteServer {
     stop: Arc<AtomicBool>,
     renew: Option<std::thread::JoinHandle<()>>,
     conn: std::sync::Mutex<Connection>,
+    hub: Hub,
 }
 
 impl RemoteServer {
@@ -139,7 +140,7 @@ impl RemoteServer {
             tls,
             reply: reply.clone(),
         };
-        let ready: ServeReady = ask(&mut c, agent, &work, &reply)
+        let ready: ServeReady = ask(hub, &mut c, agent, &work, &reply)
             .map_err(|e| hub.failed("starting the server", e))?
             .ok_or_else(|| {
                 Error::usage(format!(
@@ -170,6 +171,7 @@ impl RemoteServer {
             stop,
             renew: Some(renew),
             conn: std::sync::Mutex::new(c),
+            hub: hub.clone(),
         })
     }
 
@@ -180,7 +182,7 @@ impl RemoteServer {
         let work = Work::Usage {
             reply: reply.clone(),
         };
-        ask::<f64>(&mut c, &self.agent, &work, &reply)
+        ask::<f64>(&self.hub, &mut c, &self.agent, &work, &reply)
             .ok()
             .flatten()
     }
@@ -197,33 +199,45 @@ impl Drop for RemoteServer {
         if let Ok(text) = serde_json::to_string(&Work::Unserve {
             study: self.study.clone(),
         }) {
-            let _: redis::RedisResult<i64> = redis::cmd("RPUSH")
-                .arg(work_key(&self.agent))
-                .arg(text)
-                .query(&mut c);
+            if let Ok(text) = self.hub.seal(&mut c, &self.agent, &self.study, text) {
+                let _: redis::RedisResult<i64> = redis::cmd("RPUSH")
+                    .arg(work_key(&self.agent))
+                    .arg(text)
+                    .query(&mut c);
+            }
         }
     }
 }
 
-/// Puts `work` on `agent`'s list and waits up to 10 s for its answer on `reply`.
+/// Puts `work` on `agent`'s list, sealed with the hub key, and waits up to 10 s for its
+/// answer on `reply`; an answer that does not open or parse is none.
 fn ask<T: serde::de::DeserializeOwned>(
+    hub: &Hub,
     c: &mut Connection,
     agent: &str,
     work: &Work,
     reply: &str,
 ) -> redis::RedisResult<Option<T>> {
     let text = serde_json::to_string(work).map_err(|e| std::io::Error::other(e.to_string()))?;
+    let text = hub.seal(c, agent, reply, text)?;
     redis::cmd("RPUSH")
         .arg(work_key(agent))
         .arg(text)
         .query::<i64>(c)?;
     let answer: Option<(String, String)> = redis::cmd("BLPOP").arg(reply).arg(10.0).query(c)?;
-    Ok(answer.and_then(|(_, t)| serde_json::from_str(&t).ok()))
+    let mut seen = super::sign::Seen::default();
+    Ok(answer.and_then(|(_, t)| {
+        let body = hub.unseal(c, "study", Some(reply), &t, &mut seen).ok()?;
+        serde_json::from_str(&body).ok()
+    }))
 }
 
-/// An agent's answer on `reply`, kept an hour at most.
-pub fn answer<T: serde::Serialize>(c: &mut Connection, reply: &str, value: &T) {
-    if let Ok(text) = serde_json::to_string(value) {
+/// An agent's answer on `reply`, sealed with the hub key, kept an hour at most.
+pub fn answer<T: serde::Serialize>(hub: &Hub, c: &mut Connection, reply: &str, value: &T) {
+    let text = serde_json::to_string(value)
+        .ok()
+        .and_then(|t| hub.seal(c, "study", reply, t).ok());
+    if let Some(text) = text {
         let _: redis::RedisResult<()> = redis::pipe()
             .cmd("RPUSH")
             .arg(reply)
