@@ -454,7 +454,10 @@ impl Env {
                 &format!(":PASSWORD@127.0.0.1:{}", self.redis_auth_port),
             )
             .replace("queue-host:6379", &format!("127.0.0.1:{}", self.redis_port))
-            .replace("hub-host:6379", &format!("127.0.0.1:{}", self.redis_port));
+            .replace("hub-host:6379", &format!("127.0.0.1:{}", self.redis_port))
+            // The docs' agents list their private network; here the study's server is on
+            // loopback, which they must list too.
+            .replace("10.0.0.0/8", "10.0.0.0/8,127.0.0.1");
         if w.contains('…') {
             self.glob(&w)
         } else {

@@ -288,7 +288,7 @@ impl Agent<'_> {
             ));
         } else {
             self.terminal.warning(format_args!(
-                "agent '{}': no hub key ({}): anyone who can write to the hub {} can give this agent work within those limits (docs/hosts.md, Security model)",
+                "agent '{}': no hub key ({}): anyone who can write to the hub {} can give this agent work within those limits (docs/security.md)",
                 self.name,
                 super::sign::HUB_KEY_ENV,
                 self.hub.url()
