@@ -404,3 +404,53 @@ fn a_keyed_agent_takes_only_work_signed_with_the_hub_key() {
         assert!(refused.iter().any(|l| l.contains(why)), "{why}: {text}");
     }
 }
+
+#[test]
+fn a_queue_file_with_triggers_or_writable_by_others_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let refused = |path: &Path, says: &str| {
+        let out = concur()
+            .args(["jobs", "work", "--until-empty", "--backend"])
+            .arg(format!("sqlite:{}", path.display()))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(says), "{says}: {err}");
+    };
+    // A database planted with a trigger that rewrites every job into a command.
+    let planted = dir.path().join("planted.sqlite");
+    let c = rusqlite::Connection::open(&planted).unwrap();
+    c.execute_batch(
+        "CREATE TABLE jobs(id INTEGER PRIMARY KEY, payload TEXT);
+         CREATE TRIGGER rewrite AFTER INSERT ON jobs BEGIN
+           UPDATE jobs SET payload = 'cmd:touch /tmp/x' WHERE id = new.id; END;",
+    )
+    .unwrap();
+    drop(c);
+    std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o600)).unwrap();
+    refused(&planted, "trigger");
+    // A queue file that anyone may write.
+    let open = dir.path().join("open.sqlite");
+    std::fs::write(&open, b"").unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o666)).unwrap();
+    refused(&open, "written by other users");
+    // A queue file of another user's (root can hand it over; others skip this part, saying so).
+    let theirs = dir.path().join("theirs.sqlite");
+    std::fs::write(&theirs, b"").unwrap();
+    std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o600)).unwrap();
+    if std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).is_ok() {
+        refused(&theirs, "belongs to user 65534");
+    } else {
+        eprintln!("SKIPPED (not root): a queue file of another user's");
+    }
+    // A queue of this user's own, as concur makes it, is used.
+    let own = dir.path().join("own.sqlite");
+    let out = concur()
+        .args(["jobs", "work", "--until-empty", "--backend"])
+        .arg(format!("sqlite:{}", own.display()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+}

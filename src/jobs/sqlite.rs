@@ -66,8 +66,73 @@ fn db_err(path: &Path) -> impl Fn(rusqlite::Error) -> Error + '_ {
     move |e| Error::Internal(format!("sqlite {}: {e}", path.display()))
 }
 
+/// `path` with `suffix` added to its file name (SQLite's `-wal` and `-shm` files).
+fn with_suffix(path: &Path, suffix: &str) -> std::path::PathBuf {
+    let mut name = path.as_os_str().to_os_string();
+    name.push(suffix);
+    name.into()
+}
+
+/// Refuses a queue file (or its journal) that another user owns or that others may write: its
+/// jobs are specs that this process runs, so whoever can write the file chooses them, and a
+/// database planted by another user may hold triggers that rewrite them.
+fn check_owned(queue: &Path, file: &Path) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::symlink_metadata(file) else {
+        return Ok(());
+    };
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    let why = if meta.file_type().is_symlink() {
+        Some("is a symbolic link".to_string())
+    } else if meta.uid() != me {
+        Some(format!(
+            "belongs to user {}, not to this process's user {me}",
+            meta.uid()
+        ))
+    } else if meta.mode() & 0o022 != 0 {
+        Some(format!(
+            "may be written by other users (mode {:o})",
+            meta.mode() & 0o777
+        ))
+    } else {
+        None
+    };
+    match why {
+        Some(why) => Err(Error::usage(format!(
+            "bad backend 'sqlite:{}': {} {why} (allowed: a queue file of this user's own that only it may write)",
+            queue.display(),
+            file.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Refuses a queue file that holds triggers (concur's schema has none).
+fn check_no_triggers(path: &Path) -> Result<()> {
+    let bad =
+        |e: rusqlite::Error| Error::usage(format!("bad backend 'sqlite:{}': {e}", path.display()));
+    let c = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .map_err(bad)?;
+    let triggers: i64 = c
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'trigger'",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(bad)?;
+    if triggers > 0 {
+        return Err(Error::usage(format!(
+            "bad backend 'sqlite:{}': the file holds {triggers} trigger(s), which concur's queues never have (allowed: a queue concur made)",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
 impl Sqlite {
-    /// Opens (and creates) the queue file, creating its directory if needed.
+    /// Opens (and creates) the queue file, creating its directory if needed. A file that
+    /// another user owns or may write, or that holds triggers, is refused.
     pub fn open(path: &Path, sync: SqliteSync) -> Result<Self> {
         // SQLite would open a device and write its journal beside it (`/dev/null-journal`).
         if path.exists() && !path.is_file() {
@@ -92,6 +157,18 @@ impl Sqlite {
             write_lock: Mutex::new(()),
             sync,
         };
+        for file in [
+            path.to_path_buf(),
+            with_suffix(path, "-wal"),
+            with_suffix(path, "-shm"),
+        ] {
+            check_owned(path, &file)?;
+        }
+        // Before anything is written (the WAL switch is a write): a queue with triggers would
+        // run someone else's SQL inside every claim.
+        if path.exists() {
+            check_no_triggers(path)?;
+        }
         let conn = s
             .connect()
             .map_err(|e| Error::usage(format!("bad backend 'sqlite:{}': {e}", path.display())))?;
