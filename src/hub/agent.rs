@@ -48,6 +48,9 @@ struct Shared {
     info: AgentInfo,
     /// The run being worked on, whose cancel key the heartbeat watches.
     run: Option<String>,
+    /// Whether the study's own heartbeat for that run ([`super::alive_key`]) was seen: once
+    /// it was, its expiry means the study is gone, and the share is stopped.
+    study_seen: bool,
 }
 
 /// This host's name.
@@ -298,7 +301,11 @@ impl Agent<'_> {
 
     /// Works until told to leave, a signal, or the hub is lost.
     fn session(&mut self, c: &mut Connection, info: AgentInfo) -> Ended {
-        let shared = Arc::new(Mutex::new(Shared { info, run: None }));
+        let shared = Arc::new(Mutex::new(Shared {
+            info,
+            run: None,
+            study_seen: false,
+        }));
         let cancel = Arc::new(AtomicBool::new(false));
         let stop = Arc::new(AtomicBool::new(false));
         let beat = {
@@ -439,6 +446,7 @@ impl Agent<'_> {
         {
             let mut s = shared.lock().unwrap_or_else(|p| p.into_inner());
             s.run = Some(w.run.clone());
+            s.study_seen = false;
             s.info.doing = format!(
                 "run {} share {} of {}",
                 w.run.escape_debug(),
@@ -573,8 +581,16 @@ fn beat_once(
             .query::<()>(c)?;
     }
     if let Some(run) = run {
-        let cancelled: bool = redis::cmd("EXISTS").arg(cancel_key(&run)).query(c)?;
-        if cancelled {
+        let (cancelled, study_alive): (bool, bool) = redis::pipe()
+            .cmd("EXISTS")
+            .arg(cancel_key(&run))
+            .cmd("EXISTS")
+            .arg(super::alive_key(&run))
+            .query(c)?;
+        let mut s = shared.lock().unwrap_or_else(|p| p.into_inner());
+        let study_gone = s.study_seen && !study_alive && s.run.as_deref() == Some(run.as_str());
+        s.study_seen |= study_alive;
+        if cancelled || study_gone {
             cancel.store(true, Ordering::SeqCst);
         }
     }

@@ -320,6 +320,13 @@ fn cancel_key(run: &str) -> String {
     format!("{PREFIX}run:{run}:cancel")
 }
 
+/// The study's heartbeat for one run: renewed while it waits for the run's shares, it expires
+/// [`LOST_AFTER`] after the study stops (killed, its host gone), and the agents then stop the
+/// run's shares.
+fn alive_key(run: &str) -> String {
+    format!("{PREFIX}run:{run}:alive")
+}
+
 /// Names an agent may take: letters, digits, `.`, `_`, `-`, 1 to 64 of them.
 pub fn check_name(name: &str) -> Result<()> {
     let ok = !name.is_empty()
