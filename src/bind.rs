@@ -124,6 +124,7 @@ pub fn bind(mut plan: Plan, o: &StudyOptions) -> Result<Bound> {
         Some(InProcessServer::start(
             ServerOptions {
                 tls: plan.tls.then_some(ServeTls::SelfSigned),
+                max_streams: STUDY_MAX_STREAMS,
                 ..o
             },
             crate::model::cores(),
@@ -212,27 +213,46 @@ fn reach_hub(
     Ok((hub, agents, counts))
 }
 
-/// `--body`: the file's bytes, or standard input's for `@-`.
+/// HTTP/2 streams on one connection for the study's own server: the crawl's h2 rows put every
+/// request in flight (`async:1000`) as a stream on one connection, which `concur serve`'s
+/// default of 128 would queue. The server's in-flight cap still bounds the streams of all
+/// connections together.
+const STUDY_MAX_STREAMS: u32 = 1000;
+
+/// `--body`: the file's bytes, or standard input's for `@-`; a regular file (or standard
+/// input) of at most [`crate::files::MAX_BODY_FILE`].
 fn read_body(source: &str) -> Result<Vec<u8>> {
+    use crate::files::MAX_BODY_FILE;
+    let allowed = "a regular file of at most 64 MiB, or @- for standard input";
     if source == "@-" {
         let mut b = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin(), &mut b).map_err(|e| {
-            Error::usage(format!("--body '@-': standard input cannot be read: {e}"))
-        })?;
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(std::io::stdin(), MAX_BODY_FILE + 1),
+            &mut b,
+        )
+        .map_err(|e| Error::usage(format!("--body '@-': standard input cannot be read: {e}")))?;
+        if b.len() as u64 > MAX_BODY_FILE {
+            return Err(Error::usage(format!(
+                "--body '@-': standard input holds more than 64 MiB (allowed: {allowed})"
+            )));
+        }
         return Ok(b);
     }
-    std::fs::read(source).map_err(|e| {
-        Error::usage(format!(
-            "--body '{source}' cannot be read: {e} (allowed: a readable file, or @- for standard input)"
-        ))
-    })
+    crate::files::read_regular("--body", source.as_ref(), MAX_BODY_FILE, allowed)
 }
 
-/// `--cacert`: the PEM text, checked to hold certificates.
+/// `--cacert`: the PEM text (a regular file of at most [`crate::files::MAX_PEM_FILE`]),
+/// checked to hold certificates.
 fn read_cacert(path: &std::path::Path) -> Result<String> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
+    let bytes = crate::files::read_regular(
+        "--cacert",
+        path,
+        crate::files::MAX_PEM_FILE,
+        "a PEM file of CA certificates, a regular file of at most 1 MiB",
+    )?;
+    let text = String::from_utf8(bytes).map_err(|_| {
         Error::usage(format!(
-            "--cacert '{}' cannot be read: {e} (allowed: a PEM file of CA certificates)",
+            "--cacert '{}' is not text (allowed: a PEM file of CA certificates)",
             path.display()
         ))
     })?;

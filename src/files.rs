@@ -96,6 +96,99 @@ pub fn private_temp_dir(purpose: &str) -> std::io::Result<tempfile::TempDir> {
         .tempdir()
 }
 
+/// The largest `--body` file: 64 MiB. The body is held in memory once and sent with every
+/// request; 64 MiB is far above what a load test uploads (and 32 times the delay server's own
+/// `/echo` limit), while a file named by mistake (a disk image, `/dev/zero` through a symlink)
+/// is refused before it is read rather than filling the memory.
+pub const MAX_BODY_FILE: u64 = 64 << 20;
+
+/// The largest certificate or key file (`--cacert`, `--tls-cert`, `--tls-key`): 1 MiB, some
+/// 700 PEM certificates (the whole Mozilla root store is about 220 KiB).
+pub const MAX_PEM_FILE: u64 = 1 << 20;
+
+/// What a path is when it is not a regular file, in words (`"a FIFO"`), or `None` for a
+/// regular file.
+fn not_regular(kind: std::fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    Some(if kind.is_file() {
+        return None;
+    } else if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        "not a file"
+    })
+}
+
+/// Opens `path` for reading, refusing anything but a regular file: a directory, a device
+/// (`/dev/zero` never ends) or a FIFO (which would block). The file is opened without blocking
+/// and then checked, so that opening a FIFO cannot hang and nothing can be swapped in between
+/// the check and the open. The error says why in words (`it is a FIFO`, or the system's
+/// error), for the caller to name the flag or the file.
+pub fn open_regular(path: &Path) -> std::result::Result<File, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| e.to_string())?;
+    let kind = file.metadata().map_err(|e| e.to_string())?.file_type();
+    match not_regular(kind) {
+        None => Ok(file),
+        Some(what) => Err(format!("it is {what}")),
+    }
+}
+
+/// Reads the regular file the flag `flag` names at `path`, at most `max` bytes; anything else
+/// is refused with one line naming the flag, the path, why, and what is `allowed`
+/// (`--cacert 'F' is a FIFO (allowed: …)`). Only regular files are opened ([`open_regular`]),
+/// and a file over `max` is refused by its size before a byte of it is read.
+pub fn read_regular(flag: &str, path: &Path, max: u64, allowed: &str) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let refuse = |why: String| {
+        Error::usage(format!(
+            "{flag} '{}' cannot be read: {why} (allowed: {allowed})",
+            path.display()
+        ))
+    };
+    let file = open_regular(path).map_err(refuse)?;
+    let over = |n: u64| {
+        refuse(format!(
+            "it holds {n} bytes, over the limit of {}",
+            size(max)
+        ))
+    };
+    let len = file.metadata().map_err(|e| refuse(e.to_string()))?.len();
+    if len > max {
+        return Err(over(len));
+    }
+    // The size may change under us: read one byte past the limit to see it.
+    let mut bytes = Vec::with_capacity(len as usize);
+    file.take(max + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| refuse(e.to_string()))?;
+    if bytes.len() as u64 > max {
+        return Err(over(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
+/// `n` bytes in words: `64 MiB`, `1 MiB`, `512 KiB`, `100 bytes`.
+fn size(n: u64) -> String {
+    match n {
+        n if n >= 1 << 20 && n % (1 << 20) == 0 => format!("{} MiB", n >> 20),
+        n if n >= 1 << 10 && n % (1 << 10) == 0 => format!("{} KiB", n >> 10),
+        n => format!("{n} bytes"),
+    }
+}
+
 /// A path carried to a child process inside a JSON request, as its bytes: a file name need
 /// not be UTF-8, and JSON strings must be.
 pub mod path_bytes {
@@ -137,6 +230,29 @@ mod tests {
         create_output_dir("--cmd-output", &dir.path().join("out")).unwrap();
         let e = create_output_dir("--cmd-output", &dir.path().join("x.csv")).unwrap_err();
         assert!(e.to_string().contains("is not a folder"), "{e}");
+    }
+
+    #[test]
+    fn read_regular_refuses_what_is_not_a_bounded_regular_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = read_regular("--x", Path::new("/dev/zero"), 10, "a small file").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--x '/dev/zero' cannot be read: it is a character device (allowed: a small file)"
+        );
+        let e = read_regular("--x", dir.path(), 10, "a small file").unwrap_err();
+        assert!(e.to_string().contains("it is a directory"), "{e}");
+        let path = dir.path().join("f");
+        std::fs::write(&path, b"0123456789").unwrap();
+        assert_eq!(read_regular("--x", &path, 10, "-").unwrap(), b"0123456789");
+        let e = read_regular("--x", &path, 9, "-").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("it holds 10 bytes, over the limit of 9 bytes"),
+            "{e}"
+        );
+        let e = read_regular("--x", &dir.path().join("none"), 9, "-").unwrap_err();
+        assert!(e.to_string().contains("No such file"), "{e}");
     }
 
     #[test]

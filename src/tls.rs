@@ -493,11 +493,16 @@ pub struct ServerCert {
 }
 
 impl ServerCert {
-    /// Reads `--tls-cert` and `--tls-key`, naming the file that cannot be used.
+    /// Reads `--tls-cert` and `--tls-key`, naming the file that cannot be used: each a
+    /// regular file of at most [`crate::files::MAX_PEM_FILE`] (a FIFO would block the server's
+    /// start, `/dev/zero` would fill its memory).
     pub fn from_files(cert: &Path, key: &Path) -> Result<ServerCert, String> {
         let read = |p: &Path, what: &str| {
-            std::fs::read_to_string(p)
-                .map_err(|e| format!("{what} '{}' cannot be read: {e}", p.display()))
+            let allowed = "a PEM file, a regular file of at most 1 MiB";
+            let bytes = crate::files::read_regular(what, p, crate::files::MAX_PEM_FILE, allowed)
+                .map_err(|e| e.to_string())?;
+            String::from_utf8(bytes)
+                .map_err(|_| format!("{what} '{}' is not text (allowed: {allowed})", p.display()))
         };
         let c = ServerCert {
             cert_pem: read(cert, "--tls-cert")?,

@@ -3,7 +3,7 @@
 //! between the runner, the reports and users' scripts.
 
 use std::collections::BTreeMap;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -785,45 +785,20 @@ pub fn parse_line(bytes: &[u8]) -> std::result::Result<Option<Line>, String> {
     Ok(Some(line))
 }
 
-/// Opens a results file for reading, refusing anything but a regular file: a directory, a
-/// device (`/dev/zero` never ends) or a FIFO (which would block). The file is opened without
-/// blocking and then checked, so that opening a FIFO cannot hang and nothing can be swapped
-/// in between the check and the open.
+/// Opens a results file for reading, refusing anything but a regular file
+/// ([`crate::files::open_regular`]: a device never ends, a FIFO would block).
 fn open_regular(path: &Path) -> Result<File> {
-    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-    let cannot = |why: String| {
+    crate::files::open_regular(path).map_err(|why| {
+        let why = if why.starts_with("it is ") {
+            format!("{why}; a results file must be a regular file")
+        } else {
+            why
+        };
         Error::usage(format!(
             "cannot read results file '{}': {why}",
             path.display()
         ))
-    };
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| cannot(e.to_string()))?;
-    let kind = file
-        .metadata()
-        .map_err(|e| cannot(e.to_string()))?
-        .file_type();
-    let what = if kind.is_file() {
-        return Ok(file);
-    } else if kind.is_dir() {
-        "a directory"
-    } else if kind.is_fifo() {
-        "a FIFO"
-    } else if kind.is_char_device() {
-        "a character device"
-    } else if kind.is_block_device() {
-        "a block device"
-    } else if kind.is_socket() {
-        "a socket"
-    } else {
-        "not a file"
-    };
-    Err(cannot(format!(
-        "it is {what}; a results file must be a regular file"
-    )))
+    })
 }
 
 /// Reads a results file; a malformed line is an error naming the file and line number, but a

@@ -36,6 +36,12 @@ pub(super) struct ServeArgs {
     /// Most requests open at once on one HTTP/2 connection (SETTINGS_MAX_CONCURRENT_STREAMS)
     #[arg(long, value_name = "N", default_value_t = crate::server::DEFAULT_MAX_STREAMS)]
     max_streams: u32,
+    /// Most requests handled at once over all connections (HTTP/1.1 requests and HTTP/2 streams); beyond, a 503
+    #[arg(long, value_name = "N", default_value_t = crate::server::DEFAULT_MAX_IN_FLIGHT)]
+    max_in_flight: usize,
+    /// Most bytes of request bodies /echo holds at once over all connections (at least 4M); beyond, a 503
+    #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = crate::units::parse_size)]
+    echo_budget: u64,
     /// Serve HTTP/1.1 only: no h2c by prior knowledge, only http/1.1 offered by ALPN
     #[arg(long)]
     http1_only: bool,
@@ -71,6 +77,8 @@ pub(super) fn run(a: ServeArgs) -> Result<i32, Error> {
         write_timeout: a.write_timeout,
         max_connections: a.max_connections,
         max_streams: a.max_streams,
+        max_in_flight: a.max_in_flight,
+        echo_budget: a.echo_budget,
         http1_only: a.http1_only,
         tls: serve_tls(a.tls_cert, a.tls_key, a.tls_self_signed)?,
         ..Default::default()

@@ -1,5 +1,6 @@
 //! One connection's guards: the idle and write deadlines around its socket, the body deadline
-//! around each request body, and the answers written without hyper (the 503 beyond the
+//! around each request body, the server-wide cap on requests in flight (HTTP/1.1 requests and
+//! HTTP/2 streams alike), and the answers written without hyper (the 503 beyond the
 //! connection cap, the 400 for plain HTTP on the TLS port).
 //!
 //! hyper 1's HTTP/1 server times out request headers only; read, write and idle timeouts are
@@ -22,6 +23,7 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -35,6 +37,7 @@ use hyper::body::{Frame, Incoming, SizeHint};
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::{Instant, Sleep};
 
 use super::stats::{Stats, Timeout};
@@ -50,9 +53,52 @@ pub struct Timeouts {
     pub write: Duration,
 }
 
+/// The address a request came from, in its extensions (`/stats/reset` answers loopback only).
+#[derive(Debug, Clone, Copy)]
+pub struct Peer(pub SocketAddr);
+
+/// The server-wide cap on requests in flight: one permit per request, HTTP/1.1 or HTTP/2,
+/// taken when its headers have arrived and given back when its answer is written (or the
+/// client goes away). hyper's `max_concurrent_streams` bounds one connection's streams; this
+/// bounds them all, so that many HTTP/2 connections cannot multiply it.
+#[derive(Clone)]
+pub struct InFlightCap {
+    slots: Arc<Semaphore>,
+    cap: usize,
+}
+
+impl InFlightCap {
+    /// At most `cap` requests in flight.
+    pub fn new(cap: usize) -> Self {
+        let cap = cap.min(Semaphore::MAX_PERMITS);
+        InFlightCap {
+            slots: Arc::new(Semaphore::new(cap)),
+            cap,
+        }
+    }
+
+    /// The 503 a request over the cap gets, handled by no route and costing nothing more.
+    fn refused(&self) -> Response<Body> {
+        let mut r = super::routes::error_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "the server has {} requests in flight, its limit (--max-in-flight): try again later",
+                self.cap
+            ),
+        );
+        r.headers_mut().insert(
+            axum::http::header::RETRY_AFTER,
+            axum::http::HeaderValue::from_static("1"),
+        );
+        r
+    }
+}
+
 /// What a connection's socket wrapper and its requests share.
 pub struct ConnState {
     started: Instant,
+    /// The client's address.
+    peer: SocketAddr,
     /// Requests whose answer is not finished.
     busy: AtomicUsize,
     /// When the connection last went idle, in milliseconds after `started`.
@@ -71,10 +117,11 @@ pub struct ConnState {
 }
 
 impl ConnState {
-    /// A new connection, idle from now.
-    pub fn new(stats: Arc<Stats>) -> Arc<Self> {
+    /// A new connection from `peer`, idle from now.
+    pub fn new(stats: Arc<Stats>, peer: SocketAddr) -> Arc<Self> {
         Arc::new(ConnState {
             started: Instant::now(),
+            peer,
             busy: AtomicUsize::new(0),
             idle_since_ms: AtomicU64::new(0),
             heard: AtomicBool::new(false),
@@ -309,21 +356,28 @@ impl hyper::body::Body for TimedBody {
     }
 }
 
-/// An answer's body that keeps its request counted as in progress until it is sent or dropped,
-/// and tells its connection when it moves.
+/// An answer's body that keeps its request counted as in progress (and its slot under the
+/// in-flight cap taken) until it is sent or dropped, and tells its connection when it moves.
 pub struct Tracked {
     inner: Body,
     _busy: Busy,
+    _slot: Option<OwnedSemaphorePermit>,
     conn: Arc<ConnState>,
 }
 
 impl Tracked {
-    fn new(inner: Body, busy: Busy, conn: Arc<ConnState>) -> Self {
+    fn new(
+        inner: Body,
+        busy: Busy,
+        slot: Option<OwnedSemaphorePermit>,
+        conn: Arc<ConnState>,
+    ) -> Self {
         conn.answered_ms.store(conn.now_ms(), Ordering::Release);
         conn.answers.fetch_add(1, Ordering::AcqRel);
         Tracked {
             inner,
             _busy: busy,
+            _slot: slot,
             conn,
         }
     }
@@ -360,13 +414,15 @@ impl hyper::body::Body for Tracked {
     }
 }
 
-/// The service of one connection: the router, with each request counted as in progress and
+/// The service of one connection: the router, with each request counted as in progress, under
+/// the in-flight cap (beyond it: a 503 at once, no route run), told its peer ([`Peer`]), and
 /// its body under the body timeout (a body that misses it is answered 408 and the connection
 /// closed, hyper closing a connection whose request body was not read to its end).
 pub fn service(
     app: Router,
     conn: Arc<ConnState>,
     timeouts: Timeouts,
+    cap: InFlightCap,
 ) -> impl hyper::service::Service<
     Request<Incoming>,
     Response = Response<Tracked>,
@@ -376,18 +432,30 @@ pub fn service(
     let svc = TowerToHyperService::new(app);
     hyper::service::service_fn(move |req: Request<Incoming>| {
         let busy = Busy::enter(&conn);
+        let slot = cap.slots.clone().try_acquire_owned().ok();
+        let refused = slot.is_none().then(|| {
+            conn.stats.over_in_flight();
+            cap.refused()
+        });
         let body_timed_out = Arc::new(AtomicBool::new(false));
         let http1 = req.version() < Version::HTTP_2;
-        let req = req.map(|inner| TimedBody {
+        let mut req = req.map(|inner| TimedBody {
             inner,
             deadline: Instant::now() + timeouts.body,
             timer: None,
             timed_out: body_timed_out.clone(),
         });
-        let answer = hyper::service::Service::call(&svc, req);
+        req.extensions_mut().insert(Peer(conn.peer));
+        let svc = svc.clone();
         let conn = conn.clone();
         async move {
-            let Ok(resp) = answer.await;
+            let resp = match refused {
+                Some(r) => r,
+                None => {
+                    let Ok(r) = hyper::service::Service::call(&svc, req).await;
+                    r
+                }
+            };
             let resp = if body_timed_out.load(Ordering::Acquire) {
                 conn.stats.timed_out(Timeout::Body);
                 let mut r = super::routes::error_response(
@@ -409,7 +477,7 @@ pub fn service(
             } else {
                 resp
             };
-            Ok(resp.map(|inner| Tracked::new(inner, busy, conn)))
+            Ok(resp.map(|inner| Tracked::new(inner, busy, slot, conn)))
         }
     })
 }

@@ -10,7 +10,10 @@
 //! headers (`--header-timeout`), bodies (`--body-timeout`), idle keep-alive connections
 //! (`--idle-timeout`) and answers the client does not read (`--write-timeout`) are all
 //! bounded in time, `/bytes/N` is streamed from one static block, and beyond
-//! `--max-connections` a new connection gets a 503.
+//! `--max-connections` a new connection gets a 503. Memory is bounded across connections
+//! too: at most `--max-in-flight` requests (HTTP/1.1 requests and HTTP/2 streams alike) are
+//! handled at once, and the bodies `/echo` holds share one `--echo-budget`; beyond either, a
+//! 503 at once (issue 29).
 
 pub mod conn;
 pub mod routes;
@@ -61,14 +64,38 @@ pub struct ServerOptions {
     /// The most streams (requests) open at once on one HTTP/2 connection
     /// (SETTINGS_MAX_CONCURRENT_STREAMS); see [`DEFAULT_MAX_STREAMS`].
     pub max_streams: u32,
+    /// The most requests in flight at once over all connections, HTTP/1.1 requests and
+    /// HTTP/2 streams alike; beyond, a request is answered 503 at once. See
+    /// [`DEFAULT_MAX_IN_FLIGHT`].
+    pub max_in_flight: usize,
+    /// The most bytes of request bodies `/echo` holds at once over all connections; a body
+    /// that would go past it is answered 503 before it is read. See [`DEFAULT_ECHO_BUDGET`].
+    pub echo_budget: u64,
 }
 
-/// `--max-streams` when none is given. RFC 9113 §6.5.2 asks for no fewer than 100, hyper's own
-/// default is 200 and nghttp2's 100: all below the W a crawl puts on one connection
-/// (`async:1000`). 1000 lets such a client multiplex all its requests on one connection as it
-/// means to, while one connection still holds at most 1000 handler tasks (a few MB), so that
-/// `--max-connections` times it remains a bound on the server's memory.
-pub const DEFAULT_MAX_STREAMS: u32 = 1000;
+/// `--max-streams` when none is given: nginx's `http2_max_concurrent_streams` (128). RFC 9113
+/// §6.5.2 asks for no fewer than 100; hyper's default is 200, nghttp2's 100. It was 1000 (a
+/// crawl's `async:1000` on one connection), but each open stream costs the server its handler
+/// task and buffers, about 4.8 KB for a `/delay` (1,000 streams: 4.8 MB per connection, 95 GB
+/// at the connection cap, issue 29): a client wanting more streams opens more connections,
+/// and [`DEFAULT_MAX_IN_FLIGHT`] bounds them all.
+pub const DEFAULT_MAX_STREAMS: u32 = 128;
+
+/// `--max-in-flight` when none is given: 16,384 requests at once, over every connection and
+/// both protocols. Above the 10,000 concurrent requests the tests and the crawl study make;
+/// at a few KB each for a delayed request (about 4.8 KB measured for an HTTP/2 stream) that is
+/// under 100 MB, where HTTP/2 multiplexing without it allowed `--max-streams` times the
+/// connection cap.
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 16_384;
+
+/// `--echo-budget` when none is given: 64 MiB of `/echo` bodies held at once, 32 bodies at
+/// the 2 MiB limit (a crawl posting 1,000 bodies of 64 KiB at once fits). Without it, one h2c
+/// connection with 1,000 unfinished 2 MiB bodies took the server to 2 GB (issue 29).
+pub const DEFAULT_ECHO_BUDGET: u64 = 64 << 20;
+
+/// The smallest `--echo-budget`: two bodies at [`routes::BODY_LIMIT`], since the last one
+/// stays held for `/echo/last` until the next replaces it.
+pub const MIN_ECHO_BUDGET: u64 = 2 * routes::BODY_LIMIT as u64;
 
 /// The ALPN protocols the server offers, in its order of preference.
 fn alpn(http1_only: bool) -> &'static [&'static [u8]] {
@@ -135,6 +162,17 @@ impl ServerOptions {
                 "--max-streams '0' must be at least 1 (default {DEFAULT_MAX_STREAMS}; it bounds the requests open at once on one HTTP/2 connection)"
             )));
         }
+        if self.max_in_flight == 0 {
+            return Err(Error::usage(format!(
+                "--max-in-flight '0' must be at least 1 (default {DEFAULT_MAX_IN_FLIGHT}; it bounds the requests handled at once over all connections)"
+            )));
+        }
+        if !(MIN_ECHO_BUDGET..=MAX_BYTES_CEILING).contains(&self.echo_budget) {
+            return Err(Error::usage(format!(
+                "--echo-budget '{}' must be from 4M (two /echo bodies at their 2M limit) to 64G",
+                size_spec(self.echo_budget)
+            )));
+        }
         if self.max_connections == Some(0) {
             return Err(Error::usage(
                 "--max-connections '0' must be at least 1 (leave it out for the open-files limit less 256)",
@@ -197,6 +235,8 @@ impl Default for ServerOptions {
             tls: None,
             http1_only: false,
             max_streams: DEFAULT_MAX_STREAMS,
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+            echo_budget: DEFAULT_ECHO_BUDGET,
         }
     }
 }
@@ -233,6 +273,7 @@ struct Shared {
     http1_only: bool,
     acceptor: Option<TlsAcceptor>,
     timeouts: conn::Timeouts,
+    in_flight: conn::InFlightCap,
     header_timeout: Duration,
     stats: Arc<Stats>,
     /// `https://ADDR`, for the 400 that plain HTTP on the TLS port gets.
@@ -252,6 +293,7 @@ pub async fn serve(
         stats: stats.clone(),
         max_delay: opts.max_delay,
         max_bytes: opts.max_bytes,
+        echo_budget: routes::EchoBudget::new(opts.echo_budget),
     });
     let mut http1 = hyper::server::conn::http1::Builder::new();
     http1
@@ -279,6 +321,7 @@ pub async fn serve(
             body: opts.body_timeout,
             write: opts.write_timeout,
         },
+        in_flight: conn::InFlightCap::new(opts.max_in_flight),
         header_timeout: opts.header_timeout,
         stats: stats.clone(),
         https_url,
@@ -294,8 +337,8 @@ pub async fn serve(
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let stream = match accepted {
-                    Ok((s, _)) => s,
+                let (stream, peer) = match accepted {
+                    Ok(a) => a,
                     Err(_) => {
                         // Out of file descriptors or similar: back off instead of spinning.
                         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -318,7 +361,7 @@ pub async fn serve(
                 let watcher = graceful.watcher();
                 let shared = shared.clone();
                 tokio::spawn(async move {
-                    serve_connection(stream, &shared, watcher).await;
+                    serve_connection(stream, peer, &shared, watcher).await;
                     drop(open);
                 });
             }
@@ -334,10 +377,11 @@ pub async fn serve(
 /// timeouts.
 async fn serve_connection(
     stream: TcpStream,
+    peer: SocketAddr,
     shared: &Shared,
     watcher: hyper_util::server::graceful::Watcher,
 ) {
-    let state = conn::ConnState::new(shared.stats.clone());
+    let state = conn::ConnState::new(shared.stats.clone(), peer);
     let Some(acceptor) = &shared.acceptor else {
         let io = conn::Guarded::new(stream, state.clone(), shared.timeouts);
         let (io, h2) = if shared.http1_only {
@@ -409,7 +453,12 @@ async fn drive<I>(
 ) where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let svc = conn::service(shared.app.clone(), state.clone(), shared.timeouts);
+    let svc = conn::service(
+        shared.app.clone(),
+        state.clone(),
+        shared.timeouts,
+        shared.in_flight.clone(),
+    );
     let done = if h2 {
         state.speaks_h2();
         watcher
@@ -464,7 +513,7 @@ pub fn run_foreground(opts: ServerOptions, quiet: bool) -> Result<()> {
         let scheme = if tls.is_some() { "https" } else { "http" };
         let cap = opts.max_connections.unwrap_or_else(default_max_connections);
         if !quiet {
-            eprintln!("concur serve: listening on {scheme}://{addr} (at most {cap} connections; open files: {cur} of {max}); Ctrl-C stops");
+            eprintln!("concur serve: listening on {scheme}://{addr} (at most {cap} connections, {} requests in flight; open files: {cur} of {max}); Ctrl-C stops", opts.max_in_flight);
             if cur < 20_000 {
                 eprintln!("warning: the open-files limit is {cur}: at most about that many concurrent connections");
             }

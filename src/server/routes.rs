@@ -17,10 +17,13 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 use axum::{Json, Router};
+use http_body_util::BodyExt;
 use hyper::body::{Frame, SizeHint};
 use serde::Serialize;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::stats::Stats;
+use super::conn::Peer;
+use super::stats::{Echoed, Stats};
 use crate::units;
 
 /// What the handlers share.
@@ -32,6 +35,81 @@ pub struct AppState {
     pub max_delay: Duration,
     /// The largest body `/bytes` sends.
     pub max_bytes: u64,
+    /// The bytes of bodies `/echo` may hold at once.
+    pub echo_budget: EchoBudget,
+}
+
+/// The bytes of request bodies `/echo` may hold at once, across every connection and both
+/// protocols: one permit per byte of buffer. A body takes its permits before it is read (all
+/// of its `Content-Length` at once, or as its buffer grows), and gives them back when the last
+/// reference to its bytes is dropped: once its answer is written, or, for the last one, once
+/// `/echo/last` holds the next. A body that would take the bodies held past the budget is
+/// answered 503 at once, before anything is allocated for it.
+#[derive(Clone)]
+pub struct EchoBudget {
+    permits: Arc<Semaphore>,
+    total: u64,
+}
+
+impl EchoBudget {
+    /// A budget of `total` bytes.
+    pub fn new(total: u64) -> Self {
+        let n = usize::try_from(total)
+            .unwrap_or(usize::MAX)
+            .min(Semaphore::MAX_PERMITS);
+        EchoBudget {
+            permits: Arc::new(Semaphore::new(n)),
+            total,
+        }
+    }
+
+    /// `n` more bytes, added to `held`, or `None` when the budget has not that many left.
+    fn take(&self, held: &mut OwnedSemaphorePermit, n: usize) -> Option<()> {
+        if n == 0 {
+            return Some(());
+        }
+        let more = self
+            .permits
+            .clone()
+            .try_acquire_many_owned(u32::try_from(n).ok()?)
+            .ok()?;
+        held.merge(more);
+        Some(())
+    }
+
+    /// No bytes yet: a holder to add to.
+    fn none(&self) -> Option<OwnedSemaphorePermit> {
+        self.permits.clone().try_acquire_many_owned(0).ok()
+    }
+
+    /// The 503 for a body over the budget.
+    fn refused(&self, stats: &Stats) -> Response {
+        stats.echo_over_budget();
+        let mut r = error_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "the server is holding its budget of {} bytes of /echo bodies (--echo-budget): try again later",
+                self.total
+            ),
+        );
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        r
+    }
+}
+
+/// A body's bytes with the budget's permits they hold: [`Bytes::from_owner`] keeps them
+/// together, so the permits go back exactly when the last reference to the bytes is dropped
+/// (hyper's, once the answer is written; the one `/echo/last` keeps).
+struct Budgeted {
+    bytes: Vec<u8>,
+    _permits: OwnedSemaphorePermit,
+}
+
+impl AsRef<[u8]> for Budgeted {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes
+    }
 }
 
 /// The body of a 400 answer.
@@ -345,41 +423,117 @@ async fn stats(State(state): State<AppState>) -> Response {
     Json(state.stats.snapshot()).into_response()
 }
 
-async fn reset(State(state): State<AppState>) -> Response {
+/// `POST /stats/reset`, from a loopback peer only: the counters are what a study reads as its
+/// ground truth, and the server may listen on a network address (an agent's `--server-host`).
+async fn reset(State(state): State<AppState>, req: Request) -> Response {
+    let peer = req.extensions().get::<Peer>().map(|p| p.0);
+    if !peer.is_some_and(|p| p.ip().to_canonical().is_loopback()) {
+        let from = peer.map_or("an unknown address".to_string(), |p| p.ip().to_string());
+        return error_response(
+            StatusCode::FORBIDDEN,
+            format!("POST /stats/reset is allowed from a loopback address only (this request came from {from})"),
+        );
+    }
     state.stats.reset();
     Json(state.stats.snapshot()).into_response()
 }
 
+/// The 413 for a body over [`BODY_LIMIT`].
+fn too_large() -> Response {
+    error_response(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!("the request body is over the limit of {BODY_LIMIT} bytes"),
+    )
+}
+
+/// A request body read whole within the echo budget and [`BODY_LIMIT`], or the answer that
+/// refuses it: 413 over the limit (by its `Content-Length` before a byte is read), 503 over
+/// the budget. The buffer is the declared length, taken from the budget at once; without
+/// one it grows (doubling, up to the limit) by what the budget gives.
+async fn read_echo_body(
+    budget: &EchoBudget,
+    stats: &Stats,
+    headers: &axum::http::HeaderMap,
+    mut body: Body,
+) -> Result<Bytes, Response> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > BODY_LIMIT as u64) {
+        return Err(too_large());
+    }
+    let declared = declared.unwrap_or(0) as usize;
+    let Some(mut held) = budget.none() else {
+        return Err(budget.refused(stats));
+    };
+    if budget.take(&mut held, declared).is_none() {
+        return Err(budget.refused(stats));
+    }
+    let mut reserved = declared;
+    let mut buf = Vec::with_capacity(declared);
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| {
+            error_response(
+                StatusCode::BAD_REQUEST,
+                format!("the request body could not be read: {e}"),
+            )
+        })?;
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        let need = buf.len() + data.len();
+        if need > BODY_LIMIT {
+            return Err(too_large());
+        }
+        if need > reserved {
+            let grown = need.max(reserved * 2).clamp(16 << 10, BODY_LIMIT);
+            if budget.take(&mut held, grown - reserved).is_none() {
+                return Err(budget.refused(stats));
+            }
+            buf.reserve_exact(grown - buf.len());
+            reserved = grown;
+        }
+        buf.extend_from_slice(&data);
+    }
+    Ok(Bytes::from_owner(Budgeted {
+        bytes: buf,
+        _permits: held,
+    }))
+}
+
 /// `ANY /echo`: answers with the request's body (so a crawl's checksum is the bytes sent) and
 /// keeps the method, target, headers and body for `GET /echo/last`: what a client really sent.
-async fn echo(
-    State(state): State<AppState>,
-    method: axum::http::Method,
-    uri: axum::http::Uri,
-    headers: axum::http::HeaderMap,
-    body: axum::body::Bytes,
-) -> Response {
+/// Bodies are held within the echo budget ([`EchoBudget`]).
+async fn echo(State(state): State<AppState>, req: Request) -> Response {
     let _counted = state.stats.enter();
-    let headers: serde_json::Map<String, serde_json::Value> = headers
+    let (parts, body) = req.into_parts();
+    let body = match read_echo_body(&state.echo_budget, &state.stats, &parts.headers, body).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let headers = parts
+        .headers
         .iter()
         .map(|(n, v)| {
             (
                 n.as_str().to_string(),
-                String::from_utf8_lossy(v.as_bytes()).into_owned().into(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
             )
         })
         .collect();
-    state.stats.set_last_echo(serde_json::json!({
-        "method": method.as_str(),
-        "target": uri.to_string(),
-        "headers": headers,
-        "body": String::from_utf8_lossy(&body),
-    }));
+    state.stats.set_last_echo(Echoed {
+        method: parts.method.as_str().to_string(),
+        target: parts.uri.to_string(),
+        headers,
+        body: body.clone(),
+    });
     (StatusCode::OK, body).into_response()
 }
 
+/// `GET /echo/last`, credentials' values redacted: any client may ask.
 async fn echo_last(State(state): State<AppState>) -> Response {
-    Json(state.stats.last_echo()).into_response()
+    Json(state.stats.last_echo_redacted()).into_response()
 }
 
 async fn not_found() -> Response {

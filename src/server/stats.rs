@@ -1,11 +1,13 @@
-//! The server's counters: requests served, in flight now, peak in flight, connections (open
-//! now, speaking HTTP/2, refused beyond the cap, closed by each timeout) and TLS handshakes, and since when;
-//! and the last request `/echo` saw.
+//! The server's counters: requests served, in flight now, peak in flight, requests refused
+//! beyond the in-flight cap or the echo budget, connections (open now, speaking HTTP/2, refused
+//! beyond the cap, closed by each timeout) and TLS handshakes, and since when; and the last
+//! request `/echo` saw.
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
+use bytes::Bytes;
 use serde::Serialize;
 
 /// Live counters, shared by every connection.
@@ -24,8 +26,65 @@ pub struct Stats {
     body_timeouts: AtomicU64,
     idle_timeouts: AtomicU64,
     write_timeouts: AtomicU64,
+    over_in_flight: AtomicU64,
+    echo_over_budget: AtomicU64,
     since: Mutex<SystemTime>,
-    last_echo: Mutex<Option<serde_json::Value>>,
+    last_echo: Mutex<Option<Echoed>>,
+}
+
+/// A request as `/echo` saw it, for `GET /echo/last`.
+#[derive(Debug, Clone)]
+pub struct Echoed {
+    /// Its method.
+    pub method: String,
+    /// Its target as received (on HTTP/2, `:scheme://:authority:path`).
+    pub target: String,
+    /// Its headers, in order, values as sent.
+    pub headers: Vec<(String, String)>,
+    /// Its body: the same bytes the answer carries, so keeping it copies nothing (and it
+    /// counts against the echo budget until the next request replaces it).
+    pub body: Bytes,
+}
+
+/// What `GET /echo/last` shows in place of a credential's value.
+pub const REDACTED: &str = "[redacted]";
+
+/// Whether a header carries a credential that `/echo/last` must not show to whoever asks:
+/// `Authorization`, `Proxy-Authorization`, `Cookie`, `Set-Cookie`, and any name ending in
+/// `-key`, `-token` or `-secret` (`X-Api-Key`, `X-Auth-Token`, `Client-Secret`), in any case.
+pub fn is_credential_header(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    matches!(
+        name.as_str(),
+        "authorization" | "proxy-authorization" | "cookie" | "set-cookie"
+    ) || ["-key", "-token", "-secret"]
+        .iter()
+        .any(|end| name.ends_with(end))
+}
+
+impl Echoed {
+    /// As JSON: method, target, headers (an object; with `redact`, credentials' values
+    /// replaced by [`REDACTED`]) and body (as text, invalid UTF-8 replaced).
+    pub fn to_json(&self, redact: bool) -> serde_json::Value {
+        let headers: serde_json::Map<String, serde_json::Value> = self
+            .headers
+            .iter()
+            .map(|(n, v)| {
+                let v = if redact && is_credential_header(n) {
+                    REDACTED
+                } else {
+                    v.as_str()
+                };
+                (n.clone(), v.into())
+            })
+            .collect();
+        serde_json::json!({
+            "method": self.method,
+            "target": self.target,
+            "headers": headers,
+            "body": String::from_utf8_lossy(&self.body),
+        })
+    }
 }
 
 impl Default for Stats {
@@ -44,6 +103,8 @@ impl Default for Stats {
             body_timeouts: AtomicU64::new(0),
             idle_timeouts: AtomicU64::new(0),
             write_timeouts: AtomicU64::new(0),
+            over_in_flight: AtomicU64::new(0),
+            echo_over_budget: AtomicU64::new(0),
             since: Mutex::new(SystemTime::now()),
             last_echo: Mutex::new(None),
         }
@@ -91,6 +152,13 @@ pub struct StatsSnapshot {
     /// Connections closed because the client took no bytes for `--write-timeout`.
     #[serde(default)]
     pub write_timeouts: u64,
+    /// Requests answered 503 because `--max-in-flight` requests were in flight.
+    #[serde(default)]
+    pub over_in_flight: u64,
+    /// `/echo` requests answered 503 because their body would have taken the bodies held
+    /// past `--echo-budget`.
+    #[serde(default)]
+    pub echo_over_budget: u64,
 }
 
 /// Which timeout closed a connection (or cut a request).
@@ -174,6 +242,16 @@ impl Stats {
         counter.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Counts a request refused because `--max-in-flight` requests were in flight.
+    pub fn over_in_flight(&self) {
+        self.over_in_flight.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts an `/echo` request refused because the echo budget was spent.
+    pub fn echo_over_budget(&self) {
+        self.echo_over_budget.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Counts a completed TLS handshake.
     pub fn tls_handshake(&self) {
         self.tls_handshakes.fetch_add(1, Ordering::Relaxed);
@@ -185,16 +263,34 @@ impl Stats {
     }
 
     /// Keeps the last request `/echo` saw (`GET /echo/last` shows it).
-    pub fn set_last_echo(&self, seen: serde_json::Value) {
-        *self.last_echo.lock().unwrap_or_else(|p| p.into_inner()) = Some(seen);
-    }
-
-    /// The last request `/echo` saw.
-    pub fn last_echo(&self) -> Option<serde_json::Value> {
-        self.last_echo
+    pub fn set_last_echo(&self, seen: Echoed) {
+        // The one it replaces is dropped outside the lock.
+        let _old = self
+            .last_echo
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .clone()
+            .replace(seen);
+    }
+
+    /// The last request `/echo` saw, whole (credentials included: for this process's own
+    /// tests and studies; `GET /echo/last` shows [`Stats::last_echo_redacted`]).
+    pub fn last_echo(&self) -> Option<serde_json::Value> {
+        self.last_echo_json(false)
+    }
+
+    /// The last request `/echo` saw, credential headers' values replaced by [`REDACTED`]:
+    /// what `GET /echo/last` shows to any client.
+    pub fn last_echo_redacted(&self) -> Option<serde_json::Value> {
+        self.last_echo_json(true)
+    }
+
+    fn last_echo_json(&self, redact: bool) -> Option<serde_json::Value> {
+        let seen = self
+            .last_echo
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        seen.map(|e| e.to_json(redact))
     }
 
     /// The counters now.
@@ -214,6 +310,8 @@ impl Stats {
             body_timeouts: self.body_timeouts.load(Ordering::Relaxed),
             idle_timeouts: self.idle_timeouts.load(Ordering::Relaxed),
             write_timeouts: self.write_timeouts.load(Ordering::Relaxed),
+            over_in_flight: self.over_in_flight.load(Ordering::Relaxed),
+            echo_over_budget: self.echo_over_budget.load(Ordering::Relaxed),
             since: since
                 .duration_since(SystemTime::UNIX_EPOCH)
                 .map(|d| d.as_secs())
@@ -234,11 +332,62 @@ impl Stats {
             &self.body_timeouts,
             &self.idle_timeouts,
             &self.write_timeouts,
+            &self.over_in_flight,
+            &self.echo_over_budget,
         ] {
             c.store(0, Ordering::Relaxed);
         }
         self.peak_in_flight
             .store(self.in_flight.load(Ordering::Acquire), Ordering::Release);
         *self.since.lock().unwrap_or_else(|p| p.into_inner()) = SystemTime::now();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credential_headers_are_known_by_name_in_any_case() {
+        for name in [
+            "authorization",
+            "Proxy-Authorization",
+            "COOKIE",
+            "set-cookie",
+            "X-Api-Key",
+            "x-auth-token",
+            "Client-Secret",
+        ] {
+            assert!(is_credential_header(name), "{name}");
+        }
+        for name in [
+            "x-monkey",
+            "x-token-count",
+            "keyboard",
+            "accept",
+            "x-secrets",
+        ] {
+            assert!(!is_credential_header(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn the_last_echo_is_whole_in_process_and_redacted_for_clients() {
+        let s = Stats::default();
+        s.set_last_echo(Echoed {
+            method: "POST".into(),
+            target: "/echo".into(),
+            headers: vec![
+                ("authorization".into(), "Bearer t".into()),
+                ("x-other".into(), "two".into()),
+            ],
+            body: Bytes::from_static(b"hi"),
+        });
+        let whole = s.last_echo().unwrap();
+        assert_eq!(whole["headers"]["authorization"], "Bearer t");
+        let shown = s.last_echo_redacted().unwrap();
+        assert_eq!(shown["headers"]["authorization"], REDACTED);
+        assert_eq!(shown["headers"]["x-other"], "two");
+        assert_eq!(shown["body"], "hi");
     }
 }
