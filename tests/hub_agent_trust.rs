@@ -454,3 +454,42 @@ fn a_queue_file_with_triggers_or_writable_by_others_is_refused() {
         .unwrap();
     assert!(out.status.success(), "{out:?}");
 }
+
+#[test]
+fn a_share_carries_headers_and_a_queue_only_when_its_cell_needs_them() {
+    let hub = Hub::start(None);
+    let mut c = connect(&hub);
+    // An agent played by the test: a heartbeat that says idle; it reads what it is sent.
+    let me = json!({
+        "name": "fake", "host": "h", "addr": null, "cores": 2, "mem_total_kib": null,
+        "version": env!("CARGO_PKG_VERSION"), "pid": 1, "allow_commands": false,
+        "clock": {"offset_ns": 0, "uncertainty_ns": 0, "mono_offset_ns": 0},
+        "beat_hub_ns": hub_now_ns(&mut c), "doing": "idle"
+    });
+    hub.redis_cli(&["SET", "concur:hub:agent:fake", &me.to_string(), "EX", "60"]);
+    hub.redis_cli(&["SADD", "concur:hub:agents", "fake"]);
+    let (_tmp, results) = common::results_path();
+    let mut study = Command::new(env!("CARGO_BIN_EXE_concur"))
+        .args(["run", "-w", "fib:1", "-m", "seq", "-n", "1", "-r", "1"])
+        .args(["--warmup", "0", "--timeout", "10s", "--hub", &hub.url()])
+        .args(["-H", "Authorization: Bearer s3cr3t-token"])
+        .args(["--jobs-backend", "redis://:hunter2@127.0.0.1:1/0"])
+        .arg("--json")
+        .arg(&results)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (_, work): (String, String) = redis::cmd("BLPOP")
+        .arg("concur:hub:agent:fake:work")
+        .arg(30.0)
+        .query(&mut c)
+        .expect("the study sends its share");
+    let _ = study.kill();
+    let _ = study.wait();
+    assert!(work.contains("fib:1"), "{work}");
+    assert!(
+        !work.contains("s3cr3t") && !work.contains("hunter2"),
+        "a share of fib:1 carries the study's secrets: {work}"
+    );
+}

@@ -260,6 +260,19 @@ pub(crate) fn request(
     }
     options.cell_tasks = Some(cell.key.tasks);
     options.http2 = cell.key.http2;
+    // Secrets go only where the cell needs them: a run travels to other hosts through a
+    // shared hub, and headers (tokens), a body and a queue's URL (a password) are of no use
+    // to a workload that sends no HTTP or a model that keeps no queue.
+    let http = cell.key.workload.starts_with("http:");
+    if !http {
+        options.headers.clear();
+        options.body = None;
+        options.ca_pem = None;
+    }
+    let jobs_backend = plan
+        .jobs_backend
+        .clone()
+        .filter(|_| cell.key.model.starts_with("jobs"));
     // Each run keeps its commands' output in a folder of its own, in its cell's: every
     // repetition is kept, not only the last. With several workloads, a cell's folder starts
     // with its workload's place among them (w1-, w2-), or two workloads' cells of one model
@@ -293,7 +306,7 @@ pub(crate) fn request(
             options,
             gil: cell.key.gil,
             switch_interval_us: plan.switch_interval.as_micros() as u64,
-            jobs_backend: plan.jobs_backend.clone(),
+            jobs_backend,
         },
         model: cell.key.model.clone(),
         tasks: cell.key.tasks,
