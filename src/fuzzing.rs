@@ -3,9 +3,30 @@
 //! change with them). Public parsers are called where they are; what a harness needs around
 //! one (a socket that delivers a response in pieces, the bytes of a request head) lives here,
 //! so that nothing else has to be made public for it.
+//!
+//! Each fuzz target's whole harness is a function here ([`TARGETS`]): the target in
+//! `fuzz/fuzz_targets/` only calls it, and `tests/fuzz_corpora.rs` replays every committed
+//! corpus input through the same function, so `cargo test` catches a regression without
+//! cargo-fuzz.
 
 use std::io::{BufReader, Read};
+use std::sync::OnceLock;
+use std::time::Duration;
 
+use base64::Engine;
+
+use crate::analysis::results::{Line, RunStatus};
+use crate::hub::merge::{self, PartOutcome, ShareBounds};
+use crate::hub::sign::{self, HubKey, Seen};
+use crate::hub::work::{PartDone, PartWork, Work};
+use crate::hub::{admit, AgentInfo};
+use crate::measure::latency::{LatencyRecorder, LatencyWire};
+use crate::options::StudyOptions;
+use crate::output::{escape_controls, escape_json_controls};
+use crate::study::plan::{self, CellPlan, Plan};
+use crate::study::runner::convert;
+use crate::study::runner::supervise::Ended;
+use crate::workload::outside::Allowed;
 use crate::workload::HttpRequest;
 
 /// `req`'s bytes as the green client writes them (`workload::http::wire`): the request line,
@@ -50,4 +71,497 @@ impl Read for Pieces<'_> {
         self.rest = &self.rest[n..];
         Ok(n)
     }
+}
+
+/// The text a `&str` fuzz target sees of `data`: its longest valid UTF-8 prefix (what
+/// libfuzzer-sys gives a `|text: &str|` target), so that a corpus input replays the same
+/// whether libFuzzer or `cargo test` (tests/fuzz_corpora.rs) feeds it.
+pub fn text(data: &[u8]) -> &str {
+    match std::str::from_utf8(data) {
+        Ok(t) => t,
+        Err(e) => std::str::from_utf8(&data[..e.valid_up_to()]).unwrap_or_default(),
+    }
+}
+
+/// A fuzz target's harness: the input's bytes in, a panic for what it finds.
+pub type Harness = fn(&[u8]);
+
+/// Every fuzz target by name, with the function its harness calls: what
+/// `tests/fuzz_corpora.rs` replays each corpus through. A target missing here has no replay.
+pub const TARGETS: &[(&str, Harness)] = &[
+    ("units", units),
+    ("rate", rate),
+    ("workload_spec", workload_spec),
+    ("model_spec", model_spec),
+    ("results_line", results_line),
+    ("http_response", http_response),
+    ("job", job),
+    ("query", query),
+    ("hub_work", hub_work),
+    ("hub_answer", hub_answer),
+    ("hub_heartbeat", hub_heartbeat),
+    ("histogram", histogram),
+];
+
+/// `units::parse_duration` and `units::parse_size` (every duration and size flag, the
+/// server's query values): no panic, and what is accepted prints back (`fmt_duration_spec`,
+/// whole microseconds) to text that parses to the same value.
+pub fn units(data: &[u8]) {
+    use crate::units::{fmt_duration_spec, parse_duration, parse_size};
+    let text = text(data);
+    if let Ok(d) = parse_duration(text) {
+        let printed = fmt_duration_spec(d);
+        let again = parse_duration(&printed)
+            .unwrap_or_else(|e| panic!("{text:?} -> {d:?} -> {printed:?} is refused: {e}"));
+        let micros = Duration::from_micros(d.as_micros() as u64);
+        assert_eq!(again, micros, "{text:?} -> {printed:?}");
+    }
+    if let Ok(n) = parse_size(text) {
+        assert_eq!(parse_size(&n.to_string()), Ok(n), "{text:?}");
+    }
+}
+
+/// `--rate` and `--slo` (`study::rate::parse_rate`, `parse_slo`): no panic; an accepted rate
+/// is finite and above 0, a ramp does not fall. The text is the rate, or `RATE\nSLO`.
+pub fn rate(data: &[u8]) {
+    use crate::study::rate::{parse_rate, parse_slo, Rate};
+    let text = text(data);
+    let (rate, slo) = match text.split_once('\n') {
+        Some((r, s)) => (r, Some(s)),
+        None => (text, None),
+    };
+    match parse_rate(rate, slo) {
+        Ok(Rate::Fixed(r)) => assert!(r.is_finite() && r > 0.0, "{text:?}: {r}"),
+        Ok(Rate::Ramp(a, b)) => {
+            assert!(
+                a.is_finite() && b.is_finite() && 0.0 < a && a < b,
+                "{text:?}"
+            )
+        }
+        Ok(Rate::Auto(_)) => assert!(slo.is_some(), "{text:?}"),
+        Err(_) => {}
+    }
+    let _ = parse_slo(text);
+}
+
+/// Workload specs (`workload::parse`, `-w`, `advise`'s argument, a job's payload): no panic,
+/// and an accepted spec prints (`Workload::spec`) to a spec that parses to the same print.
+pub fn workload_spec(data: &[u8]) {
+    use crate::workload::{parse, WorkloadOptions};
+    let spec = text(data);
+    let opts = WorkloadOptions::default();
+    if let Ok(w) = parse(spec, &opts) {
+        let printed = w.spec();
+        let again = parse(&printed, &opts)
+            .unwrap_or_else(|e| panic!("{spec:?} prints as {printed:?}, refused: {e}"));
+        assert_eq!(again.spec(), printed, "{spec:?}");
+    }
+}
+
+/// Model specs and scans (`model::parse`, `model::expand_scan`, `-m`) and `--peer
+/// LABEL=COMMAND`: no panic; an accepted spec prints (`Model::spec`) to a spec that parses to
+/// the same print, and every spec a scan (`NAME:W1,W2` or `NAME:LO..HI`) expands to parses
+/// (any other spec comes back alone, as typed, for `parse` to judge).
+pub fn model_spec(data: &[u8]) {
+    use crate::model::{expand_scan, parse};
+    use crate::options::PeerRequest;
+    let spec = text(data);
+    if let Ok(m) = parse(spec) {
+        let printed = m.spec();
+        let again = parse(&printed)
+            .unwrap_or_else(|e| panic!("{spec:?} prints as {printed:?}, refused: {e}"));
+        assert_eq!(again.spec(), printed, "{spec:?}");
+    }
+    let scan = spec
+        .split_once(':')
+        .is_some_and(|(_, list)| list.contains(',') || list.contains(".."));
+    if let Ok(specs) = expand_scan(spec) {
+        assert!(!specs.is_empty(), "{spec:?} expands to nothing");
+        for s in specs.iter().filter(|_| scan) {
+            if let Err(e) = parse(s) {
+                panic!("{spec:?} expands to {s:?}, refused: {e}");
+            }
+        }
+    }
+    let _ = PeerRequest::parse(spec);
+}
+
+/// One line of a results file (`analysis::results::parse_line`, what `concur report` and
+/// `--baseline` read): no panic, and an accepted line written back as concur writes it
+/// (serde_json) reads back to the same line.
+pub fn results_line(bytes: &[u8]) {
+    use crate::analysis::results::parse_line;
+    if let Ok(Some(line)) = parse_line(bytes) {
+        let text = serde_json::to_string(&line)
+            .unwrap_or_else(|e| panic!("{line:?} does not serialise: {e}"));
+        let again = parse_line(text.as_bytes())
+            .unwrap_or_else(|e| panic!("{text} is refused: {e}"))
+            .unwrap_or_else(|| panic!("{text} reads back blank"));
+        assert_eq!(again, line, "{text}");
+    }
+}
+
+/// The green client's HTTP/1.1 response parser (`workload/http/wire.rs`: the head with
+/// httparse, bodies by length, chunks or close): no panic, nothing consumed past the input,
+/// and the same answer however the bytes arrive (in one read, or in small pieces through a
+/// small buffer). The first byte: the piece size (1 to 64) and whether the request was a
+/// HEAD.
+pub fn http_response(data: &[u8]) {
+    let Some((&first, bytes)) = data.split_first() else {
+        return;
+    };
+    let (piece, to_head) = (usize::from(first & 63) + 1, first & 64 != 0);
+    let whole = read_response(bytes, bytes.len().max(1), bytes.len().max(1), to_head);
+    let split = read_response(bytes, piece, 16, to_head);
+    if let Ok((_, consumed)) = &whole {
+        assert!(*consumed <= bytes.len());
+    }
+    // A head over 64 KiB is only refused when it spans reads; inputs stay below that.
+    if bytes.len() < 60 << 10 {
+        match (&whole, &split) {
+            (Ok(a), Ok(b)) => assert_eq!(a, b, "{bytes:?}"),
+            (Err(_), Err(_)) => {}
+            _ => panic!("in one read: {whole:?}; in pieces of {piece}: {split:?}"),
+        }
+    }
+}
+
+/// A job payload as read from Redis or SQLite (`jobs::Job::parse`): no panic, and an
+/// accepted job written back (`Job::to_json`, as it is pushed again after a failure) reads
+/// back to the same job.
+pub fn job(data: &[u8]) {
+    use crate::jobs::Job;
+    let raw = text(data);
+    if let Ok(job) = Job::parse(raw) {
+        let json = job.to_json();
+        let again = Job::parse(&json).unwrap_or_else(|e| panic!("{json} is refused: {e}"));
+        assert_eq!(again, job, "{raw:?} -> {json}");
+        let _ = job.max_retries();
+    }
+}
+
+/// The delay server's `/add?delay=MS` query (`server::routes::add_delay`), as any client may
+/// send it: no panic; what is accepted is within `--max-delay`; what is refused names the
+/// `delay` parameter; a plain number of milliseconds in range is accepted as that many.
+pub fn query(data: &[u8]) {
+    use crate::server::routes::add_delay;
+    const MAX: Duration = Duration::from_secs(10);
+    let query = text(data);
+    match add_delay(MAX, query) {
+        Ok(d) => assert!(d <= MAX, "{query:?} -> {d:?}"),
+        Err(e) => assert_eq!(e.parameter, "delay", "{query:?}: {}", e.error),
+    }
+    if let Ok(ms) = query.parse::<u32>() {
+        let plain = format!("delay={ms}");
+        let want = Duration::from_millis(u64::from(ms));
+        match add_delay(MAX, &plain) {
+            Ok(d) => assert_eq!(d, want, "{plain}"),
+            Err(_) => assert!(want > MAX, "{plain} refused"),
+        }
+    }
+}
+
+/// The hub key the hub targets sign and open with (`CONCUR_HUB_KEY` in a test).
+pub const TEST_HUB_KEY: &str = "concur-fuzz-hub-key-0123456789abcdef";
+
+/// The hub's clock as the hub targets read it, ns since the epoch (2027-01-15).
+pub const TEST_HUB_NS: u64 = 1_800_000_000_000_000_000;
+
+/// The agent the hub targets' work is addressed to, and whose answers they read.
+pub const TEST_AGENT: &str = "a1";
+
+/// The run the hub targets' answers belong to (a study's id: hexadecimal).
+pub const TEST_RUN: &str = "0f3a9c";
+
+/// The share an answer is read against: 4 tasks on an agent of 2 cores, the study waiting
+/// 35 s (a 30 s timeout and its lead).
+pub const TEST_SHARE: ShareBounds = ShareBounds {
+    tasks: 4,
+    cores: 2,
+    wall_max_s: 35.0,
+};
+
+/// The key of [`TEST_HUB_KEY`].
+pub fn test_hub_key() -> HubKey {
+    HubKey::new(TEST_HUB_KEY).unwrap_or_else(|e| panic!("the test key is refused: {e}"))
+}
+
+/// A work item as an agent takes it from its list (`hub/agent.rs`): bounded
+/// (`admit::check_size`), opened without a key (the text is the body) and with
+/// [`TEST_HUB_KEY`] at [`TEST_HUB_NS`] (`sign::open`: a valid envelope opens once, a second
+/// time is a replay), then read (`admit::read_work`) and, as the agent does, checked: a share
+/// by `admit::check_part` with the default `--allow-*` (none), reply keys and study ids by
+/// theirs. No panic; an accepted share runs no command, has a timeout `Duration` can hold
+/// and starts within a minute of the hub's clock; an accepted reply key is printable; a work
+/// item sealed and opened again is the same.
+pub fn hub_work(data: &[u8]) {
+    let text = text(data);
+    if admit::check_size(text).is_err() {
+        return;
+    }
+    let bare = sign::open(
+        None,
+        TEST_AGENT,
+        None,
+        text,
+        TEST_HUB_NS,
+        &mut Seen::default(),
+    );
+    assert_eq!(
+        bare.as_deref(),
+        Ok(text),
+        "without a key the message is the body"
+    );
+    judge_work(text);
+    let key = test_hub_key();
+    let mut seen = Seen::default();
+    if let Ok(body) = sign::open(Some(&key), TEST_AGENT, None, text, TEST_HUB_NS, &mut seen) {
+        let again = sign::open(Some(&key), TEST_AGENT, None, text, TEST_HUB_NS, &mut seen);
+        assert!(again.is_err(), "{text:?} opened twice");
+        judge_work(&body);
+    }
+}
+
+/// What an agent does with one work item's body once opened.
+fn judge_work(body: &str) {
+    let Ok(work) = admit::read_work(body) else {
+        return;
+    };
+    match &work {
+        Work::Part(w) => {
+            let command = w.command().is_some();
+            // An `http:` target named by a host name would be resolved (DNS): a fuzz run
+            // checks only shares whose target is an address.
+            if resolves_offline(w) && admit::check_part(w, &Allowed::default(), TEST_HUB_NS).is_ok()
+            {
+                assert!(
+                    !command,
+                    "a command accepted without --allow-commands: {body}"
+                );
+                assert!(w.timeout_s.is_finite() && w.timeout_s > 0.0, "{body}");
+                let _ = Duration::from_secs_f64(w.timeout_s);
+                let ahead = w.start_hub_ns.abs_diff(TEST_HUB_NS);
+                assert!(
+                    ahead <= admit::MAX_START_DISTANCE.as_nanos() as u64,
+                    "{body}"
+                );
+            }
+        }
+        Work::Serve { study, reply, .. } => {
+            if admit::check_reply_key(reply).is_ok() {
+                assert!(reply.chars().all(|c| c.is_ascii_graphic()), "{reply:?}");
+            }
+            let _ = admit::check_study_id(study);
+        }
+        Work::Unserve { study } => {
+            if admit::check_study_id(study).is_ok() {
+                assert!(
+                    study.chars().all(|c| c.is_ascii_alphanumeric()),
+                    "{study:?}"
+                );
+            }
+        }
+        Work::Usage { reply } => {
+            let _ = admit::check_reply_key(reply);
+        }
+        Work::Stop => {}
+    }
+    // What is accepted, sealed by a study and opened by its agent, is the same work.
+    let json = serde_json::to_string(&work).unwrap_or_else(|e| panic!("{work:?}: {e}"));
+    let key = test_hub_key();
+    let sealed = sign::seal(Some(&key), TEST_AGENT, TEST_RUN, TEST_HUB_NS, json.clone());
+    let opened = sign::open(
+        Some(&key),
+        TEST_AGENT,
+        Some(TEST_RUN),
+        &sealed,
+        TEST_HUB_NS,
+        &mut Seen::default(),
+    );
+    assert_eq!(opened.as_deref(), Ok(json.as_str()), "sealed: {sealed}");
+}
+
+/// Whether checking `w`'s target resolves no host name: its workload is not `http:`, or its
+/// URL names an address (or does not parse: refused before any lookup).
+fn resolves_offline(w: &PartWork) -> bool {
+    let r = &w.request.recipe;
+    let (name, args) = r.workload.split_once(':').unwrap_or((&r.workload, ""));
+    if name != "http" {
+        return true;
+    }
+    match crate::workload::http::connect_address(args, r.options.base_url.as_deref()) {
+        Ok(connect) => connect.parse::<std::net::SocketAddr>().is_ok(),
+        Err(_) => true,
+    }
+}
+
+/// An answer as a study reads it from a run's list (`hub/executor.rs`): bounded
+/// (`merge::ANSWER_MAX_BYTES`), read as a `PartDone` both bare and opened with
+/// [`TEST_HUB_KEY`] for `study` in [`TEST_RUN`]; a run's account checked against
+/// [`TEST_SHARE`] (`merge::check_ended`), then, if it passes, made into the run line the
+/// study's runner would (`convert::classify`, `convert::convert`) and merged twice over
+/// (`merge::merge`, two hosts that said the same). No panic; an accepted answer keeps at most
+/// 20 stderr lines, its histograms decode, and the merged run line is one `concur report`
+/// reads back.
+pub fn hub_answer(data: &[u8]) {
+    if data.len() > merge::ANSWER_MAX_BYTES {
+        return;
+    }
+    read_answer(data);
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let key = test_hub_key();
+    let mut seen = Seen::default();
+    let opened = sign::open(
+        Some(&key),
+        "study",
+        Some(TEST_RUN),
+        text,
+        TEST_HUB_NS,
+        &mut seen,
+    );
+    if let Ok(body) = opened {
+        read_answer(body.as_bytes());
+    }
+}
+
+fn read_answer(bytes: &[u8]) {
+    let Ok(done) = serde_json::from_slice::<PartDone>(bytes) else {
+        return;
+    };
+    let Some(mut ended) = done.ended else {
+        return;
+    };
+    if merge::check_ended(&mut ended, TEST_SHARE).is_err() {
+        return;
+    }
+    assert!(ended.stderr_tail.len() <= merge::STDERR_TAIL_LINES);
+    for l in &ended.stderr_tail {
+        assert!(l.chars().count() <= merge::TEXT_MAX_CHARS + 1, "{l:?}");
+    }
+    assert!(ended.wall_s.is_finite() && ended.wall_s <= TEST_SHARE.wall_max_s);
+    let report = ended.report.as_ref();
+    let latency = report.and_then(|r| r.latency_hdr.clone());
+    let queue_wait = report.and_then(|r| r.queue_wait_hdr.clone());
+    for w in latency.iter().chain(queue_wait.iter()) {
+        if let Err(e) = LatencyRecorder::from_wire(w) {
+            panic!("an accepted answer's histogram does not decode: {e}");
+        }
+    }
+    let (plan, whole, host) = answer_cells();
+    let ended: Ended = ended.into();
+    let first_task_ns = ended.report.as_ref().and_then(|r| r.first_task_ns);
+    let verdict = convert::classify(&ended, plan.timeout);
+    let run = convert::convert(host, 0, ended, verdict);
+    let part = |share| PartOutcome {
+        host: format!("a{share}"),
+        share,
+        tasks: TEST_SHARE.tasks,
+        run: Some(run.clone()),
+        lost: None,
+        latency: latency.clone(),
+        queue_wait: queue_wait.clone(),
+        clock: done.clock,
+        first_task_ns,
+    };
+    let base = convert::template(whole, 0, RunStatus::Ok, 0.0, None);
+    let merged = merge::merge(base, vec![part(0), part(1)], 0.2);
+    let line = serde_json::to_string(&Line::Run(merged))
+        .unwrap_or_else(|e| panic!("a merged run line does not serialise: {e}"));
+    if let Err(e) = crate::analysis::results::parse_line(line.as_bytes()) {
+        panic!("a merged run line concur report refuses ({e}): {line}");
+    }
+}
+
+/// The plan an answer is read in (`fib:5` under `seq`, 8 tasks over 2 hosts, a 30 s
+/// timeout), its cell and one host's share of it.
+fn answer_cells() -> &'static (Plan, CellPlan, CellPlan) {
+    static CELLS: OnceLock<(Plan, CellPlan, CellPlan)> = OnceLock::new();
+    CELLS.get_or_init(|| {
+        let opts = StudyOptions {
+            workloads: vec!["fib:5".into()],
+            models: vec!["seq".into()],
+            tasks: vec![2 * TEST_SHARE.tasks],
+            repeat: Some(1),
+            warmup: Some(0),
+            timeout: Duration::from_secs(30),
+            ..StudyOptions::default()
+        };
+        let plan = plan::build(&opts)
+            .unwrap_or_else(|e| panic!("the answer target's plan: {e}"))
+            .over_hosts(&[2]);
+        let whole = plan.cells[0].clone();
+        let mut host = whole.clone();
+        host.key.hosts = None;
+        host.key.tasks = TEST_SHARE.tasks;
+        (plan, whole, host)
+    })
+}
+
+/// An agent's heartbeat as the study and `concur agents` read it (`hub::AgentInfo`): no
+/// panic; written back as `concur agents --format json` prints it (its controls escaped,
+/// `escape_json_controls`) it reads back the same; every text of it as the table shows it
+/// (`escape_controls`) holds no control character and no bidirectional override.
+pub fn hub_heartbeat(data: &[u8]) {
+    let Ok(info) = serde_json::from_slice::<AgentInfo>(data) else {
+        return;
+    };
+    let json = serde_json::to_string(&info).unwrap_or_else(|e| panic!("{info:?}: {e}"));
+    let shown = escape_json_controls(&json);
+    let again: AgentInfo = serde_json::from_str(&shown)
+        .unwrap_or_else(|e| panic!("{json} printed as {shown} does not read back: {e}"));
+    assert_eq!(again, info, "{shown}");
+    assert!(!shown.chars().any(unsafe_char), "{shown:?}");
+    let texts = [&info.name, &info.host, &info.version, &info.doing];
+    for t in texts.into_iter().chain(info.addr.as_ref()) {
+        let e = escape_controls(t);
+        assert!(!e.chars().any(unsafe_char), "{t:?} shows as {e:?}");
+    }
+    let _ = info.version_refusal();
+    let _ = crate::hub::clock::describe(&info.clock);
+    let _ = crate::hub::executor::busy_names([&info]);
+    let _ = TEST_HUB_NS.saturating_sub(info.beat_hub_ns) as f64 / 1e9;
+}
+
+/// A character a terminal would act on.
+fn unsafe_char(c: char) -> bool {
+    c.is_control()
+        || ('\u{202a}'..='\u{202e}').contains(&c)
+        || ('\u{2066}'..='\u{2069}').contains(&c)
+}
+
+/// A latency histogram from another host (`measure::latency::LatencyRecorder::from_wire`):
+/// the input is a `LatencyWire` (JSON) when it parses as one, else its bytes are the
+/// histogram's (base64-encoded into `hdr_v2`, with exact figures taken from its first
+/// bytes). No panic and no allocation the input's size does not justify (libFuzzer's
+/// `-rss_limit_mb`, tests/fuzz_corpora.rs's peak RSS); an accepted histogram holds `count`
+/// values, and written back (`to_wire`) reads back to the same histogram.
+pub fn histogram(data: &[u8]) {
+    let wire = match serde_json::from_slice::<LatencyWire>(data) {
+        Ok(w) => w,
+        Err(_) => {
+            let n = |i: usize| u64::from(data.get(i).copied().unwrap_or(1).max(1));
+            let (count, v) = (n(0), n(1));
+            let exact = serde_json::json!({
+                "hdr_v2": base64::engine::general_purpose::STANDARD.encode(data),
+                "count": count, "min_us": v, "max_us": v, "sum_us": count * v
+            });
+            match serde_json::from_value::<LatencyWire>(exact) {
+                Ok(w) => w,
+                Err(e) => panic!("a wire histogram of {} bytes: {e}", data.len()),
+            }
+        }
+    };
+    let Ok(rec) = LatencyRecorder::from_wire(&wire) else {
+        return;
+    };
+    assert_eq!(rec.histogram().len(), wire.exact.count, "{wire:?}");
+    let back = rec
+        .to_wire()
+        .unwrap_or_else(|| panic!("an accepted histogram writes nothing: {wire:?}"));
+    let again = LatencyRecorder::from_wire(&back)
+        .unwrap_or_else(|e| panic!("{back:?}, written back, is refused: {e}"));
+    assert_eq!(again.histogram(), rec.histogram(), "{wire:?}");
+    let _ = rec.summary();
 }

@@ -1,15 +1,6 @@
-//! Workload specs (`workload::parse`, `-w`, `advise`'s argument, a job's payload): no panic,
-//! and an accepted spec prints (`Workload::spec`) to a spec that parses to the same print.
+//! Workload specs (`workload::parse`): no panic, and an accepted spec prints to a spec that
+//! parses to the same print. The harness: `concur::fuzzing::workload_spec`.
 #![no_main]
-use concur::workload::{parse, WorkloadOptions};
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|spec: &str| {
-    let opts = WorkloadOptions::default();
-    if let Ok(w) = parse(spec, &opts) {
-        let printed = w.spec();
-        let again = parse(&printed, &opts)
-            .unwrap_or_else(|e| panic!("{spec:?} prints as {printed:?}, refused: {e}"));
-        assert_eq!(again.spec(), printed, "{spec:?}");
-    }
-});
+fuzz_target!(|data: &[u8]| concur::fuzzing::workload_spec(data));
