@@ -237,14 +237,39 @@ fn jobs_work_runs_no_command_of_a_queue_writer_without_allow_commands() {
 }
 
 /// Starts `concur agent` on `url` with its stderr in `log`.
-fn agent_logging(url: &str, name: &str, log: &Path) -> std::process::Child {
-    Command::new(env!("CARGO_BIN_EXE_concur"))
-        .args(["agent", "--name", name, "--hub", url])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(log).unwrap())
-        .spawn()
-        .unwrap()
+fn agent_logging(url: &str, name: &str, log: &Path) -> Killed {
+    Killed(
+        Command::new(env!("CARGO_BIN_EXE_concur"))
+            .args(["agent", "--name", name, "--hub", url])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(log).unwrap())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+/// A child process killed when dropped, so that a failing test leaves nothing behind.
+struct Killed(std::process::Child);
+
+impl std::ops::Deref for Killed {
+    type Target = std::process::Child;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Killed {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 fn read(path: &Path) -> String {
@@ -306,14 +331,16 @@ fn a_keyed_agent_takes_only_work_signed_with_the_hub_key() {
     let log = dir.path().join("agent.log");
     let hub = Hub::start(None);
     let key_text = "a hub key of the test's own, 32 b";
-    let mut agent = Command::new(env!("CARGO_BIN_EXE_concur"))
-        .args(["agent", "--name", "k1", "--hub", &hub.url()])
-        .env("CONCUR_HUB_KEY", key_text)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
+    let mut agent = Killed(
+        Command::new(env!("CARGO_BIN_EXE_concur"))
+            .args(["agent", "--name", "k1", "--hub", &hub.url()])
+            .env("CONCUR_HUB_KEY", key_text)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap(),
+    );
     wait_for_agents(&hub.url(), &["k1"]);
     let mut c = connect(&hub);
     let push = |c: &mut redis::Connection, text: String| {
@@ -469,17 +496,19 @@ fn a_share_carries_headers_and_a_queue_only_when_its_cell_needs_them() {
     hub.redis_cli(&["SET", "concur:hub:agent:fake", &me.to_string(), "EX", "60"]);
     hub.redis_cli(&["SADD", "concur:hub:agents", "fake"]);
     let (_tmp, results) = common::results_path();
-    let mut study = Command::new(env!("CARGO_BIN_EXE_concur"))
-        .args(["run", "-w", "fib:1", "-m", "seq", "-n", "1", "-r", "1"])
-        .args(["--warmup", "0", "--timeout", "10s", "--hub", &hub.url()])
-        .args(["-H", "Authorization: Bearer s3cr3t-token"])
-        .args(["--jobs-backend", "redis://:hunter2@127.0.0.1:1/0"])
-        .arg("--json")
-        .arg(&results)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut study = Killed(
+        Command::new(env!("CARGO_BIN_EXE_concur"))
+            .args(["run", "-w", "fib:1", "-m", "seq", "-n", "1", "-r", "1"])
+            .args(["--warmup", "0", "--timeout", "10s", "--hub", &hub.url()])
+            .args(["-H", "Authorization: Bearer s3cr3t-token"])
+            .args(["--jobs-backend", "redis://:hunter2@127.0.0.1:1/0"])
+            .arg("--json")
+            .arg(&results)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let (_, work): (String, String) = redis::cmd("BLPOP")
         .arg("concur:hub:agent:fake:work")
         .arg(30.0)
