@@ -1,5 +1,7 @@
-//! Keeping secrets out of what we show: the password of a URL (`redis://:PASSWORD@host`) is
-//! replaced by `***` in every message, table and recorded command line.
+//! Keeping secrets out of what we show: the password of a URL (`redis://:PASSWORD@host`) and
+//! the value of a credential header (`-H 'Authorization: Bearer TOKEN'`) are replaced by `***`
+//! in every message, table and recorded command line. Only what is shown or stored is masked:
+//! what is sent (the header, the URL given to the Redis client) is never rewritten.
 
 use std::ops::Range;
 
@@ -7,19 +9,99 @@ use std::ops::Range;
 pub const MASK: &str = "***";
 
 /// Masks the password of every URL-looking word in `arg` (`scheme://user:PASSWORD@host...`
-/// becomes `scheme://user:***@host...`); everything else, the user name included, is kept.
-/// `arg` may be a whole command-line argument (`--jobs-backend=redis://u:pw@h/0`) or a
-/// message holding several URLs.
+/// becomes `scheme://user:***@host...`) and the value of every credential header
+/// (`Authorization: Bearer TOKEN` becomes `Authorization: Bearer ***`, see
+/// [`is_credential_header`]); everything else, the user name and the auth scheme included, is
+/// kept. `arg` may be a whole command-line argument (`--jobs-backend=redis://u:pw@h/0`,
+/// `Authorization: Bearer TOKEN` after `-H`, `-HCookie: s=1`, `--header=X-Api-Key: K`) or a
+/// message holding several.
 pub fn mask_credentials(arg: &str) -> String {
+    let mut spans = password_spans(arg);
+    spans.extend(header_value_spans(arg));
+    spans.sort_by_key(|s| s.start);
     let mut out = String::with_capacity(arg.len());
     let mut last = 0;
-    for span in password_spans(arg) {
+    for span in spans {
+        // A header value may hold a URL whose password is a span of its own: one mask.
+        if span.end <= last {
+            continue;
+        }
+        let span = span.start.max(last)..span.end;
         out.push_str(&arg[last..span.start]);
         out.push_str(MASK);
         last = span.end;
     }
     out.push_str(&arg[last..]);
     out
+}
+
+/// Whether a request header's value is a credential, masked wherever it is shown:
+/// `Authorization`, `Proxy-Authorization`, `Cookie`, and every name ending in `-Key`, `-Token`
+/// or `-Secret` (`X-Api-Key`, `X-Auth-Token`, `X-Client-Secret`), in any case.
+pub fn is_credential_header(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    ["authorization", "proxy-authorization", "cookie"].contains(&name.as_str())
+        || ["-key", "-token", "-secret"]
+            .iter()
+            .any(|end| name.len() > end.len() && name.ends_with(end))
+}
+
+/// Where the value of each credential header written as `Name: value` in `text` is.
+///
+/// The name is a word of letters, digits, `-` and `_` (after `-H` when written `-HName:`).
+/// The value starts after the colon and its blanks, and runs to the quote that closes it when
+/// the header opens with one (`-H 'Authorization: Bearer T' refused`), else to the end of the
+/// line: a whole argument, or the rest of a message, which hides more than the value rather
+/// than less. `Authorization` and `Proxy-Authorization` keep their scheme (`Bearer`, `Basic`),
+/// as a URL keeps its user name: the word before the credentials says how it authenticates,
+/// not with what. A value of one word is hidden whole.
+fn header_value_spans(text: &str) -> Vec<Range<usize>> {
+    let is_name = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+    let mut spans = Vec::new();
+    for (colon, _) in text.match_indices(':') {
+        let start = text[..colon]
+            .char_indices()
+            .rev()
+            .find(|&(_, c)| !is_name(c))
+            .map_or(0, |(p, c)| p + c.len_utf8());
+        let word = &text[start..colon];
+        let name = match word.strip_prefix("-H") {
+            Some(n) if !is_credential_header(word) => n,
+            _ => word,
+        };
+        if !is_credential_header(name) {
+            continue;
+        }
+        let quote = text[..start]
+            .chars()
+            .next_back()
+            .filter(|&c| c == '\'' || c == '"');
+        let rest = &text[colon + 1..];
+        let end = match quote {
+            Some(q) => rest.find(q),
+            None => rest.find(['\n', '\r']),
+        }
+        .unwrap_or(rest.len());
+        let value = &rest[..end];
+        let lead = value.len() - value.trim_start_matches([' ', '\t']).len();
+        let mut from = lead;
+        if name.eq_ignore_ascii_case("authorization")
+            || name.eq_ignore_ascii_case("proxy-authorization")
+        {
+            let v = &value[lead..];
+            if let Some(scheme) = v.find([' ', '\t']).filter(|&i| i > 0) {
+                let creds = v[scheme..].trim_start_matches([' ', '\t']);
+                if !creds.trim_end().is_empty() {
+                    from = lead + v.len() - creds.len();
+                }
+            }
+        }
+        let to = value.trim_end().len();
+        if from < to {
+            spans.push(colon + 1 + from..colon + 1 + to);
+        }
+    }
+    spans
 }
 
 /// The passwords of the URLs in `text`, as written (percent-encoded if they were).
@@ -143,5 +225,80 @@ mod tests {
             assert_eq!(mask_credentials(same), same);
         }
         assert!(passwords("redis://h/0").is_empty());
+    }
+
+    #[test]
+    fn masks_credential_header_values_keeping_the_auth_scheme() {
+        for (given, shown) in [
+            ("Authorization: Bearer s3cr3t", "Authorization: Bearer ***"),
+            (
+                "authorization:Basic dXNlcjpwYXNz",
+                "authorization:Basic ***",
+            ),
+            ("Authorization: s3cr3t", "Authorization: ***"),
+            ("Authorization: Bearer", "Authorization: ***"),
+            (
+                "Proxy-Authorization: Basic abc==",
+                "Proxy-Authorization: Basic ***",
+            ),
+            ("Cookie: session=s3cr3t; theme=dark", "Cookie: ***"),
+            ("COOKIE: a=1", "COOKIE: ***"),
+            ("X-Api-Key: s3cr3t", "X-Api-Key: ***"),
+            ("x-auth-token:s3cr3t", "x-auth-token:***"),
+            ("X-Client-Secret:   s3cr3t  ", "X-Client-Secret:   ***  "),
+            ("Api_Key-Token: s3cr3t {rand}", "Api_Key-Token: ***"),
+            // The forms of one argument: -HNAME:VALUE, --header=NAME: VALUE.
+            (
+                "-HAuthorization: Bearer s3cr3t",
+                "-HAuthorization: Bearer ***",
+            ),
+            ("-HX-Api-Key:s3cr3t", "-HX-Api-Key:***"),
+            ("--header=Cookie: s=s3cr3t", "--header=Cookie: ***"),
+            // A value holding a URL with a password: masked once.
+            ("Cookie: u=redis://:pw@h/0", "Cookie: ***"),
+        ] {
+            assert_eq!(mask_credentials(given), shown, "{given}");
+        }
+    }
+
+    #[test]
+    fn masks_credential_headers_inside_messages_to_their_quote_or_the_line_end() {
+        assert_eq!(
+            mask_credentials("-H 'Authorization: Bearer s3 cr3t': the value cannot be sent"),
+            "-H 'Authorization: Bearer ***': the value cannot be sent"
+        );
+        assert_eq!(
+            mask_credentials(r#"curl -H "X-Api-Key: s3cr3t" http://h/ -H 'Cookie: c=1'"#),
+            r#"curl -H "X-Api-Key: ***" http://h/ -H 'Cookie: ***'"#
+        );
+        assert_eq!(
+            mask_credentials("sent Authorization: Bearer s3cr3t to h\nnext line"),
+            "sent Authorization: Bearer ***\nnext line"
+        );
+        assert_eq!(
+            mask_credentials("--jobs-backend=redis://:pw@h/0 -H X-Token: t"),
+            "--jobs-backend=redis://:***@h/0 -H X-Token: ***"
+        );
+    }
+
+    #[test]
+    fn leaves_other_headers_and_empty_credentials_alone() {
+        for same in [
+            "Accept: */*",
+            "Content-Type: text/plain",
+            "Key: k",
+            "Token: t",
+            "-key: k",
+            "Keyboard: k",
+            "X-Keys: k",
+            "Authorization:",
+            "Cookie:   ",
+            "http:http://127.0.0.1:8080/add?key=a:b",
+            "-H",
+        ] {
+            assert_eq!(mask_credentials(same), same);
+        }
+        assert!(is_credential_header("X-API-KEY") && is_credential_header("Proxy-Authorization"));
+        assert!(!is_credential_header("Set-Cookie") && !is_credential_header("-Key"));
     }
 }
