@@ -51,6 +51,19 @@ pub(crate) fn conduct(opts: &StudyOptions, out: &Outputs, how: Conduct) -> Resul
     if let Some(dir) = &plan.options.cmd_output {
         crate::files::check_output_dir("--cmd-output", dir)?;
     }
+    let terminal = Terminal::new(how.feedback);
+    // Said before bind connects to them.
+    let cleartext = [
+        plan.hub
+            .as_ref()
+            .and_then(|h| h.url.cleartext_password_warning("--hub")),
+        plan.jobs_backend
+            .as_ref()
+            .and_then(|u| u.cleartext_password_warning("--jobs-backend")),
+    ];
+    for w in cleartext.iter().flatten() {
+        terminal.warning(w);
+    }
     let mut bound = bind::bind(plan, opts)?;
     let hub = bound.hub.take();
     let plan = &bound.plan;
@@ -70,7 +83,6 @@ pub(crate) fn conduct(opts: &StudyOptions, out: &Outputs, how: Conduct) -> Resul
         }
         (None, false) => ResultsWriter::sink(),
     };
-    let terminal = Terminal::new(how.feedback);
     let runs = match plan.open.as_ref().filter(|o| o.is_auto()) {
         Some(o) if o.remeasure > 0 => format!(
             ", a rate search each, then {} runs at the rate found",

@@ -100,6 +100,27 @@ impl RedisUrl {
         &self.0
     }
 
+    /// The warning for a password that crosses the network in clear text: a `redis://` URL
+    /// (not `rediss://`) with a password, to a host other than loopback (127.0.0.0/8, `::1`,
+    /// `localhost`), which the Redis `AUTH` command then sends as it is. `flag` names where
+    /// the URL came from. No name is resolved: a host name other than `localhost` is taken
+    /// for a remote one.
+    pub fn cleartext_password_warning(&self, flag: &str) -> Option<String> {
+        let info = self.0.as_str().into_connection_info().ok()?;
+        let redis::ConnectionAddr::Tcp(host, _) = info.addr() else {
+            return None;
+        };
+        let password = info
+            .redis_settings()
+            .password()
+            .is_some_and(|p| !p.is_empty());
+        (password && !is_loopback(host)).then(|| {
+            format!(
+                "{flag} '{self}': the password crosses the network in clear text; use rediss:// (TLS)"
+            )
+        })
+    }
+
     /// Hides this URL's password in `text` (a message of ours or the Redis client's), as
     /// written and as decoded, wherever it appears: the client's errors are not ours to
     /// format, so we do not rely on them showing the password only inside the URL.
@@ -118,6 +139,25 @@ impl RedisUrl {
             }
         }
         out
+    }
+}
+
+/// Whether `host` (as the Redis client reads it from a URL) is this machine's loopback.
+fn is_loopback(host: &str) -> bool {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let name = host.trim_end_matches('.').to_ascii_lowercase();
+    name == "localhost"
+        || name.ends_with(".localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback() || ipv4_mapped_loopback(ip))
+}
+
+/// `::ffff:127.x.y.z`, which is loopback as well.
+fn ipv4_mapped_loopback(ip: std::net::IpAddr) -> bool {
+    match ip {
+        std::net::IpAddr::V6(v6) => v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()),
+        std::net::IpAddr::V4(_) => false,
     }
 }
 
@@ -141,6 +181,14 @@ impl BackendUrl {
         match self {
             BackendUrl::Redis(u) => u.expose().to_string(),
             other => other.to_string(),
+        }
+    }
+
+    /// [`RedisUrl::cleartext_password_warning`] for a Redis backend; `None` for the others.
+    pub fn cleartext_password_warning(&self, flag: &str) -> Option<String> {
+        match self {
+            BackendUrl::Redis(u) => u.cleartext_password_warning(flag),
+            _ => None,
         }
     }
 
@@ -327,6 +375,47 @@ mod tests {
         assert_eq!(
             u.scrub("auth p@ss failed for redis://:p%40ss@h/0"),
             "auth *** failed for redis://:***@h/0"
+        );
+    }
+
+    #[test]
+    fn a_password_in_clear_text_off_loopback_is_warned_of() {
+        let warning = |s: &str| parse(s).cleartext_password_warning("--jobs-backend");
+        assert_eq!(
+            warning("redis://:hunter2@10.0.0.5:6379/0").as_deref(),
+            Some("--jobs-backend 'redis://:***@10.0.0.5:6379/0': the password crosses the network in clear text; use rediss:// (TLS)")
+        );
+        for remote in [
+            "redis://u:pw@redis.example.com/0",
+            "redis://:pw@[2001:db8::1]:6379",
+            "redis://:pw@128.0.0.1",
+            "redis://:pw@localhost.example.com",
+        ] {
+            let w = warning(remote).unwrap_or_default();
+            assert!(
+                w.contains("clear text") && !w.contains("pw@"),
+                "{remote}: {w}"
+            );
+        }
+        for quiet in [
+            "redis://:pw@127.0.0.1:6379/0",
+            "redis://:pw@127.3.2.1/0",
+            "redis://:pw@localhost/0",
+            "redis://:pw@LOCALHOST./0",
+            "redis://:pw@[::1]:6379/0",
+            "redis://:pw@[::ffff:127.0.0.1]:6379/0",
+            "rediss://:pw@redis.example.com/0",
+            "redis://redis.example.com/0",
+            "redis://alice@redis.example.com/0",
+            "sqlite:/tmp/q.db",
+            "memory",
+        ] {
+            assert_eq!(warning(quiet), None, "{quiet}");
+        }
+        let hub = RedisUrl::parse_for("--hub", "redis://:pw@h:6379").unwrap();
+        assert_eq!(
+            hub.cleartext_password_warning("--hub").as_deref(),
+            Some("--hub 'redis://:***@h:6379': the password crosses the network in clear text; use rediss:// (TLS)")
         );
     }
 }

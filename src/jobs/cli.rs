@@ -10,12 +10,16 @@ use crate::interrupt::{install_interrupt_handler, interrupted};
 use crate::workload::{self, WorkloadOptions};
 
 /// Opens the backend a command shares with other processes: `memory` lives and dies with one
-/// process, so it is refused here (the `jobs-memory:W` model uses it).
+/// process, so it is refused here (the `jobs-memory:W` model uses it); a Redis password that
+/// would cross the network in clear text is warned of on stderr.
 fn open_shared(url: &BackendUrl) -> Result<Arc<dyn Backend>> {
     if *url == BackendUrl::Memory {
         return Err(Error::usage(
             "backend 'memory' lives inside one process, so separate `concur jobs` commands cannot share it; use sqlite, sqlite:PATH or redis://HOST:PORT/DB (or the jobs-memory:W model)",
         ));
+    }
+    if let Some(w) = url.cleartext_password_warning("--backend") {
+        crate::output::Terminal::new(crate::output::Feedback::Lines).warning(w);
     }
     open(url)
 }
