@@ -172,6 +172,26 @@ fn reach_hub(
     if let Some(why) = all.iter().find_map(|a| a.version_refusal()) {
         return Err(Error::usage(format!("--hub '{}': {why}", h.url)));
     }
+    // Shares go to idle agents only: one busy with another study's share (or serving one)
+    // would take ours after it, late, or never.
+    let asked = h.hosts.iter().copied().max().unwrap_or(agents.len());
+    let idle = agents
+        .iter()
+        .filter(|a| crate::hub::executor::is_idle(a))
+        .count();
+    if !agents.is_empty() && asked <= agents.len() && asked > idle {
+        return Err(Error::usage(format!(
+            "--hosts {asked}: the hub '{}' has {idle} idle agent{} of {}; busy: {} (wait for them, or ask for fewer with --hosts)",
+            h.url,
+            if idle == 1 { "" } else { "s" },
+            agents.len(),
+            crate::hub::executor::busy_names(&agents)
+        )));
+    }
+    let agents: Vec<crate::hub::AgentInfo> = agents
+        .into_iter()
+        .filter(crate::hub::executor::is_idle)
+        .collect();
     let names = || {
         agents
             .iter()

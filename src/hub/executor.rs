@@ -4,15 +4,24 @@
 //! lines into one ([`super::merge`]). It never waits forever: an agent whose heartbeat expires
 //! is lost within [`super::LOST_AFTER`], a share not answered within the run's timeout is
 //! lost, and the run is then recorded as failed with what was not performed.
+//!
+//! What comes back on the run's list is outside input: anyone who can write to the hub can
+//! push there. An answer is read only up to [`merge::ANSWER_MAX_BYTES`] (a script pops it on
+//! the hub and sends only its length when it is longer), must name this run, one of its
+//! shares not yet answered and the agent that share went to, and its figures must be those an
+//! honest run of the share could report ([`merge::check_ended`]); anything else is refused,
+//! the run fails, and no item on the list, however many, keeps the wait from its deadline,
+//! its heartbeat checks and Ctrl-C. Shares go to idle agents only, and an agent's work list
+//! expires when the run's wait would.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use redis::Connection;
+use redis::{Connection, Script};
 
 use super::clock;
-use super::merge::{self, PartOutcome};
+use super::merge::{self, PartOutcome, ShareBounds};
 use super::work::{PartDone, PartWork, Work};
 use super::{agent_key, cancel_key, done_key, work_key, AgentInfo, Hub};
 use crate::analysis::results::{Machine, MetaHost, PartStatus, RunResult, RunStatus};
@@ -25,11 +34,46 @@ use crate::study::runner::{self, convert, Executor, Iteration, RunCounters, Stud
 /// work, measure its clock and start its run's process.
 pub const LEAD: Duration = Duration::from_millis(200);
 
-/// How often the study looks at the agents' heartbeats while it waits.
-const POLL_S: f64 = 0.2;
+/// How long the study waits before looking again when the run's list is empty (the answer
+/// is popped by a script, which cannot block).
+const EMPTY_WAIT: Duration = Duration::from_millis(20);
 
 /// How long after an interrupt the study waits for the agents to stop their shares.
 const CANCEL_GRACE: Duration = Duration::from_secs(5);
+
+/// How long past the run's timeout the study waits for its answers.
+const ANSWER_MARGIN: Duration = Duration::from_secs(10);
+
+/// Pops the first answer of a run's list if it is at most `ARGV[1]` bytes; a longer one is
+/// popped too, and only its length comes back. Nothing when the list is empty.
+const POP_BOUNDED: &str = r"
+local v = redis.call('LPOP', KEYS[1])
+if not v then return false end
+if string.len(v) > tonumber(ARGV[1]) then return string.len(v) end
+return v
+";
+
+/// Whether an agent's heartbeat says it is idle (not running a share or serving a study).
+pub fn is_idle(agent: &AgentInfo) -> bool {
+    agent.doing == "idle"
+}
+
+/// The agents of `all` that are busy, as `NAME (DOING)`, for a refusal.
+pub fn busy_names<'a>(all: impl IntoIterator<Item = &'a AgentInfo>) -> String {
+    all.into_iter()
+        .filter(|a| !is_idle(a))
+        .map(|a| {
+            let doing: String = a
+                .doing
+                .chars()
+                .filter(|c| !c.is_control())
+                .take(80)
+                .collect();
+            format!("{} ({doing})", a.name)
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
 
 /// Runs each run's shares on agents of the hub.
 pub struct HubExecutor<'a> {
@@ -38,6 +82,39 @@ pub struct HubExecutor<'a> {
     agents: Vec<AgentInfo>,
     server: Option<StudyServer<'a>>,
     server_cpu: Option<(String, super::server::ServerCpu<'a>)>,
+    /// By agent, the last run of this study it answered (its heartbeat may still name it).
+    answered: Mutex<BTreeMap<String, String>>,
+    pop: Script,
+}
+
+/// What waiting for a run's answers met besides them: how many items of its list were
+/// refused, and the first one's reason; whether Ctrl-C came.
+#[derive(Debug, Default)]
+struct Waited {
+    junk: usize,
+    first_junk: Option<String>,
+    interrupted: bool,
+}
+
+impl Waited {
+    /// Counts one refused item; the first is also said on stderr (once per run: a flood of
+    /// them is one line).
+    fn refuse(&mut self, run: &str, why: String) {
+        self.junk += 1;
+        if self.first_junk.is_none() {
+            crate::output::warn_always(format_args!(
+                "run {run}: an item on its answer list was refused: {why} (further ones are counted in the run's error)"
+            ));
+            self.first_junk = Some(why);
+        }
+    }
+}
+
+/// One share sent and not yet answered.
+#[derive(Clone, Copy)]
+struct Sent<'a> {
+    agent: &'a AgentInfo,
+    bounds: ShareBounds,
 }
 
 impl<'a> HubExecutor<'a> {
@@ -57,7 +134,21 @@ impl<'a> HubExecutor<'a> {
             agents,
             server,
             server_cpu,
+            answered: Mutex::new(BTreeMap::new()),
+            pop: Script::new(POP_BOUNDED),
         })
+    }
+
+    /// Whether `agent` (as its heartbeat says now) may be given a share: idle, or still
+    /// naming the last run of this study it answered.
+    fn free(&self, agent: &AgentInfo) -> bool {
+        is_idle(agent)
+            || self
+                .answered
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&agent.name)
+                .is_some_and(|run| agent.doing.contains(run.as_str()))
     }
 
     /// A run line of `cell` that no host ran, with why.
@@ -75,28 +166,40 @@ impl<'a> HubExecutor<'a> {
     ) -> RunResult {
         let rep = iteration.rep();
         let k = cell.key.hosts.unwrap_or(1).max(1);
-        let alive: Vec<String> = match self.hub.agents(c) {
-            Ok(a) => a.into_iter().map(|a| a.name).collect(),
+        let alive: Vec<AgentInfo> = match self.hub.agents(c) {
+            Ok(a) => a,
             Err(e) => return self.not_run(cell, rep, e.to_string()),
         };
+        let now = |a: &AgentInfo| alive.iter().find(|b| b.name == a.name);
         let chosen: Vec<&AgentInfo> = self
             .agents
             .iter()
-            .filter(|a| alive.contains(&a.name))
+            .filter(|a| now(a).is_some_and(|b| self.free(b)))
             .take(k)
             .collect();
         if chosen.len() < k {
+            let busy: Vec<&AgentInfo> = self
+                .agents
+                .iter()
+                .filter_map(now)
+                .filter(|b| !self.free(b))
+                .collect();
             return self.not_run(
                 cell,
                 rep,
                 format!(
-                    "--hosts {k}: only {} of the study's agents are alive on the hub ({})",
+                    "--hosts {k}: only {} of the study's agents are alive and idle on the hub ({}){}",
                     chosen.len(),
                     chosen
                         .iter()
                         .map(|a| a.name.as_str())
                         .collect::<Vec<_>>()
-                        .join(", ")
+                        .join(", "),
+                    if busy.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; busy: {}", busy_names(busy))
+                    }
                 ),
             );
         }
@@ -120,7 +223,8 @@ impl<'a> HubExecutor<'a> {
         let lead_s = asked.elapsed().as_secs_f64() + LEAD.as_secs_f64();
         let run = format!("{:x}{:x}", start_hub_ns, std::process::id());
         let n = cell.key.tasks;
-        let mut pending: BTreeMap<usize, (&AgentInfo, usize)> = BTreeMap::new();
+        let wait = LEAD + plan.timeout + ANSWER_MARGIN;
+        let mut pending: BTreeMap<usize, Sent> = BTreeMap::new();
         for (share, agent) in chosen.iter().enumerate() {
             let tasks = Segment::share(share, k, n);
             let mut request = whole.clone();
@@ -145,27 +249,99 @@ impl<'a> HubExecutor<'a> {
                 start_hub_ns,
                 timeout_s: plan.timeout.as_secs_f64(),
             }));
-            let sent: redis::RedisResult<i64> = serde_json::to_string(&work)
+            // The share's arrivals for an open cell, its tasks for a closed one.
+            let tasks = match &work {
+                Work::Part(w) => w.request.open.as_ref().map_or(tasks, |o| o.schedule.tasks),
+                _ => tasks,
+            };
+            // The work list expires when the study stops waiting for this run: work that no
+            // agent took by then is stale, and must not start a share later.
+            let sent: redis::RedisResult<()> = serde_json::to_string(&work)
                 .map_err(|e| redis::RedisError::from(std::io::Error::other(e)))
                 .and_then(|text| {
-                    redis::cmd("RPUSH")
+                    redis::pipe()
+                        .atomic()
+                        .cmd("RPUSH")
                         .arg(work_key(&agent.name))
                         .arg(text)
+                        .ignore()
+                        .cmd("EXPIRE")
+                        .arg(work_key(&agent.name))
+                        .arg(wait.as_secs() + 1)
+                        .ignore()
                         .query(c)
                 });
             if let Err(e) = sent {
                 return self.not_run(cell, rep, self.hub.failed("sending work", e).to_string());
             }
-            pending.insert(share, (agent, tasks));
+            pending.insert(
+                share,
+                Sent {
+                    agent,
+                    bounds: ShareBounds {
+                        tasks,
+                        cores: agent.cores,
+                        wall_max_s: wait.as_secs_f64(),
+                    },
+                },
+            );
         }
-        let parts = self.gather(c, plan, cell, rep, &run, pending);
+        let (parts, waited) = self.gather(c, plan, cell, rep, &run, wait, pending);
+        {
+            let mut answered = self.answered.lock().unwrap_or_else(|p| p.into_inner());
+            for p in parts.iter().filter(|p| p.lost.is_none()) {
+                answered.insert(p.host.clone(), run.clone());
+            }
+        }
         let mut base = convert::template(cell, rep, RunStatus::Ok, 0.0, None);
         base.isolation = crate::analysis::results::Isolation::FreshProcess;
-        merge::merge(base, parts, lead_s)
+        let mut merged = merge::merge(base, parts, lead_s);
+        if waited.interrupted {
+            // As a local run that Ctrl-C stopped: the study ends there, exit 130.
+            merged.status = RunStatus::Interrupted;
+        }
+        if let Some(first) = waited.first_junk {
+            // A run whose list held input it had to refuse fails, whatever its shares said.
+            if merged.status == RunStatus::Ok && !waited.interrupted {
+                merged.status = RunStatus::Failed;
+            }
+            let why = format!(
+                "{} item{} on the run's answer list refused (first: {first})",
+                waited.junk,
+                if waited.junk == 1 { "" } else { "s" }
+            );
+            merged.error = Some(match merged.error.take() {
+                Some(e) => format!("{e}; {why}"),
+                None => why,
+            });
+        }
+        merged
+    }
+
+    /// Pops the run's next answer, bounded: `Ok(None)` when the list is empty, `Err(len)`
+    /// for one longer than [`merge::ANSWER_MAX_BYTES`] (popped on the hub, never read here).
+    fn pop_answer(
+        &self,
+        c: &mut Connection,
+        run: &str,
+    ) -> redis::RedisResult<Option<Result<Vec<u8>, i64>>> {
+        let v: redis::Value = self
+            .pop
+            .key(done_key(run))
+            .arg(merge::ANSWER_MAX_BYTES)
+            .invoke(c)?;
+        Ok(match v {
+            redis::Value::BulkString(b) => Some(Ok(b)),
+            redis::Value::Int(n) => Some(Err(n)),
+            _ => None,
+        })
     }
 
     /// Waits for every share's answer, declaring lost the agents that stop beating and the
-    /// shares not answered in time.
+    /// shares not answered in time. Every turn of the loop, whatever the list held, looks at
+    /// Ctrl-C, the heartbeats and the deadline. Returns the shares' outcomes and what the
+    /// list held that had to be refused.
+    #[allow(clippy::too_many_arguments)]
     fn gather(
         &self,
         c: &mut Connection,
@@ -173,43 +349,91 @@ impl<'a> HubExecutor<'a> {
         cell: &CellPlan,
         rep: usize,
         run: &str,
-        mut pending: BTreeMap<usize, (&AgentInfo, usize)>,
-    ) -> Vec<PartOutcome> {
+        wait: Duration,
+        mut pending: BTreeMap<usize, Sent>,
+    ) -> (Vec<PartOutcome>, Waited) {
         let k = pending.len();
-        let deadline = Instant::now() + LEAD + plan.timeout + Duration::from_secs(10);
+        let deadline = Instant::now() + wait;
         let mut outcomes: BTreeMap<usize, PartOutcome> = BTreeMap::new();
+        let mut waited = Waited::default();
         let mut cancelled: Option<Instant> = None;
+        let mut read_failed: Option<String> = None;
         let host_cell = per_host(cell, k);
-        let lost =
-            |share: usize, agent: &AgentInfo, tasks: usize, status, why: String| PartOutcome {
-                host: agent.name.clone(),
-                share,
-                tasks,
-                run: None,
-                lost: Some((status, why)),
-                latency: None,
-                queue_wait: None,
-                clock: agent.clock,
-                first_task_ns: None,
-            };
+        let sent: BTreeSet<usize> = pending.keys().copied().collect();
+        let lost = |share: usize, s: Sent, status, why: String| PartOutcome {
+            host: s.agent.name.clone(),
+            share,
+            tasks: s.bounds.tasks,
+            run: None,
+            lost: Some((status, why)),
+            latency: None,
+            queue_wait: None,
+            clock: s.agent.clock,
+            first_task_ns: None,
+        };
         while !pending.is_empty() {
-            let answer: redis::RedisResult<Option<(String, String)>> =
-                redis::cmd("BLPOP").arg(done_key(run)).arg(POLL_S).query(c);
-            if let Ok(Some((_, text))) = answer {
-                if let Ok(done) = serde_json::from_str::<PartDone>(&text) {
-                    if let Some((agent, tasks)) = pending.remove(&done.part) {
-                        let o = outcome(done, agent, tasks, &host_cell, plan, rep);
-                        outcomes.insert(o.share, o);
+            let popped = self.pop_answer(c, run);
+            let mut took = false;
+            match popped {
+                Ok(Some(Err(len))) => {
+                    took = true;
+                    waited.refuse(
+                        run,
+                        format!(
+                            "an answer of {len} bytes (allowed: at most {} MiB)",
+                            merge::ANSWER_MAX_BYTES >> 20
+                        ),
+                    );
+                }
+                Ok(Some(Ok(bytes))) => {
+                    took = true;
+                    match serde_json::from_slice::<PartDone>(&bytes) {
+                        Err(e) => {
+                            let e = clipped(&e.to_string(), 200);
+                            waited.refuse(run, format!("an item that is not an answer ({e})"))
+                        }
+                        Ok(done) if done.run != run => waited.refuse(
+                            run,
+                            format!(
+                                "an answer for run '{}' (allowed: this run's, '{run}')",
+                                clipped(&done.run, 64)
+                            ),
+                        ),
+                        Ok(done) => match pending.remove(&done.part) {
+                            Some(s) => {
+                                let o = outcome(done, s, &host_cell, plan, rep);
+                                outcomes.insert(o.share, o);
+                            }
+                            None if sent.contains(&done.part) => waited.refuse(
+                                run,
+                                format!(
+                                    "a second answer for share {} (from '{}')",
+                                    done.part + 1,
+                                    clipped(&done.agent, 64)
+                                ),
+                            ),
+                            None => waited.refuse(
+                                run,
+                                format!(
+                                    "an answer for share {} of a run of {k} (from '{}')",
+                                    done.part.saturating_add(1),
+                                    clipped(&done.agent, 64)
+                                ),
+                            ),
+                        },
                     }
                 }
-                continue;
+                Ok(None) => {}
+                // The hub did not answer this time: the checks below, then again; said if
+                // the run is given up.
+                Err(e) => read_failed = Some(self.hub.failed("reading answers", e).to_string()),
             }
-            // No answer this round: who is still alive?
+            // Who is still alive?
             let shares: Vec<usize> = pending.keys().copied().collect();
             for share in shares {
-                let (agent, tasks) = pending[&share];
+                let s = pending[&share];
                 let beating: bool = redis::cmd("EXISTS")
-                    .arg(agent_key(&agent.name))
+                    .arg(agent_key(&s.agent.name))
                     .query(c)
                     .unwrap_or(true);
                 if !beating {
@@ -218,8 +442,7 @@ impl<'a> HubExecutor<'a> {
                         share,
                         lost(
                             share,
-                            agent,
-                            tasks,
+                            s,
                             PartStatus::Lost,
                             format!(
                                 "was lost: no heartbeat for {} s (killed, or its network gone)",
@@ -237,10 +460,11 @@ impl<'a> HubExecutor<'a> {
                     .arg(3600)
                     .query(c);
                 cancelled = Some(Instant::now());
+                waited.interrupted = true;
             }
             let gave_up = cancelled.is_some_and(|t| t.elapsed() > CANCEL_GRACE);
             if gave_up || Instant::now() > deadline {
-                let why = if gave_up {
+                let mut why = if gave_up {
                     "did not stop within 5 s of the interrupt".to_string()
                 } else {
                     format!(
@@ -248,16 +472,25 @@ impl<'a> HubExecutor<'a> {
                         crate::units::fmt_secs(plan.timeout.as_secs_f64())
                     )
                 };
-                for (share, (agent, tasks)) in std::mem::take(&mut pending) {
-                    outcomes.insert(
-                        share,
-                        lost(share, agent, tasks, PartStatus::Lost, why.clone()),
-                    );
+                if let Some(e) = &read_failed {
+                    why.push_str(&format!(" (last error: {e})"));
+                }
+                for (share, s) in std::mem::take(&mut pending) {
+                    outcomes.insert(share, lost(share, s, PartStatus::Lost, why.clone()));
                 }
             }
+            if !took && !pending.is_empty() {
+                std::thread::sleep(EMPTY_WAIT);
+            }
         }
-        outcomes.into_values().collect()
+        (outcomes.into_values().collect(), waited)
     }
+}
+
+/// Text from an answer (a name, an id, what the parser said of it) as a refusal shows it:
+/// its first `max` characters, control characters left out.
+fn clipped(text: &str, max: usize) -> String {
+    text.chars().filter(|c| !c.is_control()).take(max).collect()
 }
 
 /// The cell one host runs: its share of the tasks, its own W.
@@ -269,19 +502,19 @@ fn per_host(cell: &CellPlan, k: usize) -> CellPlan {
     c
 }
 
-/// What an agent's answer says of its share.
+/// What an agent's answer says of its share: refused when it comes from another agent than
+/// the one the share went to, or says what no honest run of the share could.
 fn outcome(
     done: PartDone,
-    agent: &AgentInfo,
-    tasks: usize,
+    sent: Sent,
     host_cell: &CellPlan,
     plan: &Plan,
     rep: usize,
 ) -> PartOutcome {
     let mut o = PartOutcome {
-        host: agent.name.clone(),
+        host: sent.agent.name.clone(),
         share: done.part,
-        tasks,
+        tasks: sent.bounds.tasks,
         run: None,
         lost: None,
         latency: None,
@@ -289,20 +522,42 @@ fn outcome(
         clock: done.clock,
         first_task_ns: None,
     };
-    if let Some(why) = done.refused {
+    if done.agent != sent.agent.name {
+        o.clock = sent.agent.clock;
+        o.lost = Some((
+            PartStatus::Refused,
+            format!(
+                "its answer was refused: it came from '{}', not from '{}' to which the share went",
+                clipped(&done.agent, 64),
+                sent.agent.name
+            ),
+        ));
+        return o;
+    }
+    if let Some(mut why) = done.refused {
+        if let Some((at, _)) = why.char_indices().nth(merge::TEXT_MAX_CHARS) {
+            why.truncate(at);
+        }
         o.lost = Some((PartStatus::Refused, format!("refused its share: {why}")));
         return o;
     }
-    let Some(ended) = done.ended else {
+    let Some(mut ended) = done.ended else {
         o.lost = Some((PartStatus::Lost, "answered without a run".into()));
         return o;
     };
+    if let Err(why) = merge::check_ended(&mut ended, sent.bounds) {
+        o.lost = Some((
+            PartStatus::Refused,
+            format!("its answer was refused: {why}"),
+        ));
+        return o;
+    }
     let ended: crate::study::runner::supervise::Ended = ended.into();
     o.first_task_ns = ended.report.as_ref().and_then(|r| r.first_task_ns);
     o.latency = ended.report.as_ref().and_then(|r| r.latency_hdr.clone());
     o.queue_wait = ended.report.as_ref().and_then(|r| r.queue_wait_hdr.clone());
     let mut cell = host_cell.clone();
-    cell.key.tasks = tasks;
+    cell.key.tasks = sent.bounds.tasks;
     let verdict = convert::classify(&ended, plan.timeout);
     o.run = Some(convert::convert(&cell, rep, ended, verdict));
     o
