@@ -3,8 +3,14 @@
 //! warnings and the closing lines all go through a [`Terminal`], which knows whether to draw a
 //! bar (stderr is a terminal), print lines (it is not) or stay silent (`--quiet`). Results
 //! themselves go to stdout or files, never here.
+//!
+//! Text from outside (an agent's name, host or answer, a results file from elsewhere) may
+//! hold terminal control sequences: [`escape_controls`] shows them as `\x1b` or `\u{9b}`, and
+//! every line a [`Terminal`] prints goes through it and through
+//! [`crate::secret::mask_credentials`].
 
-use std::fmt::Display;
+use std::borrow::Cow;
+use std::fmt::{self, Display};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
@@ -105,8 +111,8 @@ impl Terminal {
     pub fn line(&self, text: impl Display) {
         match self.feedback {
             Feedback::Quiet => {}
-            Feedback::Bar if self.bar_drawn() => self.bar.println(text.to_string()),
-            Feedback::Lines | Feedback::Bar => eprintln!("{text}"),
+            Feedback::Bar if self.bar_drawn() => self.bar.println(shown(text)),
+            Feedback::Lines | Feedback::Bar => eprintln!("{}", shown(text)),
         }
     }
 
@@ -119,8 +125,8 @@ impl Terminal {
     pub fn live(&self, text: String) {
         match self.feedback {
             Feedback::Quiet => {}
-            Feedback::Lines => eprintln!("{text}"),
-            Feedback::Bar => self.bar.set_message(text),
+            Feedback::Lines => eprintln!("{}", shown(text)),
+            Feedback::Bar => self.bar.set_message(shown(text)),
         }
     }
 
@@ -138,19 +144,163 @@ impl Terminal {
     /// `--quiet` silences progress and tables, never the reason the exit status is not 0.
     pub fn error(&self, error: impl Display) {
         match self.feedback {
-            Feedback::Bar if self.bar_drawn() => self.bar.println(format!("error: {error}")),
-            _ => eprintln!("error: {error}"),
+            Feedback::Bar if self.bar_drawn() => {
+                self.bar.println(shown(format_args!("error: {error}")))
+            }
+            _ => eprintln!("{}", shown(format_args!("error: {error}"))),
         }
     }
 }
 
 /// The one line of an error that ends the process (its exit status says the rest).
 pub fn fatal(error: impl Display) {
-    eprintln!("concur: {error}");
+    eprintln!("{}", shown(format_args!("concur: {error}")));
 }
 
 /// A warning shown whatever the feedback (a library user's binary has no `--quiet`): once,
 /// when a lab runs in-process.
 pub fn warn_always(warning: impl Display) {
-    eprintln!("concur: warning: {warning}");
+    eprintln!("{}", shown(format_args!("concur: warning: {warning}")));
+}
+
+/// A line as stderr shows it: credentials masked, control characters escaped (its line
+/// breaks kept: a few messages span lines on purpose).
+fn shown(text: impl Display) -> String {
+    let text = crate::secret::mask_credentials(&text.to_string());
+    escape_controls_but_newlines(&text).into_owned()
+}
+
+/// `text` with every control character shown as an escape: C0 controls and DEL as `\x1b`
+/// (`\t`, `\n` and `\r` as those), C1 controls as `\u{9b}`, and the bidirectional overrides
+/// and isolates (U+202A to U+202E, U+2066 to U+2069) as `\u{202e}`, which can make a
+/// terminal show text in another order than it is ("Trojan Source", CVE-2021-42574). For
+/// text from outside (an agent's name, host, answer or error; a results file from elsewhere)
+/// before it reaches a terminal, a table or a Markdown file: an escape sequence there can
+/// clear the screen, retitle the window or hide a line. A backslash is left as it is: the
+/// escapes are for reading, not for parsing back.
+pub fn escape_controls(text: &str) -> Cow<'_, str> {
+    escape(text, false)
+}
+
+/// [`escape_controls`], keeping line feeds: for a block of several lines.
+pub fn escape_controls_but_newlines(text: &str) -> Cow<'_, str> {
+    escape(text, true)
+}
+
+/// `text` as [`escape_controls`] shows it, for `format!` (`format!("agent '{}'",
+/// Escaped(&info.name))`).
+pub struct Escaped<'a>(pub &'a str);
+
+impl Display for Escaped<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&escape_controls(self.0))
+    }
+}
+
+/// JSON text with the control characters that JSON lets through raw (C1 controls, DEL, the
+/// bidirectional overrides; serde escapes the C0 ones) written as `\u009b` escapes: the same
+/// value for a parser, nothing for a terminal or a browser to act on. Such characters only
+/// occur inside strings, where the escape is valid; a raw C0 character is whitespace between
+/// tokens (pretty-printed JSON's line breaks), kept.
+pub fn escape_json_controls(json: &str) -> Cow<'_, str> {
+    let raw = |c: char| needs_escape(c) && c >= '\u{7f}';
+    if !json.chars().any(raw) {
+        return Cow::Borrowed(json);
+    }
+    let mut out = String::with_capacity(json.len() + 8);
+    for c in json.chars() {
+        if raw(c) {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Whether `c` is shown escaped.
+fn needs_escape(c: char) -> bool {
+    c.is_control()
+        || ('\u{202a}'..='\u{202e}').contains(&c)
+        || ('\u{2066}'..='\u{2069}').contains(&c)
+}
+
+fn escape(text: &str, keep_newlines: bool) -> Cow<'_, str> {
+    let shown = |c: char| !needs_escape(c) || (keep_newlines && c == '\n');
+    if text.chars().all(shown) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            c if shown(c) => out.push(c),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            c if (c as u32) < 0x80 => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+        }
+    }
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn controls_are_escaped_and_the_rest_kept() {
+        assert_eq!(
+            escape_controls("\x1b]0;pwned\x07\x1b[2J"),
+            "\\x1b]0;pwned\\x07\\x1b[2J"
+        );
+        assert_eq!(
+            escape_controls("a\u{9b}2Jb\u{7f}\0"),
+            "a\\u{9b}2Jb\\x7f\\x00"
+        );
+        assert_eq!(escape_controls("tab\there\r\n"), "tab\\there\\r\\n");
+        assert_eq!(escape_controls("evil\u{202e}cod"), "evil\\u{202e}cod");
+        assert_eq!(escape_controls_but_newlines("a\x1bb\nc"), "a\\x1bb\nc");
+        for same in ["", "host-1.example", "ünïcödé µs ± 3", "C:\\x1b (typed)"] {
+            assert!(matches!(escape_controls(same), Cow::Borrowed(s) if s == same));
+        }
+        assert_eq!(
+            format!("agent '{}'", Escaped("a\x1b[31m")),
+            "agent 'a\\x1b[31m'"
+        );
+    }
+
+    #[test]
+    fn json_keeps_its_value_with_its_controls_escaped() {
+        let value = serde_json::json!({"host": "a\u{1b}[2J\u{9b}\u{7f}\u{202e}b"});
+        let text = serde_json::to_string(&value).unwrap();
+        let escaped = escape_json_controls(&text);
+        assert!(!escaped.chars().any(needs_escape), "{escaped}");
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&escaped).unwrap(),
+            value
+        );
+        let pretty = serde_json::to_string_pretty(&value).unwrap();
+        let escaped = escape_json_controls(&pretty);
+        assert!(
+            escaped.contains('\n') && !escaped.contains('\u{9b}'),
+            "{escaped}"
+        );
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&escaped).unwrap(),
+            value
+        );
+        assert!(matches!(
+            escape_json_controls("{\"a\":\"b\"}"),
+            Cow::Borrowed(_)
+        ));
+    }
+
+    #[test]
+    fn a_line_shown_is_masked_and_escaped() {
+        assert_eq!(
+            shown("--hub 'redis://:pw@h' -H 'Cookie: s=1' \x1b[2J\nnext"),
+            "--hub 'redis://:***@h' -H 'Cookie: ***' \\x1b[2J\nnext"
+        );
+    }
 }

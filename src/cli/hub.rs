@@ -4,7 +4,7 @@
 use clap::Args;
 
 use crate::hub::{self, agent, clock, HubUrl};
-use crate::output::{Feedback, Terminal};
+use crate::output::{escape_controls, escape_json_controls, Escaped, Feedback, Terminal};
 use crate::Error;
 
 /// `concur agent`.
@@ -45,7 +45,14 @@ fn hub_url(flag: Option<String>) -> Result<HubUrl, Error> {
     }
     .from_env();
     match opts.hub {
-        Some(u) => HubUrl::parse(&u),
+        Some(u) => {
+            let url = crate::jobs::RedisUrl::parse_for("--hub", &u)?;
+            // Said whatever --quiet asks: the password is already on its way.
+            if let Some(w) = url.cleartext_password_warning("--hub") {
+                Terminal::new(Feedback::Lines).warning(w);
+            }
+            Ok(HubUrl::from(url))
+        }
         None => Err(Error::usage(format!(
             "--hub: which hub? give --hub URL or set {} (allowed: {})",
             hub::HUB_ENV,
@@ -86,7 +93,7 @@ pub(super) fn agents(a: AgentsArgs) -> Result<i32, Error> {
     if let Some(name) = a.stop {
         let which = (name != "all").then_some(name.as_str());
         let told = agent::stop(&hub, &mut c, which)?;
-        println!("told to leave: {}", told.join(", "));
+        println!("told to leave: {}", Escaped(&told.join(", ")));
         return Ok(0);
     }
     let list = hub.agents(&mut c)?;
@@ -94,7 +101,7 @@ pub(super) fn agents(a: AgentsArgs) -> Result<i32, Error> {
     if a.format == "json" {
         for info in &list {
             let text = serde_json::to_string(info).map_err(|e| Error::Internal(e.to_string()))?;
-            println!("{text}");
+            println!("{}", escape_json_controls(&text));
         }
         return Ok(0);
     }
@@ -112,21 +119,24 @@ pub(super) fn agents(a: AgentsArgs) -> Result<i32, Error> {
             "beat",
             "doing",
         ]);
+    // Every text of a heartbeat is the agent's own word: shown with its controls escaped,
+    // so that one cannot clear the screen or retitle the terminal.
+    let esc = |s: &str| escape_controls(s).into_owned();
     for i in &list {
         table.add_row(vec![
-            i.name.clone(),
-            i.host.clone(),
-            i.addr.clone().unwrap_or_else(|| "?".into()),
+            esc(&i.name),
+            esc(&i.host),
+            i.addr.as_deref().map_or_else(|| "?".into(), esc),
             i.cores.to_string(),
             i.mem_total_kib
                 .map_or("?".into(), |k| format!("{:.1} GiB", k as f64 / 1048576.0)),
-            i.version.clone(),
+            esc(&i.version),
             clock::describe(&i.clock),
             format!(
                 "{:.1} s ago",
                 now.saturating_sub(i.beat_hub_ns) as f64 / 1e9
             ),
-            i.doing.clone(),
+            esc(&i.doing),
         ]);
     }
     println!("{table}");

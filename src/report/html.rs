@@ -15,7 +15,9 @@ use crate::units::{fmt_kib, fmt_secs};
 /// Escapes text for HTML.
 pub fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
-    for ch in s.chars() {
+    // Control characters (from an agent, or a results file from elsewhere) are shown as
+    // escapes, as on the terminal; line breaks are kept.
+    for ch in crate::output::escape_controls_but_newlines(s).chars() {
         match ch {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
@@ -525,13 +527,14 @@ fn embedded_json(r: &Report) -> String {
         "comparison": r.comparison,
         "advice": r.advice,
     });
-    serde_json::to_string(&value)
-        .unwrap_or_else(|_| "null".into())
-        .replace('<', "\\u003c")
+    let json = serde_json::to_string(&value).unwrap_or_else(|_| "null".into());
+    crate::output::escape_json_controls(&json).replace('<', "\\u003c")
 }
 
 /// Renders the whole report as one HTML document.
 pub fn render(r: &Report) -> String {
+    let meta = super::masked_meta(r.meta);
+    let r = &Report { meta: &meta, ..*r };
     let cores = r.analysis.cores;
     let mut spans: BTreeMap<&CellKey, &Vec<[u64; 2]>> = BTreeMap::new();
     let mut series: BTreeMap<&CellKey, &Vec<SeriesPoint>> = BTreeMap::new();

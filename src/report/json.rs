@@ -18,13 +18,15 @@ impl Exporter for JsonExporter {
     fn render(&self, r: &Report) -> String {
         let doc = serde_json::json!({
             "schema": crate::analysis::results::SCHEMA,
-            "meta": r.meta,
+            "meta": super::masked_meta(r.meta),
             "cells": r.analysis.cells,
             "comparison": r.comparison,
             "advice": r.advice,
             "warnings": r.analysis.warnings,
         });
         // Serializing plain data cannot fail; an empty document would say so if it did.
-        serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+        let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+        // The same values, with no raw C1 control or bidirectional override for a terminal.
+        crate::output::escape_json_controls(&text).into_owned() + "\n"
     }
 }

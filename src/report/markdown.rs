@@ -4,8 +4,10 @@ use super::{columns, footnotes, groups, machine_line, Exporter, FormatEntry, Rep
 use crate::analysis::results::Machine;
 use crate::analysis::Analysis;
 
+/// A table cell or list item: `|` escaped, and control characters (a line break would end the
+/// row) shown as escapes.
 fn escape(s: &str) -> String {
-    s.replace('|', "\\|")
+    crate::output::escape_controls(s).replace('|', "\\|")
 }
 
 /// Renders every group as a Markdown table, with the warnings at the end.
@@ -59,6 +61,7 @@ struct MarkdownExporter;
 
 impl Exporter for MarkdownExporter {
     fn render(&self, r: &Report) -> String {
-        render(r.analysis, Some(&r.meta.machine)) + &super::extras_markdown(r)
+        let text = render(r.analysis, Some(&r.meta.machine)) + &super::extras_markdown(r);
+        crate::output::escape_controls_but_newlines(&text).into_owned()
     }
 }

@@ -218,7 +218,12 @@ pub fn footnotes(g: &Group) -> Vec<String> {
     let mut notes: Vec<String> = g
         .cells
         .iter()
-        .filter_map(|c| c.error.as_ref().map(|e| format!("{}: {e}", c.key.label())))
+        .filter_map(|c| {
+            c.error.as_ref().map(|e| {
+                // A run's error may be an agent's answer: no control reaches a report.
+                format!("{}: {}", c.key.label(), crate::output::escape_controls(e))
+            })
+        })
         .collect();
     let mut seen = std::collections::BTreeSet::new();
     for c in g.cells.iter().filter(|c| c.traits.external) {
@@ -244,6 +249,20 @@ pub fn footnotes(g: &Group) -> Vec<String> {
         });
     }
     notes
+}
+
+/// The meta line as the reports show it: its command line masked again
+/// ([`crate::secret::mask_credentials`]), for a results file written before credential headers
+/// were masked, or by another program.
+pub fn masked_meta(meta: &Meta) -> Meta {
+    Meta {
+        command: meta
+            .command
+            .iter()
+            .map(|a| crate::secret::mask_credentials(a))
+            .collect(),
+        ..meta.clone()
+    }
 }
 
 /// One line describing the machine.

@@ -52,6 +52,6 @@ struct RubyExporter;
 
 impl Exporter for RubyExporter {
     fn render(&self, r: &Report) -> String {
-        render(r.analysis)
+        crate::output::escape_controls_but_newlines(&render(r.analysis)).into_owned()
     }
 }

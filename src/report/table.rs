@@ -7,7 +7,8 @@ use crate::analysis::results::Machine;
 use crate::analysis::Analysis;
 
 /// A terminal table in the house style: horizontal rules only, every column but the first
-/// right-aligned.
+/// right-aligned. Control characters in a cell (an agent's name, a results file from
+/// elsewhere) are shown escaped, before the columns are measured.
 pub fn styled(headers: &[&str], rows: Vec<Vec<String>>) -> Table {
     let mut t = Table::new();
     t.load_preset(presets::UTF8_HORIZONTAL_ONLY)
@@ -18,7 +19,11 @@ pub fn styled(headers: &[&str], rows: Vec<Vec<String>>) -> Table {
         .set_content_arrangement(ContentArrangement::Disabled)
         .set_header(headers.to_vec());
     for r in rows {
-        t.add_row(r);
+        t.add_row(
+            r.iter()
+                .map(|c| crate::output::escape_controls(c).into_owned())
+                .collect::<Vec<_>>(),
+        );
     }
     for i in 1..headers.len() {
         if let Some(col) = t.column_mut(i) {
@@ -57,6 +62,8 @@ struct TableExporter;
 
 impl Exporter for TableExporter {
     fn render(&self, r: &Report) -> String {
-        render(r.analysis, Some(&r.meta.machine)) + &super::extras_text(r)
+        let text = render(r.analysis, Some(&r.meta.machine)) + &super::extras_text(r);
+        // Whatever a cell did not already escape (a title, a note) is escaped here.
+        crate::output::escape_controls_but_newlines(&text).into_owned()
     }
 }
