@@ -121,6 +121,7 @@ fn server_route(n: usize) {
         stats: std::sync::Arc::new(Stats::default()),
         max_delay: Duration::from_secs(60),
         max_bytes: 1 << 30,
+        echo_budget: concur::server::routes::EchoBudget::new(64 << 20),
     }));
     // The requests are made first: hyper's parsing of them is not the route's.
     let mut requests: Vec<_> = (0..=n)

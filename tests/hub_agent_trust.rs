@@ -522,3 +522,75 @@ fn a_share_carries_headers_and_a_queue_only_when_its_cell_needs_them() {
         "a share of fib:1 carries the study's secrets: {work}"
     );
 }
+
+#[test]
+fn a_study_and_its_agents_with_the_hub_key_run_together() {
+    let hub = Hub::start(None);
+    let key = "the study's and the agents' key, 0123456789";
+    let _agent = Killed(
+        Command::new(env!("CARGO_BIN_EXE_concur"))
+            .args(["agent", "--name", "ka", "--quiet", "--hub", &hub.url()])
+            .env("CONCUR_HUB_KEY", key)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for_agents(&hub.url(), &["ka"]);
+    let (_tmp, results) = common::results_path();
+    let out = concur()
+        .args(["run", "-w", "fib:5", "-m", "seq", "-n", "2", "-r", "2"])
+        .args(["--hub", &hub.url(), "--json"])
+        .arg(&results)
+        .env("CONCUR_HUB_KEY", key)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let runs = common::run_lines(&results);
+    assert!(runs.len() >= 2, "{runs:?}");
+    for r in &runs {
+        assert_eq!(r["tasks_ok"], 2, "{r}");
+        assert_eq!(r["hub"]["parts"][0]["host"], "ka", "{r}");
+    }
+}
+
+#[test]
+fn a_share_that_does_not_end_is_killed_at_its_deadline_and_the_study_ends_soon_after() {
+    let mut hub = Hub::start(None);
+    hub.agent("slow", &[]);
+    wait_for_agents(&hub.url(), &["slow"]);
+    let (_tmp, results) = common::results_path();
+    let started = std::time::Instant::now();
+    let out = concur()
+        .args(["run", "-w", "sleep:60s", "-m", "seq", "-n", "1", "-r", "1"])
+        .args([
+            "--warmup",
+            "0",
+            "--timeout",
+            "2s",
+            "--hub",
+            &hub.url(),
+            "--json",
+        ])
+        .arg(&results)
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    // The deadline is 2 s after the common start; the study ends within 5 s of it.
+    assert!(took < Duration::from_secs(2 + 5), "the study took {took:?}");
+    let runs = common::run_lines(&results);
+    let r = &runs[0];
+    assert_eq!(r["tasks_ok"], 0, "{r}");
+    // The agent is idle again, and its share's process is gone.
+    wait_for("the agent idle", Duration::from_secs(10), || {
+        common::hub_agents(&hub.url())
+            .iter()
+            .any(|a| a["name"] == "slow" && a["doing"] == "idle")
+    });
+    let agent_pid = hub.agents[0].1.id() as i32;
+    wait_for("no share left running", Duration::from_secs(10), || {
+        common::descendants(agent_pid).is_empty()
+    });
+}

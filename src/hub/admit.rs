@@ -169,6 +169,25 @@ pub fn check_part(w: &PartWork, allowed: &Allowed, hub_now_ns: u64) -> Result<()
     }
     check_options(&recipe.options)?;
     outside::check(&recipe.workload, &recipe.options, allowed)?;
+    // A library user's own binary serves the workloads it registered, each in the fresh
+    // process of the lab that names it (not in the agent's): such a name is the binary's to
+    // resolve, as a Sidekiq worker resolves its own job classes; the model and the task
+    // count are still checked here.
+    let (name, _) = recipe
+        .workload
+        .split_once(':')
+        .unwrap_or((&recipe.workload, ""));
+    if !workload::REGISTRY.iter().any(|e| e.name == name) {
+        crate::model::parse(&r.model).map_err(|e| e.to_string())?;
+        if r.tasks == 0 || r.tasks > plan::MAX_TASKS {
+            return Err(format!(
+                "tasks '{}' (allowed: 1 to {})",
+                r.tasks,
+                plan::MAX_TASKS
+            ));
+        }
+        return Ok(());
+    }
     // The plan's own checks of the cell: the workload and model parse, go together, and the
     // task count is within bounds.
     let cell = CellRequest {

@@ -224,6 +224,11 @@ impl<'a> HubExecutor<'a> {
         let run = format!("{:x}{:x}", start_hub_ns, std::process::id());
         let n = cell.key.tasks;
         let wait = LEAD + plan.timeout + ANSWER_MARGIN;
+        // The study's heartbeat for this run, renewed while it waits: once it expires (the
+        // study killed, its host gone), the agents stop the run's shares.
+        if let Err(e) = beat_for(c, &run) {
+            return self.not_run(cell, rep, self.hub.failed("sending work", e).to_string());
+        }
         let mut pending: BTreeMap<usize, Sent> = BTreeMap::new();
         for (share, agent) in chosen.iter().enumerate() {
             let tasks = Segment::share(share, k, n);
@@ -258,6 +263,7 @@ impl<'a> HubExecutor<'a> {
             // agent took by then is stale, and must not start a share later.
             let sent: redis::RedisResult<()> = serde_json::to_string(&work)
                 .map_err(|e| redis::RedisError::from(std::io::Error::other(e)))
+                .and_then(|text| self.hub.seal(c, &agent.name, &run, text))
                 .and_then(|text| {
                     redis::pipe()
                         .atomic()
@@ -371,7 +377,13 @@ impl<'a> HubExecutor<'a> {
             clock: s.agent.clock,
             first_task_ns: None,
         };
+        let mut seen = super::sign::Seen::default();
+        let mut beaten = Instant::now();
         while !pending.is_empty() {
+            if beaten.elapsed() >= super::BEAT {
+                let _ = beat_for(c, run);
+                beaten = Instant::now();
+            }
             let popped = self.pop_answer(c, run);
             let mut took = false;
             match popped {
@@ -387,11 +399,21 @@ impl<'a> HubExecutor<'a> {
                 }
                 Ok(Some(Ok(bytes))) => {
                     took = true;
-                    match serde_json::from_slice::<PartDone>(&bytes) {
-                        Err(e) => {
-                            let e = clipped(&e.to_string(), 200);
-                            waited.refuse(run, format!("an item that is not an answer ({e})"))
-                        }
+                    // Signed with the hub key, for the study, in this run's scope (a bare
+                    // answer without a key).
+                    let opened = std::str::from_utf8(&bytes)
+                        .map_err(|_| "an item that is not text".to_string())
+                        .and_then(|t| self.hub.unseal(c, "study", Some(run), t, &mut seen));
+                    let read = opened.and_then(|body| {
+                        serde_json::from_str::<PartDone>(&body).map_err(|e| {
+                            format!(
+                                "an item that is not an answer ({})",
+                                clipped(&e.to_string(), 200)
+                            )
+                        })
+                    });
+                    match read {
+                        Err(why) => waited.refuse(run, clipped(&why, 300)),
                         Ok(done) if done.run != run => waited.refuse(
                             run,
                             format!(
@@ -485,6 +507,16 @@ impl<'a> HubExecutor<'a> {
         }
         (outcomes.into_values().collect(), waited)
     }
+}
+
+/// Renews the study's heartbeat for `run` ([`super::alive_key`]).
+fn beat_for(c: &mut Connection, run: &str) -> redis::RedisResult<()> {
+    redis::cmd("SET")
+        .arg(super::alive_key(run))
+        .arg(1)
+        .arg("PX")
+        .arg(super::LOST_AFTER.as_millis() as u64)
+        .query(c)
 }
 
 /// Text from an answer (a name, an id, what the parser said of it) as a refusal shows it:
