@@ -383,3 +383,18 @@ fn a_hosts_escape_sequences_in_a_results_file_are_escaped_in_every_report() {
     let page = std::fs::read_to_string(&html).unwrap();
     assert_no_controls("the HTML report", page.as_bytes());
 }
+
+#[test]
+fn a_planted_dead_jobs_escape_sequences_are_listed_escaped() {
+    let redis = Hub::start(None);
+    let payload =
+        "{\"class\":\"Concur::Task\",\"error_message\":\"\u{1b}]0;pwned\u{7}\u{1b}[2J\u{9b}2J\"}";
+    redis.redis_cli(&["ZADD", "dead", "0", payload]);
+    let out = succeeds(concur().args(["jobs", "dead", "--backend", &redis.url()]));
+    assert_no_controls("concur jobs dead", &out.stdout);
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains("\\x1b]0;pwned\\x07\\x1b[2J\\u009b2J"),
+        "{shown}"
+    );
+}

@@ -145,8 +145,11 @@ pub fn failed_set(url: &BackendUrl, set: FailedSet, requeue: bool, limit: usize)
         let n = backend.requeue(set)?;
         println!("requeued {n} jobs from {}", set.name());
     } else {
+        // A payload is whatever a writer of the queue put there: shown with no control
+        // character a terminal would act on (C1 as JSON escapes, keeping JSON valid).
         for p in backend.list(set, limit)? {
-            println!("{p}");
+            let p = crate::output::escape_json_controls(&p);
+            println!("{}", crate::output::escape_controls(&p));
         }
     }
     Ok(0)
