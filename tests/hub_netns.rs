@@ -32,6 +32,9 @@ fn lab(tag: &str, wrap: &[&str]) -> Option<(NetLab, String)> {
         // there only because the agents' operator (this test) lists them.
         cmd.args(["agent", "--quiet", "--hub", &url, "--name", &name])
             .args(["--allow-targets", "10.0.0.0/8"])
+            // Their jobs models' queue: the hub's Redis, database 1 (an agent's own choice;
+            // a study's --jobs-backend never travels).
+            .args(["--jobs-backend", &url.replace("/0", "/1")])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());

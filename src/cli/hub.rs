@@ -18,6 +18,9 @@ pub(super) struct AgentArgs {
     name: Option<String>,
     #[command(flatten)]
     allow: crate::options::AllowOptions,
+    /// The queue this host's jobs models use (redis://HOST:PORT/DB for jobs-redis:W shares; default: a fresh SQLite file per run); a study's own --jobs-backend never travels to an agent; also read from CONCUR_JOBS_BACKEND
+    #[arg(long, value_name = "URL", env = crate::jobs::BACKEND_ENV, hide_env_values = true)]
+    jobs_backend: Option<String>,
     /// No line per share on stderr
     #[arg(long, short)]
     quiet: bool,
@@ -74,6 +77,12 @@ pub(super) fn agent(a: AgentArgs) -> Result<i32, Error> {
         &agent::AgentOptions {
             name: a.name,
             allowed: a.allow.allowed()?,
+            jobs_backend: a
+                .jobs_backend
+                .as_deref()
+                .map(str::parse::<crate::jobs::BackendUrl>)
+                .transpose()
+                .map_err(|e| Error::usage(format!("--jobs-backend: {e}")))?,
         },
         &terminal,
     )

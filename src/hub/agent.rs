@@ -41,6 +41,8 @@ pub struct AgentOptions {
     /// What studies from elsewhere may ask of this host (`--allow-commands`,
     /// `--allow-targets`).
     pub allowed: Allowed,
+    /// The queue its jobs models use (`--jobs-backend`): the agent's own, never a study's.
+    pub jobs_backend: Option<crate::jobs::BackendUrl>,
 }
 
 /// What the heartbeat and the work loop share.
@@ -455,7 +457,7 @@ impl Agent<'_> {
             );
         }
         cancel.store(false, Ordering::SeqCst);
-        let done = run_part(c, &self.name, &self.o.allowed, &self.exe, w, cancel);
+        let done = run_part(c, &self.name, self.o, &self.exe, w, cancel);
         match &done.refused {
             Some(why) => self.refuse_item(&format!(
                 "run {}: share {} of {}: {why}",
@@ -611,7 +613,7 @@ fn forget(c: &mut Connection, name: &str, text: &str) {
 fn run_part(
     c: &mut Connection,
     name: &str,
-    allowed: &Allowed,
+    o: &AgentOptions,
     exe: &std::path::Path,
     w: &PartWork,
     cancel: &AtomicBool,
@@ -632,7 +634,7 @@ fn run_part(
             w.version.escape_debug()
         ));
     }
-    if let Err(why) = admit::check_part(w, allowed, clock.to_hub(mono_ns())) {
+    if let Err(why) = admit::check_part(w, &o.allowed, clock.to_hub(mono_ns())) {
         return refused(format!("agent '{name}' refuses {why}"));
     }
     let Some(mut part) = w.request.part else {
@@ -641,6 +643,20 @@ fn run_part(
     part.start_mono_ns = clock.to_local_mono(w.start_hub_ns);
     let mut request = w.request.clone();
     request.part = Some(part);
+    // A jobs model's queue is this host's own: its --jobs-backend, else a fresh file.
+    if let (Some(own), true) = (&o.jobs_backend, request.model.starts_with("jobs")) {
+        request.recipe.jobs_backend = Some(own.clone());
+    }
+    let redis_queue = matches!(
+        request.recipe.jobs_backend,
+        Some(crate::jobs::BackendUrl::Redis(_))
+    );
+    if request.model.starts_with("jobs-redis") && !redis_queue {
+        return refused(format!(
+            "agent '{name}' has no Redis queue for '{}': start it with concur agent --jobs-backend redis://HOST:PORT/DB (a study's own --jobs-backend stays with the study)",
+            request.model
+        ));
+    }
     let started = Instant::now();
     let until_start = Duration::from_nanos(part.start_mono_ns.saturating_sub(mono_ns()));
     let deadline = started + until_start + Duration::from_secs_f64(w.timeout_s);

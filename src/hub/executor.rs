@@ -25,6 +25,7 @@ use super::merge::{self, PartOutcome, ShareBounds};
 use super::work::{PartDone, PartWork, Work};
 use super::{agent_key, cancel_key, done_key, work_key, AgentInfo, Hub};
 use crate::analysis::results::{Machine, MetaHost, PartStatus, RunResult, RunStatus};
+use crate::jobs::BackendUrl;
 use crate::measure::schedule::Segment;
 use crate::selfcall::PartRequest;
 use crate::study::plan::{CellKind, CellPlan, Hook, Plan};
@@ -234,6 +235,13 @@ impl<'a> HubExecutor<'a> {
             let tasks = Segment::share(share, k, n);
             let mut request = whole.clone();
             request.tasks = tasks;
+            // The study's queue (its URL, its password) stays here: an agent's jobs models
+            // use the agent's own --jobs-backend, or a fresh SQLite file with the sync asked.
+            request.recipe.jobs_backend =
+                request.recipe.jobs_backend.take().and_then(|b| match b {
+                    BackendUrl::Sqlite(_, sync) => Some(BackendUrl::Sqlite(None, sync)),
+                    _ => None,
+                });
             if let Some(o) = &mut request.open {
                 o.schedule = o.schedule.segment(share, k);
             }

@@ -228,7 +228,26 @@ impl Hub {
                 .query(c)
                 .map_err(|e| self.failed("reading an agent", e))?;
             match text.and_then(|t| serde_json::from_str::<AgentInfo>(&t).ok()) {
-                Some(info) => alive.push(info),
+                Some(mut info) => {
+                    // Serving a study that has released its server (the study deletes the
+                    // key, then tells the agent): idle for every purpose, whether or not
+                    // the agent's next beat has said so yet.
+                    let served = info
+                        .doing
+                        .strip_prefix("serving study ")
+                        .and_then(|rest| rest.split_whitespace().next())
+                        .map(server::serve_key);
+                    if let Some(key) = served {
+                        let serving: bool = redis::cmd("EXISTS")
+                            .arg(key)
+                            .query(c)
+                            .map_err(|e| self.failed("reading an agent", e))?;
+                        if !serving {
+                            info.doing = "idle".into();
+                        }
+                    }
+                    alive.push(info)
+                }
                 None => {
                     // Its heartbeat expired: it left or died.
                     let _ = redis::cmd("SREM")

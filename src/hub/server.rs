@@ -23,7 +23,7 @@ pub type ServerCpu<'a> = Box<dyn Fn() -> Option<f64> + 'a>;
 pub const KEEP: Duration = Duration::from_secs(3);
 
 /// The key whose life is the server's.
-fn serve_key(study: &str) -> String {
+pub(super) fn serve_key(study: &str) -> String {
     format!("{PREFIX}serve:{study}")
 }
 
