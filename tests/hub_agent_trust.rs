@@ -594,3 +594,58 @@ fn a_share_that_does_not_end_is_killed_at_its_deadline_and_the_study_ends_soon_a
         common::descendants(agent_pid).is_empty()
     });
 }
+
+#[test]
+fn an_agent_under_libfaketime_finishes_an_open_model_share() {
+    // libfaketime rewrites CLOCK_MONOTONIC in user space (to about the epoch's seconds, even
+    // with +0s): a timer armed at an absolute time from that clock never fired, and the
+    // agent's async share of an open run never ended.
+    let have_faketime = Command::new("faketime")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !have_faketime {
+        let why = "faketime is not installed (apt-get install faketime)";
+        assert!(
+            std::env::var("CONCUR_REQUIRE_NETNS").as_deref() != Ok("1"),
+            "{why}"
+        );
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let hub = Hub::start(None);
+    let _agent = Killed(
+        Command::new("faketime")
+            .args(["-f", "+0s", env!("CARGO_BIN_EXE_concur")])
+            .args(["agent", "--name", "faked", "--quiet", "--hub", &hub.url()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for_agents(&hub.url(), &["faked"]);
+    let (_tmp, results) = common::results_path();
+    let out = concur()
+        .args([
+            "run",
+            "-w",
+            "sleep:1ms",
+            "-m",
+            "async:4",
+            "--rate",
+            "100",
+            "-n",
+            "20",
+        ])
+        .args(["-r", "1", "--warmup", "0", "--timeout", "20s"])
+        .args(["--hub", &hub.url(), "--json"])
+        .arg(&results)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let runs = common::run_lines(&results);
+    assert_eq!(runs[0]["tasks_ok"], 20, "{}", runs[0]);
+}
