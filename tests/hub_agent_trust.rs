@@ -600,19 +600,7 @@ fn an_agent_under_libfaketime_finishes_an_open_model_share() {
     // libfaketime rewrites CLOCK_MONOTONIC in user space (to about the epoch's seconds, even
     // with +0s): a timer armed at an absolute time from that clock never fired, and the
     // agent's async share of an open run never ended.
-    let have_faketime = Command::new("faketime")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !have_faketime {
-        let why = "faketime is not installed (apt-get install faketime)";
-        assert!(
-            std::env::var("CONCUR_REQUIRE_NETNS").as_deref() != Ok("1"),
-            "{why}"
-        );
-        eprintln!("skipped: {why}");
+    if !common::faketime_or_skip() {
         return;
     }
     let hub = Hub::start(None);

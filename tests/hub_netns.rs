@@ -335,19 +335,7 @@ fn an_open_cell_over_3_hosts_keeps_the_one_schedule_and_its_rate() {
 #[test]
 fn a_host_whose_clock_is_seconds_off_still_starts_on_time() {
     let _alone = common::alone();
-    let have_faketime = std::process::Command::new("faketime")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !have_faketime {
-        let why = "faketime is not installed (apt-get install faketime)";
-        assert!(
-            std::env::var("CONCUR_REQUIRE_NETNS").as_deref() != Ok("1"),
-            "{why}"
-        );
-        eprintln!("skipped: {why}");
+    if !common::faketime_or_skip() {
         return;
     }
     // Host 3's agent sees a wall clock 5 s ahead of everyone's.

@@ -592,3 +592,23 @@ pub fn assert_merged_latency_is_the_hosts_added(run: &Value) {
     assert_eq!(run["latency_us"]["p99"].as_u64(), Some(s.p99));
     assert_eq!(run["latency_us"]["max"].as_u64(), Some(exact.max_us));
 }
+
+/// Whether libfaketime's `faketime` is installed; without it, a failure when
+/// `CONCUR_REQUIRE_NETNS=1` (CI), else `false` with a line saying the test is skipped.
+pub fn faketime_or_skip() -> bool {
+    let have = std::process::Command::new("faketime")
+        .arg("--version")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !have {
+        let why = "faketime is not installed (apt-get install faketime)";
+        assert!(
+            std::env::var("CONCUR_REQUIRE_NETNS").as_deref() != Ok("1"),
+            "{why}"
+        );
+        eprintln!("skipped: {why}");
+    }
+    have
+}
