@@ -494,7 +494,7 @@ pub struct ServerCert {
 
 impl ServerCert {
     /// Reads `--tls-cert` and `--tls-key`, naming the file that cannot be used: each a
-    /// regular file of at most [`crate::files::MAX_PEM_FILE`] (a FIFO would block the server's
+    /// regular file of at most `files::MAX_PEM_FILE` (a FIFO would block the server's
     /// start, `/dev/zero` would fill its memory).
     pub fn from_files(cert: &Path, key: &Path) -> Result<ServerCert, String> {
         let read = |p: &Path, what: &str| {

@@ -9,7 +9,7 @@
 //! push there. An answer is read only up to [`merge::ANSWER_MAX_BYTES`] (a script pops it on
 //! the hub and sends only its length when it is longer), must name this run, one of its
 //! shares not yet answered and the agent that share went to, and its figures must be those an
-//! honest run of the share could report ([`merge::check_ended`]); anything else is refused,
+//! honest run of the share could report (`merge::check_ended`); anything else is refused,
 //! the run fails, and no item on the list, however many, keeps the wait from its deadline,
 //! its heartbeat checks and Ctrl-C. Shares go to idle agents only, and an agent's work list
 //! expires when the run's wait would.

@@ -12,7 +12,7 @@
 //! - the worst host's (by p99): connect and TLS handshake times, an open run's service,
 //!   queue and dispatcher-lag percentiles (these travel as percentiles only).
 //!
-//! An answer is outside input ([`check_ended`]): before anything of it is summed, every
+//! An answer is outside input (`check_ended`): before anything of it is summed, every
 //! figure is checked to be one an honest run of its share could report (finite, not negative,
 //! within what the share's tasks and the host's cores and time allow, its counts adding up to
 //! the share, its histograms those of this recorder's configuration), so that no sum can

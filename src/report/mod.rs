@@ -252,7 +252,7 @@ pub fn footnotes(g: &Group) -> Vec<String> {
 }
 
 /// The meta line as the reports show it: its command line masked again
-/// ([`crate::secret::mask_credentials`]), for a results file written before credential headers
+/// (`secret::mask_credentials`), for a results file written before credential headers
 /// were masked, or by another program.
 pub fn masked_meta(meta: &Meta) -> Meta {
     Meta {

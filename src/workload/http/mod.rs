@@ -29,8 +29,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use request::{letters, HttpRequest, INDEX, RAND, USER_AGENT};
-pub use spec::{check_header, check_method};
 pub(crate) use spec::connect_address;
+pub use spec::{check_header, check_method};
 pub(crate) use wire::write_request;
 pub use wire::{read_response, read_response_to};
 
