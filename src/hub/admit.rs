@@ -112,9 +112,9 @@ pub fn check_part(w: &PartWork, allowed: &Allowed, hub_now_ns: u64) -> Result<()
     if s.of == 0 || s.index >= s.of || s.of != w.of || s.index != w.part {
         return Err(format!(
             "share {} of {} (the request says {} of {})",
-            w.part + 1,
+            w.part.saturating_add(1),
             w.of,
-            s.index + 1,
+            s.index.saturating_add(1),
             s.of
         ));
     }
