@@ -543,6 +543,34 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_performer_runs_only_what_its_operator_and_its_run_allow() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("ran");
+        let planted = Job::task(&format!("cmd:touch {}", marker.display()), 0, "q");
+        let opts = WorkloadOptions::default();
+        // A jobs-procs worker: its run's spec only, whatever the queue holds (a trigger of a
+        // planted database rewrote the spec; another writer pushed a job).
+        let allowed = Allowed {
+            commands: true,
+            ..Allowed::default()
+        };
+        let own = Performer::new(&opts, &allowed, Some("fib:5"));
+        match own.perform(&planted) {
+            Performed::Malformed(why) => assert!(why.contains("only its run's"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(own.perform(&Job::task("fib:5", 0, "q")), Performed::Ok(8));
+        // `concur jobs work` without --allow-commands.
+        let none = Allowed::default();
+        let worker = Performer::new(&opts, &none, None);
+        match worker.perform(&planted) {
+            Performed::Malformed(why) => assert!(why.contains("--allow-commands"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(!marker.exists());
+    }
+
+    #[test]
     fn a_thread_claims_what_it_runs_in_about_a_millisecond() {
         let mut size = BatchSize::default();
         assert_eq!(size.get(), 1);
