@@ -292,7 +292,8 @@ impl Agent<'_> {
                 super::sign::HUB_KEY_ENV
             ));
         } else {
-            self.terminal.warning(format_args!(
+            // Said whatever --quiet asks (a service runs quiet): it is what its operator must know.
+            crate::output::warn_always(format_args!(
                 "agent '{}': no hub key ({}): anyone who can write to the hub {} can give this agent work within those limits (docs/security.md)",
                 self.name,
                 super::sign::HUB_KEY_ENV,
