@@ -8,6 +8,7 @@ mod common;
 
 use std::io::Read;
 use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -267,6 +268,13 @@ impl std::ops::DerefMut for Killed {
 
 impl Drop for Killed {
     fn drop(&mut self) {
+        // The group too, for a child started as a group's leader (faketime starts the agent
+        // as its own child).
+        // SAFETY: kill takes a process group id and a signal; a group that is not there is
+        // ESRCH, nothing else.
+        unsafe {
+            libc::kill(-(self.0.id() as i32), libc::SIGKILL);
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
@@ -606,6 +614,7 @@ fn an_agent_under_libfaketime_finishes_an_open_model_share() {
     let hub = Hub::start(None);
     let _agent = Killed(
         Command::new("faketime")
+            .process_group(0)
             .args(["-f", "+0s", env!("CARGO_BIN_EXE_concur")])
             .args(["agent", "--name", "faked", "--quiet", "--hub", &hub.url()])
             .stdin(Stdio::null())

@@ -177,9 +177,14 @@ impl NetLab {
         c
     }
 
-    /// Spawns `cmd` and keeps the child, killed (SIGKILL) and reaped when the lab drops.
+    /// Spawns `cmd` in a process group of its own and keeps the child; the group is killed
+    /// (SIGKILL) and the child reaped when the lab drops. The group, not the pid: a wrapper
+    /// such as `faketime` starts the agent as its child, which killing the wrapper alone
+    /// leaves running (and an agent outlives its hub on purpose).
     pub fn spawn(&mut self, mut cmd: Command) -> u32 {
+        use std::os::unix::process::CommandExt;
         let child = cmd
+            .process_group(0)
             .spawn()
             .unwrap_or_else(|e| panic!("spawning {cmd:?}: {e}"));
         let pid = child.id();
@@ -195,8 +200,7 @@ impl NetLab {
             .position(|c| c.id() == pid)
             .unwrap_or_else(|| panic!("no kept child with pid {pid}"));
         let mut child = self.children.swap_remove(at);
-        let _ = child.kill();
-        let _ = child.wait();
+        kill_group(&mut child);
     }
 
     /// Starts redis-server in host `i` on its address and [`REDIS_PORT`] (no persistence,
@@ -344,8 +348,7 @@ impl NetLab {
 impl Drop for NetLab {
     fn drop(&mut self) {
         for mut child in self.children.drain(..) {
-            let _ = child.kill();
-            let _ = child.wait();
+            kill_group(&mut child);
         }
         for veth in &self.veths {
             self.quiet(&["link", "del", veth]);
@@ -435,4 +438,14 @@ fn system_lock() -> std::fs::File {
     file.lock()
         .unwrap_or_else(|e| panic!("locking the netlab lock file: {e}"));
     file
+}
+
+/// Kills the process group `child` leads (SIGKILL), then `child` itself, and reaps it.
+fn kill_group(child: &mut std::process::Child) {
+    // SAFETY: kill takes a process group id and a signal; a group that is gone is ESRCH.
+    unsafe {
+        libc::kill(-(child.id() as i32), libc::SIGKILL);
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
