@@ -172,12 +172,7 @@ impl Hub {
     /// A new connection as Redis gives it (3 s to connect, 10 s per reply), its error kept for
     /// [`retrying_mends`].
     pub fn try_connect(&self) -> redis::RedisResult<Connection> {
-        let c = self
-            .client
-            .get_connection_with_timeout(Duration::from_secs(3))?;
-        c.set_read_timeout(Some(Duration::from_secs(10)))?;
-        c.set_write_timeout(Some(Duration::from_secs(10)))?;
-        Ok(c)
+        crate::jobs::redis::connect(&self.client)
     }
 
     /// The URL (masked when shown).

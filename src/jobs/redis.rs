@@ -182,12 +182,7 @@ impl Redis {
     }
 
     fn connect(&self) -> redis::RedisResult<Connection> {
-        let c = self
-            .client
-            .get_connection_with_timeout(Duration::from_secs(3))?;
-        c.set_read_timeout(Some(Duration::from_secs(10)))?;
-        c.set_write_timeout(Some(Duration::from_secs(10)))?;
-        Ok(c)
+        connect(&self.client)
     }
 
     fn put(&self, c: Connection) {
@@ -635,4 +630,13 @@ impl Backend for Redis {
             }
         }
     }
+}
+
+/// A connection to `client`'s server: 3 s to connect, 10 s for each reply (the queue's and
+/// the hub's, which is the same engine).
+pub(crate) fn connect(client: &redis::Client) -> redis::RedisResult<Connection> {
+    let c = client.get_connection_with_timeout(Duration::from_secs(3))?;
+    c.set_read_timeout(Some(Duration::from_secs(10)))?;
+    c.set_write_timeout(Some(Duration::from_secs(10)))?;
+    Ok(c)
 }
