@@ -31,6 +31,107 @@ pub fn alone() -> std::sync::MutexGuard<'static, ()> {
     ALONE.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// The reason a full-tier test carries (`#[ignore = "full tier: ..."]`): `cargo test` (the fast
+/// tier) counts it as ignored with that reason; `.ci/run` runs every test
+/// (`--run-ignored all`), and a full-tier test whose tool is missing fails there through
+/// [`require`], never passes unseen.
+pub const FULL_TIER: &str = "full tier";
+
+/// Something a full-tier test needs from the machine beyond the Rust toolchain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Need {
+    /// Root, `ip` and network namespaces (Debian's iproute2).
+    Netns,
+    /// `redis-server` (Debian's redis-server).
+    Redis,
+    /// `redis-cli` (Debian's redis-tools).
+    RedisCli,
+    /// libfaketime's `faketime` (Debian's faketime).
+    Faketime,
+    /// Headless Chromium (Debian's chromium).
+    Chromium,
+    /// Ruby with the Celluloid gem (Debian's ruby and ruby-celluloid).
+    Ruby,
+    /// `openssl` (Debian's openssl).
+    Openssl,
+    /// python3 with requests and aiohttp (`.ci/run` installs them in its venv).
+    PyClients,
+    /// wrk (Debian's wrk).
+    Wrk,
+}
+
+impl Need {
+    /// Whether this machine has it, and what to install when not.
+    pub fn check(self) -> Result<(), String> {
+        let runs = |prog: &str, args: &[&str]| {
+            std::process::Command::new(prog)
+                .args(args)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        let (ok, what) = match self {
+            Need::Netns => (
+                // SAFETY: geteuid has no preconditions.
+                unsafe { libc::geteuid() } == 0 && runs("ip", &["netns", "list"]),
+                "root and `ip netns` (apt-get install iproute2; run as root)",
+            ),
+            Need::Redis => (
+                runs("redis-server", &["--version"]),
+                "redis-server (apt-get install redis-server)",
+            ),
+            Need::RedisCli => (
+                runs("redis-cli", &["--version"]),
+                "redis-cli (apt-get install redis-tools)",
+            ),
+            Need::Faketime => (
+                runs("faketime", &["--version"]),
+                "faketime (apt-get install faketime)",
+            ),
+            Need::Chromium => (
+                runs("chromium", &["--version"]),
+                "chromium (apt-get install chromium)",
+            ),
+            Need::Ruby => (
+                runs("ruby", &["-e", "require 'celluloid'"]),
+                "ruby with Celluloid (apt-get install ruby ruby-celluloid)",
+            ),
+            Need::Openssl => (
+                runs("openssl", &["version"]),
+                "openssl (apt-get install openssl)",
+            ),
+            Need::PyClients => (
+                runs("python3", &["-c", "import requests, aiohttp"]),
+                "python3 with requests and aiohttp (pip install requests aiohttp)",
+            ),
+            Need::Wrk => (
+                runs("sh", &["-c", "command -v wrk"]),
+                "wrk (apt-get install wrk)",
+            ),
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(format!(
+                "this full-tier test needs {what}; bash .ci/run installs it"
+            ))
+        }
+    }
+}
+
+/// Fails the calling (full-tier) test when the machine lacks one of `needs`: such a test runs
+/// only when asked for (`--include-ignored`, `.ci/run`), and then a missing tool is a failure,
+/// not a pass.
+pub fn require(needs: &[Need]) {
+    for need in needs {
+        if let Err(why) = need.check() {
+            panic!("{why}");
+        }
+    }
+}
+
 /// The concur binary under test, without a `CONCUR_JOBS_BACKEND` the developer's shell may
 /// have set (it would stand in for every absent `--backend`).
 pub fn concur() -> Command {
