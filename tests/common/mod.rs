@@ -20,15 +20,36 @@ pub fn wait_for(what: &str, limit: std::time::Duration, mut cond: impl FnMut() -
     }
 }
 
-/// Held by the tests of one binary that must not run at the same time (heavy ones, and the
-/// timing checks that would suffer beside them): the test harness runs a binary's tests on
-/// parallel threads, and each binary has its own copy of this lock.
-static ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// The lock file behind [`alone`], one for every test binary of this checkout.
+fn alone_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("concur-tests-alone.lock")
+}
 
-/// Takes [`ALONE`] for the rest of the calling test (a test that failed holding it does not
-/// stop the others).
-pub fn alone() -> std::sync::MutexGuard<'static, ()> {
-    ALONE.lock().unwrap_or_else(|p| p.into_inner())
+/// Held, for the rest of the calling test, by the tests that must not run at the same time
+/// (heavy ones, and the timing checks that would suffer beside them). An exclusive `flock` on
+/// one file: it holds between the threads of one test binary (`cargo test`), between the
+/// processes `cargo nextest` runs each test in, and between test binaries run at once; the
+/// kernel releases it when its holder ends, so a test that failed holding it stops no other.
+pub struct Alone(std::fs::File);
+
+/// Takes the [`Alone`] lock, waiting for whoever holds it.
+pub fn alone() -> Alone {
+    use std::os::fd::AsRawFd;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(alone_path())
+        .expect("the alone() lock file opens");
+    loop {
+        // SAFETY: flock on a descriptor this function owns.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
+        if rc == 0 {
+            return Alone(file);
+        }
+        let err = std::io::Error::last_os_error();
+        assert_eq!(err.kind(), std::io::ErrorKind::Interrupted, "flock: {err}");
+    }
 }
 
 /// The reason a full-tier test carries (`#[ignore = "full tier: ..."]`): `cargo test` (the fast
