@@ -1,0 +1,419 @@
+//! Every model's open path (`--rate`): each model of a literal list releases 20 tasks at
+//! 50/s, each released on its own (`--rate 50 -n 20`) and on a 50 ms timer (`--grain 50ms`),
+//! on the sleep workload and on HTTP requests to a delay server of the test's own; each
+//! run's records must show the schedule kept. Every model releases its tasks its own way
+//! (src/model/*.rs: a dispatcher thread, a tokio timer, curl's loop, a coroutine's sleep, a
+//! queue's enqueue), so each is checked, not a sample of them.
+//!
+//! The bounds come from the mechanism: the schedule (task `k` due at `k × 20 ms`, released
+//! at the first 50 ms tick at or after it), the model's parallelism (from its run line), the
+//! task's floor (both workloads take at least `TASK`), what starting a task costs the model
+//! (a process, a queue's poll: [`start_cost`]), and a margin for a loaded 2-core machine
+//! ([`LOADED`] on any one task, [`TYPICAL`] on the median). The records checked against
+//! them: `lag_us` (the dispatcher's lateness), `queue_us`, `service_us` and `latency_us`
+//! (each task's start and end against its due time), `timeline_us` (each task's start),
+//! `rate_achieved`, `behind`, `series` and the task counts.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use serde_json::Value;
+
+/// The models under test, by hand: a model the registry gains must be added here
+/// ([`the_list_names_every_registered_model`]). `jobs-redis` needs a Redis server: it has a
+/// full-tier test of its own. Four workers: a 50 ms tick releases at most three tasks
+/// (`ceil(GRAIN / INTERVAL)`), so no released task waits for a worker.
+const MODELS: &[&str] = &[
+    "seq",
+    "thread",
+    "spawn",
+    "fork",
+    "pool:4",
+    "rayon:4",
+    "async:4",
+    "async-local:4",
+    "curl:4",
+    "green:4",
+    "actor:4",
+    "jobs:4",
+    "jobs-memory:4",
+    "jobs-procs:4",
+];
+
+/// The asked rate, tasks per second, and the tasks of each run.
+const RATE: u64 = 50;
+const TASKS: usize = 20;
+/// The gap between two tasks' due times (`1 / RATE`).
+const INTERVAL: Duration = Duration::from_millis(1000 / RATE);
+/// The release timer's grain under test: more than two intervals, so that a tick releases
+/// two or three tasks together and each waits up to 40 ms past its due time.
+const GRAIN: Duration = Duration::from_millis(50);
+/// How long each task takes at least: `sleep:10ms` sleeps that long, and the delay server
+/// holds each request that long (`delay=10`) before it answers.
+const TASK: Duration = Duration::from_millis(10);
+/// What a loaded 2-core machine may add to any one release or start: a wake-up, a thread or
+/// process scheduled behind the other helpers' builds. Two and a half intervals: a task that
+/// late has been overtaken by the next two due times.
+const LOADED: Duration = Duration::from_millis(50);
+/// What it may add to the median release or start: a quarter of an interval. A model that
+/// released every task one interval late (or at the tick after its own) fails here.
+const TYPICAL: Duration = Duration::from_millis(5);
+/// Starting a fresh concur process (exec of a 20 MB binary, its runtime, the request read
+/// from its pipe): a few milliseconds on a quiet machine, ten times that under load.
+const PROCESS_START: Duration = Duration::from_millis(50);
+/// The longest pause of a `concur jobs work` worker polling an idle SQLite queue
+/// (src/jobs/sqlite.rs: `fetch_batch` backs off from 1 ms to 50 ms).
+const SQLITE_POLL_MAX: Duration = Duration::from_millis(50);
+
+/// What starting a released task costs `model` beyond a hand-over to an idle worker: the
+/// part of its queue time (start − due) that is the model's own mechanism.
+fn start_cost(model: &str) -> Duration {
+    match model.split(':').next().unwrap() {
+        // A process per task, created at its release: `fork` copies the run's process,
+        // `spawn` executes concur afresh.
+        "fork" => Duration::from_millis(10),
+        "spawn" => PROCESS_START,
+        // Threads polling the queue every 1 ms when it is empty; a SQLite claim waits for
+        // the enqueue's write lock (src/model/jobs.rs).
+        "jobs" => Duration::from_millis(10),
+        "jobs-memory" | "jobs-redis" => Duration::from_millis(2),
+        // W worker processes started with the run, which the first tasks wait for (the run
+        // leads its first due time by only 10 ms), then polling with the backoff above.
+        "jobs-procs" => PROCESS_START + SQLITE_POLL_MAX,
+        // A thread created, or a worker, coroutine or transfer handed the index.
+        _ => Duration::ZERO,
+    }
+}
+
+/// The test's delay server and the HTTP workload that asks it for a `TASK` delay.
+fn http_workload(server: &Serve) -> String {
+    format!(
+        "http:{}/add?name=open&delay={}",
+        server.url,
+        TASK.as_millis()
+    )
+}
+
+/// `ms` as whole microseconds, as the records count them.
+fn us_of(d: Duration) -> u64 {
+    d.as_micros() as u64
+}
+
+/// The schedule of a run as the test derives it, µs from task 0's due time: each task's due
+/// and release times.
+struct Schedule {
+    due: Vec<u64>,
+    release: Vec<u64>,
+}
+
+impl Schedule {
+    fn new(grain: Option<Duration>) -> Schedule {
+        let due: Vec<u64> = (0..TASKS as u64).map(|k| k * us_of(INTERVAL)).collect();
+        let release = due
+            .iter()
+            .map(|&d| match grain.map(us_of) {
+                Some(g) => d.div_ceil(g) * g,
+                None => d,
+            })
+            .collect();
+        Schedule { due, release }
+    }
+
+    /// Each task's queue time (start − due) on `workers` ideal workers, each task taking
+    /// `service` and started at its release or when a worker frees up, whichever is later:
+    /// what the model's parallelism alone makes the tasks wait.
+    fn ideal_queue(&self, workers: usize, service: u64) -> Vec<u64> {
+        let mut free = vec![0u64; workers.max(1)];
+        let mut queue: Vec<u64> = self
+            .release
+            .iter()
+            .zip(&self.due)
+            .map(|(&release, &due)| {
+                let w = (0..free.len()).min_by_key(|&w| free[w]).unwrap();
+                let start = release.max(free[w]);
+                free[w] = start + service;
+                start - due
+            })
+            .collect();
+        queue.sort_unstable();
+        queue
+    }
+
+    /// The largest and the median of each release's shift past its due time.
+    fn shifts(&self) -> Vec<u64> {
+        let mut s: Vec<u64> = self
+            .release
+            .iter()
+            .zip(&self.due)
+            .map(|(r, d)| r - d)
+            .collect();
+        s.sort_unstable();
+        s
+    }
+}
+
+/// The value at percentile `p` (0 to 1) of sorted `values`, as an HDR histogram reports it:
+/// the smallest value that at least that share of the values do not exceed.
+fn percentile(sorted: &[u64], p: f64) -> u64 {
+    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+/// What the results records are allowed to differ from the test's arithmetic by: HDR
+/// histograms keep 3 significant digits, and times are cut to whole microseconds.
+const ROUNDING: u64 = 1_000;
+
+/// `field.q` of run line `r`, µs.
+fn pct(r: &Value, field: &str, q: &str) -> u64 {
+    r[field][q]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no {field}.{q}: {r}"))
+}
+
+/// Checks that run `r` (one model, one workload) kept the schedule of `--rate 50 -n 20`
+/// released with `grain`; `bytes` is the workload's checksum for 20 tasks.
+fn assert_schedule_kept(r: &Value, grain: Option<Duration>, bytes: u64) {
+    let model = r["model"].as_str().unwrap();
+    let what = format!("{} on {model}", r["workload"]);
+    let sched = Schedule::new(grain);
+
+    // Every task released, run and counted.
+    assert_eq!(r["status"], "ok", "{what}: {r}");
+    assert_eq!(r["tasks"], TASKS, "{what}: {r}");
+    assert_eq!(r["tasks_ok"], TASKS, "{what}: {r}");
+    assert_eq!(r["tasks_failed"], 0, "{what}: {r}");
+    assert_eq!(r["bytes"], bytes, "{what}: {r}");
+    assert_eq!(r["rate_asked"], RATE as f64, "{what}: {r}");
+    match grain {
+        Some(g) => assert_eq!(r["grain_us"], us_of(g), "{what}: {r}"),
+        None => assert!(r.get("grain_us").is_none(), "{what}: {r}"),
+    }
+    let series = r["series"].as_array().expect("an open run's series");
+    let done: u64 = series.iter().map(|p| p["done"].as_u64().unwrap()).sum();
+    let errors: u64 = series.iter().map(|p| p["errors"].as_u64().unwrap()).sum();
+    assert_eq!((done, errors), (TASKS as u64, 0), "{what}: {series:?}");
+
+    // The dispatcher's lag: every release at its time (with a grain, at its tick, so the
+    // largest is at least the largest shift), a loaded machine's margin past it at most.
+    let shifts = sched.shifts();
+    let shift_max = *shifts.last().unwrap();
+    let lag_max = pct(r, "lag_us", "max");
+    assert!(
+        lag_max + ROUNDING >= shift_max && lag_max <= shift_max + us_of(LOADED),
+        "{what}: the largest release lag {lag_max} µs, against a largest shift of \
+         {shift_max} µs plus at most {LOADED:?}: {r}"
+    );
+    if grain.is_none() {
+        // (With a grain, `seq` and `green` record only the releases they waited for, so
+        // the median shift is not theirs; their queue times below are checked instead.)
+        let lag_p50 = pct(r, "lag_us", "p50");
+        assert!(
+            lag_p50 <= us_of(TYPICAL),
+            "{what}: the median release lag {lag_p50} µs, over {TYPICAL:?}: {r}"
+        );
+    }
+
+    // Each task's queue time (start − due): at least what the schedule and the model's
+    // parallelism make it wait with tasks of `TASK`, at most what they make it wait with
+    // tasks as long as the longest this run served, plus the model's start cost and the
+    // margin.
+    let workers = r["parallelism"].as_u64().unwrap() as usize;
+    let service_max = pct(r, "service_us", "max");
+    assert!(
+        service_max + ROUNDING >= us_of(TASK),
+        "{what}: service {service_max} µs: {r}"
+    );
+    let floor = sched.ideal_queue(workers, us_of(TASK));
+    let ceiling = sched.ideal_queue(workers, service_max);
+    let cost = us_of(start_cost(model));
+    for (q, p, margin) in [("p50", 0.5, TYPICAL), ("max", 1.0, LOADED)] {
+        let got = pct(r, "queue_us", q);
+        let (lo, hi) = (
+            percentile(&floor, p),
+            percentile(&ceiling, p) + cost + us_of(margin),
+        );
+        assert!(
+            got + ROUNDING >= lo && got <= hi,
+            "{what}: queue {q} {got} µs, outside {lo}..={hi} µs (start cost {cost} µs, \
+             margin {margin:?}): {r}"
+        );
+    }
+
+    // No task started before its due time: then each task's latency (end − due) is at least
+    // its service time (end − start), and so is every percentile of them.
+    for q in ["p50", "p90", "p99", "max"] {
+        let (lat, svc) = (pct(r, "latency_us", q), pct(r, "service_us", q));
+        assert!(
+            lat + ROUNDING >= svc,
+            "{what}: latency {q} {lat} µs below service {svc} µs: a task started early: {r}"
+        );
+    }
+
+    // The tasks' starts, one by one (`timeline_us`, in start order): the k-th start is no
+    // earlier than task k's release (at most k tasks are released before it) and no later
+    // than task k's due time plus the largest queue time; the first start is at most that
+    // queue time past task 0's due time. So measured from the first start, the k-th start
+    // is within the largest queue time of the schedule.
+    let queue_max = pct(r, "queue_us", "max") + ROUNDING;
+    let starts: Vec<u64> = r["timeline_us"]
+        .as_array()
+        .expect("a timeline")
+        .iter()
+        .map(|s| s[0].as_u64().unwrap())
+        .collect();
+    assert_eq!(starts.len(), TASKS, "{what}: {r}");
+    for (k, &s) in starts.iter().enumerate() {
+        let at = s - starts[0];
+        let (lo, hi) = (
+            sched.release[k].saturating_sub(queue_max),
+            sched.due[k] + queue_max,
+        );
+        assert!(
+            (lo..=hi).contains(&at),
+            "{what}: start {k} at {at} µs after the first, outside {lo}..={hi} µs: \
+             {starts:?}"
+        );
+    }
+
+    // The achieved rate, over the span of the ends: the first ends at most the largest
+    // latency after task 0's due time and at least `TASK` after its release, the last
+    // likewise for task 19; so the span is the schedule's within the latency's spread.
+    let (lat_max, floor_us) = (pct(r, "latency_us", "max") + ROUNDING, us_of(TASK));
+    let last = TASKS - 1;
+    let span_hi = (sched.due[last] + lat_max - floor_us) as f64 / 1e6;
+    let span_lo = (sched.release[last] + floor_us).saturating_sub(lat_max) as f64 / 1e6;
+    let achieved = r["rate_achieved"].as_f64().expect("an achieved rate");
+    let (lo, hi) = (
+        last as f64 / span_hi,
+        if span_lo > 0.0 {
+            last as f64 / span_lo
+        } else {
+            f64::INFINITY
+        },
+    );
+    assert!(
+        (lo..=hi).contains(&achieved),
+        "{what}: achieved {achieved}/s, outside {lo:.1}..={hi:.1}/s: {r}"
+    );
+    // `behind` says whether that rate fell below 99% of the releases' pace.
+    let pace = last as f64 / (sched.due[last] as f64 / 1e6);
+    assert_eq!(
+        r["behind"].as_bool(),
+        Some(achieved < 0.99 * pace),
+        "{what}: achieved {achieved}/s of {pace}/s: {r}"
+    );
+}
+
+/// Runs `workload` under every model of `models` at 50/s, 20 tasks, released with `grain`
+/// (extra flags in `extra`), one run each, and checks every run's schedule.
+fn open_study(
+    workload: &str,
+    models: &[&str],
+    grain: Option<Duration>,
+    bytes: u64,
+    extra: &[&str],
+) {
+    let grain_flag = grain.map(|g| format!("{}ms", g.as_millis()));
+    let (rate, tasks) = (RATE.to_string(), TASKS.to_string());
+    let mut args = vec!["-w", workload, "--rate", &rate, "-n", &tasks, "-r", "1"];
+    for m in models {
+        args.extend(["-m", m]);
+    }
+    if let Some(g) = &grain_flag {
+        args.extend(["--grain", g]);
+    }
+    args.extend(extra);
+    let (_, lines) = run_study(&args);
+    let runs = of_type(&lines, "run");
+    let ran: Vec<&str> = runs.iter().map(|r| r["model"].as_str().unwrap()).collect();
+    assert_eq!(ran, models, "{workload}: one run per model, in order");
+    for r in runs {
+        assert_schedule_kept(r, grain, bytes);
+    }
+}
+
+/// The models of [`MODELS`] that run the sleep workload: all but `curl`, which
+/// [`curl_refuses_an_open_sleep_run`] checks.
+fn sleep_models() -> Vec<&'static str> {
+    MODELS
+        .iter()
+        .copied()
+        .filter(|m| !m.starts_with("curl:"))
+        .collect()
+}
+
+#[test]
+fn every_model_keeps_the_schedule_of_open_http_runs() {
+    let _alone = alone();
+    let server = Serve::start(&[]);
+    let w = http_workload(&server);
+    // Ten bytes a reply.
+    let bytes = 10 * TASKS as u64;
+    open_study(&w, MODELS, None, bytes, &[]);
+    open_study(&w, MODELS, Some(GRAIN), bytes, &[]);
+}
+
+#[test]
+fn every_model_keeps_the_schedule_of_open_sleep_runs() {
+    let _alone = alone();
+    let models = sleep_models();
+    open_study("sleep:10ms", &models, None, 0, &[]);
+    open_study("sleep:10ms", &models, Some(GRAIN), 0, &[]);
+}
+
+#[test]
+fn curl_refuses_an_open_sleep_run() {
+    for grain in [&[][..], &["--grain", "50ms"][..]] {
+        let mut args = vec![
+            "run",
+            "-w",
+            "sleep:10ms",
+            "-m",
+            "curl:4",
+            "--rate",
+            "50",
+            "-n",
+            "20",
+        ];
+        args.extend(grain);
+        let err = refused_before_any_run(&args);
+        assert_eq!(
+            err.trim(),
+            "concur: model 'curl:4' cannot run workload 'sleep:10ms': curl runs http workloads only",
+            "{args:?}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "full tier: needs redis-server"]
+fn jobs_redis_keeps_the_schedule_of_open_runs() {
+    require(&[Need::Redis]);
+    let _alone = alone();
+    let redis = hub::Hub::start(None);
+    let backend = redis.url();
+    let server = Serve::start(&[]);
+    let w = http_workload(&server);
+    let extra = ["--jobs-backend", backend.as_str()];
+    for grain in [None, Some(GRAIN)] {
+        open_study(&w, &["jobs-redis:4"], grain, 10 * TASKS as u64, &extra);
+        open_study("sleep:10ms", &["jobs-redis:4"], grain, 0, &extra);
+    }
+}
+
+#[test]
+fn the_list_names_every_registered_model() {
+    // The list is the test's, not the registry's; this only catches a model added to the
+    // registry and not to the list.
+    let mut listed: Vec<&str> = MODELS
+        .iter()
+        .map(|m| m.split(':').next().unwrap())
+        .chain(["jobs-redis"])
+        .collect();
+    listed.sort_unstable();
+    let mut registered: Vec<&str> = concur::model::REGISTRY.iter().map(|e| e.name).collect();
+    registered.sort_unstable();
+    assert_eq!(listed, registered);
+}
