@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::analysis::compare;
 use crate::analysis::results::ResultsWriter;
 use crate::error::{Error, Result};
 use crate::hub::executor::HubExecutor;
@@ -47,7 +48,14 @@ pub(crate) struct Conducted {
 /// publishes: the one path of every study.
 pub(crate) fn conduct(opts: &StudyOptions, out: &Outputs, how: Conduct) -> Result<Conducted> {
     let plan = study::plan::build(opts)?;
-    let prepared = publish::prepare(out)?;
+    // `--fail-on-regression` is checked against the baseline before any output is opened when
+    // the plan's cells are final; those the bind step changes (a hub's host counts, the
+    // classic programs' cells) are checked once bound, still before any run.
+    let settled = plan.hub.is_none() && !plan.needs.classic;
+    let planned = |p: &study::plan::Plan| {
+        compare::Planned::study(p.cells.iter().map(|c| c.key.clone()), p.repeat)
+    };
+    let prepared = publish::prepare(out, settled.then(|| planned(&plan)).as_ref())?;
     if let Some(dir) = &plan.options.cmd_output {
         crate::files::check_output_dir("--cmd-output", dir)?;
     }
@@ -65,6 +73,9 @@ pub(crate) fn conduct(opts: &StudyOptions, out: &Outputs, how: Conduct) -> Resul
         terminal.warning(w);
     }
     let mut bound = bind::bind(plan, opts)?;
+    if !settled {
+        prepared.check_gate(out, &planned(&bound.plan))?;
+    }
     let hub = bound.hub.take();
     let plan = &bound.plan;
     if let Some(dir) = &plan.options.cmd_output {
@@ -211,15 +222,20 @@ pub fn run(opts: &StudyOptions, out: &Outputs, command: Vec<String>) -> Result<i
 
 /// `concur report FILE`: renders a results file again (cells are recomputed from its runs, on
 /// the machine the file records). Rendering succeeded: 0, whatever the runs were, unless
-/// `--fail-on-regression` finds a cell that regressed against `--baseline`: 1.
+/// `--fail-on-regression` finds a cell that regressed against `--baseline`, or one in both it
+/// could not judge: 1. A gate that could never fail (no cell in the baseline, too few runs for
+/// the test) is refused before anything is shown: 2.
 pub fn report_file(path: &Path, out: &Outputs) -> Result<i32> {
     if out.results.is_some() {
         return Err(Error::usage(
             "report reads a results file; --json does not apply",
         ));
     }
-    let prepared = publish::prepare(out)?;
-    let results = publish::read_results(path, out.quiet)?;
+    // The file is read first: the gate is checked with its cells before anything is written.
+    let results = crate::analysis::results::read_results(path)?;
+    let planned = compare::Planned::file(&path.display().to_string(), &results.runs);
+    let prepared = publish::prepare(out, Some(&planned))?;
+    publish::warn_if_cut(&results, out.quiet);
     let meta = results
         .meta
         .ok_or_else(|| Error::usage(format!("'{}' has no meta line", path.display())))?;

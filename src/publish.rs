@@ -2,7 +2,7 @@
 //! through the [`ExportManager`], the saved baseline, the warnings on stderr, and the exit
 //! status the results call for. `concur run`, `report` and `advise` all end here.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::analysis::results::{Line, Meta, ResultsFile, ResultsWriter, RunResult, RunStatus};
 use crate::analysis::{advice, compare, results, Analysis};
@@ -40,8 +40,10 @@ pub struct Prepared {
 }
 
 /// Checks every output before any work: renderings (at most one on stdout, files creatable),
-/// the name to save a baseline under, the baseline to compare with.
-pub fn prepare(out: &Outputs) -> Result<Prepared> {
+/// the name to save a baseline under, the baseline to compare with and, given the comparison
+/// `planned`, that `--fail-on-regression` could fail at all ([`compare::check_gate`]); the
+/// baseline is read and the gate checked before any file is opened, so a refusal leaves none.
+pub fn prepare(out: &Outputs, planned: Option<&compare::Planned>) -> Result<Prepared> {
     if out.fail_on_regression && out.baseline.is_none() {
         return Err(crate::Error::usage(
             "--fail-on-regression needs --baseline NAME|FILE: there is nothing to regress against",
@@ -57,29 +59,56 @@ pub fn prepare(out: &Outputs) -> Result<Prepared> {
     {
         crate::files::check_output("--json", p)?;
     }
+    let baseline = match &out.baseline {
+        Some(spec) => {
+            let path = compare::resolve_baseline(spec)?;
+            Some((spec.clone(), results::read_results(&path)?))
+        }
+        None => None,
+    };
+    if let Some(planned) = planned {
+        check_gate(out, baseline.as_ref(), planned)?;
+    }
+    if let Some((_, b)) = &baseline {
+        warn_if_cut(b, out.quiet);
+    }
     let exports = ExportManager::open(
         &out.exports,
         out.stdout_format.as_deref(),
         out.results.as_deref(),
     )?;
-    let baseline = match &out.baseline {
-        Some(spec) => {
-            let path = compare::resolve_baseline(spec)?;
-            Some((spec.clone(), read_results(&path, out.quiet)?))
-        }
-        None => None,
-    };
     Ok(Prepared { exports, baseline })
 }
 
-/// Reads a results file to render or compare with, saying on stderr (as a warning, which
-/// `--quiet` silences) when its cut last line was left out.
-pub fn read_results(path: &Path, quiet: bool) -> Result<ResultsFile> {
-    let file = results::read_results(path)?;
+fn check_gate(
+    out: &Outputs,
+    baseline: Option<&(String, ResultsFile)>,
+    planned: &compare::Planned,
+) -> Result<()> {
+    match baseline {
+        Some((label, base)) if out.fail_on_regression => {
+            compare::check_gate(label, &base.runs, planned)
+        }
+        _ => Ok(()),
+    }
+}
+
+impl Prepared {
+    /// With `--fail-on-regression`, refuses a comparison in which the gate could never fail
+    /// ([`compare::check_gate`]); for a plan whose cells are known only once bound (a study
+    /// over every agent of a hub, the classic programs' cells), called again then, before any
+    /// run.
+    pub fn check_gate(&self, out: &Outputs, planned: &compare::Planned) -> Result<()> {
+        check_gate(out, self.baseline.as_ref(), planned)
+    }
+}
+
+/// Says on stderr (as a warning, which `--quiet` silences) that the cut last line of a results
+/// file read to render or compare with was left out.
+pub fn warn_if_cut(file: &ResultsFile, quiet: bool) {
     if let Some(cut) = &file.cut {
         Terminal::after(quiet).warning(cut);
     }
-    Ok(file)
 }
 
 /// What a study concludes beyond its cells: the comparison with a baseline, and the advice.
@@ -161,8 +190,9 @@ pub fn failed_runs(runs: &[RunResult]) -> Vec<&RunResult> {
 }
 
 /// The exit status the runs and their comparison call for: 1 when a counted run failed (unless
-/// the user accepts failures) or, with `--fail-on-regression`, when a compared cell regressed,
-/// saying which on stderr; else 0.
+/// the user accepts failures) or, with `--fail-on-regression`, when a compared cell regressed
+/// or a cell in both could not be judged (its failed runs left too few for the test), saying
+/// which on stderr; else 0.
 pub fn exit_status(
     runs: &[RunResult],
     comparison: Option<&compare::Comparison>,
@@ -170,7 +200,7 @@ pub fn exit_status(
 ) -> i32 {
     let failures = failure_status(runs, out);
     let regressions = match comparison.filter(|_| out.fail_on_regression) {
-        Some(c) => regression_status(c, out),
+        Some(c) => regression_status(c, out).max(unjudged_status(c, runs, out)),
         None => 0,
     };
     failures.max(regressions)
@@ -193,6 +223,48 @@ fn regression_status(c: &compare::Comparison, out: &Outputs) -> i32 {
         c.changes.len(),
         c.baseline,
         regressed.join(", ")
+    ));
+    1
+}
+
+/// 1 when a cell in both could not be judged, with one line naming the first, how its runs
+/// ended, and how many it has of each side: a gate that passed it would have passed blind.
+fn unjudged_status(c: &compare::Comparison, runs: &[RunResult], out: &Outputs) -> i32 {
+    let Some(u) = c.unjudged.first() else {
+        return 0;
+    };
+    let cell: Vec<&RunResult> = runs.iter().filter(|r| r.key == u.key).collect();
+    let mut ended: Vec<(String, usize)> = Vec::new();
+    for r in cell.iter().filter(|r| !r.status.measured()) {
+        let word = format!("{:?}", r.status).to_lowercase();
+        match ended.iter_mut().find(|(w, _)| *w == word) {
+            Some((_, n)) => *n += 1,
+            None => ended.push((word, 1)),
+        }
+    }
+    let why = if ended.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ", the others {}",
+            ended
+                .iter()
+                .map(|(w, n)| format!("{n} {w}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    Terminal::after(out.quiet).error(format_args!(
+        "{} of {} cells in both could not be judged against baseline '{}': {} has {} measured runs of {}{why}, against {} in the baseline, and Mann-Whitney's smallest p for those is {:.3} ≥ {}; exit status 1 (--fail-on-regression)",
+        c.unjudged.len(),
+        c.in_both(),
+        c.baseline,
+        compare::cell_name(&u.key),
+        u.runs.1,
+        cell.len(),
+        u.runs.0,
+        u.min_p,
+        compare::ALPHA
     ));
     1
 }
@@ -286,5 +358,33 @@ mod tests {
             assert_eq!(exit_status(&runs, Some(&fine), &gate), 0);
         }
         assert_eq!(exit_status(&runs, None, &gate), 0);
+    }
+
+    #[test]
+    fn a_cell_left_unjudged_by_failed_runs_fails_the_gate_and_nothing_else() {
+        let plan = mock_plan(&["fib:1"], &["seq"], &[2], 5);
+        let base = MockExecutor::new(2).runs(&plan);
+        let mut now = base.clone();
+        for r in now.iter_mut().take(3) {
+            r.status = RunStatus::Crashed;
+        }
+        let c = compare::compare("main", &base, None, &now, None);
+        assert_eq!(c.unjudged.len(), 1);
+        let gate = Outputs {
+            quiet: true,
+            fail_on_regression: true,
+            ignore_failures: true,
+            ..Outputs::default()
+        };
+        assert_eq!(exit_status(&now, Some(&c), &gate), 1);
+        let no_gate = Outputs {
+            fail_on_regression: false,
+            ..gate.clone()
+        };
+        assert_eq!(exit_status(&now, Some(&c), &no_gate), 0);
+        // The same runs all measured: judged (unchanged), and the gate passes.
+        let judged = compare::compare("main", &base, None, &base, None);
+        assert!(judged.unjudged.is_empty());
+        assert_eq!(exit_status(&base, Some(&judged), &gate), 0);
     }
 }
