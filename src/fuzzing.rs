@@ -101,6 +101,9 @@ pub const TARGETS: &[(&str, Harness)] = &[
     ("hub_answer", hub_answer),
     ("hub_heartbeat", hub_heartbeat),
     ("histogram", histogram),
+    ("concur_line", concur_line),
+    ("backend_url", backend_url),
+    ("header", header),
 ];
 
 /// `units::parse_duration` and `units::parse_size` (every duration and size flag, the
@@ -564,4 +567,276 @@ pub fn histogram(data: &[u8]) {
         .unwrap_or_else(|e| panic!("{back:?}, written back, is refused: {e}"));
     assert_eq!(again.histogram(), rec.histogram(), "{wire:?}");
     let _ = rec.summary();
+}
+
+/// An external program's stdout (`--peer`, the classic programs) as the runner reads it: the
+/// last `CONCUR {json}` line (`supervise::last_concur_line`), judged and made into the run line
+/// of a 4-task external cell that exited 0 (`convert::classify_external`,
+/// `convert::convert_external`). No panic; the line found is the input's last line that starts
+/// with `CONCUR `; the run accounts for every task of the cell (`tasks_ok + tasks_failed`), an
+/// ok run failed none; an ok run's wall is the line's `wall_s` when it has one; the run line
+/// reads back (`concur report`) as written.
+pub fn concur_line(data: &[u8]) {
+    use crate::measure::rusage::ChildUsage;
+    use crate::study::runner::supervise::{last_concur_line, CONCUR_PREFIX};
+    let found = last_concur_line(data);
+    let last = data
+        .split(|&b| b == b'\n')
+        .filter(|l| l.starts_with(CONCUR_PREFIX.as_bytes()))
+        .last()
+        .map(|l| {
+            String::from_utf8_lossy(&l[CONCUR_PREFIX.len()..])
+                .trim()
+                .to_string()
+        });
+    assert_eq!(found, last, "the last CONCUR line of {data:?}");
+    let (plan, cell) = peer_cell();
+    let ended = Ended {
+        waited: Ok(ChildUsage {
+            exit_code: Some(0),
+            signal: None,
+            user_s: 0.25,
+            sys_s: 0.05,
+            max_rss_kib: 4096,
+            ctx_voluntary: 3,
+            ctx_involuntary: 1,
+        }),
+        killed_for: None,
+        wall_s: 1.0,
+        tree_pss_kib: Some(4096),
+        report: None,
+        concur_line: found.clone(),
+        stderr_tail: Vec::new(),
+    };
+    let verdict = convert::classify_external(&ended, plan.timeout);
+    let run = convert::convert_external(cell, 0, ended, verdict);
+    let tasks = cell.key.tasks;
+    assert_eq!(
+        run.tasks_ok + run.tasks_failed,
+        tasks,
+        "{found:?}: {} ok and {} failed of {tasks} tasks",
+        run.tasks_ok,
+        run.tasks_failed
+    );
+    if run.status == RunStatus::Ok {
+        assert_eq!(run.tasks_failed, 0, "{found:?}");
+        let said = found
+            .as_deref()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
+            .and_then(|v| v.get("wall_s").and_then(serde_json::Value::as_f64));
+        if let Some(wall) = said {
+            assert_eq!(run.wall_s, wall, "{found:?}");
+        }
+    }
+    assert!(run.wall_s.is_finite() && run.wall_s >= 0.0, "{found:?}");
+    let line = Line::Run(run);
+    let text = serde_json::to_string(&line)
+        .unwrap_or_else(|e| panic!("{found:?}: the run line does not serialise: {e}"));
+    match crate::analysis::results::parse_line(text.as_bytes()) {
+        Ok(Some(again)) => assert_eq!(again, line, "{text}"),
+        other => panic!("{found:?}: concur report reads {text} as {other:?}"),
+    }
+}
+
+/// The plan a `CONCUR` line is read in (`fib:5` under `seq`, 4 tasks, and the external cell
+/// `prog=true` beside it) and its external cell.
+fn peer_cell() -> &'static (Plan, CellPlan) {
+    static CELLS: OnceLock<(Plan, CellPlan)> = OnceLock::new();
+    CELLS.get_or_init(|| {
+        let opts = StudyOptions {
+            workloads: vec!["fib:5".into()],
+            models: vec!["seq".into()],
+            tasks: vec![4],
+            repeat: Some(1),
+            warmup: Some(0),
+            timeout: Duration::from_secs(30),
+            peers: crate::options::PeerOptions {
+                peers: vec!["prog=true".into()],
+                ..Default::default()
+            },
+            ..StudyOptions::default()
+        };
+        let plan =
+            plan::build(&opts).unwrap_or_else(|e| panic!("the concur_line target's plan: {e}"));
+        let cell = plan
+            .cells
+            .iter()
+            .find(|c| matches!(c.kind, plan::CellKind::External { .. }))
+            .unwrap_or_else(|| panic!("no external cell in {:?}", plan.cells))
+            .clone();
+        (plan, cell)
+    })
+}
+
+/// A queue or hub URL (`--backend`, `--jobs-backend`, `CONCUR_JOBS_BACKEND`: `BackendUrl`;
+/// `--hub`, `CONCUR_HUB`: `HubUrl::parse`), and everything shown of it: its `Display`, the
+/// clear-text password warning, the one-line refusal. No panic; an accepted URL's full text
+/// (`expose`, what a child process gets) parses back to the same URL. The password as the
+/// Redis client would send it (the URL's, percent-decoded) is shown nowhere: when it is written
+/// once in the input, nothing shown of the input holds it unless the same text with the
+/// password replaced by as many `Q`s shows it too (then it is words of the message itself).
+pub fn backend_url(data: &[u8]) {
+    use crate::hub::HubUrl;
+    use crate::jobs::BackendUrl;
+    let s = text(data);
+    let shown = |s: &str| -> Vec<String> {
+        let mut out = Vec::new();
+        match s.parse::<BackendUrl>() {
+            Ok(b) => {
+                let again: BackendUrl = b
+                    .expose()
+                    .parse()
+                    .unwrap_or_else(|e| panic!("{s:?}: its full text is refused: {e}"));
+                assert_eq!(again, b, "{s:?}");
+                out.push(b.to_string());
+                out.push(format!("{b:?}"));
+                out.extend(b.cleartext_password_warning("--backend"));
+            }
+            Err(e) => out.push(e.to_string()),
+        }
+        match HubUrl::parse(s) {
+            Ok(h) => {
+                assert_eq!(HubUrl::parse(h.expose()).ok().as_ref(), Some(&h), "{s:?}");
+                out.push(h.to_string());
+                out.push(format!("{h:?}"));
+                out.push(h.scrub(&format!("the hub {} failed: {}", h, h.expose())));
+            }
+            Err(e) => out.push(e.to_string()),
+        }
+        out
+    };
+    let texts = shown(s);
+    let Some(password) = url::Url::parse(s)
+        .ok()
+        .and_then(|u| u.password().map(str::to_string))
+    else {
+        return;
+    };
+    let decoded = percent_decode(&password);
+    if decoded.is_empty() || decoded.contains('*') || !written_once(s, &decoded) {
+        return;
+    }
+    let Some(at) = s.find(&decoded) else {
+        return;
+    };
+    let q = "Q".repeat(decoded.chars().count());
+    let reference = shown(&format!("{}{q}{}", &s[..at], &s[at + decoded.len()..]));
+    for (t, r) in texts
+        .iter()
+        .zip(reference.iter().chain(std::iter::repeat(&String::new())))
+    {
+        assert!(
+            !t.contains(&decoded) || r.contains(&decoded),
+            "{s:?}: the password {decoded:?} is shown: {t}"
+        );
+    }
+}
+
+/// Whether `needle` (not empty) occurs in `hay` exactly once, overlaps counted.
+fn written_once(hay: &str, needle: &str) -> bool {
+    let Some(at) = hay.find(needle) else {
+        return false;
+    };
+    let next = at + needle.chars().next().map_or(1, char::len_utf8);
+    !hay[next..].contains(needle)
+}
+
+/// `s` with its `%XX` escapes decoded (as the Redis client reads a URL's password), invalid
+/// UTF-8 replaced.
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        match (
+            b[i],
+            b.get(i + 1).copied().and_then(hex),
+            b.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (c, _, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A `-H 'Name: value'` line as the plan checks it (`workload::http::check_header`) and as
+/// every client then sends it: no panic; an accepted header goes into task 0's request
+/// (`Workload::http_request`), whose head as the green client writes it parses (httparse) to
+/// exactly the request's headers, the `-H` header once among them with its value filled in
+/// (no header split off it, nothing cut), each value one hyper can send over HTTP/2; and the
+/// line as shown (`secret::mask_credentials`) does not hold a credential header's value (past
+/// `Authorization`'s scheme) when the line holds it once.
+pub fn header(data: &[u8]) {
+    use crate::workload::{http::check_header, parse, WorkloadOptions};
+    let line = text(data);
+    let Ok((name, value)) = check_header(line) else {
+        return;
+    };
+    let opts = WorkloadOptions {
+        headers: vec![(name.clone(), value.clone())],
+        ..WorkloadOptions::default()
+    };
+    let w = parse("http:http://127.0.0.1:9/fuzz?{rand}", &opts)
+        .unwrap_or_else(|e| panic!("{line:?}: the workload is refused: {e}"));
+    let req = w
+        .http_request(0)
+        .unwrap_or_else(|| panic!("{line:?}: an http workload makes no request"));
+    let head = request_head(&req);
+    let mut parsed = [httparse::EMPTY_HEADER; 16];
+    let mut r = httparse::Request::new(&mut parsed);
+    match r.parse(&head) {
+        Ok(httparse::Status::Complete(n)) => assert_eq!(n, head.len(), "{line:?}: {head:?}"),
+        other => panic!("{line:?}: the head {head:?} parses as {other:?}"),
+    }
+    let got: Vec<(String, Vec<u8>)> = r
+        .headers
+        .iter()
+        .map(|h| (h.name.to_string(), h.value.to_vec()))
+        .collect();
+    let sent: Vec<(String, Vec<u8>)> = req
+        .headers
+        .iter()
+        .map(|(n, v)| (n.clone(), v.as_bytes().to_vec()))
+        .collect();
+    assert_eq!(got, sent, "{line:?}: {head:?}");
+    let ours: Vec<&(String, String)> = req
+        .headers
+        .iter()
+        .filter(|(n, _)| n.eq_ignore_ascii_case(&name))
+        .collect();
+    assert_eq!(ours.len(), 1, "{line:?}: {:?}", req.headers);
+    let filled = ours[0].1.as_str();
+    if !value.contains(crate::workload::http::RAND) && !value.contains(crate::workload::http::INDEX)
+    {
+        assert_eq!(filled, value, "{line:?}");
+    }
+    for (n, v) in &req.clone().into_http2().headers {
+        assert!(
+            hyper::header::HeaderValue::from_str(v).is_ok(),
+            "{line:?}: {n}: {v:?} cannot be sent"
+        );
+    }
+    if crate::secret::is_credential_header(&name) {
+        let auth = name.eq_ignore_ascii_case("authorization")
+            || name.eq_ignore_ascii_case("proxy-authorization");
+        let secret = match value.split_once([' ', '\t']) {
+            Some((_, creds)) if auth && !creds.trim().is_empty() => creds.trim(),
+            _ => value.as_str(),
+        };
+        if !secret.is_empty() && !secret.contains('*') && written_once(line, secret) {
+            let masked = crate::secret::mask_credentials(line);
+            assert!(
+                !masked.contains(secret),
+                "{line:?} shows as {masked:?}, its credential {secret:?} in it"
+            );
+        }
+    }
 }

@@ -274,11 +274,23 @@ pub(crate) fn convert_external(
     let n = cell.key.tasks;
     match peer_report(&ended) {
         Some(Ok(r)) => {
+            // Counts that do not add up to the cell's tasks are a bad line, not a measurement
+            // (a run line of 7 tasks ok out of 4; found by the concur_line fuzz target).
+            let failed = r.tasks_failed.unwrap_or(0);
+            let ok = r.tasks_ok.unwrap_or(n.saturating_sub(failed));
+            if ok.checked_add(failed) != Some(n) {
+                run.status = RunStatus::Failed;
+                run.error = Some(format!(
+                    "its CONCUR line counts {ok} tasks ok and {failed} failed, not the cell's {n}"
+                ));
+                run.tasks_failed = n;
+                return run;
+            }
             run.wall_s = r.wall_s;
             run.startup_s = Some((ended.wall_s - r.wall_s).max(0.0));
             run.bytes = r.bytes.unwrap_or(0);
-            run.tasks_failed = r.tasks_failed.unwrap_or(0).min(n);
-            run.tasks_ok = r.tasks_ok.unwrap_or(n - run.tasks_failed);
+            run.tasks_failed = failed;
+            run.tasks_ok = ok;
             if run.tasks_failed > 0 {
                 run.failures.insert("external".into(), run.tasks_failed);
             }

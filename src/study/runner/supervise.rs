@@ -228,19 +228,22 @@ fn read_all(mut pipe: File) -> JoinHandle<String> {
 /// Reads an external program's stdout to its end on a thread of its own, keeping the JSON
 /// of its last `CONCUR {json}` line.
 fn read_concur_line(stdout: ChildStdout) -> JoinHandle<Option<String>> {
-    std::thread::spawn(move || {
-        let mut last = None;
-        let mut reader = BufReader::new(stdout);
-        let mut line = Vec::new();
-        // Lines are read as bytes: a program may print anything else, in any encoding.
-        while reader.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
-            if let Some(rest) = line.strip_prefix(CONCUR_PREFIX.as_bytes()) {
-                last = Some(String::from_utf8_lossy(rest).trim().to_string());
-            }
-            line.clear();
+    std::thread::spawn(move || last_concur_line(BufReader::new(stdout)))
+}
+
+/// The JSON of the last `CONCUR {json}` line of `reader`, read to its end (the fuzz target
+/// `concur_line` reads its input through this too).
+pub(crate) fn last_concur_line(mut reader: impl BufRead) -> Option<String> {
+    let mut last = None;
+    let mut line = Vec::new();
+    // Lines are read as bytes: a program may print anything else, in any encoding.
+    while reader.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
+        if let Some(rest) = line.strip_prefix(CONCUR_PREFIX.as_bytes()) {
+            last = Some(String::from_utf8_lossy(rest).trim().to_string());
         }
-        last
-    })
+        line.clear();
+    }
+    last
 }
 
 /// Blocks in `wait4` on a thread of its own, so the supervisor can keep time meanwhile.
