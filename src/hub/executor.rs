@@ -313,6 +313,10 @@ impl<'a> HubExecutor<'a> {
         if waited.interrupted {
             // As a local run that Ctrl-C stopped: the study ends there, exit 130.
             merged.status = RunStatus::Interrupted;
+        } else if merged.status == RunStatus::Interrupted {
+            // A share its agent's own Ctrl-C or SIGTERM stopped: the study was not
+            // interrupted, its run failed (it used to end the study as if it had been, 130).
+            merged.status = RunStatus::Failed;
         }
         if let Some(first) = waited.first_junk {
             // A run whose list held input it had to refuse fails, whatever its shares said.
