@@ -1,8 +1,8 @@
 //! `--classic` runs MRI for the mailer study: the `rb:` rows (sequential, fork, threads, a pool
 //! of 10, Celluloid's pool of 10) beside concur's, each a program of `src/classic/mailer.rb`.
-//! CI installs Ruby and sets `CONCUR_REQUIRE_RUBY`, so the rows must be there; elsewhere a
-//! machine without Ruby skips with the reason. In a binary of its own: the study includes the
-//! 10,000-thread cell, which must not run beside other tests' timing checks.
+//! Full tier: Ruby with Celluloid (`.ci/run` installs them), and then every row must be there.
+//! In a binary of its own, holding `common::alone()`: the study includes the 10,000-thread
+//! cell, which must not run beside other tests' timing checks.
 
 mod common;
 
@@ -18,18 +18,11 @@ const MRI_ROWS: &[&str] = &[
     "rb:celluloid:10",
 ];
 
-fn on_path(name: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
-}
-
 #[test]
+#[ignore = "full tier: needs ruby with celluloid"]
 fn classic_mailer_runs_mri_beside_concur() {
-    let required = std::env::var_os("CONCUR_REQUIRE_RUBY").is_some();
-    if !required && !on_path("ruby") {
-        eprintln!("skipped: ruby is not on PATH (CI installs it and sets CONCUR_REQUIRE_RUBY)");
-        return;
-    }
+    common::require(&[Need::Ruby]);
+    let _alone = alone();
     let (out, lines) = run_study(&["mailer", "--quick", "--classic", "-r", "1"]);
     let notes = of_type(&lines, "meta")[0]["notes"].to_string();
     assert!(
@@ -40,14 +33,6 @@ fn classic_mailer_runs_mri_beside_concur() {
     let mut checksums = std::collections::BTreeSet::new();
     for label in MRI_ROWS {
         let runs = runs_of(&lines, label);
-        if runs.is_empty() && !required {
-            assert!(
-                notes.contains(&format!("{label} left out")),
-                "{label}: {notes}"
-            );
-            eprintln!("{label} was left out: {notes}");
-            continue;
-        }
         assert_eq!(runs.len(), 1, "{label} did not run: {notes}");
         let r = runs[0];
         assert_eq!(r["status"], "ok", "{r}");
@@ -57,6 +42,6 @@ fn classic_mailer_runs_mri_beside_concur() {
         checksums.insert(r["bytes"].as_u64().unwrap_or(0));
     }
     // Every Ruby row rendered the same 100 mails.
-    assert!(checksums.len() <= 1, "the rb: rows disagree: {checksums:?}");
+    assert_eq!(checksums.len(), 1, "the rb: rows disagree: {checksums:?}");
     assert!(checksums.iter().all(|&b| b >= 100 * 50), "{checksums:?}");
 }

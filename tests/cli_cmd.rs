@@ -514,42 +514,61 @@ fn classic_show_prints_the_shipped_program() {
     assert_eq!(out.status.code(), Some(2));
 }
 
-/// The shipped programs are valid Python and Ruby (Ruby is checked where it is installed;
-/// without it the reason is printed, unless `CONCUR_REQUIRE_RUBY` says it must be there).
-#[test]
-fn the_shipped_classic_programs_compile() {
+/// Compiles every shipped program whose file ends with `ext` with `prog ARGS FILE`; how many.
+fn compile_shipped(ext: &str, prog: &str, args: &[&str]) -> usize {
     let dir = tempfile::tempdir().unwrap();
-    for p in concur::classic::PROGRAMS {
+    let mut compiled = 0;
+    for p in concur::classic::PROGRAMS
+        .iter()
+        .filter(|p| p.file.ends_with(ext))
+    {
         let path = dir.path().join(p.file);
         std::fs::write(&path, p.text).unwrap();
-        let (prog, args): (&str, &[&str]) = if p.file.ends_with(".py") {
-            ("python3", &["-m", "py_compile"])
-        } else {
-            ("ruby", &["-c"])
-        };
-        match std::process::Command::new(prog)
+        let out = std::process::Command::new(prog)
             .args(args)
             .arg(&path)
             .output()
-        {
-            Ok(out) => assert!(
-                out.status.success(),
-                "{}: {}",
-                p.file,
-                String::from_utf8_lossy(&out.stderr)
-            ),
-            Err(e) if prog == "ruby" && std::env::var_os("CONCUR_REQUIRE_RUBY").is_none() => {
-                eprintln!("skipped {}: ruby is not installed ({e})", p.file)
-            }
-            Err(e) => panic!("{prog}: {e}"),
-        }
+            .unwrap_or_else(|e| panic!("{prog}: {e}"));
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            p.file,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        compiled += 1;
     }
+    compiled
 }
 
-/// `crawl --classic` runs each Python client against the study's own server, or leaves it
-/// out with a note naming the package to install.
+/// The shipped Python programs are valid Python, and every shipped program is Python or Ruby.
 #[test]
+fn the_shipped_python_programs_compile() {
+    let all = concur::classic::PROGRAMS;
+    let others: Vec<&str> = all
+        .iter()
+        .map(|p| p.file)
+        .filter(|f| !f.ends_with(".py") && !f.ends_with(".rb"))
+        .collect();
+    assert!(others.is_empty(), "{others:?}");
+    let python = compile_shipped(".py", "python3", &["-m", "py_compile"]);
+    assert!(python >= 2, "{python} Python programs");
+}
+
+/// The shipped Ruby programs are valid Ruby.
+#[test]
+#[ignore = "full tier: needs ruby"]
+fn the_shipped_ruby_programs_compile() {
+    common::require(&[Need::Ruby]);
+    let ruby = compile_shipped(".rb", "ruby", &["-c"]);
+    assert!(ruby >= 1, "{ruby} Ruby programs");
+}
+
+/// `crawl --classic` runs requests and aiohttp against the study's own server, and each
+/// other Python client or leaves it out with a note naming the package to install.
+#[test]
+#[ignore = "full tier: needs python3 with requests and aiohttp"]
 fn classic_crawl_clients_run_or_are_left_out_with_a_note() {
+    common::require(&[Need::PyClients]);
     let (_, lines) = run_study(&["crawl", "--quick", "--classic", "-r", "1"]);
     assert_classic_crawl_rows(&lines);
 }

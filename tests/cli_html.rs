@@ -151,42 +151,8 @@ fn report_renders_the_same_html_again() {
     assert_eq!(figures(&a).len(), KINDS.len());
 }
 
-/// Set (to anything but `0` or empty) where a browser must be present: `.ci/run` sets it, so
-/// in CI a missing Chromium fails the browser checks instead of skipping them.
-const REQUIRE_BROWSER: &str = "CONCUR_REQUIRE_BROWSER";
-
-fn browser_required() -> bool {
-    std::env::var(REQUIRE_BROWSER).is_ok_and(|v| !v.is_empty() && v != "0")
-}
-
-fn find_chromium() -> Option<&'static str> {
-    let found = ["chromium", "chromium-browser", "google-chrome"]
-        .into_iter()
-        .find(|b| {
-            std::process::Command::new(b)
-                .arg("--version")
-                .output()
-                .map(|o| o.status.success())
-                .unwrap_or(false)
-        });
-    assert!(
-        found.is_some() || !browser_required(),
-        "{REQUIRE_BROWSER} is set but no chromium, chromium-browser or google-chrome runs here"
-    );
-    found
-}
-
-#[test]
-fn a_required_browser_is_found() {
-    // Without the variable a missing browser is a skip; with it, find_chromium fails the test.
-    match find_chromium() {
-        Some(b) => eprintln!("browser checks use {b}"),
-        None => eprintln!(
-            "skipped: no chromium on this machine, so the browser checks are skipped \
-             (.ci/run installs it and sets {REQUIRE_BROWSER}=1 to make its absence fail)"
-        ),
-    }
-}
+/// The headless browser the full-tier tests open reports in (Debian's `chromium`).
+const BROWSER: &str = "chromium";
 
 fn chromium(browser: &str, extra: &[&str], page: &Path) -> std::process::Output {
     let profile = tempfile::tempdir().unwrap();
@@ -214,14 +180,10 @@ fn chromium(browser: &str, extra: &[&str], page: &Path) -> std::process::Output 
 }
 
 #[test]
+#[ignore = "full tier: needs chromium"]
 fn headless_chromium_opens_the_report() {
-    let Some(browser) = find_chromium() else {
-        eprintln!(
-            "skipped: no chromium on this machine (.ci/run installs it, and sets \
-             {REQUIRE_BROWSER}=1 so that there its absence fails)"
-        );
-        return;
-    };
+    common::require(&[common::Need::Chromium]);
+    let browser = BROWSER;
     let (dir, _json, _html) = real_html();
     let page = dir.path().join("report.html");
     let shot = dir.path().join("shot.png");
@@ -502,8 +464,9 @@ fn run_saves_and_compares_baselines() {
     assert_eq!(out.status.code(), Some(2));
 }
 
-#[test]
-fn quick_tour_report_has_every_chart_per_group() {
+/// Runs the quick tour with `--html` and checks its report's text: every chart kind, in
+/// order, in each of its groups. Returns (dir, html path, html text).
+fn tour_report() -> (tempfile::TempDir, PathBuf, String) {
     let (dir, json) = results_path();
     let html = dir.path().join("tour.html");
     concur()
@@ -522,17 +485,30 @@ fn quick_tour_report_has_every_chart_per_group() {
     }
     let data = embedded_data(&text);
     assert!(data["runs"].as_array().unwrap().len() > 50);
-    if let Some(browser) = find_chromium() {
-        let dom = chromium(browser, &["--dump-dom"], &html);
-        let dom_text = String::from_utf8_lossy(&dom.stdout);
-        assert_eq!(
-            dom_text.matches("<svg").count(),
-            text.matches("<svg").count(),
-            "every chart parsed"
-        );
-        let log = String::from_utf8_lossy(&dom.stderr);
-        assert!(!log.lines().any(|l| l.contains("CONSOLE")), "{log}");
-    }
+    (dir, html, text)
+}
+
+#[test]
+fn quick_tour_report_has_every_chart_per_group() {
+    tour_report();
+}
+
+#[test]
+#[ignore = "full tier: needs chromium"]
+fn the_quick_tour_report_parses_in_chromium() {
+    common::require(&[common::Need::Chromium]);
+    let (_dir, html, text) = tour_report();
+    let dom = chromium(BROWSER, &["--dump-dom"], &html);
+    let dom_text = String::from_utf8_lossy(&dom.stdout);
+    let charts = text.matches("<svg").count();
+    assert!(charts >= 5 * KINDS.len(), "{charts} charts");
+    assert_eq!(
+        dom_text.matches("<svg").count(),
+        charts,
+        "every chart parsed"
+    );
+    let log = String::from_utf8_lossy(&dom.stderr);
+    assert!(!log.lines().any(|l| l.contains("CONSOLE")), "{log}");
 }
 
 #[test]

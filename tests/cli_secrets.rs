@@ -252,7 +252,9 @@ fn a_redis_password_bound_off_loopback_in_clear_text_is_warned_of() {
 }
 
 #[test]
+#[ignore = "full tier: needs redis-server"]
 fn a_redis_password_on_loopback_or_over_tls_is_not_warned_of() {
+    common::require(&[common::Need::Redis]);
     let hub = Hub::start(Some("hunter2"));
     for url in [
         hub.url(),
@@ -300,7 +302,9 @@ fn assert_no_controls(what: &str, bytes: &[u8]) {
 }
 
 #[test]
+#[ignore = "full tier: needs redis-server and redis-cli"]
 fn an_agents_escape_sequences_are_shown_escaped_by_concur_agents() {
+    common::require(&[common::Need::Redis, common::Need::RedisCli]);
     let hub = Hub::start(None);
     let planted = serde_json::json!({
         "name": "evil", "host": "\u{1b}]0;pwned\u{7}\u{1b}[2J",
@@ -385,7 +389,9 @@ fn a_hosts_escape_sequences_in_a_results_file_are_escaped_in_every_report() {
 }
 
 #[test]
+#[ignore = "full tier: needs redis-server and redis-cli"]
 fn a_planted_dead_jobs_escape_sequences_are_listed_escaped() {
+    common::require(&[common::Need::Redis, common::Need::RedisCli]);
     let redis = Hub::start(None);
     let payload =
         "{\"class\":\"Concur::Task\",\"error_message\":\"\u{1b}]0;pwned\u{7}\u{1b}[2J\u{9b}2J\"}";

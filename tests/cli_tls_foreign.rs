@@ -2,8 +2,8 @@
 //! made by `openssl` the way users make them, on every client stack (ureq, hyper, the green
 //! model's own client, libcurl): the `openssl req -x509` one-liner's certificate, marked
 //! CA:TRUE, is accepted when `--cacert` holds exactly it (as curl and Python accept it), and each
-//! refusal says what is wrong and what to do. Skipped, with a note, without `openssl` or
-//! `python3`.
+//! refusal says what is wrong and what to do. Fast tier: `openssl` and `python3` are on a base
+//! machine.
 
 mod common;
 
@@ -16,28 +16,6 @@ use common::*;
 
 /// One model of each client stack: ureq, hyper, the hand-made client, libcurl.
 const MODELS: [&str; 4] = ["seq", "async:2", "green:2", "curl:2"];
-
-/// Whether `openssl` and `python3` run; if not, says so (the test is then skipped), or fails
-/// with `CONCUR_REQUIRE_OPENSSL` set (CI installs both).
-fn have_tools() -> bool {
-    let runs = |cmd: &str, arg: &str| {
-        Command::new(cmd)
-            .arg(arg)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    let ok = runs("openssl", "version") && runs("python3", "--version");
-    if !ok {
-        assert!(
-            std::env::var_os("CONCUR_REQUIRE_OPENSSL").is_none(),
-            "openssl and python3 are required (CONCUR_REQUIRE_OPENSSL is set)"
-        );
-        eprintln!("note: skipped: this test needs openssl and python3 on PATH");
-    }
-    ok
-}
 
 /// Runs `openssl ARGS` in `dir`, which must succeed.
 fn openssl(dir: &Path, args: &[&str]) {
@@ -235,9 +213,6 @@ fn all_refused(stderr: &str, runs: &[serde_json::Value], words: &[&str]) {
 
 #[test]
 fn a_ca_marked_certificate_given_exactly_with_cacert_is_accepted_by_every_client() {
-    if !have_tools() {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let (cert, key) = one_liner(dir.path(), "leaf", "IP:127.0.0.1", &[]);
     let text = String::from_utf8(
@@ -267,9 +242,6 @@ fn a_ca_marked_certificate_given_exactly_with_cacert_is_accepted_by_every_client
 
 #[test]
 fn an_end_entity_certificate_without_cacert_is_not_signed_by_a_trusted_ca() {
-    if !have_tools() {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let ee = ["-addext", "basicConstraints=critical,CA:FALSE"];
     let (cert, key) = one_liner(dir.path(), "ee", "IP:127.0.0.1", &ee);
@@ -288,9 +260,6 @@ fn an_end_entity_certificate_without_cacert_is_not_signed_by_a_trusted_ca() {
 
 #[test]
 fn a_certificate_for_another_name_is_refused_naming_the_host_and_k_accepts_it() {
-    if !have_tools() {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let wrong = "IP:127.0.0.2,DNS:example.test";
     // The one-liner's (CA:TRUE: libcurl's refusal then comes from concur's own check, with the
@@ -324,9 +293,6 @@ fn a_certificate_for_another_name_is_refused_naming_the_host_and_k_accepts_it() 
 
 #[test]
 fn an_expired_certificate_is_refused_even_when_trusted_exactly() {
-    if !have_tools() {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let (cert, key) = expired(dir.path());
     let server = PyServer::start(&cert, &key);

@@ -782,7 +782,9 @@ fn the_extraction_tells_commands_from_output() {
 }
 
 #[test]
+#[ignore = "full tier: needs redis-server"]
 fn every_command_in_the_docs_runs() {
+    common::require(&[common::Need::Redis]);
     let _alone = common::alone();
     let commands = all_commands();
     assert!(

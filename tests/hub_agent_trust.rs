@@ -2,7 +2,8 @@
 //! own checks and to what their operator allows: a writer of the hub or of the queue may
 //! choose the load, never a command, a file, a backend or a local target; and an agent
 //! outlives its hub's restarts. Each case is sent as a study from elsewhere would send it:
-//! JSON pushed on the agent's work list by the test itself.
+//! JSON pushed on the agent's work list by the test itself. The tests that start a
+//! redis-server are full-tier ones.
 
 mod common;
 
@@ -14,7 +15,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::hub::Hub;
-use common::{concur, free_port, wait_for, wait_for_agents};
+use common::{concur, free_port, wait_for, wait_for_agents, Need};
 use serde_json::{json, Value};
 
 fn connect(hub: &Hub) -> redis::Connection {
@@ -83,7 +84,9 @@ fn refusal(answer: &Value) -> String {
 }
 
 #[test]
+#[ignore = "full tier: needs redis-server"]
 fn a_share_from_the_hub_is_held_to_the_plans_checks_and_the_operators_limits() {
+    common::require(&[Need::Redis]);
     let mut hub = Hub::start(None);
     hub.agent_with("a1", &[]);
     wait_for_agents(&hub.url(), &["a1"]);
@@ -290,7 +293,9 @@ fn read(path: &Path) -> String {
 }
 
 #[test]
+#[ignore = "full tier: needs redis-server"]
 fn an_agent_waits_for_its_hub_and_survives_two_restarts() {
+    common::require(&[Need::Redis]);
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("agent.log");
     // Started before its hub answers: it waits, saying so, instead of exiting.
@@ -333,7 +338,9 @@ fn an_agent_waits_for_its_hub_and_survives_two_restarts() {
 }
 
 #[test]
+#[ignore = "full tier: needs redis-server"]
 fn a_keyed_agent_takes_only_work_signed_with_the_hub_key() {
+    common::require(&[Need::Redis]);
     use concur::hub::sign::{seal, HubKey};
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("agent.log");
@@ -440,20 +447,38 @@ fn a_keyed_agent_takes_only_work_signed_with_the_hub_key() {
     }
 }
 
+/// Runs `concur jobs work` on the SQLite queue `path`, which must be refused (exit 2) saying
+/// `says`.
+fn queue_refused(path: &Path, says: &str) {
+    let out = concur()
+        .args(["jobs", "work", "--until-empty", "--backend"])
+        .arg(format!("sqlite:{}", path.display()))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(says), "{says}: {err}");
+}
+
+/// A queue file of another user's (only root can hand one over).
+#[test]
+#[ignore = "full tier: needs root"]
+fn a_queue_file_of_another_user_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    common::require(&[Need::Root]);
+    let dir = tempfile::tempdir().unwrap();
+    let theirs = dir.path().join("theirs.sqlite");
+    std::fs::write(&theirs, b"").unwrap();
+    std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).expect("root hands it over");
+    queue_refused(&theirs, "belongs to user 65534");
+}
+
 #[test]
 fn a_queue_file_with_triggers_or_writable_by_others_is_refused() {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
-    let refused = |path: &Path, says: &str| {
-        let out = concur()
-            .args(["jobs", "work", "--until-empty", "--backend"])
-            .arg(format!("sqlite:{}", path.display()))
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{err}");
-        assert!(err.contains(says), "{says}: {err}");
-    };
+    let refused = |path: &Path, says: &str| queue_refused(path, says);
     // A database planted with a trigger that rewrites every job into a command.
     let planted = dir.path().join("planted.sqlite");
     let c = rusqlite::Connection::open(&planted).unwrap();
@@ -471,21 +496,6 @@ fn a_queue_file_with_triggers_or_writable_by_others_is_refused() {
     std::fs::write(&open, b"").unwrap();
     std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o666)).unwrap();
     refused(&open, "written by other users");
-    // A queue file of another user's (root can hand it over; others skip this part, saying so).
-    let theirs = dir.path().join("theirs.sqlite");
-    std::fs::write(&theirs, b"").unwrap();
-    std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o600)).unwrap();
-    if std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).is_ok() {
-        refused(&theirs, "belongs to user 65534");
-    } else {
-        // Outside CI (not root): said, never passed silently; in CI (root) a failure.
-        let why = "not root: cannot hand a queue file to another user";
-        assert!(
-            std::env::var("CONCUR_REQUIRE_NETNS").as_deref() != Ok("1"),
-            "{why}"
-        );
-        eprintln!("skipped part: {why}");
-    }
     // A queue of this user's own, as concur makes it, is used.
     let own = dir.path().join("own.sqlite");
     let out = concur()
@@ -497,7 +507,9 @@ fn a_queue_file_with_triggers_or_writable_by_others_is_refused() {
 }
 
 #[test]
+#[ignore = "full tier: needs redis-server and redis-cli"]
 fn a_share_carries_headers_and_a_queue_only_when_its_cell_needs_them() {
+    common::require(&[Need::Redis, Need::RedisCli]);
     let hub = Hub::start(None);
     let mut c = connect(&hub);
     // An agent played by the test: a heartbeat that says idle; it reads what it is sent.
@@ -538,7 +550,9 @@ fn a_share_carries_headers_and_a_queue_only_when_its_cell_needs_them() {
 }
 
 #[test]
+#[ignore = "full tier: needs redis-server"]
 fn a_study_and_its_agents_with_the_hub_key_run_together() {
+    common::require(&[Need::Redis]);
     let hub = Hub::start(None);
     let key = "the study's and the agents' key, 0123456789";
     let _agent = Killed(
@@ -570,7 +584,9 @@ fn a_study_and_its_agents_with_the_hub_key_run_together() {
 }
 
 #[test]
+#[ignore = "full tier: needs redis-server"]
 fn a_share_that_does_not_end_is_killed_at_its_deadline_and_the_study_ends_soon_after() {
+    common::require(&[Need::Redis]);
     let mut hub = Hub::start(None);
     hub.agent("slow", &[]);
     wait_for_agents(&hub.url(), &["slow"]);
@@ -610,13 +626,12 @@ fn a_share_that_does_not_end_is_killed_at_its_deadline_and_the_study_ends_soon_a
 }
 
 #[test]
+#[ignore = "full tier: needs redis-server and faketime"]
 fn an_agent_under_libfaketime_finishes_an_open_model_share() {
+    common::require(&[Need::Redis, Need::Faketime]);
     // libfaketime rewrites CLOCK_MONOTONIC in user space (to about the epoch's seconds, even
     // with +0s): a timer armed at an absolute time from that clock never fired, and the
     // agent's async share of an open run never ended.
-    if !common::faketime_or_skip() {
-        return;
-    }
     let hub = Hub::start(None);
     let _agent = Killed(
         Command::new("faketime")
@@ -654,7 +669,9 @@ fn an_agent_under_libfaketime_finishes_an_open_model_share() {
 }
 
 #[test]
+#[ignore = "full tier: needs redis-server"]
 fn an_agents_bad_key_or_allow_list_is_one_line_and_exit_2() {
+    common::require(&[Need::Redis]);
     let hub = Hub::start(None);
     for (env, args, says) in [
         (Some("short"), vec![], "CONCUR_HUB_KEY"),

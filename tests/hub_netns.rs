@@ -1,22 +1,24 @@
 //! Studies across machines, with hosts built from network namespaces (tests/common/netns.rs):
 //! Redis in one, an agent in each of three others, and the study — with its delay server — in
-//! the root namespace, a host of its own. Skipped, with the reason, where namespaces cannot be
-//! made; CI sets CONCUR_REQUIRE_NETNS=1, which makes that a failure.
+//! the root namespace, a host of its own. Full tier: root (namespaces) and redis-server; each
+//! test fails, never passes, without them.
 
 mod common;
 
 use std::process::Stdio;
 
 use common::netns::NetLab;
-use common::{assert_merged_latency_is_the_hosts_added, read_lines, wait_for_agents};
+use common::{
+    assert_merged_latency_is_the_hosts_added, only_run, read_lines, wait_for_agents, Need,
+};
 use serde_json::Value;
 
 const CONCUR: &str = env!("CARGO_BIN_EXE_concur");
 
 /// A lab of four hosts: Redis on host 0, agents `h1`, `h2`, `h3` on hosts 1 to 3 (with
 /// `wrap` before the agent's command on host 3, e.g. `faketime`), and the hub's URL.
-fn lab(tag: &str, wrap: &[&str]) -> Option<(NetLab, String)> {
-    let mut lab = NetLab::new(tag, 4)?;
+fn lab(tag: &str, wrap: &[&str]) -> (NetLab, String) {
+    let mut lab = NetLab::new(tag, 4);
     let port = lab.start_redis(0, None);
     let url = format!("redis://{}:{port}/0", lab.host(0).addr);
     for i in 1..=3 {
@@ -41,8 +43,11 @@ fn lab(tag: &str, wrap: &[&str]) -> Option<(NetLab, String)> {
         lab.spawn(cmd);
     }
     wait_for_agents(&url, &["h1", "h2", "h3"]);
-    Some((lab, url))
+    (lab, url)
 }
+
+/// What every test here needs.
+const NEEDS: &[Need] = &[Need::Netns, Need::Redis];
 
 /// Runs `concur ARGS --hub URL --json FILE` in the root namespace; its exit code and lines.
 fn study(url: &str, args: &[&str]) -> (Option<i32>, String, Vec<Value>) {
@@ -68,11 +73,11 @@ fn runs(lines: &[Value]) -> Vec<&Value> {
 }
 
 #[test]
+#[ignore = "full tier: needs root (network namespaces) and redis-server"]
 fn the_crawl_over_1_2_and_3_hosts_with_the_server_on_a_host_of_its_own() {
+    common::require(NEEDS);
     let _alone = common::alone();
-    let Some((lab, url)) = lab("crawl", &[]) else {
-        return;
-    };
+    let (lab, url) = lab("crawl", &[]);
     let (code, err, lines) = study(
         &url,
         &["run", "crawl", "--quick", "--hosts", "1,2,3", "-r", "1"],
@@ -83,6 +88,20 @@ fn the_crawl_over_1_2_and_3_hosts_with_the_server_on_a_host_of_its_own() {
     assert!(err.contains(&format!("http://{root}:")), "{err}");
     let meta = &lines[0];
     assert_eq!(meta["hosts"].as_array().unwrap().len(), 3, "{meta}");
+    // The study's server delay, as its note states it: one round of requests takes one.
+    let delay_ms: f64 = meta["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| {
+            n.as_str()?
+                .split(" ms server delay")
+                .next()?
+                .rsplit(' ')
+                .next()
+        })
+        .find_map(|d| d.parse().ok())
+        .unwrap_or_else(|| panic!("no server delay in the notes: {meta}"));
     let runs = runs(&lines);
     let mut by_model: std::collections::BTreeMap<String, Vec<&Value>> = Default::default();
     for r in &runs {
@@ -91,7 +110,24 @@ fn the_crawl_over_1_2_and_3_hosts_with_the_server_on_a_host_of_its_own() {
             .or_default()
             .push(r);
     }
-    assert!(by_model.len() >= 5, "{by_model:?}");
+    // The crawl's models (src/study/presets.rs), each over 1, 2 and 3 hosts.
+    let mut models = [
+        "seq",
+        "thread",
+        "pool:100",
+        "async:100",
+        "async-local:100",
+        "curl:100",
+        "green:100",
+        "async:1000",
+    ];
+    models.sort_unstable();
+    assert_eq!(
+        by_model.keys().map(String::as_str).collect::<Vec<_>>(),
+        models,
+        "{by_model:?}"
+    );
+    assert_eq!(runs.len(), 3 * models.len());
     for (model, rs) in &by_model {
         let hosts: Vec<u64> = rs.iter().map(|r| r["hosts"].as_u64().unwrap()).collect();
         assert_eq!(hosts, [1, 2, 3], "{model}");
@@ -112,27 +148,71 @@ fn the_crawl_over_1_2_and_3_hosts_with_the_server_on_a_host_of_its_own() {
                 assert_eq!(p["run"]["tasks_ok"], p["tasks"], "{p}");
             }
             assert_merged_latency_is_the_hosts_added(r);
-            assert!(
-                hub["start_spread_ms"].as_f64().unwrap_or(0.0) < 50.0,
-                "{hub}"
-            );
+            assert_starts_within_their_clocks(hub);
         }
         // The checksum is the same over 1, 2 and 3 hosts.
         let bytes: Vec<&Value> = rs.iter().map(|r| &r["bytes"]).collect();
         assert!(bytes.iter().all(|b| *b == bytes[0]), "{model}: {bytes:?}");
     }
-    // Three hosts' async:100 keep 300 in flight: the 200 requests take one delay.
+    // Three hosts' async:100 keep 300 in flight: the 200 requests take one round of the
+    // delay; a second round would take at least two.
     let async3 = by_model["async:100"][2];
     assert_eq!(async3["parallelism"], 300);
-    assert!(async3["wall_s"].as_f64().unwrap() < 0.2, "{async3}");
+    assert_eq!(async3["tasks"], 200);
+    let wall_ms = async3["wall_s"].as_f64().unwrap() * 1e3;
+    assert!(wall_ms < 2.0 * delay_ms, "{wall_ms} ms: {async3}");
+}
+
+/// The hosts of one run started together, as far as their clocks can tell: each host's
+/// first task at or after the common start on its own clock (`first_task_ms`, never early),
+/// and any two hosts' true starts, each known to within its clock's uncertainty, apart by
+/// less than the lead the study announces the start with (`concur::hub::executor::LEAD`,
+/// the time it gives every agent to get ready). What lies between the instant and the first
+/// task (the model's own start-up: a pool's threads, a runtime) and the scheduler's waking
+/// three processes on two loaded cores is what makes them differ: tens of ms here on a busy
+/// machine, against a host 5 s off or started at once that would be seconds apart.
+fn assert_starts_within_their_clocks(hub: &Value) {
+    let parts = hub["parts"].as_array().unwrap();
+    let margin_ms = concur::hub::executor::LEAD.as_secs_f64() * 1e3;
+    let starts: Vec<(f64, f64)> = parts
+        .iter()
+        .map(|p| {
+            let first = p["first_task_ms"]
+                .as_f64()
+                .unwrap_or_else(|| panic!("no first_task_ms: {p}"));
+            let u = p["clock_uncertainty_ns"].as_u64().unwrap() as f64 / 1e6;
+            assert!(
+                first >= 0.0,
+                "a host started before the common start: {hub}"
+            );
+            (first, u)
+        })
+        .collect();
+    assert_eq!(starts.len(), parts.len());
+    for (i, a) in starts.iter().enumerate() {
+        for b in &starts[i + 1..] {
+            let apart = (a.0 - b.0).abs() + a.1 + b.1;
+            assert!(
+                apart < margin_ms,
+                "two hosts started up to {apart:.3} ms apart: {hub}"
+            );
+        }
+    }
+    if parts.len() >= 2 {
+        let spread = hub["start_spread_ms"].as_f64().expect("a start spread");
+        let firsts: Vec<f64> = starts.iter().map(|s| s.0).collect();
+        let max = firsts.iter().cloned().fold(f64::MIN, f64::max);
+        let min = firsts.iter().cloned().fold(f64::MAX, f64::min);
+        assert!((spread - (max - min)).abs() < 1e-6, "{hub}");
+    }
 }
 
 #[test]
+#[ignore = "full tier: needs root (network namespaces) and redis-server"]
 fn the_server_goes_to_the_agent_no_cell_needs_or_to_the_one_named() {
+    common::require(NEEDS);
     let _alone = common::alone();
-    let Some((_lab, url)) = lab("server", &[]) else {
-        return;
-    };
+    let (_lab, url) = lab("server", &[]);
     let cell = [
         "run",
         "-w",
@@ -152,7 +232,9 @@ fn the_server_goes_to_the_agent_no_cell_needs_or_to_the_one_named() {
     let (code, err, lines) = study(&url, &args);
     assert_eq!(code, Some(0), "{err}");
     assert!(err.contains("delay server on agent 'h3'"), "{err}");
-    for r in runs(&lines) {
+    let over = runs(&lines);
+    assert_eq!(over.len(), 2, "a run over 1 host and one over 2: {lines:?}");
+    for r in over {
         let hub = &r["hub"];
         assert_eq!(hub["server_host"], "h3", "{hub}");
         assert!(hub["server_cpu_s"].as_f64().unwrap() > 0.0, "{hub}");
@@ -162,7 +244,8 @@ fn the_server_goes_to_the_agent_no_cell_needs_or_to_the_one_named() {
             .iter()
             .map(|p| p["host"].as_str().unwrap())
             .collect();
-        assert!(!hosts.contains(&"h3"), "{hosts:?}");
+        assert_eq!(Some(hosts.len() as u64), r["hosts"].as_u64(), "{hosts:?}");
+        assert!(hosts.iter().all(|h| ["h1", "h2"].contains(h)), "{hosts:?}");
         assert_eq!(r["tasks_ok"], 100);
     }
     // The one named serves; the other two generate load.
@@ -170,7 +253,7 @@ fn the_server_goes_to_the_agent_no_cell_needs_or_to_the_one_named() {
     args.extend(["--hosts", "2", "--server-host", "h1"]);
     let (code, err, lines) = study(&url, &args);
     assert_eq!(code, Some(0), "{err}");
-    let r = runs(&lines)[0];
+    let r = only_run(&lines);
     assert_eq!(r["hub"]["server_host"], "h1");
     let hosts: Vec<&str> = r["hub"]["parts"]
         .as_array()
@@ -182,14 +265,15 @@ fn the_server_goes_to_the_agent_no_cell_needs_or_to_the_one_named() {
 }
 
 #[test]
-fn a_host_killed_mid_run_is_lost_within_3_s_and_the_next_cell_runs_on_the_others() {
+#[ignore = "full tier: needs root (network namespaces) and redis-server"]
+fn a_host_killed_mid_run_is_lost_within_its_heartbeats_life_and_the_next_cell_runs_on_the_others() {
+    common::require(NEEDS);
     let _alone = common::alone();
-    let Some((mut lab, url)) = lab("kill", &[]) else {
-        return;
-    };
+    let (mut lab, url) = lab("kill", &[]);
     let dir = tempfile::tempdir().unwrap();
     let results = dir.path().join("r.jsonl");
     // 60 one-second tasks, 10 at a time per host: 2 s over three hosts; then over two.
+    let share_wall = std::time::Duration::from_secs(2);
     let mut study = std::process::Command::new(CONCUR)
         .args([
             "run", "-w", "sleep:1s", "-m", "async:10", "-n", "60", "-r", "1",
@@ -218,16 +302,10 @@ fn a_host_killed_mid_run_is_lost_within_3_s_and_the_next_cell_runs_on_the_others
     lab.kill(h3);
     let killed = std::time::Instant::now();
     let lines = || common::run_lines(&results);
-    common::wait_for(
-        "the first run line",
-        std::time::Duration::from_secs(10),
-        || !lines().is_empty(),
-    );
+    let bound = common::hub::loss_bound(share_wall);
+    common::wait_for("the first run line", 3 * bound, || !lines().is_empty());
     let took = killed.elapsed();
-    assert!(
-        took < std::time::Duration::from_secs(3),
-        "the loss took {took:?}"
-    );
+    assert!(took < bound, "the loss took {took:?} (bound {bound:?})");
     let status = study.wait().unwrap();
     assert_eq!(status.code(), Some(1));
     let runs = lines();
@@ -235,16 +313,24 @@ fn a_host_killed_mid_run_is_lost_within_3_s_and_the_next_cell_runs_on_the_others
     assert_eq!(runs[0]["status"], "failed");
     assert_eq!(runs[0]["hub"]["lost_tasks"], 20);
     assert_eq!(runs[0]["tasks_ok"], 40);
+    let lost: Vec<&Value> = runs[0]["hub"]["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["status"] == "lost")
+        .collect();
+    assert_eq!(lost.len(), 1, "{}", runs[0]);
+    assert_eq!(lost[0]["host"], "h3");
     assert_eq!(runs[1]["status"], "ok", "{}", runs[1]);
     assert_eq!(runs[1]["tasks_ok"], 60);
 }
 
 #[test]
+#[ignore = "full tier: needs root (network namespaces) and redis-server"]
 fn queue_workers_on_1_2_and_3_hosts_against_one_redis_do_every_job_once() {
+    common::require(NEEDS);
     let _alone = common::alone();
-    let Some((_lab, url)) = lab("jobs", &[]) else {
-        return;
-    };
+    let (_lab, url) = lab("jobs", &[]);
     // The jobs go to the hub's Redis, database 1.
     let backend = url.replace("/0", "/1");
     let (code, err, lines) = study(
@@ -287,11 +373,11 @@ fn queue_workers_on_1_2_and_3_hosts_against_one_redis_do_every_job_once() {
 }
 
 #[test]
+#[ignore = "full tier: needs root (network namespaces) and redis-server"]
 fn an_open_cell_over_3_hosts_keeps_the_one_schedule_and_its_rate() {
+    common::require(NEEDS);
     let _alone = common::alone();
-    let Some((_lab, url)) = lab("open", &[]) else {
-        return;
-    };
+    let (_lab, url) = lab("open", &[]);
     let (code, err, lines) = study(
         &url,
         &[
@@ -333,15 +419,13 @@ fn an_open_cell_over_3_hosts_keeps_the_one_schedule_and_its_rate() {
 }
 
 #[test]
+#[ignore = "full tier: needs root (network namespaces), redis-server and faketime"]
 fn a_host_whose_clock_is_seconds_off_still_starts_on_time() {
+    common::require(&[Need::Netns, Need::Redis, Need::Faketime]);
     let _alone = common::alone();
-    if !common::faketime_or_skip() {
-        return;
-    }
     // Host 3's agent sees a wall clock 5 s ahead of everyone's.
-    let Some((_lab, url)) = lab("clock", &["faketime", "-f", "+5s"]) else {
-        return;
-    };
+    let (_lab, url) = lab("clock", &["faketime", "-f", "+5s"]);
+    let started = std::time::Instant::now();
     let (code, err, lines) = study(
         &url,
         &[
@@ -360,31 +444,49 @@ fn a_host_whose_clock_is_seconds_off_still_starts_on_time() {
             "3",
         ],
     );
+    let took = started.elapsed();
     assert_eq!(code, Some(0), "{err}");
-    let hosts = lines[0]["hosts"].as_array().unwrap();
-    let h3 = hosts.iter().find(|h| h["name"] == "h3").unwrap();
-    let offset = h3["clock_offset_ns"].as_i64().unwrap();
-    assert!(
-        (offset + 5_000_000_000).abs() < 100_000_000,
-        "h3's offset {offset} ns"
-    );
-    for h in hosts.iter().filter(|h| h["name"] != "h3") {
+    // What the clock measurement guarantees: the hub's TIME falls within the round trip, so
+    // each measured offset is the true one (-5 s for h3, 0 for the others: one kernel's
+    // clock) to within its stated uncertainty; 1 ms more for faketime's own reading.
+    let off_by = |offset: i64, uncertainty: u64, truth: i64| {
+        let err = (offset - truth).unsigned_abs();
         assert!(
-            h["clock_offset_ns"].as_i64().unwrap().abs() < 50_000_000,
-            "{h}"
+            err <= uncertainty + 1_000_000,
+            "offset {offset} ns is {err} ns from {truth} (uncertainty {uncertainty} ns)"
+        );
+    };
+    let truth = |name: &Value| if name == "h3" { -5_000_000_000 } else { 0 };
+    let hosts = lines[0]["hosts"].as_array().unwrap();
+    assert_eq!(hosts.len(), 3, "{}", lines[0]);
+    for h in hosts {
+        off_by(
+            h["clock_offset_ns"].as_i64().unwrap(),
+            h["clock_uncertainty_ns"].as_u64().unwrap(),
+            truth(&h["name"]),
         );
     }
-    for r in runs(&lines) {
+    let runs = runs(&lines);
+    assert_eq!(runs.len(), 3, "{lines:?}");
+    for r in runs {
         let hub = &r["hub"];
         let parts = hub["parts"].as_array().unwrap();
-        let first = |p: &Value| p["first_task_ms"].as_f64().unwrap();
-        let p3 = parts.iter().find(|p| p["host"] == "h3").unwrap();
-        assert!((p3["clock_offset_ns"].as_i64().unwrap() + 5_000_000_000).abs() < 100_000_000);
-        // The host 5 s off starts within 5 ms of the others (whose own spread is the two
-        // shared cores' waking three processes at once).
-        for p in parts.iter().filter(|p| p["host"] != "h3") {
-            let gap = (first(p3) - first(p)).abs();
-            assert!(gap < 5.0, "h3 started {gap} ms from {}: {hub}", p["host"]);
+        assert_eq!(parts.len(), 3, "{hub}");
+        for p in parts {
+            off_by(
+                p["clock_offset_ns"].as_i64().unwrap(),
+                p["clock_uncertainty_ns"].as_u64().unwrap(),
+                truth(&p["host"]),
+            );
         }
+        // The host 5 s off starts with the others, as far as the clocks can tell.
+        assert_starts_within_their_clocks(hub);
     }
+    // Starting on its own wall clock, h3 would start each run 5 s after the others (or
+    // never wait), and the three runs would take 15 s more: an honest study takes about a
+    // second.
+    assert!(
+        took < std::time::Duration::from_secs(10),
+        "the study took {took:?}"
+    );
 }

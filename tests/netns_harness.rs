@@ -16,10 +16,10 @@ fn on_path(program: &str) -> bool {
 }
 
 #[test]
+#[ignore = "full tier: needs root (network namespaces) and redis-server"]
 fn hosts_reach_redis_in_another_host_and_the_lab_cleans_up() {
-    let Some(mut lab) = NetLab::new("harness", 2) else {
-        return;
-    };
+    common::require(&[common::Need::Netns, common::Need::Redis]);
+    let mut lab = NetLab::new("harness", 2);
     let port = lab.start_redis(0, None);
     let server = lab.host(0).addr;
 

@@ -63,7 +63,9 @@ fn check_file(path: &Path) -> Vec<Value> {
 }
 
 #[test]
+#[ignore = "full tier: needs redis-server"]
 fn a_study_over_a_hubs_agents_follows_the_schema() {
+    common::require(&[common::Need::Redis]);
     let mut hub = common::hub::Hub::start(None);
     let url = hub.url();
     hub.agent("s1", &[]);

@@ -8,6 +8,33 @@ use std::time::Duration;
 
 use super::{free_port, wait_for};
 
+/// What a loaded two-core machine may add to a hub mechanism's own bound: process starts,
+/// Redis round trips and the test's own polling, on cores shared with other tests (which the
+/// timing tests keep out with `common::alone()`, though builds and lighter tests may run).
+pub const LOADED_MARGIN: Duration = Duration::from_secs(2);
+
+/// The longest a study may take, from the moment one of its agents is killed while holding
+/// its share, to writing that run's line, when the other shares take `share_wall` each:
+/// - the others end by `LEAD` (`concur::hub::executor::LEAD`: how far ahead the common start
+///   is announced, and the victim held its work, so the start was at most that far off) plus
+///   `share_wall`;
+/// - the victim's heartbeat key, renewed every `BEAT` with a life of `LOST_AFTER`
+///   (`concur::hub`), expires at most `LOST_AFTER` after the kill, and the study looks at it
+///   every turn of its wait (20 ms when its list is empty: the executor's `EMPTY_WAIT`);
+/// - plus [`LOADED_MARGIN`].
+///
+/// A study that never noticed the loss would wait `LEAD` + the run's timeout + 10 s (the
+/// executor's `ANSWER_MARGIN`), past this bound.
+pub fn loss_bound(share_wall: Duration) -> Duration {
+    use concur::hub::{executor::LEAD, BEAT, LOST_AFTER};
+    // The heartbeat outlives several beats: one missed renewal alone does not lose an agent.
+    assert!(
+        LOST_AFTER >= 2 * BEAT,
+        "{LOST_AFTER:?} against a beat of {BEAT:?}"
+    );
+    (LEAD + share_wall).max(LOST_AFTER) + Duration::from_millis(20) + LOADED_MARGIN
+}
+
 /// A `redis-server` of the test's own on a free loopback port, and the agents it starts,
 /// all killed when dropped.
 pub struct Hub {

@@ -63,6 +63,8 @@ pub const FULL_TIER: &str = "full tier";
 pub enum Need {
     /// Root, `ip` and network namespaces (Debian's iproute2).
     Netns,
+    /// Root (to hand a file to another user).
+    Root,
     /// `redis-server` (Debian's redis-server).
     Redis,
     /// `redis-cli` (Debian's redis-tools).
@@ -98,6 +100,11 @@ impl Need {
                 // SAFETY: geteuid has no preconditions.
                 unsafe { libc::geteuid() } == 0 && runs("ip", &["netns", "list"]),
                 "root and `ip netns` (apt-get install iproute2; run as root)",
+            ),
+            Need::Root => (
+                // SAFETY: geteuid has no preconditions.
+                unsafe { libc::geteuid() } == 0,
+                "root (run the tests as root, as CI does)",
             ),
             Need::Redis => (
                 runs("redis-server", &["--version"]),
@@ -303,29 +310,28 @@ pub fn runs_of<'a>(lines: &'a [Value], model: &str) -> Vec<&'a Value> {
         .collect()
 }
 
-/// Checks the Python clients' rows of a `crawl --classic` study: each fetched every reply
-/// (ten bytes each, as concur's own clients), or was left out with a note naming what is
-/// missing. With `CONCUR_REQUIRE_PY_CLIENTS` set (CI installs them), requests and aiohttp
-/// must have run.
+/// Checks the Python clients' rows of a `crawl --classic` study: requests and aiohttp ran (a
+/// caller is a full-tier test that required [`Need::PyClients`]) and fetched every reply, ten
+/// bytes each as concur's own clients; gevent and tornado, which no tier installs, each ran
+/// so or were left out with a note naming what is missing.
 pub fn assert_classic_crawl_rows(lines: &[Value]) {
     let notes = of_type(lines, "meta")[0]["notes"].to_string();
-    let required = std::env::var_os("CONCUR_REQUIRE_PY_CLIENTS").is_some();
-    for label in [
+    let labels = [
         "py:requests",
         "py:gevent:100",
         "py:tornado-curl:100",
         "py:aiohttp:100",
-    ] {
+    ];
+    for label in labels {
         let runs = runs_of(lines, label);
-        if required && (label == "py:requests" || label == "py:aiohttp:100") {
-            assert!(!runs.is_empty(), "{label} did not run: {notes}");
+        if label == "py:requests" || label == "py:aiohttp:100" {
+            assert_eq!(runs.len(), 1, "{label} did not run once: {notes}");
         }
         if runs.is_empty() {
             assert!(
                 notes.contains(&format!("{label} left out")),
                 "{label}: {notes}"
             );
-            eprintln!("{label} was left out: {notes}");
             continue;
         }
         for r in runs {
@@ -643,8 +649,12 @@ impl Drop for Serve {
         let _ = self.child.wait();
     }
 }
+pub mod hdr;
 pub mod hub;
 pub mod netns;
+
+#[allow(unused_imports)]
+pub use hdr::assert_merged_latency_is_the_hosts_added;
 
 /// The run lines of the results file at `path` so far (none while it does not exist).
 pub fn run_lines(path: &Path) -> Vec<Value> {
@@ -690,47 +700,4 @@ pub fn wait_for_agents(url: &str, names: &[&str]) {
             have == want
         },
     );
-}
-
-/// A run line's merged latency histogram and its hosts' histograms, read back: the merged
-/// one must be exactly the hosts' added bucket by bucket.
-pub fn assert_merged_latency_is_the_hosts_added(run: &Value) {
-    use concur::measure::latency::{LatencyRecorder, LatencyWire};
-    let read = |v: &Value| -> LatencyRecorder {
-        let w: LatencyWire = serde_json::from_value(v.clone()).expect("a latency histogram");
-        LatencyRecorder::from_wire(&w).expect("it decodes")
-    };
-    let hub = &run["hub"];
-    let merged = read(&hub["latency_hdr"]);
-    let mut added = LatencyRecorder::new();
-    for p in hub["parts"].as_array().expect("parts") {
-        added.add(&read(&p["latency_hdr"]));
-    }
-    assert_eq!(merged.histogram(), added.histogram(), "{run}");
-    assert_eq!(merged.exact(), added.exact());
-    let exact = merged.exact().expect("something recorded");
-    assert_eq!(exact.count, run["tasks_ok"].as_u64().unwrap(), "{run}");
-    let s = merged.summary().unwrap();
-    assert_eq!(run["latency_us"]["p99"].as_u64(), Some(s.p99));
-    assert_eq!(run["latency_us"]["max"].as_u64(), Some(exact.max_us));
-}
-
-/// Whether libfaketime's `faketime` is installed; without it, a failure when
-/// `CONCUR_REQUIRE_NETNS=1` (CI), else `false` with a line saying the test is skipped.
-pub fn faketime_or_skip() -> bool {
-    let have = std::process::Command::new("faketime")
-        .arg("--version")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !have {
-        let why = "faketime is not installed (apt-get install faketime)";
-        assert!(
-            std::env::var("CONCUR_REQUIRE_NETNS").as_deref() != Ok("1"),
-            "{why}"
-        );
-        eprintln!("skipped: {why}");
-    }
-    have
 }

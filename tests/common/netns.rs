@@ -51,25 +51,15 @@ const BRIDGE_PREFIX: &str = "cb";
 pub const REDIS_PORT: u16 = 6379;
 
 impl NetLab {
-    /// Builds `hosts` namespaces on one bridge (see the module docs). Returns `None`, after
-    /// saying why on stderr, when namespaces cannot be made here (not root, no `ip`), unless
-    /// `CONCUR_REQUIRE_NETNS=1`, which turns that into a panic.
-    pub fn new(tag: &str, hosts: usize) -> Option<NetLab> {
+    /// Builds `hosts` namespaces on one bridge (see the module docs); panics, saying why,
+    /// when namespaces cannot be made here (not root, no `ip`): its tests are full-tier ones
+    /// (`common::Need::Netns`).
+    pub fn new(tag: &str, hosts: usize) -> NetLab {
         assert!(
             (1..=250).contains(&hosts),
             "a lab has 1 to 250 hosts, not {hosts}"
         );
-        let ip = match usable_ip() {
-            Ok(ip) => ip,
-            Err(why) => {
-                let why = format!("network namespaces unavailable: {why}");
-                if std::env::var("CONCUR_REQUIRE_NETNS").as_deref() == Ok("1") {
-                    panic!("{why} (CONCUR_REQUIRE_NETNS=1)");
-                }
-                eprintln!("skipping: {why}");
-                return None;
-            }
-        };
+        let ip = usable_ip().unwrap_or_else(|why| panic!("network namespaces unavailable: {why}"));
         let pid = std::process::id();
         let n = LABS.fetch_add(1, Ordering::Relaxed) % 0x1000;
         // <= 2 + 7 + 1 + 3 = 13 characters (pids are at most 2^22).
@@ -153,7 +143,7 @@ impl NetLab {
             lab.run(&["-n", &ns, "route", "add", "default", "via", &root]);
             lab.hosts.push(Host { ns, addr });
         }
-        Some(lab)
+        lab
     }
 
     pub fn host(&self, i: usize) -> &Host {
