@@ -414,3 +414,288 @@ fn the_body_timeout_cuts_one_stream_and_the_connections_others_go_on() {
         assert_eq!(st["h2_connections"], 1, "{st}");
     });
 }
+
+/// `GET PATH` over HTTP/1.1 on a connection of its own: the status and the body (status 0 when
+/// the server closed the connection without an answer).
+fn get_h1(addr: SocketAddr, path: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let req = format!("GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    if s.write_all(req.as_bytes()).is_err() {
+        return (0, String::new());
+    }
+    let mut text = Vec::new();
+    let _ = s.read_to_end(&mut text);
+    let text = String::from_utf8_lossy(&text).to_string();
+    let status = text
+        .strip_prefix("HTTP/1.1 ")
+        .and_then(|r| r.get(..3))
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_string());
+    (status, body.unwrap_or_default())
+}
+
+/// `/stats` over an HTTP/2 connection the test holds.
+async fn stats_over<B>(send: &mut hyper::client::conn::http2::SendRequest<B>) -> serde_json::Value
+where
+    B: hyper::body::Body + Default + Send + Unpin + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let req = hyper::Request::get("http://localhost/stats")
+        .body(B::default())
+        .unwrap();
+    let resp = send.send_request(req).await.unwrap();
+    serde_json::from_slice(&resp.into_body().collect().await.unwrap().to_bytes()).unwrap()
+}
+
+/// Waits, in async code, until `cond` holds, at most `limit`.
+async fn until<F, Fut>(what: &str, limit: Duration, mut cond: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = std::time::Instant::now() + limit;
+    while !cond().await {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[test]
+fn an_h2c_connection_past_the_connection_cap_is_answered_503_and_closed() {
+    let s = Serve::start(&["--max-connections", "2"]);
+    let addr = s.addr;
+    runtime().block_on(async move {
+        let mut a = h2c::<Empty<Bytes>>(addr, 65_535).await;
+        // Serve::start's probe has gone: this connection is the only one open.
+        until(
+            "the probe's connection to close",
+            Duration::from_secs(10),
+            || {
+                let mut a = a.clone();
+                async move { stats_over(&mut a).await["open_connections"] == 1 }
+            },
+        )
+        .await;
+        let mut b = h2c::<Empty<Bytes>>(addr, 65_535).await;
+        assert_eq!(
+            b.send_request(get("/add?delay=0")).await.unwrap().status(),
+            200
+        );
+        // The third, at the cap: the preface of h2c gets the raw HTTP/1.1 503 and a close.
+        let refused = tokio::task::spawn_blocking(move || {
+            use std::io::{Read, Write};
+            let mut c = std::net::TcpStream::connect(addr).unwrap();
+            c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let _ = c.write_all(concur::server::conn::H2_PREFACE);
+            let mut text = Vec::new();
+            let _ = c.read_to_end(&mut text);
+            String::from_utf8_lossy(&text).to_string()
+        })
+        .await
+        .unwrap();
+        assert!(refused.starts_with("HTTP/1.1 503 "), "{refused}");
+        assert!(
+            refused.contains("the server has 2 connections open, its limit (--max-connections)"),
+            "{refused}"
+        );
+        let st = stats_over(&mut a).await;
+        assert_eq!(st["over_capacity"], 1, "{st}");
+        assert_eq!(st["open_connections"], 2, "{st}");
+        assert_eq!(st["h2_connections"], 2, "{st}");
+        // One closes: a new connection is served again.
+        drop(b);
+        until(
+            "the second connection to close",
+            Duration::from_secs(10),
+            || {
+                let mut a = a.clone();
+                async move { stats_over(&mut a).await["open_connections"] == 1 }
+            },
+        )
+        .await;
+        let mut d = h2c::<Empty<Bytes>>(addr, 65_535).await;
+        let resp = d.send_request(get("/add?delay=0")).await.unwrap();
+        assert_eq!(resp.status(), 200);
+        assert_eq!(stats_over(&mut a).await["over_capacity"], 1);
+    });
+}
+
+/// The server's drain on SIGTERM (`ServerOptions::shutdown_grace`, 10 s for `concur serve`).
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+#[test]
+fn sigterm_lets_the_h2_streams_in_flight_finish_and_the_server_exits_0() {
+    let _alone = common::alone();
+    let mut s = Serve::start(&[]);
+    let addr = s.addr;
+    let pid = s.child.id() as i32;
+    const DELAY_MS: u64 = 1500;
+    let (bodies, took) = runtime().block_on(async move {
+        let send = h2c::<Empty<Bytes>>(addr, 65_535).await;
+        let streams: Vec<_> = (0..5)
+            .map(|i| {
+                let mut send = send.clone();
+                let req = get(&format!("/add?delay={DELAY_MS}&i={i}"));
+                tokio::spawn(async move {
+                    let resp = send.send_request(req).await.unwrap();
+                    assert_eq!(resp.status(), 200);
+                    resp.into_body().collect().await.unwrap().to_bytes()
+                })
+            })
+            .collect();
+        until("5 streams in flight", Duration::from_secs(10), || {
+            let mut send = send.clone();
+            async move { stats_over(&mut send).await["in_flight"] == 5 }
+        })
+        .await;
+        // SAFETY: signalling the server this test started.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+        let sent = std::time::Instant::now();
+        let mut bodies = Vec::new();
+        for t in streams {
+            bodies.push(t.await.unwrap());
+        }
+        (bodies, sent.elapsed())
+    });
+    assert_eq!(bodies.len(), 5);
+    assert!(bodies.iter().all(|b| &b[..] == concur::server::ADD_BODY));
+    assert!(
+        took < Duration::from_millis(DELAY_MS) + Duration::from_secs(3),
+        "{took:?}"
+    );
+    // It stopped accepting, and exits 0 once its streams are done: within the grace.
+    let mut status = None;
+    wait_for(
+        "the server to exit",
+        SHUTDOWN_GRACE + Duration::from_secs(5),
+        || {
+            status = s.child.try_wait().unwrap();
+            status.is_some()
+        },
+    );
+    assert_eq!(status.unwrap().code(), Some(0));
+    assert!(
+        std::net::TcpStream::connect(addr).is_err(),
+        "still accepting"
+    );
+}
+
+#[test]
+fn cancelled_h2_streams_free_their_in_flight_slots_at_once() {
+    const DELAY_MS: u64 = 5000;
+    let s = Serve::start(&["--max-in-flight", "4"]);
+    let addr = s.addr;
+    runtime().block_on(async move {
+        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let (client, conn) = h2::client::handshake(tcp).await.unwrap();
+        tokio::spawn(conn);
+        let started = std::time::Instant::now();
+        let mut streams = Vec::new();
+        for i in 0..4 {
+            let mut c = client.clone().ready().await.unwrap();
+            let req = hyper::Request::get(format!("http://localhost/add?delay={DELAY_MS}&i={i}"))
+                .body(())
+                .unwrap();
+            streams.push(c.send_request(req, true).unwrap());
+        }
+        // The cap is full: a request beyond it (even /stats) is answered 503.
+        let full = tokio::task::spawn_blocking(move || {
+            wait_for(
+                "the 4 streams to hold the cap",
+                Duration::from_secs(10),
+                || get_h1(addr, "/stats").0 == 503,
+            )
+        });
+        full.await.unwrap();
+        // RST_STREAM (CANCEL) on each, mid-delay.
+        for (_, send) in &mut streams {
+            send.send_reset(h2::Reason::CANCEL);
+        }
+        let st = tokio::task::spawn_blocking(move || {
+            let mut st = serde_json::Value::Null;
+            wait_for(
+                "the cancelled streams to leave",
+                Duration::from_secs(10),
+                || {
+                    let (code, body) = get_h1(addr, "/stats");
+                    if code != 200 {
+                        return false;
+                    }
+                    st = serde_json::from_str(&body).unwrap();
+                    st["in_flight"] == 0
+                },
+            );
+            st
+        })
+        .await
+        .unwrap();
+        // Freed by the resets, not by the delays' end.
+        assert!(
+            started.elapsed() < Duration::from_millis(DELAY_MS),
+            "{:?}",
+            started.elapsed()
+        );
+        // Dropped mid-delay, they count as requests; the slots are all free again.
+        assert_eq!(st["requests"], 4, "{st}");
+        assert_eq!(st["peak_in_flight"], 4, "{st}");
+        let refused = st["over_in_flight"].as_u64().unwrap();
+        assert!(refused >= 1, "{st}");
+        let mut c = client.clone();
+        let mut answers = Vec::new();
+        for i in 0..4 {
+            c = c.ready().await.unwrap();
+            let req = hyper::Request::get(format!("http://localhost/add?delay=200&j={i}"))
+                .body(())
+                .unwrap();
+            answers.push(c.send_request(req, true).unwrap().0);
+        }
+        for a in answers {
+            assert_eq!(a.await.unwrap().status(), 200);
+        }
+        let (code, body) = tokio::task::spawn_blocking(move || get_h1(addr, "/stats"))
+            .await
+            .unwrap();
+        assert_eq!(code, 200, "{body}");
+        let st: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(st["over_in_flight"].as_u64(), Some(refused), "{st}");
+        assert_eq!(st["requests"], 8, "{st}");
+    });
+}
+
+#[test]
+fn a_stalled_preface_is_dropped_after_the_header_timeout_and_others_are_served() {
+    use std::io::{Read, Write};
+    let s = Serve::start(&["--header-timeout", "1s"]);
+    let started = std::time::Instant::now();
+    // One says nothing; one sends half the preface.
+    let silent = std::net::TcpStream::connect(s.addr).unwrap();
+    let mut half = std::net::TcpStream::connect(s.addr).unwrap();
+    half.write_all(&concur::server::conn::H2_PREFACE[..12])
+        .unwrap();
+    // Meanwhile an h2c client is served.
+    let (bodies, _) = streams_over_one_connection(s.addr, 3, "/add?delay=0");
+    assert_eq!(bodies.len(), 3);
+    for mut c in [silent, half] {
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut sink = Vec::new();
+        let n = c.read_to_end(&mut sink);
+        assert!(matches!(n, Ok(0)), "{n:?}: {sink:?}");
+    }
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(900) && waited < Duration::from_secs(6),
+        "closed after {waited:?}"
+    );
+    let (code, body) = get_h1(s.addr, "/stats");
+    assert_eq!(code, 200);
+    let st: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(st["header_timeouts"], 2, "{st}");
+    assert_eq!(st["h2_connections"], 1, "{st}");
+}
