@@ -89,6 +89,10 @@ fn clap_level_errors_also_exit_2() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("'soon'"));
 }
 
+/// A meta line as concur writes it (schema 1, a machine): a file that starts with it gets past
+/// the meta check, so what is refused after it is refused for its own line.
+const META: &str = r#"{"type":"meta","schema":1,"concur":"0.1.0","started":"2026-01-01T00:00:00Z","machine":{"cpu":"x","cores":2,"kernel":"6","load1":0.0,"governor":null,"mem_total_kib":null},"command":["concur"],"notes":[]}"#;
+
 #[test]
 fn bad_results_files_are_refused() {
     let out = concur()
@@ -98,11 +102,43 @@ fn bad_results_files_are_refused() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent.jsonl"));
     let dir = tempfile::tempdir().unwrap();
-    let junk = dir.path().join("junk.jsonl");
-    std::fs::write(&junk, "{\"type\":\"meta\"}\nnot json\n").unwrap();
-    let out = concur().arg("report").arg(&junk).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("line 1"));
+    // The meta line alone is a valid (empty) results file: what follows is what is tested.
+    let good = dir.path().join("good.jsonl");
+    std::fs::write(&good, format!("{META}\n")).unwrap();
+    let out = concur().arg("report").arg(&good).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // A line that is not JSON, with its line end (so not a last line cut short), whether more
+    // lines follow it or not: refused, naming the file, that line and why.
+    for (name, text) in [
+        ("middle.jsonl", format!("{META}\nnot json\n{META}\n")),
+        ("last.jsonl", format!("{META}\nnot json\n")),
+    ] {
+        let junk = dir.path().join(name);
+        std::fs::write(&junk, text).unwrap();
+        let out = concur().arg("report").arg(&junk).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{name}: {err}");
+        let named = format!("'{}' line 2: not a concur results line (", junk.display());
+        assert!(err.contains(&named), "{name}: wanted {named:?} in: {err}");
+        assert!(out.stdout.is_empty(), "{name}: a report was rendered");
+    }
+    // The same line without its line end is a study cut while writing: left out, named in a
+    // warning, and the report renders.
+    let cut = dir.path().join("cut.jsonl");
+    std::fs::write(&cut, format!("{META}\nnot json")).unwrap();
+    let out = concur().arg("report").arg(&cut).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(&format!("'{}' line 2 is cut short", cut.display())),
+        "{err}"
+    );
 }
 
 #[test]

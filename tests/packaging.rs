@@ -1,11 +1,10 @@
-//! What a user who installs concur gets: one crypto provider under every TLS stack, and a
+//! What a user who installs concur gets: one crypto provider under every TLS stack, a
 //! release build without debug info (symbols live in the `profiling` profile, for the bench
-//! scripts that need them).
+//! scripts that need them), and a package that holds every file its build reads.
 
-fn manifest(name: &str) -> String {
-    std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(name))
-        .unwrap_or_else(|e| panic!("{name}: {e}"))
-}
+use std::collections::BTreeSet;
+
+use serde_json::Value;
 
 /// `cargo tree -i CRATE` for this machine's target: what pulls the crate in (empty when
 /// nothing does). Cargo.lock cannot say it: it also lists what other targets would use
@@ -38,26 +37,159 @@ fn one_crypto_provider_is_compiled() {
     );
 }
 
+/// Cargo.toml as a TOML parser reads it: Python's `tomllib` (3.11's standard library, on the
+/// fast tier's machine), turned into JSON. A text search would take a commented-out line or
+/// a key of another section for the setting.
+fn manifest_toml() -> Value {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import json, sys, tomllib; print(json.dumps(tomllib.load(open(sys.argv[1], 'rb'))))",
+        ])
+        .arg(&path)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "tomllib: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("tomllib's JSON")
+}
+
+/// The names of the sections of an ELF64 little-endian file (as `readelf -S` lists them),
+/// read from its section header table.
+fn elf_sections(path: &std::path::Path) -> Vec<String> {
+    let b = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert_eq!(&b[..4], b"\x7fELF", "{}: not ELF", path.display());
+    assert_eq!((b[4], b[5]), (2, 1), "ELF64 little-endian");
+    let u16_at = |o: usize| u16::from_le_bytes([b[o], b[o + 1]]) as usize;
+    let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap()) as usize;
+    let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap()) as usize;
+    let (shoff, shentsize, shnum, shstrndx) =
+        (u64_at(0x28), u16_at(0x3a), u16_at(0x3c), u16_at(0x3e));
+    let header = |i: usize| shoff + i * shentsize;
+    // The section names' string table: sh_offset at +0x18 of its header.
+    let names = u64_at(header(shstrndx) + 0x18);
+    (0..shnum)
+        .map(|i| {
+            let start = names + u32_at(header(i));
+            let end = start + b[start..].iter().position(|&c| c == 0).unwrap();
+            String::from_utf8_lossy(&b[start..end]).into_owned()
+        })
+        .collect()
+}
+
 #[test]
 fn the_release_build_carries_no_debug_info_and_profiling_does() {
-    let toml = manifest("Cargo.toml");
-    let section = |name: &str| -> String {
-        toml.split(&format!("[profile.{name}]"))
-            .nth(1)
-            .unwrap_or_else(|| panic!("no [profile.{name}] in Cargo.toml"))
-            .split("\n[")
-            .next()
-            .unwrap_or_default()
-            .to_string()
-    };
-    let release = section("release");
+    let toml = manifest_toml();
+    let profile = &toml["profile"];
+    // `debug = false`, the boolean (a string "false" is not a setting cargo takes).
+    assert_eq!(profile["release"]["debug"], Value::Bool(false), "{profile}");
+    assert_eq!(profile["profiling"]["inherits"], "release", "{profile}");
+    // Any level that keeps line numbers: cargo's `1`/`2`/`true` or their names.
+    let kept = &profile["profiling"]["debug"];
     assert!(
-        release.contains("debug = false"),
-        "[profile.release]: {release}"
+        matches!(
+            kept,
+            Value::Bool(true) | Value::Number(_) | Value::String(_)
+        ) && *kept != 0
+            && !matches!(kept.as_str(), Some("none" | "false")),
+        "[profile.profiling] debug: {kept}"
     );
-    let profiling = section("profiling");
+    // What the setting is for, in the binary these tests run: a release build (`cargo test
+    // --release`, the fast tier's command) has no DWARF; a dev build (`debug` on by default)
+    // has it, so this check reads the sections, not just the absence of one.
+    let sections = elf_sections(std::path::Path::new(env!("CARGO_BIN_EXE_concur")));
+    assert!(sections.iter().any(|s| s == ".text"), "{sections:?}");
+    let dwarf: Vec<&String> = sections
+        .iter()
+        .filter(|s| s.starts_with(".debug_"))
+        .collect();
+    assert_eq!(
+        !dwarf.is_empty(),
+        cfg!(debug_assertions),
+        "debug sections of a {} build: {dwarf:?}",
+        if cfg!(debug_assertions) {
+            "dev"
+        } else {
+            "release"
+        }
+    );
+}
+
+/// `cargo package --list`: the files a `cargo install` of the published crate builds from.
+fn packaged() -> BTreeSet<String> {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args(["package", "--list", "--allow-dirty", "--offline"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo package runs");
     assert!(
-        profiling.contains("inherits = \"release\"") && profiling.contains("debug ="),
-        "[profile.profiling]: {profiling}"
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Every file under `dir` (relative to the manifest's folder), recursively.
+fn files_under(dir: &str) -> Vec<String> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut out = Vec::new();
+    let mut todo = vec![root.join(dir)];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                out.push(p.strip_prefix(root).unwrap().to_string_lossy().into_owned());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_package_ships_what_the_build_reads_and_not_what_it_excludes() {
+    let list = packaged();
+    // What the build and the registry page read: the manifest and lock file, the readme and
+    // licence the manifest names, the build settings (libcurl's poll(): .cargo/config.toml),
+    // the classic programs `include_str!` compiles in, and every source file.
+    let mut must: Vec<String> = [
+        "Cargo.toml",
+        "Cargo.lock",
+        "README.md",
+        "LICENSE",
+        ".cargo/config.toml",
+        "src/main.rs",
+        "src/lib.rs",
+        "src/classic/gil.py",
+        "src/classic/crawl.py",
+        "src/classic/mailer.rb",
+    ]
+    .map(str::to_string)
+    .to_vec();
+    let sources = files_under("src");
+    assert!(sources.len() > 50, "{sources:?}");
+    must.extend(sources);
+    let missing: Vec<&String> = must.iter().filter(|f| !list.contains(*f)).collect();
+    assert!(missing.is_empty(), "not packaged: {missing:?}");
+    // The manifest's `exclude`: the report's screenshot and any local results.
+    let shipped_excluded: Vec<&String> = list
+        .iter()
+        .filter(|f| *f == "docs/report-gil.png" || f.starts_with("concur-results/"))
+        .collect();
+    assert!(shipped_excluded.is_empty(), "{shipped_excluded:?}");
+    assert!(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("docs/report-gil.png")
+            .exists(),
+        "the excluded file is in the tree, so its absence from the list is the exclude's work"
     );
 }
