@@ -95,6 +95,101 @@ fn a_study_over_a_hubs_agents_follows_the_schema() {
     assert!(of_type(&lines, "cell").iter().all(|c| c["hosts"].is_u64()));
 }
 
+/// A hub run line as the study writes it, for two hosts that recorded `a` and `b` (µs),
+/// merged by concur's own recorder.
+fn hub_run_of(a: &[u64], b: &[u64]) -> Value {
+    use concur::measure::latency::LatencyRecorder;
+    let rec = |vals: &[u64]| {
+        let mut r = LatencyRecorder::new();
+        for &v in vals {
+            r.record_us(v);
+        }
+        r
+    };
+    let (ra, rb) = (rec(a), rec(b));
+    let mut merged = ra.clone();
+    merged.add(&rb);
+    let part = |name: &str, r: &LatencyRecorder, n: usize| {
+        json!({
+            "host": name,
+            "latency_hdr": r.to_wire(),
+            "run": {"tasks_ok": n, "latency_us": r.summary()},
+        })
+    };
+    json!({
+        "hosts": 2,
+        "tasks_ok": a.len() + b.len(),
+        "latency_us": merged.summary(),
+        "hub": {
+            "latency_hdr": merged.to_wire(),
+            "parts": [part("a", &ra, a.len()), part("b", &rb, b.len())],
+        },
+    })
+}
+
+/// The merged-latency check (tests/common/hdr.rs) decodes and merges without concur's
+/// histogram code: it agrees with percentiles taken from the raw latencies themselves (to
+/// the histogram's 3 digits), passes the merge concur makes, and fails a merge that lost a
+/// value, a percentile one bucket off, a wrong maximum or a host's histogram alone.
+#[test]
+fn the_merged_latency_check_is_independent_and_fails_a_wrong_merge() {
+    let a: Vec<u64> = (1..=1000).map(|i| 100 + i * 7).collect();
+    let b: Vec<u64> = (1..=500).map(|i| 20_000 + i * i).collect();
+    let run = hub_run_of(&a, &b);
+    common::assert_merged_latency_is_the_hosts_added(&run);
+    // From the raw values: the value of rank ceil(q n), within the 3 significant digits.
+    let mut all: Vec<u64> = a.iter().chain(&b).copied().collect();
+    all.sort_unstable();
+    let mut merged = common::hdr::decode(run["hub"]["latency_hdr"]["hdr_v2"].as_str().unwrap());
+    let mut parts = common::hdr::decode(
+        run["hub"]["parts"][0]["latency_hdr"]["hdr_v2"]
+            .as_str()
+            .unwrap(),
+    );
+    parts.add(&common::hdr::decode(
+        run["hub"]["parts"][1]["latency_hdr"]["hdr_v2"]
+            .as_str()
+            .unwrap(),
+    ));
+    assert_eq!(parts.total(), all.len() as u64);
+    let n = merged.counts.len().max(parts.counts.len());
+    merged.counts.resize(n, 0);
+    for (key, q) in [("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p999", 0.999)] {
+        let raw = all[((q * all.len() as f64).ceil() as usize).max(1) - 1] as f64;
+        let ours = parts.quantile(q, all[0], *all.last().unwrap()) as f64;
+        let reported = run["latency_us"][key].as_f64().unwrap();
+        assert!(
+            (ours - raw).abs() <= raw * 1e-3,
+            "{key}: {ours} against raw {raw}"
+        );
+        assert_eq!(ours, reported, "{key}");
+    }
+    let fails = |what: &str, mut bad: Value, tamper: &dyn Fn(&mut Value)| {
+        tamper(&mut bad);
+        let caught = std::panic::catch_unwind(|| {
+            common::assert_merged_latency_is_the_hosts_added(&bad);
+        });
+        assert!(caught.is_err(), "the check passed {what}");
+    };
+    // The merged histogram one value short (concur's merge of b less its last value).
+    let short = hub_run_of(&a, &b[..b.len() - 1]);
+    fails("a merge that lost a value", run.clone(), &|r| {
+        r["hub"]["latency_hdr"] = short["hub"]["latency_hdr"].clone();
+    });
+    fails("a p99 one bucket off", run.clone(), &|r| {
+        let p99 = r["latency_us"]["p99"].as_u64().unwrap();
+        r["latency_us"]["p99"] = json!(p99 + p99 / 1000 + 1);
+    });
+    fails("a wrong maximum", run.clone(), &|r| {
+        r["latency_us"]["max"] = json!(all.last().unwrap() - 1);
+    });
+    let only_a = hub_run_of(&a, &[]);
+    fails("one host's histogram as the merge", run.clone(), &|r| {
+        r["hub"]["latency_hdr"] = only_a["hub"]["parts"][0]["latency_hdr"].clone();
+        r["latency_us"] = only_a["latency_us"].clone();
+    });
+}
+
 #[test]
 fn a_cpu_study_follows_the_schema() {
     let lines = checked_study(&[
