@@ -277,6 +277,12 @@ impl fmt::Display for BackendUrl {
             BackendUrl::Sqlite(path, sync) => {
                 match path {
                     None => f.write_str("sqlite")?,
+                    // `sqlite:////tmp/q` is the path `//tmp/q`: written `sqlite:` alone it
+                    // would read back as `sqlite://` and the path `tmp/q`, another file (found
+                    // by the backend_url fuzz target).
+                    Some(p) if p.as_os_str().as_encoded_bytes().starts_with(b"//") => {
+                        write!(f, "sqlite://{}", p.display())?
+                    }
                     Some(p) => write!(f, "sqlite:{}", p.display())?,
                 }
                 match sync {
