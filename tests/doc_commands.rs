@@ -23,7 +23,9 @@
 //! every value the harness changes is a size, never a meaning, so clap and the plan check the
 //! command exactly as written: task counts (`-n`, `--tasks`, `--requests`, `jobs enqueue -n`)
 //! keep their values up to 4 and drop larger ones (a list left empty becomes `4`); `run` and
-//! `advise` take `-r 1` (and `run` `--warmup 0`), replacing a value or added (not with
+//! `advise` take `-r 1` (`-r 4` with `--save-baseline` or `--fail-on-regression`, the fewest
+//! runs at which the gate can fail; a gate may then exit 1 on a slower machine, never 2)
+//! (and `run` `--warmup 0`), replacing a value or added (not with
 //! `--rate auto`, where `-r` would add runs and `--warmup` is refused); a built-in study gets
 //! `--quick`; `--duration` becomes 1 s (a probe's 200 ms under `--rate auto`); `crawl` without
 //! `-n` gets `-n 4`. Values are replaced in place, not overridden by a second flag: concur's
@@ -86,6 +88,10 @@ const EXIT_STATUS: &[(&str, i32)] = &[
 
 /// The largest task count a command keeps.
 const SMALL: usize = 4;
+
+/// The runs a command that saves or gates on a baseline keeps: the fewest at which
+/// `--fail-on-regression` can fail (Mann-Whitney's 2/70 < 0.05).
+const GATE_REPEAT: &str = "4";
 
 /// Shell operators that make a line a shell pipeline rather than one command.
 const SHELL_OPS: &[&str] = &[
@@ -565,9 +571,16 @@ fn shrink(args: &[String]) -> Vec<String> {
         let d = if auto { "200ms" } else { "1s" };
         set_flag(&mut a, &["--duration"], d, auto);
     }
+    // The regression gate refuses sizes at which it could never fail (fewer than 4 runs a
+    // side): a command that saves a baseline or is judged against one keeps 4.
+    let repeat = if has(&a, &["--save-baseline", "--fail-on-regression"]) {
+        GATE_REPEAT
+    } else {
+        "1"
+    };
     match sub.as_str() {
         "run" => {
-            set_flag(&mut a, &["-r", "--repeat"], "1", !auto);
+            set_flag(&mut a, &["-r", "--repeat"], repeat, !auto);
             if !auto {
                 set_flag(&mut a, &["--warmup"], "0", true);
             }
@@ -576,7 +589,7 @@ fn shrink(args: &[String]) -> Vec<String> {
                 a.push("--quick".into());
             }
         }
-        "advise" => set_flag(&mut a, &["-r", "--repeat"], "1", !auto),
+        "advise" => set_flag(&mut a, &["-r", "--repeat"], repeat, !auto),
         "crawl" if rate.is_none() => {
             set_flag(&mut a, &["-n", "--requests"], &SMALL.to_string(), true);
         }
@@ -757,6 +770,18 @@ fn the_extraction_tells_commands_from_output() {
         shrink(&s(&["run", "gil"])),
         s(&["run", "gil", "-r", "1", "--warmup", "0", "--quick"])
     );
+    // Saving a baseline or gating on one keeps the fewest runs the gate can fail at.
+    for flags in [
+        &["--save-baseline", "main"][..],
+        &["--baseline", "main", "--fail-on-regression"],
+    ] {
+        let mut cmd = s(&["run", "-w", "fib:30", "-r", "5"]);
+        cmd.extend(s(flags));
+        let mut want = s(&["run", "-w", "fib:30", "-r", "4"]);
+        want.extend(s(flags));
+        want.extend(s(&["--warmup", "0"]));
+        assert_eq!(shrink(&cmd), want);
+    }
     assert_eq!(
         shrink(&s(&["run", "-w", "x", "--rate", "auto", "--slo", "p99<1s"])),
         s(&[
@@ -918,7 +943,14 @@ fn every_command_in_the_docs_runs() {
         };
         cmd.envs(block_env.iter().map(|(k, v)| (k, v)));
         match run_to_end(cmd, &logs, n) {
-            Outcome::Exited(st, took) if st.code() == Some(want) => {
+            // A gate's verdict is the machine's: a slower second run on a shared machine is a
+            // real regression (1); a refusal (2) is not.
+            Outcome::Exited(st, took)
+                if st.code() == Some(want)
+                    || (want == 0
+                        && st.code() == Some(1)
+                        && has(&head, &["--fail-on-regression"])) =>
+            {
                 report.push(format!("{place}: {:.1} s  {}", took.as_secs_f64(), c.text));
             }
             Outcome::Exited(st, _) => failures.push(format!(
