@@ -706,6 +706,10 @@ pub fn backend_url(data: &[u8]) {
         out
     };
     let texts = shown(s);
+    // Only a Redis URL has a password that is sent; `sqlite://a:b@c` is a file's name.
+    if !(s.starts_with("redis://") || s.starts_with("rediss://")) {
+        return;
+    }
     let Some(password) = url::Url::parse(s)
         .ok()
         .and_then(|u| u.password().map(str::to_string))

@@ -72,7 +72,15 @@ fn header_value_spans(text: &str) -> Vec<Range<usize>> {
             Some(n) if !is_credential_header(word) => n,
             _ => word,
         };
-        if !is_credential_header(name) {
+        // A header name may hold any token character (`X-Ap~-Key` is sent as it is): the
+        // name read that wide is a credential's too (found by the header fuzz target).
+        let tchar = |c: char| is_name(c) || "!#$%&*+.^`|~".contains(c);
+        let wide = text[..name_end]
+            .char_indices()
+            .rev()
+            .find(|&(_, c)| !tchar(c))
+            .map_or(0, |(p, c)| p + c.len_utf8());
+        if !is_credential_header(name) && !is_credential_header(&text[wide..name_end]) {
             continue;
         }
         let quote = text[..start]
