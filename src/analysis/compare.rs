@@ -365,7 +365,10 @@ pub fn check_gate(label: &str, base_runs: &[RunResult], planned: &Planned) -> Re
         let some = |keys: &mut dyn Iterator<Item = &CellKey>, count: usize| {
             let names: Vec<String> = keys.take(2).map(cell_name).collect();
             let more = if count > 2 { ", …" } else { "" };
-            format!("{count}: {}{more}", names.join(", "))
+            match count {
+                0 => "none".to_string(),
+                _ => format!("{count}: {}{more}", names.join(", ")),
+            }
         };
         return Err(Error::usage(format!(
             "--fail-on-regression: no cell of {new_side} is in baseline '{label}', so the gate could never fail (cells here {}; in the baseline {})",
@@ -611,6 +614,14 @@ mod tests {
         assert_eq!(
             err,
             "--fail-on-regression: no cell of this study is in baseline 'main', so the gate could never fail (cells here 1: custom · fib:1 · pool:2 ×2; in the baseline 2: custom · fib:1 · seq ×2, custom · fib:1 · thread ×2)"
+        );
+        // A file without a run: none here.
+        let err = check_gate("main", &base, &Planned::file("empty.jsonl", &[]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("--fail-on-regression: no cell of 'empty.jsonl' is in baseline 'main', so the gate could never fail (cells here none; in the baseline 2: "),
+            "{err}"
         );
         // One cell in common is enough.
         let some = runs(&["seq", "pool:2"], 5);
