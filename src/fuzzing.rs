@@ -582,8 +582,7 @@ pub fn concur_line(data: &[u8]) {
     let found = last_concur_line(data);
     let last = data
         .split(|&b| b == b'\n')
-        .filter(|l| l.starts_with(CONCUR_PREFIX.as_bytes()))
-        .last()
+        .rfind(|l| l.starts_with(CONCUR_PREFIX.as_bytes()))
         .map(|l| {
             String::from_utf8_lossy(&l[CONCUR_PREFIX.len()..])
                 .trim()
