@@ -7,8 +7,10 @@
 # two files hold the same cell, and
 #   concur report change.jsonl --baseline base.jsonl --fail-on-regression
 # judges them: exit 1 is "regressed". Every (R, X) is tried TRIALS times; the table gives, per
-# R and X, how many trials the gate called regressed, the median change it measured and the
-# median p, and per R the smallest X every trial called regressed.
+# R and X, how many trials the gate called regressed, the median change it measured, the
+# median p and the noise (the baseline's slowest run over its fastest, median of the trials),
+# and per R the smallest X from which on every trial was called regressed. The runs, each
+# report's verdict and every number are kept in OUT_DIR (verdicts.tsv).
 # Usage: bench/gate-power.sh [OUT_DIR]
 #   env: CONCUR=path/to/concur (skips the build), N (spin iterations of the baseline,
 #        default 100000000, about 0.1 s here), REPEATS (default "4 5 10"),
@@ -62,11 +64,15 @@ PY
         echo "gate refused (exit $code): $(cat "$out/report.err")" >&2
         exit 1
       fi
-      python3 - "$out/report.json" "$r" "$x" "$trial" "$code" >> "$out/verdicts.tsv" <<'PY'
+      python3 - "$out/report.json" "$out/base.jsonl" "$r" "$x" "$trial" "$code" \
+        >> "$out/verdicts.tsv" <<'PY'
 import json, sys
-path, r, x, trial, code = sys.argv[1:]
+path, base, r, x, trial, code = sys.argv[1:]
 c = json.load(open(path))["comparison"]["changes"][0]
-print(f"{r}\t{x}\t{trial}\t{code}\t{c['ratio']:.4f}\t{c['p']:.4f}\t{c['verdict']}")
+# The noise: the baseline's slowest run over its fastest.
+walls = [d["wall_s"] for d in map(json.loads, open(base)) if d["type"] == "run"]
+spread = max(walls) / min(walls) - 1
+print(f"{r}\t{x}\t{trial}\t{code}\t{c['ratio']:.4f}\t{c['p']:.4f}\t{c['verdict']}\t{spread:.4f}")
 PY
     done
   done
@@ -78,19 +84,20 @@ import statistics, sys
 rows = [l.split("\t") for l in open(sys.argv[1]).read().splitlines()]
 trials = int(sys.argv[2])
 by = {}
-for r, x, t, code, ratio, p, verdict in rows:
-    by.setdefault((int(r), int(x)), []).append((int(code), float(ratio), float(p)))
+for r, x, t, code, ratio, p, verdict, spread in rows:
+    by.setdefault((int(r), int(x)), []).append((int(code), float(ratio), float(p), float(spread)))
 print()
-print("| runs a side | extra work | regressed | median change | median p |")
-print("|---:|---:|---:|---:|---:|")
+print("| runs a side | extra work | regressed | median change | median p | baseline's spread |")
+print("|---:|---:|---:|---:|---:|---:|")
 for (r, x), v in sorted(by.items()):
-    hits = sum(1 for c, _, _ in v if c == 1)
-    ratio = statistics.median(q for _, q, _ in v)
-    p = statistics.median(q for _, _, q in v)
-    print(f"| {r} | +{x}% | {hits} of {len(v)} | {(ratio - 1) * 100:+.1f}% | {p:.3f} |")
+    hits = sum(1 for c, *_ in v if c == 1)
+    ratio = statistics.median(q[1] for q in v)
+    p = statistics.median(q[2] for q in v)
+    spread = statistics.median(q[3] for q in v)
+    print(f"| {r} | +{x}% | {hits} of {len(v)} | {(ratio - 1) * 100:+.1f}% | {p:.3f} | {spread * 100:.0f}% |")
 print()
 for r in sorted({r for r, _ in by}):
-    always = [x for (rr, x), v in sorted(by.items()) if rr == r and all(c == 1 for c, _, _ in v)]
+    always = [x for (rr, x), v in sorted(by.items()) if rr == r and all(q[0] == 1 for q in v)]
     # The smallest X from which on every trial of every larger X was called regressed.
     xs = sorted(x for rr, x in by if rr == r)
     least = None
