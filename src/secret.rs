@@ -74,7 +74,7 @@ fn header_value_spans(text: &str) -> Vec<Range<usize>> {
         };
         // A header name may hold any token character (`X-Ap~-Key` is sent as it is): the
         // name read that wide is a credential's too (found by the header fuzz target).
-        let tchar = |c: char| is_name(c) || "!#$%&*+.^`|~".contains(c);
+        let tchar = |c: char| is_name(c) || "!#$%&'*+.^`|~".contains(c);
         let wide = text[..name_end]
             .char_indices()
             .rev()
