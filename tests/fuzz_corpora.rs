@@ -3,8 +3,8 @@
 //! (`concur::fuzzing::TARGETS`, the functions the targets in `fuzz/fuzz_targets/` call), so
 //! that `cargo test` catches a regression without cargo-fuzz. A failure names the input.
 //!
-//! `write_hub_seeds` (ignored) writes the hub and histogram targets' seeds: real messages as
-//! concur sends them, and the forgeries of issue 29.
+//! The hub and histogram targets' seeds (real messages as concur sends them, and the forgeries
+//! of issue 29) are made by this file's `hub_seeds` and must equal the committed ones.
 
 use std::collections::BTreeMap;
 use std::panic::{self, AssertUnwindSafe};
@@ -237,11 +237,10 @@ fn heartbeat(name: &str, host: &str, doing: &str) -> Value {
     })
 }
 
-/// Writes the hub and histogram targets' seeds into fuzz/corpus/ (run once, by hand:
-/// `cargo test --release --test fuzz_corpora -- --ignored write_hub_seeds`).
-#[test]
-#[ignore]
-fn write_hub_seeds() {
+/// The hub and histogram targets' seeds, as (target, name, bytes): real messages as concur
+/// sends them and the forgeries of issue 29, built by concur's own code (sealing is an HMAC at
+/// a fixed instant, so the bytes are the same on every run).
+fn hub_seeds() -> Vec<(&'static str, String, Vec<u8>)> {
     let key = fuzzing::test_hub_key();
     let seal = |to: &str, scope: &str, v: &Value| {
         sign::seal(Some(&key), to, scope, TEST_HUB_NS, v.to_string())
@@ -389,21 +388,45 @@ fn write_hub_seeds() {
             forged_wire(2).to_string().into_bytes(),
         ),
     ];
+    let mut seeds = Vec::new();
+    for (target, list) in [
+        ("hub_work", work),
+        ("hub_answer", answers),
+        ("hub_heartbeat", beats),
+    ] {
+        for (n, t) in list {
+            seeds.push((target, format!("seed-{n}"), t.into_bytes()));
+        }
+    }
+    for (n, b) in histograms {
+        seeds.push(("histogram", format!("seed-{n}"), b));
+    }
+    seeds
+}
+
+/// The committed hub and histogram seeds are exactly what concur's code makes today, so a
+/// change of the messages' format shows here and the fuzzers keep starting from real ones.
+/// `CONCUR_WRITE_SEEDS=1 cargo test --release --test fuzz_corpora hub_seeds` writes them
+/// again (then the same check runs on what it wrote).
+#[test]
+fn the_hub_seeds_are_the_committed_ones() {
     let dir = fuzz_dir().join("corpus");
-    let write = |target: &str, name: &str, bytes: &[u8]| {
-        std::fs::create_dir_all(dir.join(target)).unwrap();
-        std::fs::write(dir.join(target).join(format!("seed-{name}")), bytes).unwrap();
-    };
-    for (n, t) in &work {
-        write("hub_work", n, t.as_bytes());
+    let seeds = hub_seeds();
+    assert_eq!(seeds.len(), 14 + 8 + 4 + 5, "seeds made");
+    if std::env::var_os("CONCUR_WRITE_SEEDS").is_some() {
+        for (target, name, bytes) in &seeds {
+            std::fs::create_dir_all(dir.join(target)).unwrap();
+            std::fs::write(dir.join(target).join(name), bytes).unwrap();
+        }
     }
-    for (n, t) in &answers {
-        write("hub_answer", n, t.as_bytes());
-    }
-    for (n, t) in &beats {
-        write("hub_heartbeat", n, t.as_bytes());
-    }
-    for (n, b) in &histograms {
-        write("histogram", n, b);
+    for (target, name, bytes) in &seeds {
+        let path = dir.join(target).join(name);
+        let committed = std::fs::read(&path)
+            .unwrap_or_else(|e| panic!("{}: {e} (CONCUR_WRITE_SEEDS=1 writes it)", path.display()));
+        assert!(
+            committed == *bytes,
+            "{} differs from what concur makes today (CONCUR_WRITE_SEEDS=1 writes it again)",
+            path.display()
+        );
     }
 }
