@@ -3,8 +3,9 @@
 //! SIGKILL loses nothing (SQLite and Redis); a Redis restart (AOF on) mid-run loses nothing;
 //! SIGTERM returns unfinished jobs; the CLI lists and requeues the retry and dead sets; no
 //! command shows a Redis password, the commands take it from `CONCUR_JOBS_BACKEND`, and no
-//! process concur starts has it on its command line. Redis tests start their own `redis-server` on a free
-//! loopback port (CI installs it; these tests are never skipped).
+//! process concur starts has it on its command line. Memory and SQLite are the fast tier; the
+//! Redis tests are the full tier (`#[ignore = "full tier: ..."]`, run by `.ci/run`): each
+//! starts its own `redis-server` on a free loopback port and fails where there is none.
 
 mod common;
 
@@ -249,17 +250,11 @@ fn round_trip(b: &dyn Backend) {
 }
 
 #[test]
-fn every_backend_round_trips_jobs() {
+fn every_local_backend_round_trips_jobs() {
     let dir = tempfile::tempdir().unwrap();
-    let redis = RedisServer::start();
     let full = tempfile::tempdir().unwrap();
     let synced = format!("{}?synchronous=full", sqlite_url(full.path()));
-    for url in [
-        "memory".to_string(),
-        sqlite_url(dir.path()),
-        synced,
-        redis.url(),
-    ] {
+    for url in ["memory".to_string(), sqlite_url(dir.path()), synced] {
         let b = open(&url);
         assert_eq!(b.describe(), url);
         round_trip(&*b);
@@ -267,7 +262,19 @@ fn every_backend_round_trips_jobs() {
 }
 
 #[test]
+#[ignore = "full tier: needs redis-server"]
+fn redis_round_trips_jobs() {
+    common::require(&[common::Need::Redis]);
+    let redis = RedisServer::start();
+    let b = open(&redis.url());
+    assert_eq!(b.describe(), redis.url());
+    round_trip(&*b);
+}
+
+#[test]
+#[ignore = "full tier: needs redis-server"]
 fn redis_rescues_a_job_moved_into_a_live_workers_list_whose_reply_was_lost() {
+    common::require(&[common::Need::Redis]);
     // The server persisted an LMOVE into our private list and died before replying: the
     // worker is alive (the reaper leaves its list alone) but never saw the job.
     let redis = RedisServer::start();
@@ -320,9 +327,21 @@ fn redis_rescues_a_job_moved_into_a_live_workers_list_whose_reply_was_lost() {
 #[test]
 fn a_failing_job_goes_through_its_retries_to_the_dead_set() {
     let dir = tempfile::tempdir().unwrap();
-    let redis = RedisServer::start();
-    for url in ["memory".to_string(), sqlite_url(dir.path()), redis.url()] {
-        let b = open(&url);
+    for url in ["memory".to_string(), sqlite_url(dir.path())] {
+        goes_through_its_retries_to_the_dead_set(&url);
+    }
+}
+
+#[test]
+#[ignore = "full tier: needs redis-server"]
+fn a_failing_job_goes_through_its_retries_to_the_dead_set_on_redis() {
+    common::require(&[common::Need::Redis]);
+    goes_through_its_retries_to_the_dead_set(&RedisServer::start().url());
+}
+
+fn goes_through_its_retries_to_the_dead_set(url: &str) {
+    {
+        let b = open(url);
         let jid = enqueue(&*b, "crash:panic", 1, Value::from(2))[0].clone();
         enqueue(&*b, "fib:5", 2, Value::Bool(true));
         drain(b.clone(), RetrySchedule::Fixed(Duration::from_millis(10)));
@@ -343,11 +362,23 @@ fn a_failing_job_goes_through_its_retries_to_the_dead_set() {
 
 #[test]
 fn a_job_with_retry_false_is_dropped_after_one_failure() {
-    // Sidekiq's `retry: false`: one run, no retry, not kept in the dead set.
     let dir = tempfile::tempdir().unwrap();
-    let redis = RedisServer::start();
-    for url in ["memory".to_string(), sqlite_url(dir.path()), redis.url()] {
-        let b = open(&url);
+    for url in ["memory".to_string(), sqlite_url(dir.path())] {
+        dropped_after_one_failure(&url);
+    }
+}
+
+#[test]
+#[ignore = "full tier: needs redis-server"]
+fn a_job_with_retry_false_is_dropped_after_one_failure_on_redis() {
+    common::require(&[common::Need::Redis]);
+    dropped_after_one_failure(&RedisServer::start().url());
+}
+
+/// Sidekiq's `retry: false`: one run, no retry, not kept in the dead set.
+fn dropped_after_one_failure(url: &str) {
+    {
+        let b = open(url);
         enqueue(&*b, "crash:panic", 1, Value::Bool(false));
         enqueue(&*b, "fib:5", 1, Value::Bool(true));
         drain(b.clone(), RetrySchedule::Fixed(Duration::from_millis(10)));
@@ -372,36 +403,46 @@ fn kill_one_more(b: &dyn Backend) -> (String, Vec<String>) {
     (c.raw.clone(), b.list(FailedSet::Dead, 20_000).unwrap())
 }
 
+/// The dead set's cap: 10,000 jobs.
+const DEAD_CAP: usize = 10_000;
+
+/// Kills one more job on `b`, whose dead set holds [`DEAD_CAP`] jobs (fillers, and one dead
+/// 181 days ago when `aged`): the set keeps its cap, drops the ancient one for its age and
+/// the oldest filler for the count, and keeps the job killed last.
+fn check_dead_cap(url: &str, b: &dyn Backend, aged: bool) {
+    let (new, dead) = kill_one_more(b);
+    assert_eq!(dead.len(), DEAD_CAP, "{url}");
+    assert_eq!(b.stats().unwrap().dead, DEAD_CAP as u64, "{url}");
+    assert!(
+        !dead.iter().any(|p| p == "ancient"),
+        "{url}: kept past 6 months"
+    );
+    if aged {
+        // The ancient one went for its age, then the oldest filler for the count.
+        assert_eq!(
+            dead[0],
+            filler(1),
+            "{url}: the oldest was not the one dropped"
+        );
+    }
+    assert_eq!(dead.last(), Some(&new), "{url}: the job killed last");
+}
+
+/// The dead set's fillers: filler-0 died first.
+fn filler(i: usize) -> String {
+    format!("filler-{i}")
+}
+
 #[test]
 fn the_dead_set_keeps_at_most_10000_jobs_and_six_months() {
     // docs/jobs.md's caps (Sidekiq's): 10,000 jobs, 6 months (180 days).
-    const CAP: usize = 10_000;
+    const CAP: usize = DEAD_CAP;
     assert_eq!(jobs::DEAD_MAX_JOBS, CAP);
     assert_eq!(jobs::DEAD_TIMEOUT, Duration::from_secs(180 * 24 * 3600));
     let now = jobs::now();
     let ancient = now - 181.0 * 24.0 * 3600.0;
     // Fillers died a little before now, in order: filler-0 is the oldest.
-    let filler = |i: usize| format!("filler-{i}");
     let died = |i: usize| now - 1000.0 + i as f64 * 0.01;
-    let check = |url: &str, b: &dyn Backend, aged: bool| {
-        let (new, dead) = kill_one_more(b);
-        assert_eq!(dead.len(), CAP, "{url}");
-        assert_eq!(b.stats().unwrap().dead, CAP as u64, "{url}");
-        assert!(
-            !dead.iter().any(|p| p == "ancient"),
-            "{url}: kept past 6 months"
-        );
-        if aged {
-            // The ancient one went for its age, then the oldest filler for the count.
-            assert_eq!(
-                dead[0],
-                filler(1),
-                "{url}: the oldest was not the one dropped"
-            );
-        }
-        assert_eq!(dead.last(), Some(&new), "{url}: the job killed last");
-    };
-
     // memory: through the backend (it lives as long as its process: no job ages there).
     let b = open("memory");
     let q = vec!["default".to_string()];
@@ -411,7 +452,7 @@ fn the_dead_set_keeps_at_most_10000_jobs_and_six_months() {
         let c = b.fetch("w1", &q, Duration::ZERO).unwrap().unwrap();
         b.kill("w1", &c, Some(&c.raw)).unwrap();
     }
-    check("memory", &*b, false);
+    check_dead_cap("memory", &*b, false);
     assert_eq!(b.list(FailedSet::Dead, 1).unwrap(), [filler(1)]);
 
     // sqlite: 10,000 dead jobs and one dead 181 days ago, written straight into its file.
@@ -435,9 +476,18 @@ fn the_dead_set_keeps_at_most_10000_jobs_and_six_months() {
         tx.commit().unwrap();
     }
     assert_eq!(b.stats().unwrap().dead, CAP as u64 + 1);
-    check(&url, &*b, true);
+    check_dead_cap(&url, &*b, true);
+}
 
-    // redis: the same in its `dead` sorted set.
+#[test]
+#[ignore = "full tier: needs redis-server"]
+fn the_dead_set_keeps_at_most_10000_jobs_and_six_months_on_redis() {
+    common::require(&[common::Need::Redis]);
+    const CAP: usize = DEAD_CAP;
+    let now = jobs::now();
+    let ancient = now - 181.0 * 24.0 * 3600.0;
+    let died = |i: usize| now - 1000.0 + i as f64 * 0.01;
+    // redis: 10,000 dead jobs and one dead 181 days ago, in its `dead` sorted set.
     let redis = RedisServer::start();
     let url = redis.url();
     let b = open(&url);
@@ -452,15 +502,27 @@ fn the_dead_set_keeps_at_most_10000_jobs_and_six_months() {
     }
     let added: usize = zadd.query(&mut c).unwrap();
     assert_eq!(added, CAP + 1);
-    check(&url, &*b, true);
+    check_dead_cap(&url, &*b, true);
 }
 
 #[test]
 fn malformed_jobs_land_in_the_dead_set_with_their_parse_error() {
     let dir = tempfile::tempdir().unwrap();
-    let redis = RedisServer::start();
-    for url in ["memory".to_string(), sqlite_url(dir.path()), redis.url()] {
-        let b = open(&url);
+    for url in ["memory".to_string(), sqlite_url(dir.path())] {
+        malformed_jobs_are_buried(&url);
+    }
+}
+
+#[test]
+#[ignore = "full tier: needs redis-server"]
+fn malformed_jobs_land_in_the_dead_set_with_their_parse_error_on_redis() {
+    common::require(&[common::Need::Redis]);
+    malformed_jobs_are_buried(&RedisServer::start().url());
+}
+
+fn malformed_jobs_are_buried(url: &str) {
+    {
+        let b = open(url);
         let bad_spec = Job::task("nope:1", 0, "default");
         b.enqueue(
             "default",
@@ -589,45 +651,94 @@ fn audit(log: &Path, jids: &[String], url: &str) -> usize {
     dups
 }
 
-/// A worker killed (SIGKILL) after a quarter of `n` jobs of `spec` ran; a second one finishes.
-/// At most `in_flight` jobs may run twice (those that ran and were not yet acknowledged).
+/// Sends `sig` to the worker `w`.
+fn signal(w: &Proc, sig: nix::sys::signal::Signal) {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(w.id() as i32), sig).unwrap();
+}
+
+/// Stops the worker `w` (SIGSTOP) at a moment its queue on `b` shows `wanted`, and returns
+/// the queue's counts as they stay while it is stopped. Between tries it runs on; should it
+/// have emptied its queue before one lands (a fast machine, or a slow test thread), `top_up`
+/// gives it more work, so the state is reached at any speed rather than by a guess of how
+/// long the work takes.
+fn stop_when(
+    w: &Proc,
+    b: &dyn Backend,
+    wanted: impl Fn(&jobs::Stats) -> bool,
+    mut top_up: impl FnMut(),
+) -> jobs::Stats {
+    let mut frozen = None;
+    wait_for(
+        "the worker stopped in the state wanted",
+        Duration::from_secs(60),
+        || {
+            signal(w, nix::sys::signal::Signal::SIGSTOP);
+            let s = b.stats().unwrap();
+            if wanted(&s) {
+                frozen = Some(s);
+                return true;
+            }
+            if s.enqueued == 0 && s.busy == 0 {
+                top_up();
+            }
+            signal(w, nix::sys::signal::Signal::SIGCONT);
+            false
+        },
+    );
+    frozen.unwrap()
+}
+
+/// A worker killed (SIGKILL) with jobs claimed and not acknowledged, after a quarter of `n`
+/// jobs of `spec` ran; a second one finishes. Only the jobs claimed at the kill may run
+/// twice, and those are at most `in_flight` (what its threads claim at once).
 fn kill_9_mid_run_loses_nothing(url: &str, dir: &Path, spec: &str, n: usize, in_flight: usize) {
     let b = open(url);
-    let jids = enqueue(&*b, spec, n, Value::Bool(true));
+    let mut jids = enqueue(&*b, spec, n, Value::Bool(true));
     let log: PathBuf = dir.join("done.log");
     let mut first = worker(url, &log, "1s", &[]);
     wait_for("a quarter of the jobs", Duration::from_secs(60), || {
         unique(&log) >= n / 4
     });
+    // Stopped with jobs claimed: the kill lands mid-run, whatever the machine's speed.
+    let at_kill = stop_when(
+        &first,
+        &*b,
+        |s| s.busy > 0,
+        || jids.extend(enqueue(&*b, spec, n, Value::Bool(true))),
+    );
     first.kill().unwrap(); // SIGKILL, with jobs in flight
     first.wait().unwrap();
-    let s = b.stats().unwrap();
     assert!(
-        s.enqueued + s.busy > 0,
-        "{url}: killed after the run: {s:?}"
+        at_kill.busy as usize <= in_flight,
+        "{url}: {} jobs claimed at once, more than {in_flight}: {at_kill:?}",
+        at_kill.busy
     );
+    let total = jids.len();
     let mut second = worker(url, &log, "1s", &["--until-empty"]);
-    wait_for("every job", Duration::from_secs(120), || unique(&log) >= n);
+    wait_for("every job", Duration::from_secs(120), || {
+        unique(&log) >= total
+    });
     let status = wait_exit(&mut second, Duration::from_secs(30));
     assert!(status.success(), "{url}: second worker {status:?}");
     let dups = audit(&log, &jids, url);
     assert!(
-        dups <= in_flight,
-        "{url}: {dups} duplicates, more than the {in_flight} jobs in flight"
+        dups <= at_kill.busy as usize,
+        "{url}: {dups} duplicates, more than the {} jobs claimed at the kill",
+        at_kill.busy
     );
     let s = b.stats().unwrap();
     assert_eq!(
         (s.enqueued, s.busy, s.processed, s.failed),
-        (0, 0, n as u64, 0),
+        (0, 0, total as u64, 0),
         "{url}"
     );
 }
 
-/// 200 × 50 ms on 4 threads: 2.5 s, so the kill at 50 done lands mid-run even on a busy
-/// machine; jobs this long are claimed one at a time, so at most 4 run twice.
+/// 200 × 50 ms on 4 threads; jobs this long are claimed one at a time, so at most 4 are
+/// claimed at once.
 const SLOW: (&str, usize, usize) = ("sleep:50ms", 200, 4);
 /// 20,000 × 0.2 ms: short jobs, claimed in batches (a worker thread takes what it runs in about
-/// a millisecond) and acknowledged a batch at a time, so up to a batch per thread may run twice.
+/// a millisecond) and acknowledged a batch at a time, so up to a batch per thread is claimed.
 const SHORT: (&str, usize, usize) = ("sleep:200us", 20_000, 4 * concur::jobs::worker::BATCH_MAX);
 
 fn wait_exit(c: &mut Child, limit: Duration) -> std::process::ExitStatus {
@@ -653,7 +764,9 @@ fn sqlite_worker_killed_mid_run_loses_nothing() {
 }
 
 #[test]
+#[ignore = "full tier: needs redis-server"]
 fn redis_worker_killed_mid_run_loses_nothing() {
+    common::require(&[common::Need::Redis]);
     for (spec, n, in_flight) in [SLOW, SHORT] {
         let redis = RedisServer::start();
         let dir = tempfile::tempdir().unwrap();
@@ -662,33 +775,38 @@ fn redis_worker_killed_mid_run_loses_nothing() {
 }
 
 #[test]
+#[ignore = "full tier: needs redis-server"]
 fn redis_restart_with_aof_mid_run_loses_nothing() {
+    common::require(&[common::Need::Redis]);
     let dir = tempfile::tempdir().unwrap();
     let mut redis = RedisServer::start();
     let url = redis.url();
     let b = open(&url);
-    let jids = enqueue(&*b, "sleep:20ms", 300, Value::Bool(true));
+    let mut jids = enqueue(&*b, "sleep:20ms", 300, Value::Bool(true));
     let log = dir.path().join("done.log");
     let mut w = worker(&url, &log, "5s", &[]);
     wait_for("some jobs", Duration::from_secs(60), || unique(&log) >= 50);
-    // Jobs are still waiting when the server dies (300 × 20 ms on 4 threads take 1.5 s; the
-    // first 50 a quarter of a second): otherwise the restart has nothing to lose.
-    let s = b.stats().unwrap();
-    assert!(
-        s.enqueued > 0,
-        "{url}: the jobs were done before the kill: {s:?}"
+    // The worker stopped while jobs still wait (otherwise the restart has nothing to lose),
+    // the server killed and started again (its append-only file replays), the worker let go.
+    stop_when(
+        &w,
+        &*b,
+        |s| s.enqueued > 0,
+        || jids.extend(enqueue(&*b, "sleep:20ms", 300, Value::Bool(true))),
     );
-    assert!(unique(&log) < 300, "{url}: every job ran before the kill");
+    let total = jids.len();
+    assert!(unique(&log) < total, "{url}: every job ran before the kill");
     redis.crash_and_restart();
+    signal(&w, nix::sys::signal::Signal::SIGCONT);
     wait_for(
         "every job after the restart",
         Duration::from_secs(120),
-        || unique(&log) >= 300,
+        || unique(&log) >= total,
     );
     let b = open(&url);
     wait_for("the queue to settle", Duration::from_secs(60), || {
         b.stats()
-            .is_ok_and(|s| s.enqueued == 0 && s.busy == 0 && s.processed == 300)
+            .is_ok_and(|s| s.enqueued == 0 && s.busy == 0 && s.processed == total as u64)
     });
     // SIGTERM: a graceful stop.
     nix::sys::signal::kill(
@@ -810,9 +928,15 @@ fn several_workers_share_one_queue(url: &str, dir: &Path) {
 }
 
 #[test]
-fn three_worker_processes_share_one_sqlite_file_and_one_redis() {
+fn three_worker_processes_share_one_sqlite_file() {
     let dir = tempfile::tempdir().unwrap();
     several_workers_share_one_queue(&sqlite_url(dir.path()), dir.path());
+}
+
+#[test]
+#[ignore = "full tier: needs redis-server"]
+fn three_worker_processes_share_one_redis() {
+    common::require(&[common::Need::Redis]);
     let dir = tempfile::tempdir().unwrap();
     let redis = RedisServer::start();
     several_workers_share_one_queue(&redis.url(), dir.path());
@@ -828,20 +952,13 @@ fn jobs_study(models: &[&str], backend: &str) -> Vec<Value> {
     common::run_study(&args).1
 }
 
-#[test]
-fn the_jobs_models_run_every_task_with_the_same_checksum_as_seq() {
-    // (Here rather than in cli_models.rs, whose timing test runs beside its model test.)
-    let redis = RedisServer::start();
-    let url = redis.url();
-    let lines = jobs_study(&["seq", "jobs:3", "jobs-memory:3", "jobs-redis:3"], &url);
-    let dir = tempfile::tempdir().unwrap();
-    let db = sqlite_url(dir.path());
-    let sqlite_lines = jobs_study(&["jobs:2", "jobs-procs:2"], &db);
+/// Checks that every run of `lines` did its 20 tasks with the same checksum per workload as
+/// every other run of it (seq's among them).
+fn same_checksums(lines: &[Value], runs_expected: usize) {
+    let runs = common::of_type(lines, "run");
+    assert_eq!(runs.len(), runs_expected, "{runs:?}");
     let mut checksum: BTreeMap<String, u64> = BTreeMap::new();
-    let runs = common::of_type(&lines, "run");
-    let sqlite_runs = common::of_type(&sqlite_lines, "run");
-    assert_eq!(runs.len() + sqlite_runs.len(), 12);
-    for r in runs.iter().chain(&sqlite_runs) {
+    for r in &runs {
         let what = format!("{} {}", r["workload"], r["model"]);
         assert_eq!(r["tasks_ok"], 20, "{what}: {r}");
         assert!(r["error"].is_null(), "{what}: {r}");
@@ -849,16 +966,37 @@ fn the_jobs_models_run_every_task_with_the_same_checksum_as_seq() {
         let w = r["workload"].as_str().unwrap().to_string();
         assert_eq!(*checksum.entry(w).or_insert(bytes), bytes, "{what}");
     }
+    assert_eq!(checksum.len(), 2, "{checksum:?}");
+}
+
+#[test]
+fn the_jobs_models_run_every_task_with_the_same_checksum_as_seq() {
+    // (Here rather than in cli_models.rs, whose timing test runs beside its model test.)
+    let dir = tempfile::tempdir().unwrap();
+    let db = sqlite_url(dir.path());
+    let lines = jobs_study(&["seq", "jobs:2", "jobs-memory:3", "jobs-procs:2"], &db);
+    same_checksums(&lines, 8);
+    for r in common::runs_of(&lines, "jobs-procs:2") {
+        assert_eq!(r["processes_created"], 2);
+    }
+    // jobs:2 and jobs-procs:2 used the SQLite file named (on queues of their own, left
+    // empty); jobs-memory:3 its own process's queue.
+    let s = open(&db).stats().unwrap();
+    assert_eq!((s.processed, s.enqueued, s.busy), (80, 0, 0));
+}
+
+#[test]
+#[ignore = "full tier: needs redis-server"]
+fn jobs_redis_runs_every_task_with_the_same_checksum_as_seq() {
+    common::require(&[common::Need::Redis]);
+    let redis = RedisServer::start();
+    let url = redis.url();
+    let lines = jobs_study(&["seq", "jobs-redis:3"], &url);
+    same_checksums(&lines, 4);
     for r in common::runs_of(&lines, "jobs-redis:3") {
         assert_eq!(r["threads_created"], 3);
     }
-    for r in common::runs_of(&sqlite_lines, "jobs-procs:2") {
-        assert_eq!(r["processes_created"], 2);
-    }
-    // jobs:2 and jobs-procs:2 used the SQLite file named, jobs-redis:3 our Redis (on queues
-    // of their own, left empty and forgotten).
-    let s = open(&db).stats().unwrap();
-    assert_eq!((s.processed, s.enqueued, s.busy), (80, 0, 0));
+    // jobs-redis:3 used our Redis, on queues of its own, left empty and forgotten.
     let s = open(&url).stats().unwrap();
     assert_eq!((s.processed, s.enqueued, s.busy), (40, 0, 0));
     let mut c = redis::Client::open(url.as_str())
@@ -895,7 +1033,9 @@ fn concur_cli_with(backend: Option<&str>, args: &[&str]) -> (Option<i32>, String
 const BACKEND_ENV: &str = "CONCUR_JOBS_BACKEND";
 
 #[test]
+#[ignore = "full tier: needs redis-server"]
 fn the_jobs_commands_take_the_backend_from_concur_jobs_backend() {
+    common::require(&[common::Need::Redis]);
     const PASSWORD: &str = "Env-pa55-only";
     let redis = RedisServer::start_with_password(PASSWORD);
     let url = redis.url();
@@ -936,7 +1076,9 @@ fn the_jobs_commands_take_the_backend_from_concur_jobs_backend() {
 }
 
 #[test]
+#[ignore = "full tier: needs redis-server"]
 fn no_process_concur_starts_shows_the_redis_password_on_its_command_line() {
+    common::require(&[common::Need::Redis]);
     const PASSWORD: &str = "Cmdline-s3cret-42";
     let redis = RedisServer::start_with_password(PASSWORD);
     let url = redis.url();
@@ -1022,7 +1164,9 @@ fn no_process_concur_starts_shows_the_redis_password_on_its_command_line() {
 }
 
 #[test]
+#[ignore = "full tier: needs redis-server"]
 fn the_cli_never_shows_a_redis_password() {
+    common::require(&[common::Need::Redis]);
     const PASSWORD: &str = "Pa55-w0rd-s3cret";
     const WRONG: &str = "Wr0ng-guess-77";
     let redis = RedisServer::start_with_password(PASSWORD);
@@ -1308,7 +1452,9 @@ fn cli_lists_and_requeues_the_retry_and_dead_sets_on_sqlite() {
 }
 
 #[test]
+#[ignore = "full tier: needs redis-server"]
 fn cli_lists_and_requeues_the_retry_and_dead_sets_on_redis() {
+    common::require(&[common::Need::Redis]);
     let dir = tempfile::tempdir().unwrap();
     let redis = RedisServer::start();
     failed_sets_from_the_cli(&redis.url(), dir.path());
