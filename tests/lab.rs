@@ -161,14 +161,128 @@ fn bad_input_is_refused_before_any_run() {
 
 const N: usize = 12;
 
+/// The two tests of this binary, as a test runner lists them: the labs in fresh processes
+/// (fast tier), and the same binary as an agent of a hub (full tier: it starts redis-server).
+const TESTS: [(&str, Option<&str>); 2] = [
+    ("labs_in_fresh_processes", None),
+    (
+        "the_closure_runs_on_the_binary_as_an_agent",
+        Some("full tier: needs redis-server"),
+    ),
+];
+
+/// Which of [`TESTS`] this process runs ("0", "1" or "01"): chosen by the first process from
+/// its arguments and inherited by every run's process and by the agent, which must create the
+/// same labs in the same order as the first process did.
+const CHOSEN_VAR: &str = "CONCUR_LAB_TEST_CHOSEN";
+
+/// What libtest's command line asks of this binary (the part cargo test and cargo nextest
+/// use): `--list [--ignored]`, name filters with `--exact`, `--skip NAME`, `--ignored` and
+/// `--include-ignored`; the other flags (`--nocapture`, `--format X`, `--test-threads N`...)
+/// change nothing here.
+fn chosen_by_arguments() -> Option<String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (mut list, mut ignored, mut include_ignored, mut exact) = (false, false, false, false);
+    let (mut filters, mut skips) = (Vec::new(), Vec::new());
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--list" => list = true,
+            "--ignored" => ignored = true,
+            "--include-ignored" => include_ignored = true,
+            "--exact" => exact = true,
+            "--skip" => skips.extend(it.next().cloned()),
+            "--format" | "--test-threads" | "--color" | "--logfile" | "-Z" | "--report-time" => {
+                it.next();
+            }
+            f if f.starts_with('-') => {}
+            f => filters.push(f.to_string()),
+        }
+    }
+    let matches = |name: &str, pat: &str| {
+        if exact {
+            name == pat
+        } else {
+            name.contains(pat)
+        }
+    };
+    let picked: Vec<usize> = (0..TESTS.len())
+        .filter(|&k| {
+            let (name, _) = TESTS[k];
+            (filters.is_empty() || filters.iter().any(|f| matches(name, f)))
+                && !skips.iter().any(|s| matches(name, s))
+        })
+        .collect();
+    if list {
+        for &k in &picked {
+            if !ignored || TESTS[k].1.is_some() {
+                println!("{}: test", TESTS[k].0);
+            }
+        }
+        return None;
+    }
+    let mut chosen = String::new();
+    println!("\nrunning {} tests", picked.len());
+    for &k in &picked {
+        let (name, why) = TESTS[k];
+        let runs = match why {
+            None => !ignored,
+            Some(_) => ignored || include_ignored,
+        };
+        if runs {
+            chosen.push_str(&k.to_string());
+        } else if let Some(why) = why {
+            println!("test {name} ... ignored, {why}");
+        }
+    }
+    Some(chosen)
+}
+
 fn main() {
     concur::init();
-    if std::env::var_os(MARKER_VAR).is_none() {
-        // The first process, before any thread or run: every run's process inherits it.
+    let chosen = match std::env::var(CHOSEN_VAR) {
+        Ok(c) => c,
+        Err(_) => {
+            // The first process, before any thread or run.
+            let Some(c) = chosen_by_arguments() else {
+                return;
+            };
+            std::env::set_var(CHOSEN_VAR, &c);
+            c
+        }
+    };
+    let first = std::env::var_os(MARKER_VAR).is_none();
+    if first {
+        // The first process: every run's process inherits the marker's path.
         let marker = std::env::temp_dir().join(format!("concur-lab-ran-{}", std::process::id()));
         let _ = std::fs::remove_file(&marker);
         std::env::set_var(MARKER_VAR, &marker);
     }
+    if chosen.contains('0') {
+        labs_in_fresh_processes(first);
+        if first {
+            println!("test {} ... ok", TESTS[0].0);
+        }
+    }
+    if chosen.contains('1') {
+        the_closure_runs_on_the_binary_as_an_agent();
+        if first {
+            println!("test {} ... ok", TESTS[1].0);
+        }
+    }
+    if first {
+        let ran = chosen.len();
+        println!(
+            "\ntest result: ok. {ran} passed; 0 failed; {} ignored; 0 measured; 0 filtered out\n",
+            TESTS.len() - ran
+        );
+    }
+}
+
+/// Every model runs the same closures in fresh processes: checksums, failures, the marker.
+/// Only the `first` process checks: a run's process passes through the labs before its own
+/// with empty reports.
+fn labs_in_fresh_processes(first: bool) {
     // Every lab runs before anything reads a report: in a run's process (this binary started
     // again), the labs before the one that owns the run return empty reports.
     // Every model that can run a closure here, written out (the registry under test does not
@@ -263,7 +377,19 @@ fn main() {
         .warmup(0)
         .run()
         .expect("the lab runs");
-    // The same binary as an agent of a hub: the closure runs in the agent's fresh processes.
+    if !first {
+        return;
+    }
+    let marked = std::fs::remove_file(ran_marker()).is_ok();
+    every_model_gives_the_same_checksum_in_fresh_processes(&sum, &models);
+    panics_and_errors_are_failed_tasks_with_their_message(&bad, &bad_async, &build_panic);
+    assert_eq!(good.runs.len(), 1);
+    assert!(marked, "the marking task left no marker");
+    bad_input_is_refused_before_any_run();
+}
+
+/// The same binary as an agent of a hub: the closure runs in the agent's fresh processes.
+fn the_closure_runs_on_the_binary_as_an_agent() {
     let hub = LabHub::start();
     let over_hub = Lab::new("lab-hub")
         .nature(concur::Nature::Cpu)
@@ -277,12 +403,6 @@ fn main() {
         .run()
         .expect("the lab runs over the hub");
     drop(hub);
-    let marked = std::fs::remove_file(ran_marker()).is_ok();
-    every_model_gives_the_same_checksum_in_fresh_processes(&sum, &models);
-    panics_and_errors_are_failed_tasks_with_their_message(&bad, &bad_async, &build_panic);
-    assert_eq!(good.runs.len(), 1);
-    assert!(marked, "the marking task left no marker");
-    bad_input_is_refused_before_any_run();
     the_closure_ran_on_the_agent(&over_hub);
 }
 
