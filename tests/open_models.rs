@@ -7,9 +7,10 @@
 //!
 //! The bounds come from the mechanism: the schedule (task `k` due at `k × 20 ms`, released
 //! at the first 50 ms tick at or after it), the model's parallelism (from its run line), the
-//! task's floor (both workloads take at least `TASK`), what starting a task costs the model
-//! (a process, a queue's poll: [`start_cost`]), and a margin for a loaded 2-core machine
-//! ([`LOADED`] on any one task, [`TYPICAL`] on the median). The records checked against
+//! task's floor (both workloads take at least `TASK`), what releasing and starting a task
+//! cost the model (a queue's lock, a process, a poll: [`release_cost`], [`start_cost`]), and
+//! a margin for a loaded 2-core machine ([`LOADED`] on any one task, [`TYPICAL`] on the
+//! median). The records checked against
 //! them: `lag_us` (the dispatcher's lateness), `queue_us`, `service_us` and `latency_us`
 //! (each task's start and end against its due time), `timeline_us` (each task's start),
 //! `rate_achieved`, `behind`, `series` and the task counts.
@@ -57,18 +58,45 @@ const TASK: Duration = Duration::from_millis(10);
 /// process scheduled behind the other helpers' builds. Two and a half intervals: a task that
 /// late has been overtaken by the next two due times.
 const LOADED: Duration = Duration::from_millis(50);
-/// What it may add to the median release or start: a quarter of an interval. A model that
-/// released every task one interval late (or at the tick after its own) fails here.
-const TYPICAL: Duration = Duration::from_millis(5);
+/// What it may add to the median release or start: half an interval. A model that released
+/// every task one interval late (or at the tick after its own) fails here.
+const TYPICAL: Duration = Duration::from_millis(10);
 /// Starting a fresh concur process (exec of a 20 MB binary, its runtime, the request read
 /// from its pipe): a few milliseconds on a quiet machine, ten times that under load.
 const PROCESS_START: Duration = Duration::from_millis(50);
 /// The longest pause of a `concur jobs work` worker polling an idle SQLite queue
 /// (src/jobs/sqlite.rs: `fetch_batch` backs off from 1 ms to 50 ms).
 const SQLITE_POLL_MAX: Duration = Duration::from_millis(50);
+/// How long a write to a SQLite queue may wait for its write lock on a loaded machine: the
+/// W workers of an open run, idle most of the time, each take it 1,000 times a second for
+/// an empty claim (src/model/jobs.rs, `BEGIN IMMEDIATE` in src/jobs/sqlite.rs), and one of
+/// them preempted while holding it holds up the enqueue (a release) or the claim behind it.
+const SQLITE_WRITE_WAIT: Duration = Duration::from_millis(50);
+
+/// SQLite's busy handler between two processes: a writer that finds the write lock taken
+/// sleeps 1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50 then 100 ms before each new try
+/// (sqliteDefaultBusyCallback). `jobs-procs`'s enqueues meet its worker processes' claims
+/// there; ten tries lost in a row on a loaded machine cost the sum of the first ten sleeps.
+const SQLITE_BUSY_TEN_TRIES: Duration =
+    Duration::from_millis(1 + 2 + 5 + 10 + 15 + 20 + 25 + 25 + 25 + 50);
+
+/// What releasing a task costs `model`'s dispatcher beyond its wake-up: the part of its lag
+/// that is the model's own mechanism.
+fn release_cost(model: &str) -> Duration {
+    match model.split(':').next().unwrap() {
+        // The release is an enqueue on the SQLite queue its workers poll: threads of the
+        // same process, which queue for the lock, or processes, which meet SQLite's busy
+        // handler.
+        // (Threads queue on a mutex, but its holder, preempted on a loaded machine, holds up
+        // the release as long: the same bound. Seen up to 150 ms at a load of 4 to 5.)
+        "jobs" | "jobs-procs" => SQLITE_BUSY_TEN_TRIES,
+        _ => Duration::ZERO,
+    }
+}
 
 /// What starting a released task costs `model` beyond a hand-over to an idle worker: the
-/// part of its queue time (start − due) that is the model's own mechanism.
+/// part of its queue time (start − due), beside [`release_cost`], that is the model's own
+/// mechanism.
 fn start_cost(model: &str) -> Duration {
     match model.split(':').next().unwrap() {
         // A process per task, created at its release: `fork` copies the run's process,
@@ -76,8 +104,8 @@ fn start_cost(model: &str) -> Duration {
         "fork" => Duration::from_millis(10),
         "spawn" => PROCESS_START,
         // Threads polling the queue every 1 ms when it is empty; a SQLite claim waits for
-        // the enqueue's write lock (src/model/jobs.rs).
-        "jobs" => Duration::from_millis(10),
+        // the write lock like the enqueue (src/model/jobs.rs).
+        "jobs" => SQLITE_WRITE_WAIT,
         "jobs-memory" | "jobs-redis" => Duration::from_millis(2),
         // W worker processes started with the run, which the first tasks wait for (the run
         // leads its first due time by only 10 ms), then polling with the backoff above.
@@ -200,10 +228,11 @@ fn assert_schedule_kept(r: &Value, grain: Option<Duration>, bytes: u64) {
     let shifts = sched.shifts();
     let shift_max = *shifts.last().unwrap();
     let lag_max = pct(r, "lag_us", "max");
+    let release = us_of(release_cost(model));
     assert!(
-        lag_max + ROUNDING >= shift_max && lag_max <= shift_max + us_of(LOADED),
+        lag_max + ROUNDING >= shift_max && lag_max <= shift_max + release + us_of(LOADED),
         "{what}: the largest release lag {lag_max} µs, against a largest shift of \
-         {shift_max} µs plus at most {LOADED:?}: {r}"
+         {shift_max} µs plus at most {release} µs (release cost) and {LOADED:?}: {r}"
     );
     if grain.is_none() {
         // (With a grain, `seq` and `green` record only the releases they waited for, so
@@ -217,7 +246,7 @@ fn assert_schedule_kept(r: &Value, grain: Option<Duration>, bytes: u64) {
 
     // Each task's queue time (start − due): at least what the schedule and the model's
     // parallelism make it wait with tasks of `TASK`, at most what they make it wait with
-    // tasks as long as the longest this run served, plus the model's start cost and the
+    // tasks as long as the longest this run served, plus the model's costs and the
     // margin.
     let workers = r["parallelism"].as_u64().unwrap() as usize;
     let service_max = pct(r, "service_us", "max");
@@ -227,7 +256,7 @@ fn assert_schedule_kept(r: &Value, grain: Option<Duration>, bytes: u64) {
     );
     let floor = sched.ideal_queue(workers, us_of(TASK));
     let ceiling = sched.ideal_queue(workers, service_max);
-    let cost = us_of(start_cost(model));
+    let cost = release + us_of(start_cost(model));
     for (q, p, margin) in [("p50", 0.5, TYPICAL), ("max", 1.0, LOADED)] {
         let got = pct(r, "queue_us", q);
         let (lo, hi) = (
@@ -236,7 +265,7 @@ fn assert_schedule_kept(r: &Value, grain: Option<Duration>, bytes: u64) {
         );
         assert!(
             got + ROUNDING >= lo && got <= hi,
-            "{what}: queue {q} {got} µs, outside {lo}..={hi} µs (start cost {cost} µs, \
+            "{what}: queue {q} {got} µs, outside {lo}..={hi} µs (release and start cost {cost} µs, \
              margin {margin:?}): {r}"
         );
     }
