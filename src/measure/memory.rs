@@ -100,6 +100,23 @@ impl Tree {
 /// `1 / (1 + COST_PAUSE)` share of one core, taken from the machine the run measures.
 const COST_PAUSE: u32 = 50;
 
+/// The CPU time the calling thread has used. A sample's cost is CPU time, not wall time: on a
+/// loaded machine a walk of /proc waits for a core, and a wall-time cost made the pause grow
+/// past the lives of short children (a tree of 200 ms processes sampled every 0.5 s or more
+/// was measured as its parent alone).
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec, which lives on this frame.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return Duration::ZERO;
+    }
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
 /// The shortest pause between two samples.
 const MIN_PAUSE: Duration = Duration::from_millis(10);
 
@@ -112,7 +129,7 @@ pub struct TreeSampler {
 impl TreeSampler {
     /// Starts sampling the tree of `root`. The interval adapts to keep the sampler's own CPU
     /// cost under 2% of one core: at least 10 ms, at least 50 times one sample's
-    /// cost. The tree is walked again (every process of the machine) only when a process or
+    /// CPU time. The tree is walked again (every process of the machine) only when a process or
     /// thread was created since the last walk; otherwise a sample reads the PSS of the
     /// members found before.
     pub fn start(root: i32) -> Self {
@@ -125,13 +142,13 @@ impl TreeSampler {
                 let mut samples = 0u32;
                 let mut tree = Tree::new(root);
                 while !flag.load(Ordering::Relaxed) {
-                    let t = Instant::now();
+                    let t = thread_cpu();
                     let now = tree.pss_kib();
                     if now > 0 {
                         samples += 1;
                         peak = peak.max(now);
                     }
-                    let cost = t.elapsed();
+                    let cost = thread_cpu().saturating_sub(t);
                     let pause = (cost * COST_PAUSE).max(MIN_PAUSE);
                     // Wake early when asked to stop, so short runs do not wait a full pause.
                     let until = Instant::now() + pause;
