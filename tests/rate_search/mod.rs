@@ -17,8 +17,8 @@ pub fn most_achievable(n: f64, w: f64, d: f64) -> f64 {
 /// returns the rate found. Every probe's verdict matches its own figures; the rate found is
 /// the highest that passed and every probe above it failed; the bracket closed within the
 /// search's precision (or it ran out of probes); the search started at half the capacity
-/// (where nothing queues: a pass on any machine that can time a sleep), and no passing rate
-/// is more than a probe of its size could achieve on W slots.
+/// (where nothing queues) and went up from a pass there, down from a failure; and no passing
+/// rate is more than a probe of its size could achieve on W slots.
 pub fn check_search(run: &Value, workers: u64, delay_s: f64, slo_us: f64) -> f64 {
     let (w, d) = (workers as f64, delay_s);
     assert_eq!(run["workers"].as_u64(), Some(workers), "{run}");
@@ -50,8 +50,15 @@ pub fn check_search(run: &Value, workers: u64, delay_s: f64, slo_us: f64) -> f64
         "first probe: {}",
         probes[0]
     );
-    assert_eq!(probes[0]["ok"], true, "at half the capacity: {}", probes[0]);
+    // Half the capacity queues nothing, so it passes on a machine that can time a sleep; on a
+    // starved one (a load average of 96 was seen beside other tests) it may not, and then the
+    // search must have gone below it.
     let found = search["sustained"].as_f64().expect("a rate found");
+    if probes[0]["ok"] == true {
+        assert!(found >= rate(&probes[0]), "{search}");
+    } else {
+        assert!(found < rate(&probes[0]), "{search}");
+    }
     let best = probes
         .iter()
         .filter(|p| p["ok"] == true)
