@@ -687,6 +687,75 @@ mod tests {
     }
 
     #[test]
+    fn another_machine_is_named_in_a_warning_by_each_difference() {
+        let m = Machine {
+            cpu: "AMD EPYC".into(),
+            cores: 2,
+            kernel: "6.18".into(),
+            load1: 0.1,
+            governor: None,
+            mem_total_kib: None,
+            cpu_busy: None,
+        };
+        let base = runs(&["seq"], 5);
+        let warned = |other: &Machine| {
+            compare("main", &base, Some(&m), &base, Some(other))
+                .warnings
+                .into_iter()
+                .filter(|w| w.starts_with("the baseline ran on another machine"))
+                .collect::<Vec<_>>()
+        };
+        // The same machine, busier: no warning.
+        assert!(warned(&Machine {
+            load1: 3.0,
+            ..m.clone()
+        })
+        .is_empty());
+        let other = Machine {
+            cpu: "Intel Xeon".into(),
+            cores: 4,
+            kernel: "6.1".into(),
+            ..m.clone()
+        };
+        assert_eq!(
+            warned(&other),
+            vec![
+                "the baseline ran on another machine (CPU 'AMD EPYC' vs 'Intel Xeon', 2 vs 4 \
+                 cores, kernel 6.18 vs 6.1): differences may be the machine's"
+                    .to_string()
+            ]
+        );
+        for one in [
+            Machine {
+                cpu: "Intel Xeon".into(),
+                ..m.clone()
+            },
+            Machine {
+                cores: 4,
+                ..m.clone()
+            },
+            Machine {
+                kernel: "6.1".into(),
+                ..m.clone()
+            },
+        ] {
+            assert_eq!(warned(&one).len(), 1, "{one:?}");
+        }
+    }
+
+    #[test]
+    fn cells_only_in_the_new_runs_are_counted() {
+        let base = runs(&["seq"], 5);
+        let now = runs(&["seq", "thread", "pool:2"], 5);
+        let c = compare("main", &base, None, &now, None);
+        assert_eq!((c.in_both(), c.only_new, c.only_base), (1, 2, 0));
+        // A new cell whose every run crashed measured nothing: not counted.
+        let crashed = ending(now.clone(), "thread", 5, RunStatus::Crashed);
+        let c = compare("main", &base, None, &crashed, None);
+        assert_eq!(c.only_new, 1);
+    }
+
+    #[test]
     fn verdicts_need_both_significance_and_a_change_past_the_noise() {
         let base = runs(&["seq"], 5);
         let scaled = |f: f64| -> Vec<RunResult> {
