@@ -259,8 +259,8 @@ pub fn compare(
 }
 
 /// The smallest two-sided p the Mann-Whitney test gives for `n1` and `n2` untied values: that
-/// of two samples wholly apart, computed by [`stats::mann_whitney`] itself, so it is exact
-/// (`2 / C(n1 + n2, n1)`) up to [`stats::MANN_WHITNEY_EXACT_MAX`] values together and the
+/// of two samples wholly apart, computed by `stats::mann_whitney` itself, so it is exact
+/// (`2 / C(n1 + n2, n1)`) up to `stats::MANN_WHITNEY_EXACT_MAX` values together and the
 /// normal approximation beyond (where 1 run against any number never goes below 0.08). 1 when
 /// a sample is empty.
 pub fn min_p(n1: usize, n2: usize) -> f64 {
