@@ -80,10 +80,15 @@ fn header_value_spans(text: &str) -> Vec<Range<usize>> {
             .rev()
             .find(|&(_, c)| !tchar(c))
             .map_or(0, |(p, c)| p + c.len_utf8());
-        if !is_credential_header(name) && !is_credential_header(&text[wide..name_end]) {
+        let narrow = is_credential_header(name);
+        if !narrow && !is_credential_header(&text[wide..name_end]) {
             continue;
         }
-        let quote = text[..start]
+        // A quote before the name opens the header (`'Authorization: T'`), unless it is part
+        // of the name read wide (`'-Key:'A` is sent as the name `'-Key`, value `'A`: found by
+        // the header fuzz target).
+        let open = if narrow { start } else { wide };
+        let quote = text[..open]
             .chars()
             .next_back()
             .filter(|&c| c == '\'' || c == '"');
@@ -290,6 +295,8 @@ mod tests {
             mask_credentials("--jobs-backend=redis://:pw@h/0 -H X-Token: t"),
             "--jobs-backend=redis://:***@h/0 -H X-Token: ***"
         );
+        // A quote that is part of the name (sent as `'-Key`) does not close the value at once.
+        assert_eq!(mask_credentials("'-Key:'A]ge"), "'-Key:***");
     }
 
     #[test]
