@@ -722,7 +722,13 @@ pub fn backend_url(data: &[u8]) {
     let Some(at) = s.find(&decoded) else {
         return;
     };
-    let q = "Q".repeat(decoded.chars().count());
+    // The reference hides the password's letters and digits only: its blanks, controls and
+    // punctuation stay, so that it is refused (or not) for the same reason, in the same words
+    // (a password " a" is in "… a URL holds no blanks …" either way).
+    let q: String = decoded
+        .chars()
+        .map(|c| if c.is_alphanumeric() { 'Q' } else { c })
+        .collect();
     let reference = shown(&format!("{}{q}{}", &s[..at], &s[at + decoded.len()..]));
     for (t, r) in texts
         .iter()

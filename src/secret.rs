@@ -93,13 +93,18 @@ fn header_value_spans(text: &str) -> Vec<Range<usize>> {
             .next_back()
             .filter(|&c| c == '\'' || c == '"');
         let rest = &text[colon + 1..];
-        let end = match quote {
-            Some(q) => rest.find(q),
-            None => rest.find(['\n', '\r']),
-        }
-        .unwrap_or(rest.len());
+        // The value starts after every blank the plan trims (a line end too: `-H 'K-Key:\rv'`
+        // is sent as `v`), and ends at the next line end.
+        let lead = rest.len() - rest.trim_start().len();
+        let line_end = lead + rest[lead..].find(['\n', '\r']).unwrap_or(rest.len() - lead);
+        // A quote that would close the value before any of it was read is no shell quote but
+        // part of the value (`'X-Api-Key: 'v` is sent as the name `'X-Api-Key`, value `'v`):
+        // then the value runs to the line end (found by the header fuzz target).
+        let end = match quote.and_then(|q| rest[lead..].find(q)) {
+            Some(e) if !rest[lead..lead + e].trim().is_empty() => lead + e,
+            _ => line_end,
+        };
         let value = &rest[..end];
-        let lead = value.len() - value.trim_start_matches([' ', '\t']).len();
         let mut from = lead;
         if name.eq_ignore_ascii_case("authorization")
             || name.eq_ignore_ascii_case("proxy-authorization")
@@ -297,6 +302,8 @@ mod tests {
         );
         // A quote that is part of the name (sent as `'-Key`) does not close the value at once.
         assert_eq!(mask_credentials("'-Key:'A]ge"), "'-Key:***");
+        assert_eq!(mask_credentials("'X-Api-Key: 'bacd"), "'X-Api-Key: ***");
+        assert_eq!(mask_credentials("'X-Key:\ru"), "'X-Key:\r***");
     }
 
     #[test]
