@@ -22,26 +22,11 @@ use std::time::Duration;
 use common::*;
 use serde_json::Value;
 
-/// The models under test, by hand: a model the registry gains must be added here
+/// The models under test, by hand (tests/common's literal list): a model the registry gains must be added here
 /// ([`the_list_names_every_registered_model`]). `jobs-redis` needs a Redis server: it has a
 /// full-tier test of its own. Four workers: a 50 ms tick releases at most three tasks
 /// (`ceil(GRAIN / INTERVAL)`), so no released task waits for a worker.
-const MODELS: &[&str] = &[
-    "seq",
-    "thread",
-    "spawn",
-    "fork",
-    "pool:4",
-    "rayon:4",
-    "async:4",
-    "async-local:4",
-    "curl:4",
-    "green:4",
-    "actor:4",
-    "jobs:4",
-    "jobs-memory:4",
-    "jobs-procs:4",
-];
+const MODELS: &[&str] = common::HTTP_MODELS_4;
 
 /// The asked rate, tasks per second, and the tasks of each run.
 const RATE: u64 = 50;
