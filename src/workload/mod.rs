@@ -11,6 +11,7 @@ pub mod custom;
 mod fib;
 pub mod http;
 mod mail;
+mod nature;
 pub mod outside;
 mod read;
 pub mod segmented;
@@ -33,7 +34,7 @@ pub use http::HttpRequest;
 /// A boxed future returned by [`Workload::task_async`].
 pub type TaskFuture = Pin<Box<dyn Future<Output = Result<u64, TaskError>> + Send>>;
 
-pub use crate::analysis::results::Nature;
+pub use nature::Nature;
 
 pub use crate::options::MailSink;
 
