@@ -1,6 +1,6 @@
-//! Advice: from a group's cells, classify the workload (CPU-bound, waiting on blocking I/O or
-//! a delay, or mixed), say which model won, by how much and why, in plain sentences, and fit
-//! Amdahl's law to the speedup curve where there are enough points.
+//! Advice: from a group's cells, classify the workload (CPU-bound, mostly waiting, on a known
+//! delay or otherwise, or mixed), say which model won, by how much and why, in plain
+//! sentences, and fit Amdahl's law to the speedup curve where there are enough points.
 
 use std::collections::BTreeMap;
 
@@ -20,7 +20,9 @@ pub const WAIT_BOUND: f64 = 0.3;
 pub enum Class {
     /// Keeps a core busy: only more cores make it faster.
     Cpu,
-    /// Mostly waits on blocking I/O: more tasks in flight make it faster.
+    /// Mostly waits, on anything but a declared delay (blocking I/O, the network, a timer or
+    /// another process: `waits_on` says which, where the nature tells): more tasks in flight
+    /// make it faster.
     Io,
     /// Mostly waits on a fixed delay (sleep, a remote server).
     Delay,
@@ -115,6 +117,18 @@ fn classify(cells: &[&CellResult], nature: Nature, cores: usize) -> (Class, Opti
         _ => declared.unwrap_or(Class::Mixed),
     };
     (class, e)
+}
+
+/// What a waiting workload waits on, as far as its declared nature says: blocking I/O only
+/// where it declares blocking reads; an undeclared wait may as well be an async timer, a
+/// future or another process, so it is only a wait.
+fn waits_on(nature: Nature) -> &'static str {
+    match nature {
+        Nature::BlockingIo => " on blocking I/O",
+        Nature::Network => " on the network",
+        Nature::Delay(_) => " on a delay",
+        Nature::Cpu | Nature::Measured => "",
+    }
 }
 
 /// The task count to judge a group at: the one with the most measured cells, the larger on a tie.
@@ -346,7 +360,8 @@ pub fn advise(a: &Analysis) -> Vec<Advice> {
                     "{workload} is CPU-bound: one task at a time keeps {busy}, so no model can run it more than {cores}× faster on this {cores}-core machine."
                 ),
                 Class::Io => format!(
-                    "{workload} mostly waits on blocking I/O: one task at a time keeps only {busy}, so running more tasks at once helps beyond the {cores} cores."
+                    "{workload} mostly waits{}: one task at a time keeps only {busy}, so running more tasks at once helps beyond the {cores} cores.",
+                    waits_on(nature)
                 ),
                 Class::Delay => format!(
                     "{workload} mostly waits: one task at a time keeps only {busy}, so the more tasks in flight the better, up to the ideal ceil(N / workers) × delay."
@@ -759,6 +774,41 @@ mod tests {
         );
         assert_eq!(kernel.class, Class::Cpu);
         assert!(kernel.text.contains("in the kernel"), "{}", kernel.text);
+    }
+
+    #[test]
+    fn a_wait_is_called_blocking_io_only_where_the_workload_declares_it() {
+        // An async closure awaiting a timer, its nature not declared: a wait, not blocking I/O.
+        let timer = advice_for(
+            vec![
+                cell("timer", "seq", 1, 0.8, 0.001, 0.001),
+                cell("timer", "async:8", 8, 0.1, 0.002, 0.002),
+            ],
+            "measured",
+        );
+        assert_eq!(timer.class, Class::Io);
+        assert!(
+            timer
+                .text
+                .starts_with("timer mostly waits: one task at a time"),
+            "{}",
+            timer.text
+        );
+        assert!(!timer.text.contains("blocking I/O"), "{}", timer.text);
+        let reads = advice_for(
+            vec![
+                cell("reads", "seq", 1, 0.8, 0.001, 0.001),
+                cell("reads", "thread", 8, 0.1, 0.002, 0.002),
+            ],
+            "io",
+        );
+        assert!(
+            reads
+                .text
+                .starts_with("reads mostly waits on blocking I/O:"),
+            "{}",
+            reads.text
+        );
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use super::{Entry, Model, ModelOutcome, RunCtx};
 use crate::measure::{mono_ns, TaskError, TaskRecord};
-use crate::workload::Workload;
+use crate::workload::{Nature, Workload};
 
 pub(super) const ENTRY: Entry = Entry {
     name: "green",
@@ -17,6 +17,22 @@ pub(super) const ENTRY: Entry = Entry {
     help: "W stackful coroutines on may with its own socket I/O (gevent's model; http, sleep, CPU work)",
     build: |w| Box::new(Green { workers: w.unwrap_or(1) }),
 };
+
+/// Why green cannot run `w`, in the words of what `w` does. A coroutine gives way only at
+/// may's own sockets and timers (the `http` and `sleep` workloads use them) and at its end
+/// (CPU work runs inline, as in gevent); any other wait holds the one scheduler thread, and a
+/// tokio future has no tokio runtime to drive it there.
+fn refusal(w: &dyn Workload) -> String {
+    let what = if w.nature() == Nature::BlockingIo {
+        "it makes blocking std I/O calls, which would stall every coroutine on green's one scheduler thread"
+    } else if !w.portable() {
+        // A closure of the library user's (`Lab::task`, `Lab::async_task`) not declared CPU.
+        "green (stackful coroutines on the may runtime) cannot drive a tokio future, and this workload of your program is not declared CPU work: an async closure needs tokio's runtime, and a blocking call would stall every coroutine on green's one scheduler thread (run it under async or async-local; if its tasks only compute, declare Nature::Cpu)"
+    } else {
+        "its tasks wait in blocking calls (a cmd: task on its command's output and exit), which would stall every coroutine on green's one scheduler thread"
+    };
+    format!("{what}; green runs http, sleep and CPU workloads")
+}
 
 /// A pool of W coroutines on one scheduler thread.
 pub struct Green {
@@ -41,7 +57,7 @@ impl Model for Green {
             return Err("the interpreter-lock emulation parks OS threads, which would stall every coroutine of the hub; run green without --gil".into());
         }
         if !w.supports_green() {
-            return Err("it makes blocking std I/O calls, which would stall every coroutine (green runs http, sleep and CPU workloads)".into());
+            return Err(refusal(w));
         }
         Ok(())
     }
@@ -125,5 +141,28 @@ impl Model for Green {
             processes_created: 0,
             error,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::custom::FnWorkload;
+
+    #[test]
+    fn a_refusal_says_what_the_workload_does() {
+        let green = Green { workers: 2 };
+        let why = |w: &dyn Workload| green.check(w, false).expect_err("refused");
+        let opts = Default::default();
+        let read = crate::workload::parse("read", &opts).expect("read");
+        assert!(why(&*read).contains("blocking std I/O"), "{}", why(&*read));
+        let cmd = crate::workload::parse("cmd:true", &opts).expect("cmd");
+        assert!(why(&*cmd).contains("blocking calls"), "{}", why(&*cmd));
+        let closure = FnWorkload::future("green-async", Nature::Measured, |i| async move { i });
+        let said = why(&closure);
+        assert!(said.contains("cannot drive a tokio future"), "{said}");
+        assert!(!said.contains("makes blocking std I/O"), "{said}");
+        let cpu = FnWorkload::future("green-cpu", Nature::Cpu, |i| async move { i });
+        assert_eq!(green.check(&cpu, false), Ok(()));
     }
 }
