@@ -7,8 +7,8 @@
 use crate::error::{Error, Result};
 use crate::options::StudyOptions;
 use crate::server::{InProcessServer, ServeTls, ServerOptions};
-use crate::study::plan::Plan;
-use crate::study::StudyServer;
+use crate::study::plan::{CellKind, Plan};
+use crate::study::runner::StudyServer;
 
 /// A plan with what it needs from the world: its files read, its services reached.
 pub struct Bound {
@@ -61,6 +61,20 @@ impl Bound {
     }
 }
 
+/// What the cells' workloads need from the world (a file that opens, a program on `PATH`),
+/// checked once before any run: the plan checked only their syntax.
+fn acquire_workloads(plan: &Plan) -> Result<()> {
+    let mut done: Vec<&str> = Vec::new();
+    for c in plan.cells.iter().filter(|c| c.kind == CellKind::Concur) {
+        if !done.contains(&c.key.workload.as_str()) {
+            done.push(&c.key.workload);
+            let w = crate::workload::parse(&c.key.workload, &plan.options)?;
+            crate::workload::acquire(&*w)?;
+        }
+    }
+    Ok(())
+}
+
 /// Acquires what `plan` needs; `o` is what the plan was built from (the classic programs are
 /// sized by the same flags).
 pub fn bind(mut plan: Plan, o: &StudyOptions) -> Result<Bound> {
@@ -81,6 +95,7 @@ pub fn bind(mut plan: Plan, o: &StudyOptions) -> Result<Bound> {
     } else {
         None
     };
+    acquire_workloads(&plan)?;
     let mut remote_server = None;
     let hub = match &plan.hub {
         Some(h) => {

@@ -92,7 +92,9 @@ impl<'a> Performer<'a> {
             Some(_) => {}
             None => outside::check(&spec, self.options, self.allowed)?,
         }
+        // Parsed and its files and program looked up as a user's spec is (plan, then bind).
         let w = workload::parse(&spec, self.options).map_err(|e| e.to_string())?;
+        workload::acquire(&*w).map_err(|e| e.to_string())?;
         cache.insert(spec, w.clone());
         Ok((w, index))
     }

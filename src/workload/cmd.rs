@@ -15,7 +15,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use super::{Entry, Nature, TaskError, TaskFuture, Workload, WorkloadOptions};
 use crate::measure::rusage::signal_name;
@@ -44,10 +44,9 @@ fn parse(args: &str, opts: &WorkloadOptions) -> Result<Arc<dyn Workload>, String
         }
         words
     };
-    let program = find_program(&argv[0])?;
     Ok(Arc::new(Cmd {
         text: args.to_string(),
-        program,
+        program: OnceLock::new(),
         argv,
         tasks: opts.cell_tasks.unwrap_or(0),
         output: opts.cmd_output.clone(),
@@ -55,7 +54,7 @@ fn parse(args: &str, opts: &WorkloadOptions) -> Result<Arc<dyn Workload>, String
 }
 
 /// The program's path: a name with a `/` as given, else the first executable of that name on
-/// `PATH`; the reason when there is none, so the plan refuses it before any run.
+/// `PATH`; the reason when there is none, so the bind step refuses it before any run.
 fn find_program(name: &str) -> Result<PathBuf, String> {
     let executable = |p: &Path| {
         std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
@@ -79,8 +78,9 @@ fn find_program(name: &str) -> Result<PathBuf, String> {
 pub struct Cmd {
     /// The text after `cmd:`, exactly as the user typed it.
     text: String,
-    /// The resolved program (checked when the plan was built).
-    program: PathBuf,
+    /// The resolved program, or why there is none: looked up once, by the bind step's
+    /// [`Workload::acquire`] or else by the first task.
+    program: OnceLock<Result<PathBuf, String>>,
     /// The words, program first; `{i}` and `{n}` not yet substituted.
     argv: Vec<String>,
     /// The cell's task count, for `{n}`.
@@ -96,13 +96,24 @@ enum Sink {
 }
 
 impl Cmd {
+    /// The program this command runs (see [`find_program`]), looked up once.
+    fn program(&self) -> Result<&Path, String> {
+        match self.program.get_or_init(|| find_program(&self.argv[0])) {
+            Ok(p) => Ok(p),
+            Err(why) => Err(why.clone()),
+        }
+    }
+
     /// The command of task `index`, with its stdio set up, dying with the calling thread.
     fn command(&self, index: usize) -> io::Result<(Command, Sink)> {
         let subst = |w: &str| {
             w.replace("{i}", &index.to_string())
                 .replace("{n}", &self.tasks.to_string())
         };
-        let mut cmd = Command::new(&self.program);
+        let program = self
+            .program()
+            .map_err(|why| io::Error::new(io::ErrorKind::NotFound, why))?;
+        let mut cmd = Command::new(program);
         cmd.arg0(&self.argv[0]);
         cmd.args(self.argv[1..].iter().map(|w| subst(w)));
         cmd.stdin(Stdio::null());
@@ -211,6 +222,9 @@ impl Workload for Cmd {
     fn gil_governs(&self) -> bool {
         false
     }
+    fn acquire(&self) -> Result<(), String> {
+        self.program().map(drop)
+    }
     fn task(&self, index: usize) -> Result<u64, TaskError> {
         let (mut cmd, sink) = self.command(index).map_err(spawn_error)?;
         let mut child = cmd.spawn().map_err(spawn_error)?;
@@ -282,8 +296,12 @@ mod tests {
         )
     }
 
+    /// Why `text` is refused: by its parse (syntax), else by acquire (the program).
     fn refused(text: &str) -> String {
-        cmd(text).err().unwrap_or_default()
+        match cmd(text) {
+            Err(e) => e,
+            Ok(w) => w.acquire().err().unwrap_or_default(),
+        }
     }
 
     #[test]

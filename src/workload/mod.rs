@@ -156,6 +156,12 @@ pub trait Workload: Send + Sync + 'static {
     fn supports_green(&self) -> bool {
         self.nature() == Nature::Cpu
     }
+    /// What the workload needs from the world, checked once before any run by the bind step
+    /// (a file that opens, a program on `PATH`): the reason when it is missing. Parsing a
+    /// spec only checks its syntax, so the plan stays pure; a task checks again what it uses.
+    fn acquire(&self) -> Result<(), String> {
+        Ok(())
+    }
     /// Whether the interpreter-lock emulation can govern this workload's work: false for work
     /// done by other processes, which a lock inside concur cannot hold back (`--gil` is then
     /// refused).
@@ -282,6 +288,20 @@ pub fn parse(spec: &str, opts: &WorkloadOptions) -> Result<Arc<dyn Workload>, Er
     })
 }
 
+/// [`Workload::acquire`] of a parsed workload, its refusal worded as a bad spec's (the value
+/// and its usage), as [`parse`] words one.
+pub fn acquire(w: &dyn Workload) -> Result<(), Error> {
+    w.acquire().map_err(|why| {
+        let spec = w.spec();
+        let name = spec.split_once(':').map_or(spec.as_str(), |(n, _)| n);
+        let usage = REGISTRY
+            .iter()
+            .find(|e| e.name == name)
+            .map_or(String::new(), |e| format!(" (usage: {})", e.usage));
+        Error::usage(format!("bad workload '{spec}': {why}{usage}"))
+    })
+}
+
 /// Parses a whole number argument, naming it in the error.
 pub(crate) fn parse_count(what: &str, text: &str, max: u64) -> Result<u64, String> {
     let n: u64 = text
@@ -366,12 +386,27 @@ mod tests {
             ("nope", "unknown workload 'nope'"),
             ("fib:abc", "'abc'"),
             ("sleep:-1", "'-1'"),
-            ("read:/nonexistent:1x1", "/nonexistent"),
+            ("read:/nonexistent:1xabc", "COUNT 'abc'"),
             ("spin", "spin:N"),
         ] {
             let e = parse(spec, &o).err().unwrap().to_string();
             assert!(e.contains(needle), "{spec}: {e}");
         }
+    }
+
+    #[test]
+    fn parsing_looks_at_no_file_and_acquire_names_the_spec() {
+        let o = WorkloadOptions::default();
+        for (spec, needle) in [
+            ("read:/nonexistent:1x1", "cannot open '/nonexistent'"),
+            ("cmd:/nonexistent/prog", "'/nonexistent/prog' does not exist"),
+        ] {
+            let w = parse(spec, &o).unwrap();
+            let e = acquire(&*w).unwrap_err().to_string();
+            assert!(e.contains(&format!("bad workload '{spec}'")), "{e}");
+            assert!(e.contains(needle) && e.contains("(usage: "), "{e}");
+        }
+        assert!(acquire(&*parse("read:/dev/zero:1x1", &o).unwrap()).is_ok());
     }
 
     #[test]
