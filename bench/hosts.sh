@@ -3,8 +3,8 @@
 # Redis (the hub) in one namespace, an agent in each of three others, the study and its delay
 # server in the root namespace. The hosts share this machine's cores, so the point is
 # correctness and the coordination's overhead, not speed:
-#  1. `concur run crawl --quick --hosts 1,2,3`: the table and the hosts section (the README's
-#     real output).
+#  1. `concur run crawl --quick --hosts 1,2,3`: the table and the hosts section
+#     (docs/examples.md's real output).
 #  2. ROUNDS rounds, alternating 1 and 3 hosts, of one open schedule (1,000 GETs of a 20 ms
 #     delay at 500/s, async:100): the start spread, the clock offsets' uncertainty, the
 #     coordination's cost (from sending the work to the last host's first task), and the merged
