@@ -30,48 +30,9 @@ use tokio::sync::{oneshot, Semaphore};
 use tokio_rustls::TlsAcceptor;
 
 use crate::error::{Error, Result};
+pub use crate::options::ServerOptions;
 pub use routes::ADD_BODY;
 pub use stats::{Stats, StatsSnapshot};
-
-/// How the server is set up.
-#[derive(Debug, Clone)]
-pub struct ServerOptions {
-    /// Where to listen.
-    pub addr: SocketAddr,
-    /// The longest delay a request may ask for.
-    pub max_delay: Duration,
-    /// The largest body `/bytes` sends.
-    pub max_bytes: u64,
-    /// A client must send a request's headers within this time (counted from the end of the
-    /// previous answer on a kept-alive connection); otherwise the connection is closed.
-    pub header_timeout: Duration,
-    /// A request's body must arrive within this time of its headers; otherwise it is
-    /// answered 408 and the connection closed.
-    pub body_timeout: Duration,
-    /// A connection on which no request starts for this long is closed.
-    pub idle_timeout: Duration,
-    /// A connection whose client takes no bytes of an answer for this long is closed.
-    pub write_timeout: Duration,
-    /// The most connections open at once; beyond, a new one is answered 503 and closed.
-    /// `None`: the open-files limit less [`FD_RESERVE`] (see [`default_max_connections`]).
-    pub max_connections: Option<usize>,
-    /// How long graceful shutdown waits for requests in flight.
-    pub shutdown_grace: Duration,
-    /// Serve HTTPS: with a given certificate, or a self-signed one made for the address.
-    pub tls: Option<ServeTls>,
-    /// Serve HTTP/1.1 only: no h2c, and only `http/1.1` offered by ALPN.
-    pub http1_only: bool,
-    /// The most streams (requests) open at once on one HTTP/2 connection
-    /// (SETTINGS_MAX_CONCURRENT_STREAMS); see [`DEFAULT_MAX_STREAMS`].
-    pub max_streams: u32,
-    /// The most requests in flight at once over all connections, HTTP/1.1 requests and
-    /// HTTP/2 streams alike; beyond, a request is answered 503 at once. See
-    /// [`DEFAULT_MAX_IN_FLIGHT`].
-    pub max_in_flight: usize,
-    /// The most bytes of request bodies `/echo` holds at once over all connections; a body
-    /// that would go past it is answered 503 before it is read. See [`DEFAULT_ECHO_BUDGET`].
-    pub echo_budget: u64,
-}
 
 /// `--max-streams` when none is given: nginx's `http2_max_concurrent_streams` (128). RFC 9113
 /// §6.5.2 asks for no fewer than 100; hyper's default is 200, nghttp2's 100. It was 1000 (a
@@ -87,11 +48,6 @@ pub const DEFAULT_MAX_STREAMS: u32 = 128;
 /// under 100 MB, where HTTP/2 multiplexing without it allowed `--max-streams` times the
 /// connection cap.
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 16_384;
-
-/// `--echo-budget` when none is given: 64 MiB of `/echo` bodies held at once, 32 bodies at
-/// the 2 MiB limit (a crawl posting 1,000 bodies of 64 KiB at once fits). Without it, one h2c
-/// connection with 1,000 unfinished 2 MiB bodies took the server to 2 GB (issue 29).
-pub const DEFAULT_ECHO_BUDGET: u64 = 64 << 20;
 
 /// The smallest `--echo-budget`: two bodies at [`routes::BODY_LIMIT`], since the last one
 /// stays held for `/echo/last` until the next replaces it.
@@ -125,78 +81,10 @@ impl ServeTls {
     }
 }
 
-impl ServerOptions {
-    /// The defaults, on a free loopback port: what studies and tests start in-process.
-    pub fn ephemeral() -> Self {
-        ServerOptions {
-            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-            ..Default::default()
-        }
-    }
-
-    /// Refuses what cannot work, naming the flag and what is allowed: a zero timeout (it
-    /// would close every connection at once), a zero cap, `--max-bytes` above
-    /// [`MAX_BYTES_CEILING`].
-    pub fn check(&self) -> Result<()> {
-        for (flag, d) in [
-            ("--header-timeout", self.header_timeout),
-            ("--body-timeout", self.body_timeout),
-            ("--idle-timeout", self.idle_timeout),
-            ("--write-timeout", self.write_timeout),
-        ] {
-            if d.is_zero() {
-                return Err(Error::usage(format!(
-                    "{flag} '{}' must be above 0 (it would close every connection at once)",
-                    crate::units::fmt_duration_spec(d)
-                )));
-            }
-        }
-        if self.max_bytes > MAX_BYTES_CEILING {
-            return Err(Error::usage(format!(
-                "--max-bytes '{}' must be from 0 to 64G",
-                size_spec(self.max_bytes)
-            )));
-        }
-        if self.max_streams == 0 {
-            return Err(Error::usage(format!(
-                "--max-streams '0' must be at least 1 (default {DEFAULT_MAX_STREAMS}; it bounds the requests open at once on one HTTP/2 connection)"
-            )));
-        }
-        if self.max_in_flight == 0 {
-            return Err(Error::usage(format!(
-                "--max-in-flight '0' must be at least 1 (default {DEFAULT_MAX_IN_FLIGHT}; it bounds the requests handled at once over all connections)"
-            )));
-        }
-        if !(MIN_ECHO_BUDGET..=MAX_BYTES_CEILING).contains(&self.echo_budget) {
-            return Err(Error::usage(format!(
-                "--echo-budget '{}' must be from 4M (two /echo bodies at their 2M limit) to 64G",
-                size_spec(self.echo_budget)
-            )));
-        }
-        if self.max_connections == Some(0) {
-            return Err(Error::usage(
-                "--max-connections '0' must be at least 1 (leave it out for the open-files limit less 256)",
-            ));
-        }
-        Ok(())
-    }
-}
-
 /// The largest `--max-bytes`: 64 GiB. `/bytes/N` is streamed, so the limit is not memory but
 /// time: at loopback speed (1–3 GB/s) one such answer holds a connection for under a minute,
 /// and a client cannot mistake a typo (`999G`) for a request it meant.
 pub const MAX_BYTES_CEILING: u64 = 64 << 30;
-
-/// `n` bytes as `--max-bytes` is written (`999G`, `10M`, `64k`, `1000`).
-fn size_spec(n: u64) -> String {
-    match n {
-        0 => "0".into(),
-        n if n % (1 << 30) == 0 => format!("{}G", n >> 30),
-        n if n % (1 << 20) == 0 => format!("{}M", n >> 20),
-        n if n % (1 << 10) == 0 => format!("{}k", n >> 10),
-        n => n.to_string(),
-    }
-}
 
 /// Descriptors kept out of the connection cap's default: for the 503 answers beyond the cap,
 /// the runtime, the listener, and whatever the process opens besides.
@@ -218,27 +106,6 @@ pub fn default_max_connections() -> usize {
         cur / 2
     };
     usize::try_from(cap.max(1)).unwrap_or(usize::MAX)
-}
-
-impl Default for ServerOptions {
-    fn default() -> Self {
-        ServerOptions {
-            addr: SocketAddr::from(([127, 0, 0, 1], 8080)),
-            max_delay: Duration::from_secs(10),
-            max_bytes: 10 << 20,
-            header_timeout: Duration::from_secs(30),
-            body_timeout: Duration::from_secs(30),
-            idle_timeout: Duration::from_secs(15),
-            write_timeout: Duration::from_secs(30),
-            max_connections: None,
-            shutdown_grace: Duration::from_secs(10),
-            tls: None,
-            http1_only: false,
-            max_streams: DEFAULT_MAX_STREAMS,
-            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
-            echo_budget: DEFAULT_ECHO_BUDGET,
-        }
-    }
 }
 
 /// The listen backlog: large, so that thousands of clients connecting at once are not
