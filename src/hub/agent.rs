@@ -20,7 +20,7 @@ use super::{
 use crate::error::{Error, Result};
 use crate::measure::mono_ns;
 use crate::output::Terminal;
-use crate::study::runner::supervise;
+use crate::study::runner::supervise::{self, Launch};
 use crate::workload::outside::Allowed;
 
 /// How long the results of a run stay on the hub for a study that has not read them.
@@ -658,17 +658,19 @@ fn run_part(
             request.model
         ));
     }
-    let started = Instant::now();
     let until_start = Duration::from_nanos(part.start_mono_ns.saturating_sub(mono_ns()));
-    let deadline = started + until_start + Duration::from_secs_f64(w.timeout_s);
-    let ended = match supervise::spawn(exe, request) {
-        Ok(child) => supervise::supervise(
-            child,
-            started,
-            deadline,
-            &|| crate::interrupt::interrupted() || cancel.load(Ordering::SeqCst),
-            &|_| {},
-        ),
+    let limit = until_start + Duration::from_secs_f64(w.timeout_s);
+    let stop = || crate::interrupt::interrupted() || cancel.load(Ordering::SeqCst);
+    let ended = match supervise::run(
+        Launch::Own {
+            exe,
+            request: Box::new(request),
+        },
+        limit,
+        &stop,
+        &|_| {},
+    ) {
+        Ok(ended) => ended,
         Err(e) => return refused(format!("agent '{name}' could not start the run: {e}")),
     };
     PartDone {

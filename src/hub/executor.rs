@@ -602,8 +602,7 @@ fn outcome(
     o.queue_wait = ended.report.as_ref().and_then(|r| r.queue_wait_hdr.clone());
     let mut cell = host_cell.clone();
     cell.key.tasks = sent.bounds.tasks;
-    let verdict = convert::classify(&ended, plan.timeout);
-    o.run = Some(convert::convert(&cell, rep, ended, verdict));
+    o.run = Some(convert::judge(&cell, rep, Ok(ended), plan.timeout));
     o
 }
 

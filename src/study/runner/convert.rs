@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::supervise::{Ended, Kill};
 use crate::analysis::results::{Connections, RunResult, RunStatus};
-use crate::study::plan::CellPlan;
+use crate::study::plan::{CellKind, CellPlan};
 
 /// How a run ended, and why in one line when it did not end well.
 #[derive(Debug, Clone, PartialEq)]
@@ -62,8 +62,30 @@ pub(crate) fn template(
     }
 }
 
+/// The run line of a run that has ended (or could not start): judged by [`classify`] and
+/// built by [`convert`], or by their external programs' versions for an external cell. The
+/// one ending of every run concur supervises, here or on an agent.
+pub(crate) fn judge(
+    cell: &CellPlan,
+    rep: usize,
+    ended: std::io::Result<Ended>,
+    timeout: Duration,
+) -> RunResult {
+    match ended {
+        Err(e) => not_started(cell, rep, &e),
+        Ok(ended) if matches!(cell.kind, CellKind::External { .. }) => {
+            let verdict = classify_external(&ended, timeout);
+            convert_external(cell, rep, ended, verdict)
+        }
+        Ok(ended) => {
+            let verdict = classify(&ended, timeout);
+            convert(cell, rep, ended, verdict)
+        }
+    }
+}
+
 /// The run line of a child that could not be started.
-pub(crate) fn not_started(cell: &CellPlan, rep: usize, why: &std::io::Error) -> RunResult {
+pub(super) fn not_started(cell: &CellPlan, rep: usize, why: &std::io::Error) -> RunResult {
     template(
         cell,
         rep,

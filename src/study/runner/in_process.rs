@@ -43,8 +43,7 @@ impl Executor for InProcessExecutor {
             stderr_tail,
             concur_line: None,
         };
-        let verdict = convert::classify(&ended, plan.timeout);
-        let mut run = convert::convert(cell, iteration.rep(), ended, verdict);
+        let mut run = convert::judge(cell, iteration.rep(), Ok(ended), plan.timeout);
         run.isolation = Isolation::InProcess;
         run
     }

@@ -12,7 +12,6 @@ pub(crate) mod mock;
 pub(crate) mod supervise;
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use crate::analysis::results::{Machine, RunResult};
 use crate::error::{Error, Result};
@@ -23,6 +22,7 @@ use crate::server::Stats;
 use crate::study::child::LiveLine;
 use crate::study::machine;
 use crate::study::plan::{CellKind, CellPlan, Hook, Plan};
+use supervise::Launch;
 
 /// Which of a cell's runs an executor is asked for (hyperfine's `BenchmarkIteration`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -205,17 +205,13 @@ pub(crate) fn run_hook(
     };
     let line = external_command(typed, plan, cell, base_url);
     let timeout = plan.timeout;
-    let started = Instant::now();
     let fail = |how: String| format!("{} '{typed}' {how}", hook.flag());
-    let child = supervise::spawn_external(&line, plan.jobs_backend.as_ref())
+    let launch = Launch::External {
+        command: &line,
+        backend: plan.jobs_backend.as_ref(),
+    };
+    let ended = supervise::run(launch, timeout, &crate::interrupt::interrupted, &|_| {})
         .map_err(|e| fail(format!("could not start: {e}")))?;
-    let ended = supervise::supervise(
-        child,
-        started,
-        started + timeout,
-        &crate::interrupt::interrupted,
-        &|_| {},
-    );
     let usage = ended
         .waited
         .map_err(|e| fail(format!("could not be waited for: {e}")))?;
@@ -316,7 +312,7 @@ pub(crate) fn request(
     }
 }
 
-/// One run in a fresh child of `exe`: spawn, supervise, classify, convert.
+/// One run in a fresh child of `exe`: the one supervise path, then judged.
 fn run_child(
     exe: &Path,
     plan: &Plan,
@@ -325,21 +321,12 @@ fn run_child(
     server: Option<(&str, Option<&str>)>,
     live: &dyn Fn(&LiveLine),
 ) -> RunResult {
-    let rep = iteration.rep();
-    let started = Instant::now();
-    let child = match supervise::spawn(exe, request(plan, cell, iteration, server)) {
-        Ok(c) => c,
-        Err(e) => return convert::not_started(cell, rep, &e),
+    let launch = Launch::Own {
+        exe,
+        request: Box::new(request(plan, cell, iteration, server)),
     };
-    let ended = supervise::supervise(
-        child,
-        started,
-        started + plan.timeout,
-        &crate::interrupt::interrupted,
-        live,
-    );
-    let verdict = convert::classify(&ended, plan.timeout);
-    convert::convert(cell, rep, ended, verdict)
+    let ended = supervise::run(launch, plan.timeout, &crate::interrupt::interrupted, live);
+    convert::judge(cell, iteration.rep(), ended, plan.timeout)
 }
 
 /// An external program's command for `cell`: `{tasks}`, `{workers}` (its label's `:W`, else
@@ -360,7 +347,7 @@ pub(crate) fn external_command(
         .replace("{url}", url)
 }
 
-/// One run of an external program (`sh -c`): spawn, supervise, classify, convert, as a run
+/// One run of an external program (`sh -c`): the same supervise path and judgement as a run
 /// of concur's own, so both are measured the same way.
 fn run_external(
     command: &str,
@@ -369,19 +356,16 @@ fn run_external(
     rep: usize,
     base_url: Option<&str>,
 ) -> RunResult {
-    let started = Instant::now();
     let line = external_command(command, plan, cell, base_url);
-    let child = match supervise::spawn_external(&line, plan.jobs_backend.as_ref()) {
-        Ok(c) => c,
-        Err(e) => return convert::not_started(cell, rep, &e),
+    let launch = Launch::External {
+        command: &line,
+        backend: plan.jobs_backend.as_ref(),
     };
-    let ended = supervise::supervise(
-        child,
-        started,
-        started + plan.timeout,
+    let ended = supervise::run(
+        launch,
+        plan.timeout,
         &crate::interrupt::interrupted,
         &|_| {},
     );
-    let verdict = convert::classify_external(&ended, plan.timeout);
-    convert::convert_external(cell, rep, ended, verdict)
+    convert::judge(cell, rep, ended, plan.timeout)
 }

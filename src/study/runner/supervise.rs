@@ -63,9 +63,44 @@ pub(crate) struct Ended {
     pub stderr_tail: Vec<String>,
 }
 
+/// What a supervised process is.
+pub(crate) enum Launch<'a> {
+    /// `concur __run` for `request`: our own binary `exe` again, reporting on fd 3.
+    Own {
+        /// Our own binary (a library user's, for a lab).
+        exe: &'a Path,
+        /// The run it performs.
+        request: Box<RunRequest>,
+    },
+    /// An external program, `sh -c command`, the study's jobs backend in its environment.
+    External {
+        /// The command line, its placeholders filled in.
+        command: &'a str,
+        /// The study's jobs backend.
+        backend: Option<&'a crate::jobs::BackendUrl>,
+    },
+}
+
+/// The one path from a launch to its end, for the study's runs, its hooks and an agent's
+/// shares: starts the process and [`supervise`]s it until it ends, `limit` after now passes
+/// or `stop` says so; the start's failure when it could not start.
+pub(crate) fn run(
+    launch: Launch<'_>,
+    limit: Duration,
+    stop: &dyn Fn() -> bool,
+    live: &dyn Fn(&LiveLine),
+) -> std::io::Result<Ended> {
+    let started = Instant::now();
+    let child = match launch {
+        Launch::Own { exe, request } => spawn(exe, *request)?,
+        Launch::External { command, backend } => spawn_external(command, backend)?,
+    };
+    Ok(supervise(child, started, started + limit, stop, live))
+}
+
 /// Starts `concur __run` for `request`, in a process group of its own, tied to the calling
 /// thread's life (which waits for it in [`supervise`]).
-pub(crate) fn spawn(exe: &Path, request: RunRequest) -> std::io::Result<Started> {
+fn spawn(exe: &Path, request: RunRequest) -> std::io::Result<Started> {
     let (mut child, report) = SelfCall::Run(request).spawn(exe)?;
     let Some(report) = report else {
         return Err(std::io::Error::other("a run child has a report pipe"));
@@ -82,7 +117,7 @@ pub(crate) fn spawn(exe: &Path, request: RunRequest) -> std::io::Result<Started>
 /// calling thread's life, with its stdout read for a `CONCUR {json}` line. The study's jobs
 /// backend, if any, is in its environment as `CONCUR_JOBS_BACKEND` (how the classic
 /// `rb:sidekiq:10` finds the study's Redis without a password on its command line).
-pub(super) fn spawn_external(
+fn spawn_external(
     command: &str,
     backend: Option<&crate::jobs::BackendUrl>,
 ) -> std::io::Result<Started> {
@@ -122,7 +157,7 @@ pub(super) fn own_group(cmd: &mut Command) {
 
 /// Watches a started child until it ends: kills its group when `deadline` passes or
 /// `interrupted` says so, then kills whatever it left in its group, and gathers the rest.
-pub(crate) fn supervise(
+fn supervise(
     run: Started,
     started: Instant,
     deadline: Instant,
