@@ -504,8 +504,17 @@ fn add_open(mut a: OpenStats, b: &OpenStats) -> OpenStats {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
+    use crate::analysis::results::{CellKey, Connections};
+    use crate::hub::clock::ClockOffset;
+    use crate::hub::sign::{self, HubKey};
+    use crate::hub::work::PartDone;
+    use crate::measure::conn::{ConnSummary, HttpVersion};
     use crate::measure::rusage::ChildUsage;
+    use crate::measure::series::SeriesPoint;
+    use crate::measure::TIMELINE_CAP;
     use crate::study::child::ChildReport;
 
     const SHARE: ShareBounds = ShareBounds {
@@ -633,5 +642,651 @@ mod tests {
         r.latency_hdr = None;
         check_ended(&mut e, SHARE).unwrap();
         assert!(e.report.unwrap().error.unwrap().chars().count() <= TEXT_MAX_CHARS + 1);
+    }
+
+    /// Sets one counter of an answer.
+    type Set = fn(&mut PartEnded, u64);
+
+    /// The report's connection counts, made present.
+    fn conn(e: &mut PartEnded) -> &mut ConnSummary {
+        let r = e.report.as_mut().unwrap();
+        r.connections.get_or_insert_with(Default::default)
+    }
+
+    /// Each counter passes at its bound (memory 1 PiB, bytes 1 PiB, other counts 2^48, the
+    /// timeline `TIMELINE_CAP` tasks) and is refused one above it, the refusal naming both.
+    #[test]
+    fn counters_pass_at_their_bound_and_are_refused_one_above() {
+        let counters: Vec<(&str, Set, u64)> = vec![
+            (
+                "max_rss_kib",
+                |e, v| e.waited.as_mut().unwrap().max_rss_kib = v,
+                1 << 40,
+            ),
+            (
+                "ctx_voluntary",
+                |e, v| e.waited.as_mut().unwrap().ctx_voluntary = v,
+                1 << 48,
+            ),
+            (
+                "ctx_involuntary",
+                |e, v| e.waited.as_mut().unwrap().ctx_involuntary = v,
+                1 << 48,
+            ),
+            ("tree_pss_kib", |e, v| e.tree_pss_kib = Some(v), 1 << 40),
+            (
+                "bytes",
+                |e, v| e.report.as_mut().unwrap().bytes = v,
+                1 << 50,
+            ),
+            (
+                "threads_created",
+                |e, v| e.report.as_mut().unwrap().threads_created = v as usize,
+                1 << 48,
+            ),
+            (
+                "processes_created",
+                |e, v| e.report.as_mut().unwrap().processes_created = v as usize,
+                1 << 48,
+            ),
+            (
+                "gil_switches",
+                |e, v| e.report.as_mut().unwrap().gil_switches = v,
+                1 << 48,
+            ),
+            ("connections opened", |e, v| conn(e).opened = v, 1 << 48),
+            ("connections reused", |e, v| conn(e).reused = v, 1 << 48),
+            (
+                "timeline_us's length",
+                |e, v| e.report.as_mut().unwrap().timeline_us = Some(vec![[0, 1]; v as usize]),
+                TIMELINE_CAP as u64,
+            ),
+        ];
+        for (what, set, max) in counters {
+            let mut e = honest();
+            set(&mut e, max);
+            assert_eq!(check_ended(&mut e, SHARE), Ok(()), "{what} at {max}");
+            set(&mut e, max + 1);
+            assert_eq!(
+                check_ended(&mut e, SHARE),
+                Err(format!("{what} {} (allowed: at most {max})", max + 1))
+            );
+        }
+    }
+
+    /// An answer's CPU time is bounded by twice its cores over the agent's wall plus a second
+    /// (no cores said counts as one); the report's wall by the agent's plus a second.
+    #[test]
+    fn cpu_and_the_reports_wall_are_bounded_by_the_agents_wall() {
+        let at = |cores: usize, user_s: f64, sys_s: f64, report_wall_s: f64| {
+            let mut e = honest();
+            e.wall_s = 1.5;
+            let u = e.waited.as_mut().unwrap();
+            u.user_s = user_s;
+            u.sys_s = sys_s;
+            e.report.as_mut().unwrap().wall_s = report_wall_s;
+            check_ended(&mut e, ShareBounds { cores, ..SHARE })
+        };
+        // 1.5 s × 2 cores × 2 + 1 s = 7 s of each; the report's wall at most 2.5 s.
+        assert_eq!(at(2, 7.0, 7.0, 2.5), Ok(()));
+        let over = "user_s 7.25 (allowed: 0 to 7)";
+        assert_eq!(at(2, 7.25, 0.0, 1.0), Err(over.into()));
+        let over = "sys_s 7.25 (allowed: 0 to 7)";
+        assert_eq!(at(2, 0.0, 7.25, 1.0), Err(over.into()));
+        let over = "the report's wall_s 2.75 (allowed: 0 to 2.5)";
+        assert_eq!(at(2, 0.0, 0.0, 2.75), Err(over.into()));
+        // 1.5 s × 1 core × 2 + 1 s.
+        assert_eq!(at(0, 4.0, 0.0, 1.0), Ok(()));
+        let over = "user_s 4.25 (allowed: 0 to 4)";
+        assert_eq!(at(0, 4.25, 0.0, 1.0), Err(over.into()));
+    }
+
+    /// A refusal writes its figures short: in exponent form only outside 1e-6 to 1e9.
+    #[test]
+    fn refusals_write_their_figures_short() {
+        for (v, shown) in [
+            (1.5e308, "1.5e308"),
+            (7.0, "7"),
+            (0.25, "0.25"),
+            (0.0, "0"),
+            (-1.0, "-1"),
+            (1e-6, "0.000001"),
+            (1e-7, "1e-7"),
+            (999_999_999.5, "999999999.5"),
+            (1e9, "1e9"),
+            (-2.5e9, "-2.5e9"),
+            (f64::INFINITY, "inf"),
+            (f64::NAN, "NaN"),
+        ] {
+            assert_eq!(num(v), shown);
+        }
+        let mut e = honest();
+        e.wall_s = 1.5;
+        e.waited.as_mut().unwrap().user_s = 1.5e308;
+        let why = "user_s 1.5e308 (allowed: 0 to 7)";
+        assert_eq!(check_ended(&mut e, SHARE), Err(why.into()));
+    }
+
+    /// Failures by kind add up to `tasks_failed`, each kind named in at most 200 bytes.
+    #[test]
+    fn failures_add_up_under_kinds_of_at_most_200_bytes() {
+        let with = |kind: String, n: usize| {
+            let mut e = honest();
+            let r = e.report.as_mut().unwrap();
+            r.tasks_ok = 3;
+            r.tasks_failed = 1;
+            r.failures.insert(kind, n);
+            check_ended(&mut e, SHARE)
+        };
+        assert_eq!(with("k".repeat(200), 1), Ok(()));
+        let why = "failures by kind add up to 1 for tasks_failed 1 (allowed: the same number, kinds of at most 200 bytes)";
+        assert_eq!(with("k".repeat(201), 1), Err(why.into()));
+        let why = "failures by kind add up to 2 for tasks_failed 1 (allowed: the same number, kinds of at most 200 bytes)";
+        assert_eq!(with("timeout".into(), 2), Err(why.into()));
+    }
+
+    /// A share's first task starts within the study's wait of the common start, either side.
+    #[test]
+    fn a_first_task_within_the_wait_of_the_common_start_passes() {
+        let at = |ns: i64| {
+            let mut e = honest();
+            e.report.as_mut().unwrap().first_task_ns = Some(ns);
+            check_ended(&mut e, SHARE)
+        };
+        for ns in [0, 12_000_000_000, -12_000_000_000] {
+            assert_eq!(at(ns), Ok(()), "{ns}");
+        }
+        for ns in [12_000_000_001, -12_000_000_001] {
+            let why =
+                format!("first_task_ns {ns} (allowed: within ±12000000000 of the common start)");
+            assert_eq!(at(ns), Err(why));
+        }
+    }
+
+    /// An open run's measures with no series.
+    fn open(rate_asked: f64, rate_achieved: Option<f64>) -> OpenStats {
+        OpenStats {
+            rate_asked,
+            rate_ramp: None,
+            rate_achieved,
+            behind: false,
+            service_us: None,
+            queue_us: None,
+            lag_us: None,
+            grain_us: None,
+            series: vec![],
+        }
+    }
+
+    /// One interval of an open run.
+    fn point(t_s: f64, [done, errors, in_flight]: [u64; 3], rate_asked: f64) -> SeriesPoint {
+        SeriesPoint {
+            t_s,
+            done,
+            errors,
+            in_flight,
+            p50_us: None,
+            p99_us: None,
+            rate_asked,
+        }
+    }
+
+    /// An open run's rates stay within what a clock can release (a task a nanosecond) and its
+    /// series' counts within the share.
+    #[test]
+    fn an_open_runs_rates_and_series_are_bounded_by_the_clock_and_the_share() {
+        let at = |forge: &dyn Fn(&mut OpenStats)| {
+            let mut o = open(100.0, Some(99.5));
+            o.rate_ramp = Some([50.0, 150.0]);
+            o.series = vec![point(1.0, [3, 1, 0], 100.0), point(2.0, [0, 0, 4], 1e9)];
+            forge(&mut o);
+            let mut e = honest();
+            e.report.as_mut().unwrap().open = Some(o);
+            check_ended(&mut e, SHARE)
+        };
+        assert_eq!(at(&|_| {}), Ok(()));
+        assert_eq!(at(&|o| o.rate_asked = 1e9), Ok(()));
+        let refused: [(&dyn Fn(&mut OpenStats), &str); 8] = [
+            (
+                &|o| o.rate_asked = 1.5e9,
+                "rate_asked 1.5e9 (allowed: 0 to 1e9)",
+            ),
+            (
+                &|o| o.rate_ramp = Some([0.0, -1.0]),
+                "rate_ramp -1 (allowed: 0 to 1e9)",
+            ),
+            (
+                &|o| o.rate_achieved = Some(f64::NAN),
+                "rate_achieved NaN (allowed: 0 to 1e9)",
+            ),
+            (
+                &|o| o.series[1].t_s = f64::NAN,
+                "a series point at t_s NaN (allowed: finite)",
+            ),
+            (
+                &|o| o.series[0].rate_asked = -1.0,
+                "a series point's rate_asked -1 (allowed: 0 to 1e9)",
+            ),
+            (
+                &|o| o.series[0].done = 5,
+                "a series point's done 5 (allowed: at most 4)",
+            ),
+            (
+                &|o| o.series[0].errors = 5,
+                "a series point's errors 5 (allowed: at most 4)",
+            ),
+            (
+                &|o| o.series[1].in_flight = 5,
+                "a series point's in_flight 5 (allowed: at most 4)",
+            ),
+        ];
+        for (forge, why) in refused {
+            assert_eq!(at(forge), Err(why.into()));
+        }
+    }
+
+    /// The largest answer an honest agent sends (its 20 stderr lines of 1000 four-byte
+    /// characters, a full timeline, two histograms spread over the whole range, an hour's
+    /// series of an open run), sealed with a hub key, is read whole.
+    #[test]
+    fn the_largest_honest_answer_fits_in_answer_max_bytes() {
+        let mut wide = LatencyRecorder::new();
+        let mut us = 1;
+        while us < 3_600_000_000 {
+            wide.record_us(us);
+            us += us / 1000 + 1;
+        }
+        let tasks = wide.exact().unwrap().count;
+        let mut o = open(1e6, Some(1e6));
+        o.series = vec![point(f64::MAX, [tasks; 3], 1e9); 3600];
+        let mut e = honest();
+        e.stderr_tail = vec!["😀".repeat(TEXT_MAX_CHARS); STDERR_TAIL_LINES];
+        let r = e.report.as_mut().unwrap();
+        r.tasks_ok = tasks as usize;
+        r.timeline_us = Some(vec![[u64::MAX; 2]; TIMELINE_CAP]);
+        r.latency_hdr = wide.to_wire();
+        r.queue_wait_hdr = wide.to_wire();
+        r.open = Some(o);
+        let share = ShareBounds {
+            tasks: tasks as usize,
+            ..SHARE
+        };
+        assert_eq!(check_ended(&mut e, share), Ok(()));
+        let done = PartDone {
+            run: "r".repeat(64),
+            part: 0,
+            agent: "a".repeat(64),
+            refused: None,
+            ended: Some(e),
+            clock: ClockOffset::default(),
+        };
+        let key = HubKey::new(&"k".repeat(64)).unwrap();
+        let body = serde_json::to_string(&done).unwrap();
+        let sealed = sign::seal(Some(&key), "study", &done.run, u64::MAX, body);
+        assert!(sealed.len() <= ANSWER_MAX_BYTES, "{} bytes", sealed.len());
+    }
+
+    /// The cell's run line before any host's figures (what `convert::template` makes).
+    fn template() -> RunResult {
+        RunResult {
+            key: CellKey {
+                study: "s".into(),
+                workload: "fib:5".into(),
+                model: "seq".into(),
+                tasks: 8,
+                gil: false,
+                http2: false,
+                hosts: Some(2),
+            },
+            workers: None,
+            parallelism: 1,
+            traits: Default::default(),
+            rep: 0,
+            isolation: Default::default(),
+            pid: None,
+            status: RunStatus::Ok,
+            wall_s: 0.0,
+            user_s: 0.0,
+            sys_s: 0.0,
+            max_rss_kib: 0,
+            tree_pss_kib: None,
+            ctx_voluntary: 0,
+            ctx_involuntary: 0,
+            threads_created: 0,
+            processes_created: 0,
+            tasks_ok: 0,
+            tasks_failed: 0,
+            failures: BTreeMap::new(),
+            bytes: 0,
+            gil_switches: 0,
+            error: None,
+            latency_us: None,
+            server_peak_in_flight: None,
+            conn: Connections::default(),
+            timeline_us: None,
+            startup_s: None,
+            open: None,
+            rate_search: None,
+            queue_wait_us: None,
+            hub: None,
+        }
+    }
+
+    /// Share `share` of `tasks` tasks, answered with `run`.
+    fn part(share: usize, tasks: usize, run: RunResult) -> PartOutcome {
+        PartOutcome {
+            host: format!("a{share}"),
+            share,
+            tasks,
+            run: Some(run),
+            lost: None,
+            latency: None,
+            queue_wait: None,
+            clock: ClockOffset::default(),
+            first_task_ns: None,
+        }
+    }
+
+    /// Share `share` of `tasks` tasks, lost.
+    fn lost(share: usize, tasks: usize) -> PartOutcome {
+        PartOutcome {
+            run: None,
+            lost: Some((PartStatus::Lost, "stopped beating".into())),
+            ..part(share, tasks, template())
+        }
+    }
+
+    /// A recorder of `us`.
+    fn recorder(us: &[u64]) -> LatencyRecorder {
+        let mut r = LatencyRecorder::new();
+        for &u in us {
+            r.record_us(u);
+        }
+        r
+    }
+
+    /// Percentiles with a median and a tail.
+    fn summary(p50: u64, p99: u64) -> LatencySummary {
+        LatencySummary {
+            p50,
+            p90: p99,
+            p99,
+            p999: p99,
+            max: p99,
+        }
+    }
+
+    /// Two hosts' run lines as one: counts, CPU and memory summed, wall, RSS, start-up and
+    /// streams the largest, connect and TLS the worse host's by p99, the latency that of one
+    /// histogram of every task, the timeline both hosts' tasks; a host that failed some tasks
+    /// still counts (the row fails, naming it); each host's start after the common one.
+    #[test]
+    fn two_hosts_merge_into_sums_maxima_the_worst_tail_and_one_histogram() {
+        let mut r0 = template();
+        r0.wall_s = 3.0;
+        r0.user_s = 1.0;
+        r0.sys_s = 0.25;
+        r0.max_rss_kib = 300;
+        r0.tree_pss_kib = Some(1000);
+        (r0.ctx_voluntary, r0.ctx_involuntary) = (10, 3);
+        (r0.threads_created, r0.processes_created) = (2, 1);
+        r0.tasks_ok = 4;
+        r0.bytes = 500;
+        r0.gil_switches = 7;
+        r0.startup_s = Some(0.5);
+        r0.conn = Connections {
+            connections_opened: Some(2),
+            connections_reused: Some(5),
+            connect_us: Some(summary(40, 100)),
+            tls_us: Some(summary(100, 300)),
+            http_version: Some(HttpVersion::Http2),
+            peak_streams_per_connection: Some(6),
+            server_max_concurrent_streams: Some(100),
+        };
+        r0.timeline_us = Some(vec![[0, 10], [5, 20]]);
+        let mut r1 = template();
+        r1.status = RunStatus::Failed;
+        r1.error = Some("1 task failed".into());
+        r1.wall_s = 2.0;
+        r1.user_s = 2.0;
+        r1.sys_s = 0.5;
+        r1.max_rss_kib = 200;
+        r1.tree_pss_kib = Some(2000);
+        (r1.ctx_voluntary, r1.ctx_involuntary) = (20, 4);
+        (r1.threads_created, r1.processes_created) = (3, 2);
+        (r1.tasks_ok, r1.tasks_failed) = (3, 1);
+        r1.failures.insert("timeout".into(), 1);
+        r1.bytes = 700;
+        r1.gil_switches = 8;
+        r1.startup_s = Some(0.75);
+        r1.conn = Connections {
+            connections_opened: Some(3),
+            connections_reused: Some(6),
+            connect_us: Some(summary(90, 90)),
+            tls_us: Some(summary(200, 400)),
+            http_version: Some(HttpVersion::Http2),
+            peak_streams_per_connection: Some(4),
+            server_max_concurrent_streams: Some(100),
+        };
+        r1.timeline_us = Some(vec![[1, 30]]);
+        let (l0, l1) = (
+            recorder(&[100, 200, 300, 400]),
+            recorder(&[1000, 2000, 4000]),
+        );
+        let q1 = recorder(&[7, 9]);
+        let p0 = PartOutcome {
+            latency: l0.to_wire(),
+            first_task_ns: Some(2_500_000),
+            ..part(0, 4, r0)
+        };
+        let p1 = PartOutcome {
+            latency: l1.to_wire(),
+            queue_wait: q1.to_wire(),
+            first_task_ns: Some(-500_000),
+            clock: ClockOffset {
+                offset_ns: -7,
+                uncertainty_ns: 3,
+                mono_offset_ns: 0,
+            },
+            ..part(1, 4, r1)
+        };
+        let m = merge(template(), vec![p0, p1], 0.2);
+        assert_eq!(m.status, RunStatus::Failed);
+        assert_eq!(m.error.as_deref(), Some("host 'a1': 1 task failed"));
+        assert_eq!((m.wall_s, m.user_s, m.sys_s), (3.0, 3.0, 0.75));
+        assert_eq!((m.max_rss_kib, m.tree_pss_kib), (300, Some(3000)));
+        assert_eq!((m.ctx_voluntary, m.ctx_involuntary), (30, 7));
+        assert_eq!((m.threads_created, m.processes_created), (5, 3));
+        assert_eq!((m.tasks_ok, m.tasks_failed), (7, 1));
+        assert_eq!(m.failures, BTreeMap::from([("timeout".into(), 1)]));
+        assert_eq!(
+            (m.bytes, m.gil_switches, m.startup_s),
+            (1200, 15, Some(0.75))
+        );
+        let conn = Connections {
+            connections_opened: Some(5),
+            connections_reused: Some(11),
+            connect_us: Some(summary(40, 100)),
+            tls_us: Some(summary(200, 400)),
+            http_version: Some(HttpVersion::Http2),
+            peak_streams_per_connection: Some(6),
+            server_max_concurrent_streams: Some(100),
+        };
+        assert_eq!(m.conn, conn);
+        assert_eq!(m.timeline_us, Some(vec![[0, 10], [5, 20], [1, 30]]));
+        let all = recorder(&[100, 200, 300, 400, 1000, 2000, 4000]);
+        assert_eq!(m.latency_us, all.summary());
+        assert_eq!(m.queue_wait_us, q1.summary());
+        let hub = m.hub.unwrap();
+        assert_eq!(hub.latency_hdr, all.to_wire());
+        assert_eq!((hub.hosts, hub.covered, hub.lost_tasks), (2, 1.0, 0));
+        assert_eq!(hub.start_spread_ms, Some(3.0));
+        // The lead to the common start, then the last host's first task 2.5 ms after it.
+        assert!(
+            (hub.coordination_s.unwrap() - 0.2025).abs() < 1e-12,
+            "{hub:?}"
+        );
+        let [h0, h1] = &hub.parts[..] else {
+            panic!("{:?}", hub.parts)
+        };
+        assert_eq!((h0.status, h0.error.as_deref()), (PartStatus::Ok, None));
+        assert_eq!(
+            (h1.status, h1.error.as_deref()),
+            (PartStatus::Failed, Some("1 task failed"))
+        );
+        assert_eq!(
+            (h0.first_task_ms, h1.first_task_ms),
+            (Some(2.5), Some(-0.5))
+        );
+        assert_eq!((h1.clock_offset_ns, h1.clock_uncertainty_ns), (-7, 3));
+        assert_eq!(
+            (&h0.latency_hdr, &h1.latency_hdr),
+            (&l0.to_wire(), &l1.to_wire())
+        );
+        let f1 = h1.run.as_ref().unwrap();
+        assert_eq!(
+            (f1.status, f1.wall_s, f1.tasks_failed),
+            (RunStatus::Failed, 2.0, 1)
+        );
+    }
+
+    /// The tasks of a share that did not run (lost, or its run timed out or crashed) count as
+    /// failed, of kind "lost"; the row says which hosts and how much of the work it covers; a
+    /// row no host measured takes the first unmeasured status, or crashed when all were lost.
+    #[test]
+    fn shares_not_performed_count_as_lost_tasks_and_the_row_says_what_it_covers() {
+        let mut ok = template();
+        ok.wall_s = 1.0;
+        ok.tasks_ok = 4;
+        let timed_out = || {
+            let mut r = template();
+            r.status = RunStatus::Timeout;
+            r.error = Some("timed out".into());
+            r.wall_s = 30.0;
+            r.tasks_ok = 2;
+            r
+        };
+        let m = merge(
+            template(),
+            vec![part(0, 4, ok), lost(1, 4), part(2, 4, timed_out())],
+            0.0,
+        );
+        assert_eq!(m.status, RunStatus::Failed);
+        assert_eq!((m.wall_s, m.tasks_ok, m.tasks_failed), (1.0, 4, 8));
+        assert_eq!(m.failures, BTreeMap::from([("lost".into(), 8)]));
+        let why = "host 'a1' stopped beating; host 'a2': timed out; 8 of 12 tasks not performed: the row covers 33.3% of the work";
+        assert_eq!(m.error.as_deref(), Some(why));
+        let hub = m.hub.unwrap();
+        assert_eq!((hub.hosts, hub.covered, hub.lost_tasks), (3, 4.0 / 12.0, 8));
+        let statuses: Vec<_> = hub.parts.iter().map(|p| p.status).collect();
+        let want = [PartStatus::Ok, PartStatus::Lost, PartStatus::Failed];
+        assert_eq!(statuses, want);
+        let figures = hub.parts[2].run.as_ref().unwrap();
+        assert_eq!((figures.status, figures.tasks_ok), (RunStatus::Timeout, 2));
+        assert_eq!(hub.parts[1].error.as_deref(), Some("stopped beating"));
+        assert_eq!((hub.start_spread_ms, hub.coordination_s), (None, None));
+
+        let mut crashed = template();
+        crashed.status = RunStatus::Crashed;
+        let m = merge(
+            template(),
+            vec![lost(0, 4), part(1, 4, timed_out()), part(2, 4, crashed)],
+            0.0,
+        );
+        assert_eq!(m.status, RunStatus::Timeout);
+        assert_eq!((m.tasks_ok, m.tasks_failed, m.wall_s), (0, 12, 0.0));
+        assert_eq!(m.hub.unwrap().covered, 0.0);
+        let m = merge(template(), vec![lost(0, 4), lost(1, 4)], 0.0);
+        assert_eq!(m.status, RunStatus::Crashed);
+    }
+
+    /// Open runs' rates and each interval's counts are summed, their service, queue and lag
+    /// the worse host's by p99; the cell is behind when a host was, or when the hosts together
+    /// achieved less than `KEPT_UP` of the rate asked of them all (a host that completed too
+    /// few tasks for a rate of its own adds none).
+    #[test]
+    fn open_runs_add_their_rates_and_series_and_fall_behind_together() {
+        let mut o0 = open(100.0, Some(99.5));
+        o0.rate_ramp = Some([50.0, 150.0]);
+        o0.service_us = Some(summary(5, 10));
+        o0.queue_us = Some(summary(30, 50));
+        o0.lag_us = Some(summary(1, 2));
+        o0.grain_us = Some(1000);
+        o0.series = vec![point(1.0, [40, 1, 2], 100.0), point(2.0, [50, 0, 3], 100.0)];
+        (o0.series[0].p50_us, o0.series[0].p99_us) = (Some(10), Some(20));
+        let mut o1 = open(60.0, Some(59.5));
+        o1.rate_ramp = Some([20.0, 100.0]);
+        o1.service_us = Some(summary(8, 20));
+        o1.queue_us = Some(summary(9, 30));
+        o1.lag_us = Some(summary(3, 4));
+        o1.series = vec![
+            point(1.0, [30, 2, 5], 60.0),
+            point(2.0, [31, 1, 1], 60.0),
+            point(3.0, [29, 0, 0], 60.0),
+        ];
+        (o1.series[0].p50_us, o1.series[0].p99_us) = (Some(15), Some(18));
+        let merged = |o0: &OpenStats, o1: &OpenStats| {
+            let on = |o: &OpenStats| RunResult {
+                open: Some(o.clone()),
+                ..template()
+            };
+            let parts = vec![part(0, 100, on(o0)), part(1, 60, on(o1))];
+            merge(template(), parts, 0.0).open.unwrap()
+        };
+        let o = merged(&o0, &o1);
+        assert_eq!((o.rate_asked, o.rate_ramp), (160.0, Some([70.0, 250.0])));
+        assert_eq!((o.rate_achieved, o.behind), (Some(159.0), false));
+        assert_eq!((o.service_us, o.queue_us), (o1.service_us, o0.queue_us));
+        assert_eq!((o.lag_us, o.grain_us), (o1.lag_us, Some(1000)));
+        let mut series = vec![
+            point(1.0, [70, 3, 7], 160.0),
+            point(2.0, [81, 1, 4], 160.0),
+            point(3.0, [29, 0, 0], 60.0),
+        ];
+        (series[0].p50_us, series[0].p99_us) = (Some(15), Some(20));
+        assert_eq!(o.series, series);
+
+        let (mut slow, mut fast) = (o0.clone(), o1.clone());
+        (slow.rate_achieved, slow.behind) = (Some(97.0), true);
+        fast.rate_achieved = Some(62.0);
+        let o = merged(&slow, &fast);
+        assert_eq!((o.rate_achieved, o.behind), (Some(159.0), true));
+        let mut none = o1.clone();
+        none.rate_achieved = None;
+        let o = merged(&o0, &none);
+        assert_eq!((o.rate_achieved, o.behind), (Some(99.5), true));
+        // Exactly `KEPT_UP` of the rate asked kept up.
+        let at = RunResult {
+            open: Some(open(100.0, Some(KEPT_UP * 100.0))),
+            ..template()
+        };
+        let m = merge(template(), vec![part(0, 100, at)], 0.0);
+        assert!(!m.open.unwrap().behind);
+    }
+
+    /// Figures each within its bound may sum to an infinity, which a results file cannot hold
+    /// (it writes `null`): the row fails saying so, with its times zeroed and no open measures.
+    #[test]
+    fn sums_that_overflow_to_infinity_are_not_written() {
+        let big = |share| {
+            let mut r = template();
+            r.wall_s = 1.0;
+            r.user_s = 1.5e308;
+            r.sys_s = 0.5;
+            r.tasks_ok = 4;
+            r.open = Some(open(100.0, Some(100.0)));
+            part(share, 4, r)
+        };
+        let m = merge(template(), vec![big(0), big(1)], 0.0);
+        assert_eq!(m.status, RunStatus::Failed);
+        let why = "the hosts' user_s adds up to inf: not written";
+        assert_eq!(m.error.as_deref(), Some(why));
+        assert_eq!(
+            (m.wall_s, m.user_s, m.sys_s, &m.open),
+            (0.0, 0.0, 0.0, &None)
+        );
+        let m = merge(template(), vec![big(0), big(1), lost(2, 4)], 0.0);
+        let why = "host 'a2' stopped beating; 4 of 12 tasks not performed: the row covers 66.7% of the work; the hosts' user_s adds up to inf: not written";
+        assert_eq!(m.error.as_deref(), Some(why));
     }
 }
