@@ -62,7 +62,10 @@ fn run(path: &str, n: usize) -> Option<()> {
             let w = concur::workload::parse(REQUEST_SPEC, &WorkloadOptions::default())
                 .expect("the request spec parses");
             let mut one = |i: usize| {
-                let req = w.http_request(i).expect("a URL with its host");
+                let req = w
+                    .http()
+                    .and_then(|h| h.http_request(i))
+                    .expect("a URL with its host");
                 black_box(concur::fuzzing::request_head(&req));
             };
             measure(n, &mut one);

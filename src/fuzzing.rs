@@ -796,7 +796,8 @@ pub fn header(data: &[u8]) {
     let w = parse("http:http://127.0.0.1:9/fuzz?{rand}", &opts)
         .unwrap_or_else(|e| panic!("{line:?}: the workload is refused: {e}"));
     let req = w
-        .http_request(0)
+        .http()
+        .and_then(|h| h.http_request(0))
         .unwrap_or_else(|| panic!("{line:?}: an http workload makes no request"));
     let head = request_head(&req);
     let mut parsed = [httparse::EMPTY_HEADER; 16];

@@ -149,7 +149,7 @@ proptest! {
             match concur::workload::parse(&spec, &opts) {
                 Ok(w) => {
                     prop_assert_eq!(w.spec(), spec.clone());
-                    prop_assert!(w.is_http());
+                    prop_assert!(w.http().is_some());
                 }
                 Err(e) => refused_properly(&spec, &e)?,
             }
@@ -157,7 +157,7 @@ proptest! {
         // With the run's server known, an accepted URL's request target is sent as given,
         // every {rand} replaced by 10 letters and nothing else changed.
         if let Ok(w) = concur::workload::parse(&spec, &based) {
-            let fetched = w.url(0).unwrap_or_default();
+            let fetched = w.http().and_then(|h| h.url(0)).unwrap_or_default();
             let after_scheme = fetched
                 .strip_prefix("http://")
                 .or_else(|| fetched.strip_prefix("https://"))

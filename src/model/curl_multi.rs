@@ -605,7 +605,7 @@ impl Model for CurlMulti {
         self.workers.min(tasks)
     }
     fn check(&self, w: &dyn Workload, _gil: bool) -> Result<(), String> {
-        if w.is_http() {
+        if w.http().is_some() {
             Ok(())
         } else {
             Err("curl runs http workloads only".into())
@@ -647,7 +647,8 @@ impl Model for CurlMulti {
         let mut live = 0usize;
         let mut retries: VecDeque<Retry> = VecDeque::new();
         let mut server_seen = false;
-        let recorder = ctx.workload.connection_recorder();
+        let http = ctx.workload.http();
+        let recorder = http.and_then(|h| h.connection_recorder());
         let mut streams = Streams::default();
         let mut next = 0usize;
         // Open model: `due` counts the tasks released so far; a transfer is added for each
@@ -691,7 +692,7 @@ impl Model for CurlMulti {
                 let Some((shard, easy)) = shards.take_free() else {
                     break;
                 };
-                let Some(req) = ctx.workload.http_request(task.0) else {
+                let Some(req) = http.and_then(|h| h.http_request(task.0)) else {
                     return fail(
                         "the workload has no URL (curl runs http workloads only, with a server)"
                             .into(),
@@ -789,8 +790,7 @@ impl Model for CurlMulti {
                     Err(e) => Some(transfer_error(
                         &easy,
                         &e,
-                        ctx.workload
-                            .http_request(slot.index)
+                        http.and_then(|h| h.http_request(slot.index))
                             .as_ref()
                             .map(|r| r.url.as_str()),
                     )),

@@ -269,7 +269,7 @@ pub fn run_cell(req: RunRequest) -> Result<ChildReport> {
     let timeline = measure::timeline(&outcome.records, t0, measure::TIMELINE_CAP);
     let mut rep = report_open(outcome, wall_s, arrivals.as_ref().map(|(a, i)| (&**a, *i)));
     rep.timeline_us = Some(timeline);
-    rep.connections = ctx.workload.connections();
+    rep.connections = ctx.workload.http().and_then(|h| h.connections());
     rep.pid = std::process::id();
     rep.first_task_ns = first_task_ns;
     Ok(rep)

@@ -183,7 +183,7 @@ pub fn cell(req: &CellRequest, opts: &WorkloadOptions) -> Result<CellPlan> {
         ))
     })?;
     if opts.http2 {
-        if !w.is_http() {
+        if w.http().is_none() {
             return Err(Error::usage(format!(
                 "--http2 applies to http: workloads; '{}' is not one",
                 req.workload
@@ -217,7 +217,7 @@ pub fn cell(req: &CellRequest, opts: &WorkloadOptions) -> Result<CellPlan> {
         workers: m.workers(),
         parallelism: m.parallelism(req.tasks),
         traits: traits(&*w, &*m, req.expected_failure),
-        needs_server: w.needs_server(),
+        needs_server: w.http().is_some_and(|h| h.needs_server()),
         needs_redis: m.needs_redis(),
     })
 }
@@ -319,7 +319,7 @@ fn traits(w: &dyn Workload, m: &dyn Model, expected_failure: bool) -> Traits {
     Traits {
         nature,
         waits: nature.waits(),
-        http: w.is_http(),
+        http: w.http().is_some(),
         family: m.family(),
         baseline: m.is_baseline(),
         task_processes: m.task_processes(),

@@ -168,15 +168,10 @@ pub trait Workload: Send + Sync + 'static {
     fn gil_governs(&self) -> bool {
         true
     }
-    /// Whether each task is one HTTP request ([`Workload::http_request`]), so that a model may
-    /// make the request itself (`curl`).
-    fn is_http(&self) -> bool {
-        false
-    }
-    /// Whether tasks go to the run's own server (`http:/PATH`), which the study must provide
-    /// (`--url`, or a server started in-process) when none is configured yet.
-    fn needs_server(&self) -> bool {
-        false
+    /// What only an HTTP workload has (its requests, its connections): `Some` when each task
+    /// is one HTTP request, so that a model may make the request itself (`curl`).
+    fn http(&self) -> Option<&dyn HttpTasks> {
+        None
     }
     /// Whether another process of any concur binary can re-create this workload from its spec
     /// (built-in workloads can; a closure registered by a library user exists only in that
@@ -184,25 +179,24 @@ pub trait Workload: Send + Sync + 'static {
     fn portable(&self) -> bool {
         true
     }
-    /// The URL task `index` fetches, for HTTP workloads once the run's server is known.
-    fn url(&self, _index: usize) -> Option<String> {
-        None
-    }
+}
+
+/// What an HTTP workload offers beside its tasks ([`Workload::http`]).
+pub trait HttpTasks: Send + Sync {
+    /// Whether tasks go to the run's own server (`http:/PATH`), which the study must provide
+    /// (`--url`, or a server started in-process) when none is configured yet.
+    fn needs_server(&self) -> bool;
+    /// The URL task `index` fetches, once the run's server is known.
+    fn url(&self, index: usize) -> Option<String>;
     /// The whole request task `index` makes (method, URL, headers, body), as every client
-    /// sends it, for HTTP workloads once the run's server is known; how to connect (TLS,
-    /// keep-alive, timeout) is the run's [`WorkloadOptions`].
-    fn http_request(&self, _index: usize) -> Option<HttpRequest> {
-        None
-    }
+    /// sends it, once the run's server is known; how to connect (TLS, keep-alive, timeout) is
+    /// the run's [`WorkloadOptions`].
+    fn http_request(&self, index: usize) -> Option<HttpRequest>;
     /// The workload's account of its connections, for a model that makes the requests itself
     /// (`curl`): it records each request's connection, the HTTP version and the streams there.
-    fn connection_recorder(&self) -> Option<&crate::measure::conn::ConnRecorder> {
-        None
-    }
-    /// The connections this process's tasks opened and reused, for HTTP workloads.
-    fn connections(&self) -> Option<crate::measure::conn::ConnSummary> {
-        None
-    }
+    fn connection_recorder(&self) -> Option<&crate::measure::conn::ConnRecorder>;
+    /// The connections this process's tasks opened and reused.
+    fn connections(&self) -> Option<crate::measure::conn::ConnSummary>;
 }
 
 /// Runs one task under the interpreter-lock emulation, turning a panic into a task error.
@@ -399,7 +393,10 @@ mod tests {
         let o = WorkloadOptions::default();
         for (spec, needle) in [
             ("read:/nonexistent:1x1", "cannot open '/nonexistent'"),
-            ("cmd:/nonexistent/prog", "'/nonexistent/prog' does not exist"),
+            (
+                "cmd:/nonexistent/prog",
+                "'/nonexistent/prog' does not exist",
+            ),
         ] {
             let w = parse(spec, &o).unwrap();
             let e = acquire(&*w).unwrap_err().to_string();

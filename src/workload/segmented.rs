@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use super::{HttpRequest, Nature, TaskError, TaskFuture, Workload};
+use super::{HttpRequest, HttpTasks, Nature, TaskError, TaskFuture, Workload};
 use crate::measure::schedule::Segment;
 
 /// A workload whose task `i` is the inner workload's task `segment.global(i)`.
@@ -47,26 +47,30 @@ impl Workload for Segmented {
     fn gil_governs(&self) -> bool {
         self.inner.gil_governs()
     }
-    fn is_http(&self) -> bool {
-        self.inner.is_http()
-    }
-    fn needs_server(&self) -> bool {
-        self.inner.needs_server()
+    fn http(&self) -> Option<&dyn HttpTasks> {
+        self.inner.http().map(|_| self as &dyn HttpTasks)
     }
     fn portable(&self) -> bool {
         self.inner.portable()
     }
+}
+
+/// The inner workload's requests, task `i` being its task `segment.global(i)`.
+impl HttpTasks for Segmented {
+    fn needs_server(&self) -> bool {
+        self.inner.http().is_some_and(|h| h.needs_server())
+    }
     fn url(&self, index: usize) -> Option<String> {
-        self.inner.url(self.segment.global(index))
+        self.inner.http()?.url(self.segment.global(index))
     }
     fn http_request(&self, index: usize) -> Option<HttpRequest> {
-        self.inner.http_request(self.segment.global(index))
+        self.inner.http()?.http_request(self.segment.global(index))
     }
     fn connection_recorder(&self) -> Option<&crate::measure::conn::ConnRecorder> {
-        self.inner.connection_recorder()
+        self.inner.http()?.connection_recorder()
     }
     fn connections(&self) -> Option<crate::measure::conn::ConnSummary> {
-        self.inner.connections()
+        self.inner.http()?.connections()
     }
 }
 

@@ -34,7 +34,7 @@ pub use spec::{check_header, check_method};
 pub(crate) use wire::write_request;
 pub use wire::{read_response, read_response_to};
 
-use super::{Entry, Nature, TaskError, TaskFuture, Workload, WorkloadOptions};
+use super::{Entry, HttpTasks, Nature, TaskError, TaskFuture, Workload, WorkloadOptions};
 use crate::gil;
 use crate::measure::conn::{ConnRecorder, ConnSummary};
 use endpoint::Endpoint;
@@ -138,9 +138,12 @@ impl Workload for Http {
     fn supports_green(&self) -> bool {
         true
     }
-    fn is_http(&self) -> bool {
-        true
+    fn http(&self) -> Option<&dyn HttpTasks> {
+        Some(self)
     }
+}
+
+impl HttpTasks for Http {
     fn needs_server(&self) -> bool {
         self.needs_server
     }
@@ -174,7 +177,10 @@ mod tests {
         let o = with_base();
         let w = parse("/add?name=a{rand}&delay=100", &o).unwrap();
         assert_eq!(w.nature(), Nature::Delay(Duration::from_millis(100)));
-        let (u0, u1) = (w.url(0).unwrap(), w.url(1).unwrap());
+        let (u0, u1) = (
+            w.http().unwrap().url(0).unwrap(),
+            w.http().unwrap().url(1).unwrap(),
+        );
         assert!(u0.starts_with("http://127.0.0.1:9/add?name=a") && u0.ends_with("&delay=100"));
         assert_eq!(
             u0.len(),
@@ -184,15 +190,21 @@ mod tests {
         assert_eq!(w.spec(), "http:/add?name=a{rand}&delay=100");
         // Without {rand} nothing is appended: `delay=100` stays 100.
         let plain = parse("http://h:1/add?name=c&delay=100", &o).unwrap();
-        assert_eq!(plain.url(3).unwrap(), "http://h:1/add?name=c&delay=100");
-        assert_eq!(plain.url(4).unwrap(), plain.url(3).unwrap());
+        assert_eq!(
+            plain.http().unwrap().url(3).unwrap(),
+            "http://h:1/add?name=c&delay=100"
+        );
+        assert_eq!(
+            plain.http().unwrap().url(4).unwrap(),
+            plain.http().unwrap().url(3).unwrap()
+        );
         let twice = parse("http://h:1/{rand}/x?a={rand}", &o).unwrap();
-        let u = twice.url(0).unwrap();
+        let u = twice.http().unwrap().url(0).unwrap();
         assert!(!u.contains("{rand}"), "{u}");
         assert_eq!(u.len(), "http://h:1//x?a=".len() + 20);
         // A bare query is asked of `/`; a fragment is never sent.
         let q = parse("http://h:1?delay=5#frag", &o).unwrap();
-        assert_eq!(q.url(0).unwrap(), "http://h:1/?delay=5");
+        assert_eq!(q.http().unwrap().url(0).unwrap(), "http://h:1/?delay=5");
         assert_eq!(q.nature(), Nature::Delay(Duration::from_millis(5)));
         assert_eq!(
             parse("http://h:1/bytes/5", &o).unwrap().nature(),
@@ -200,7 +212,7 @@ mod tests {
         );
         // The run's server not known yet: nothing to fetch.
         let unknown = parse("/x", &WorkloadOptions::default()).unwrap();
-        assert!(unknown.needs_server() && unknown.url(0).is_none());
+        assert!(unknown.http().unwrap().needs_server() && unknown.http().unwrap().url(0).is_none());
         assert_eq!(unknown.task(0).unwrap_err().kind, "connect");
     }
 
@@ -214,7 +226,7 @@ mod tests {
             ..Default::default()
         };
         let w = parse("https://h/x?i={i}", &o).unwrap();
-        let r = w.http_request(7).unwrap();
+        let r = w.http().unwrap().http_request(7).unwrap();
         assert_eq!(r.url, "https://h/x?i=7");
         assert_eq!(r.target, "/x?i=7");
         assert_eq!(r.method, "POST");
