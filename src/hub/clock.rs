@@ -26,12 +26,12 @@ pub struct ClockOffset {
 
 impl ClockOffset {
     /// The instant `hub_ns` of the hub's clock on this host's monotonic clock.
-    pub fn to_local_mono(&self, hub_ns: u64) -> u64 {
+    pub fn to_local_mono(self, hub_ns: u64) -> u64 {
         (hub_ns as i64 - self.mono_offset_ns).max(0) as u64
     }
 
     /// The instant `mono` of this host's monotonic clock on the hub's clock.
-    pub fn to_hub(&self, mono: u64) -> u64 {
+    pub fn to_hub(self, mono: u64) -> u64 {
         (mono as i64 + self.mono_offset_ns).max(0) as u64
     }
 }

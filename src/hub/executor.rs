@@ -1,12 +1,12 @@
 //! The study's side of a run over several hosts: an [`Executor`] that gives each of K agents
 //! its share of the run (a closed cell's tasks dealt round-robin, an open cell's every K-th
 //! arrival), announces one start instant on the hub's clock, and gathers the shares' run
-//! lines into one ([`super::merge`]). It never waits forever: an agent whose heartbeat expires
+//! lines into one (`merge`). It never waits forever: an agent whose heartbeat expires
 //! is lost within [`super::LOST_AFTER`], a share not answered within the run's timeout is
 //! lost, and the run is then recorded as failed with what was not performed.
 //!
 //! What comes back on the run's list is outside input: anyone who can write to the hub can
-//! push there. An answer is read only up to [`merge::ANSWER_MAX_BYTES`] (a script pops it on
+//! push there. An answer is read only up to `merge::ANSWER_MAX_BYTES` (a script pops it on
 //! the hub and sends only its length when it is longer), must name this run, one of its
 //! shares not yet answered and the agent that share went to, and its figures must be those an
 //! honest run of the share could report (`merge::check_ended`); anything else is refused,

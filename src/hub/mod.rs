@@ -5,20 +5,20 @@
 //! doing), and answers on the run's list; the hub's `TIME` is the clock every host's is
 //! measured against.
 //!
-//! - [`agent`]: `concur agent`, which runs each share of a run it is sent in a fresh process,
+//! - `agent`: `concur agent`, which runs each share of a run it is sent in a fresh process,
 //!   exactly as a local run (the same child, the same measurement).
 //! - [`executor`]: the study's side, an [`crate::study::Executor`] that splits each run over
 //!   K agents, starts them at one instant of the hub's clock, and waits for them, never
 //!   forever: an agent that stops beating is lost within [`LOST_AFTER`].
-//! - [`merge`]: the hosts' runs into one run line, latency merged bucket by bucket.
-//! - [`clock`]: a host's clock offset against the hub, NTP's way.
+//! - `merge`: the hosts' runs into one run line, latency merged bucket by bucket.
+//! - `clock`: a host's clock offset against the hub, NTP's way.
 
-pub mod admit;
-pub mod agent;
-pub mod clock;
+pub(crate) mod admit;
+pub(crate) mod agent;
+pub(crate) mod clock;
 pub mod executor;
-pub mod merge;
-pub mod server;
+pub(crate) mod merge;
+pub(crate) mod server;
 pub mod sign;
 pub(crate) mod work;
 

@@ -15,10 +15,10 @@
 //! 5138).
 
 mod backend_url;
-pub mod cli;
-pub mod memory;
-pub mod redis;
-pub mod sqlite;
+pub(crate) mod cli;
+pub(crate) mod memory;
+pub(crate) mod redis;
+pub(crate) mod sqlite;
 pub mod worker;
 
 use std::collections::hash_map::RandomState;

@@ -17,7 +17,7 @@
 
 pub mod conn;
 pub mod routes;
-pub mod stats;
+pub(crate) mod stats;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

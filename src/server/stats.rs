@@ -278,7 +278,7 @@ impl Stats {
         self.last_echo_json(false)
     }
 
-    /// The last request `/echo` saw, credential headers' values replaced by [`REDACTED`]:
+    /// The last request `/echo` saw, credential headers' values replaced by `REDACTED`:
     /// what `GET /echo/last` shows to any client.
     pub fn last_echo_redacted(&self) -> Option<serde_json::Value> {
         self.last_echo_json(true)

@@ -103,11 +103,6 @@ pub struct LiveLine {
 /// build its pool or runtime, so that set-up does not read as the first tasks' queue time.
 const LEAD: std::time::Duration = std::time::Duration::from_millis(10);
 
-/// Condenses a model's outcome into the report.
-pub fn report(outcome: ModelOutcome, wall_s: f64) -> ChildReport {
-    report_open(outcome, wall_s, None)
-}
-
 /// Condenses a model's outcome into the report; for an open-model run (`open`: its arrivals
 /// and the series interval, ns), latency is taken from each task's scheduled time.
 pub fn report_open(

@@ -39,7 +39,7 @@ pub fn machine() -> Machine {
     }
 }
 
-pub use crate::units::{now_rfc3339, rfc3339};
+pub use crate::units::now_rfc3339;
 
 /// Busy and total jiffies over all CPUs, from the first line of `/proc/stat`.
 fn cpu_jiffies() -> Option<(u64, u64)> {
@@ -72,9 +72,9 @@ pub fn busy_fraction(window: std::time::Duration) -> Option<f64> {
 mod tests {
     #[test]
     fn known_dates() {
-        assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(super::rfc3339(951_782_400), "2000-02-29T00:00:00Z");
-        assert_eq!(super::rfc3339(1_796_000_000), "2026-11-30T00:53:20Z");
+        assert_eq!(crate::units::rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(crate::units::rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(crate::units::rfc3339(1_796_000_000), "2026-11-30T00:53:20Z");
     }
 
     #[test]

@@ -1,12 +1,12 @@
 //! Studies: the plan (matrix of cells), the built-in presets, the fresh-process runner, the
 //! child side of a run, machine metadata, and the analysis from runs to cells.
 
-pub mod child;
-pub mod machine;
+pub(crate) mod child;
+pub(crate) mod machine;
 pub mod plan;
 pub mod presets;
 pub mod rate;
-pub mod runner;
+pub(crate) mod runner;
 pub mod search;
 
 pub use plan::{Plan, StudyOptions};

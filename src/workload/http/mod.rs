@@ -14,8 +14,8 @@
 //! kind: ureq for blocking models (`blocking`), raw hyper connections for async ones,
 //! HTTP/1.1 or HTTP/2 (`hyper_client`), a hand-made HTTP/1.1 client on `may`'s sockets for
 //! `green` (`green`, `wire`); all of them connect as `endpoint` says. The `curl` model drives libcurl itself
-//! from [`Workload::http_request`] and reports its connections back through
-//! [`Workload::connection_recorder`].
+//! from [`HttpTasks::http_request`] and reports its connections back through
+//! [`HttpTasks::connection_recorder`].
 
 mod blocking;
 mod endpoint;

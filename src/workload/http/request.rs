@@ -35,7 +35,7 @@ pub const USER_AGENT: &str = concat!("concur/", env!("CARGO_PKG_VERSION"));
 
 /// One task's HTTP request as every client sends it, placeholders filled in. A client adds,
 /// drops and renames nothing; a model that makes requests itself (`curl`) gets it from
-/// [`crate::workload::Workload::http_request`].
+/// [`crate::workload::HttpTasks::http_request`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct HttpRequest {
     /// The method, e.g. `GET`.
