@@ -178,12 +178,42 @@ impl AllowOptions {
     }
 }
 
+/// `--hub`, defined once for every command that reaches a hub: a study (`run`, `crawl`,
+/// through [`HubOptions`]), `concur agent` and `concur agents`.
+#[derive(Args, Debug, Clone, PartialEq, Default)]
+pub struct HubArg {
+    /// The hub, a Redis URL (redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], rediss:// for TLS): `concur agent --hub URL` joins it; a study given it runs every cell's work on its agents; also read from CONCUR_HUB
+    #[arg(long, value_name = "URL")]
+    pub hub: Option<String>,
+}
+
+impl HubArg {
+    /// The flag as defined here, for a group that holds the same value in a field `hub`.
+    fn arg() -> clap::Arg {
+        let cmd = Self::augment_args(clap::Command::new("hub"));
+        let arg = cmd.get_arguments().find(|a| a.get_id() == "hub").cloned();
+        arg.unwrap_or_else(|| clap::Arg::new("hub"))
+    }
+
+    /// `--hub`, else `CONCUR_HUB` (read here, by the command line, rather than by clap, so
+    /// that a library's defaults never pick it up from the environment).
+    pub fn from_env(mut self) -> HubArg {
+        if self.hub.is_none() {
+            self.hub = std::env::var(HUB_ENV).ok().filter(|s| !s.is_empty());
+        }
+        self
+    }
+}
+
 /// Studies across machines: the hub the agents joined, and over how many of them each cell's
 /// work is split.
+// `hub` is [`HubArg`]'s flag (its definition replaces the field's own); the field stays
+// here, not a flattened `HubArg`, while the plan reads `o.hub.hub`.
 #[derive(Args, Debug, Clone, PartialEq, Default)]
+#[command(mut_arg("hub", |_| HubArg::arg()))]
 pub struct HubOptions {
-    /// Run every cell's work on agents joined to this hub, a Redis URL (start `concur agent --hub URL` on each host); also read from CONCUR_HUB
-    #[arg(long, value_name = "URL")]
+    /// The hub (`--hub`, [`HubArg`]).
+    #[arg(long)]
     pub hub: Option<String>,
     /// With --hub: split each cell's work over K agents (default: every agent alive); a list (1,2,3) scans the host count
     #[arg(long, value_name = "K", value_delimiter = ',', value_parser = parse_count, allow_negative_numbers = true)]
@@ -194,12 +224,9 @@ pub struct HubOptions {
 }
 
 impl HubOptions {
-    /// `--hub`, else `CONCUR_HUB` (read here, by the command line, rather than by clap, so
-    /// that a library's defaults never pick it up from the environment).
+    /// `--hub`, else `CONCUR_HUB` ([`HubArg::from_env`]).
     pub fn from_env(mut self) -> HubOptions {
-        if self.hub.is_none() {
-            self.hub = std::env::var(HUB_ENV).ok().filter(|s| !s.is_empty());
-        }
+        self.hub = HubArg { hub: self.hub }.from_env().hub;
         self
     }
 }
@@ -628,6 +655,32 @@ mod tests {
             err.starts_with("--idle-timeout '0s' must be above 0"),
             "{err}"
         );
+    }
+
+    /// The flag `id` of the group `T`, as the command line sees it.
+    fn arg_of<T: Args>(id: &str) -> clap::Arg {
+        let cmd = T::augment_args(clap::Command::new("t"));
+        let arg = cmd.get_arguments().find(|a| a.get_id() == id).cloned();
+        arg.unwrap()
+    }
+
+    /// What a user sees of a flag: its names, value name and help.
+    fn shown(a: &clap::Arg) -> String {
+        format!(
+            "{:?} {:?} {:?} {:?} {:?}",
+            a.get_long(),
+            a.get_short(),
+            a.get_all_aliases(),
+            a.get_value_names(),
+            a.get_help().map(ToString::to_string)
+        )
+    }
+
+    #[test]
+    fn hub_is_one_flag() {
+        let one = shown(&arg_of::<HubArg>("hub"));
+        assert_eq!(shown(&arg_of::<HubOptions>("hub")), one);
+        assert!(one.contains("CONCUR_HUB"), "{one}");
     }
 
     #[test]

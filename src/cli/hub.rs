@@ -10,9 +10,8 @@ use crate::Error;
 /// `concur agent`.
 #[derive(Args)]
 pub(super) struct AgentArgs {
-    /// The hub to join, a Redis URL (redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], rediss:// for TLS); also read from CONCUR_HUB
-    #[arg(long, value_name = "URL")]
-    hub: Option<String>,
+    #[command(flatten)]
+    hub: crate::options::HubArg,
     /// Its name on the hub (default: the host name); two live agents never share one
     #[arg(long, value_name = "NAME")]
     name: Option<String>,
@@ -29,9 +28,8 @@ pub(super) struct AgentArgs {
 /// `concur agents`.
 #[derive(Args)]
 pub(super) struct AgentsArgs {
-    /// The hub, a Redis URL; also read from CONCUR_HUB
-    #[arg(long, value_name = "URL")]
-    hub: Option<String>,
+    #[command(flatten)]
+    hub: crate::options::HubArg,
     /// Tell the agent NAME to leave after the work it holds ('all': every agent)
     #[arg(long, value_name = "NAME|all")]
     stop: Option<String>,
@@ -41,13 +39,8 @@ pub(super) struct AgentsArgs {
 }
 
 /// `--hub`, else `CONCUR_HUB`, parsed; one line when neither is given.
-fn hub_url(flag: Option<String>) -> Result<HubUrl, Error> {
-    let opts = crate::options::HubOptions {
-        hub: flag,
-        ..Default::default()
-    }
-    .from_env();
-    match opts.hub {
+fn hub_url(arg: crate::options::HubArg) -> Result<HubUrl, Error> {
+    match arg.from_env().hub {
         Some(u) => {
             let url = crate::jobs::RedisUrl::parse_for("--hub", &u)?;
             // Said whatever --quiet asks: the password is already on its way.
