@@ -81,7 +81,7 @@ pub mod workload;
 
 pub use analysis::results::{CellResult, Isolation, RunResult};
 pub use app::{advise, report_file, run};
-pub use error::Error;
+pub use error::{Error, Input};
 pub use lab::{init, Lab, LabReport};
 pub use model::Model;
 pub use options::StudyOptions;

@@ -150,11 +150,19 @@ fn bad_input_is_refused_before_any_run() {
         ),
     ] {
         match lab.run() {
-            Err(concur::Error::Usage(e)) => assert!(e.contains(needle), "{e}"),
+            Err(concur::Error::Usage { message: e, .. }) => assert!(e.contains(needle), "{e}"),
             Err(e) => panic!("not a usage error: {e}"),
             Ok(_) => panic!("accepted; wanted an error with {needle:?}"),
         }
     }
+    // A library user tells a bad model from a bad workload without reading the line.
+    let e = Lab::new("lab-badmodel2")
+        .task(marking)
+        .models(["pool:0"])
+        .run()
+        .err()
+        .expect("pool:0 refused");
+    assert_eq!(e.input(), Some(&concur::Input::Model), "{e}");
     assert!(!ran_marker().exists(), "a refused lab ran a task");
     println!("ok: bad input refused");
 }

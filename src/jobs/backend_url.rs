@@ -1,4 +1,4 @@
-//! Where a queue lives: the user's `--backend` or `--jobs-backend` text, parsed once into a
+//! Where a queue lives: the user's `--jobs-backend` text, parsed once into a
 //! [`BackendUrl`] that everything downstream matches on. Its `Display` and `Debug` hide a
 //! Redis password; only [`BackendUrl::expose`] gives the full text, for the Redis client and
 //! for the child processes that must open the same queue.
@@ -367,7 +367,7 @@ mod tests {
         ] {
             let e = bad.parse::<BackendUrl>().unwrap_err();
             let msg = e.to_string();
-            assert!(matches!(e, Error::Usage(_)), "{bad}");
+            assert!(matches!(e, Error::Usage { .. }), "{bad}");
             assert!(msg.contains(names), "{bad}: {msg}");
             assert!(msg.contains(BACKEND_URLS), "{bad}: {msg}");
             assert!(!msg.contains("pw") && !msg.contains('\n'), "{bad}: {msg}");

@@ -22,7 +22,7 @@ mod thread;
 
 use std::sync::Arc;
 
-use crate::error::Error;
+use crate::error::{Error, Input};
 use crate::measure::{mono_ns, TaskRecord};
 use crate::workload::{self, guarded_run, Workload};
 
@@ -228,7 +228,7 @@ pub fn expand_scan(spec: &str) -> Result<Vec<String>, Error> {
     if !list.contains(',') && !list.contains("..") {
         return Ok(vec![spec.to_string()]);
     }
-    let bad = |why: String| Error::usage(format!("bad model '{spec}': {why}"));
+    let bad = |why: String| Error::bad(Input::Model, format!("bad model '{spec}': {why}"));
     match REGISTRY.iter().find(|e| e.name == name) {
         Some(e) if e.takes_workers => {}
         Some(e) => {
@@ -238,10 +238,13 @@ pub fn expand_scan(spec: &str) -> Result<Vec<String>, Error> {
             )))
         }
         None => {
-            return Err(Error::usage(format!(
-                "unknown model '{name}' in '{spec}' (allowed: {})",
-                allowed()
-            )))
+            return Err(Error::bad(
+                Input::Model,
+                format!(
+                    "unknown model '{name}' in '{spec}' (allowed: {})",
+                    allowed()
+                ),
+            ))
         }
     }
     let number = |w: &str| {
@@ -294,20 +297,27 @@ pub fn parse(spec: &str) -> Result<Box<dyn Model>, Error> {
         None => (spec, None),
     };
     let entry = REGISTRY.iter().find(|e| e.name == name).ok_or_else(|| {
-        Error::usage(format!(
-            "unknown model '{name}' in '{spec}' (allowed: {})",
-            allowed()
-        ))
+        Error::bad(
+            Input::Model,
+            format!(
+                "unknown model '{name}' in '{spec}' (allowed: {})",
+                allowed()
+            ),
+        )
     })?;
     let workers = match (entry.takes_workers, workers) {
         (false, None) => None,
         (false, Some(w)) => {
             let why = format!("{name} takes no worker count ({}), got '{w}'", entry.help);
-            return Err(Error::usage(format!("bad model '{spec}': {why}")));
+            return Err(Error::bad(
+                Input::Model,
+                format!("bad model '{spec}': {why}"),
+            ));
         }
         (true, None) => Some(cores()),
         (true, Some(w)) => Some(
-            parse_workers(w).map_err(|why| Error::usage(format!("bad model '{spec}': {why}")))?,
+            parse_workers(w)
+                .map_err(|why| Error::bad(Input::Model, format!("bad model '{spec}': {why}")))?,
         ),
     };
     Ok((entry.build)(workers))

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::analysis::results::{CellKey, Traits};
-use crate::error::{Error, Result};
+use crate::error::{Error, Input, Result};
 use crate::model::{self, Model};
 pub use crate::options::{Hook, Hooks, OpenOptions, PeerRequest, StudyOptions};
 use crate::study::presets::{self, CellRequest};
@@ -171,16 +171,19 @@ pub fn cell(req: &CellRequest, opts: &WorkloadOptions) -> Result<CellPlan> {
     let w = workload::parse(&req.workload, opts)?;
     let m = model::parse(&req.model)?;
     if req.gil && !w.gil_governs() {
-        return Err(Error::usage(format!(
+        return Err(Error::bad(Input::Workload, format!(
             "workload '{}' cannot run with --gil: a lock inside concur does not govern another process",
             req.workload
         )));
     }
     m.check(&*w, req.gil).map_err(|why| {
-        Error::usage(format!(
-            "model '{}' cannot run workload '{}': {why}",
-            req.model, req.workload
-        ))
+        Error::bad(
+            Input::Model,
+            format!(
+                "model '{}' cannot run workload '{}': {why}",
+                req.model, req.workload
+            ),
+        )
     })?;
     if opts.http2 {
         if w.http().is_none() {
@@ -198,10 +201,10 @@ pub fn cell(req: &CellRequest, opts: &WorkloadOptions) -> Result<CellPlan> {
         }
     }
     if req.tasks == 0 || req.tasks > MAX_TASKS {
-        return Err(Error::usage(format!(
-            "tasks '{}' must be from 1 to {MAX_TASKS}",
-            req.tasks
-        )));
+        return Err(Error::bad(
+            Input::Tasks,
+            format!("tasks '{}' must be from 1 to {MAX_TASKS}", req.tasks),
+        ));
     }
     Ok(CellPlan {
         kind: CellKind::Concur,
@@ -777,7 +780,7 @@ mod tests {
         ];
         for o in cases {
             match build(&o) {
-                Err(Error::Usage(_)) => {}
+                Err(Error::Usage { .. }) => {}
                 other => panic!("{o:?} gave {other:?}"),
             }
         }
@@ -826,7 +829,7 @@ mod tests {
             ),
         ] {
             match build(&o) {
-                Err(Error::Usage(e)) => assert!(e.contains(needle), "{e}"),
+                Err(Error::Usage { message: e, .. }) => assert!(e.contains(needle), "{e}"),
                 other => panic!("{o:?} gave {other:?}"),
             }
         }

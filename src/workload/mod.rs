@@ -26,7 +26,7 @@ use std::task::{Context, Poll};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::Error;
+use crate::error::{Error, Input};
 use crate::gil;
 pub use crate::measure::TaskError;
 pub use http::HttpRequest;
@@ -265,20 +265,23 @@ pub fn parse(spec: &str, opts: &WorkloadOptions) -> Result<Arc<dyn Workload>, Er
     }
     let (name, args) = spec.split_once(':').unwrap_or((spec, ""));
     let entry = REGISTRY.iter().find(|e| e.name == name).ok_or_else(|| {
-        Error::usage(format!(
-            "unknown workload '{name}' in '{spec}' (allowed: {})",
-            REGISTRY
-                .iter()
-                .map(|e| e.usage)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))
+        Error::bad(
+            Input::Workload,
+            format!(
+                "unknown workload '{name}' in '{spec}' (allowed: {})",
+                REGISTRY
+                    .iter()
+                    .map(|e| e.usage)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )
     })?;
     (entry.parse)(args, opts).map_err(|why| {
-        Error::usage(format!(
-            "bad workload '{spec}': {why} (usage: {})",
-            entry.usage
-        ))
+        Error::bad(
+            Input::Workload,
+            format!("bad workload '{spec}': {why} (usage: {})", entry.usage),
+        )
     })
 }
 
@@ -292,7 +295,10 @@ pub fn acquire(w: &dyn Workload) -> Result<(), Error> {
             .iter()
             .find(|e| e.name == name)
             .map_or(String::new(), |e| format!(" (usage: {})", e.usage));
-        Error::usage(format!("bad workload '{spec}': {why}{usage}"))
+        Error::bad(
+            Input::Workload,
+            format!("bad workload '{spec}': {why}{usage}"),
+        )
     })
 }
 
