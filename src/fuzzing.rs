@@ -667,7 +667,7 @@ fn peer_cell() -> &'static (Plan, CellPlan) {
     })
 }
 
-/// A queue or hub URL (`--backend`, `--jobs-backend`, `CONCUR_JOBS_BACKEND`: `BackendUrl`;
+/// A queue or hub URL (`--jobs-backend`, `CONCUR_JOBS_BACKEND`: `BackendUrl`;
 /// `--hub`, `CONCUR_HUB`: `HubUrl::parse`), and everything shown of it: its `Display`, the
 /// clear-text password warning, the one-line refusal. No panic; an accepted URL's full text
 /// (`expose`, what a child process gets) parses back to the same URL. The password as the
@@ -689,7 +689,7 @@ pub fn backend_url(data: &[u8]) {
                 assert_eq!(again, b, "{s:?}");
                 out.push(b.to_string());
                 out.push(format!("{b:?}"));
-                out.extend(b.cleartext_password_warning("--backend"));
+                out.extend(b.cleartext_password_warning("--jobs-backend"));
             }
             Err(e) => out.push(e.to_string()),
         }

@@ -14,8 +14,7 @@ use clap::{Args, FromArgMatches};
 
 use serde::{Deserialize, Serialize};
 
-/// The environment variable that names the queue when `--backend` / `--jobs-backend` is not
-/// given: a process's environment is readable by its own user only, where its argv is shown
+/// The environment variable that names the queue when `--jobs-backend` is not given: a process's environment is readable by its own user only, where its argv is shown
 /// to every user by `ps`, so a Redis password belongs there. concur also hands the backend to
 /// the processes it starts (`--peer` programs, hooks) through it.
 pub const BACKEND_ENV: &str = "CONCUR_JOBS_BACKEND";
@@ -72,8 +71,12 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
 /// plus its output flags; `crawl` and `advise` fill in the few fields they set.
 // The doc comments of the fields are the flags' help texts as users read them, grammar in
 // brackets included (`redis://[:PASSWORD@]HOST`), not links.
+// `--jobs-backend` is [`JobsBackendArg`]'s flag (its definition replaces the field's own);
+// the field stays here, not a flattened `JobsBackendArg`, while the plan reads
+// `o.jobs_backend`.
 #[allow(rustdoc::broken_intra_doc_links)]
 #[derive(Args, Debug, Clone)]
+#[command(mut_arg("jobs_backend", |_| JobsBackendArg::arg()))]
 pub struct StudyOptions {
     /// Built-in study (STUDIES)
     pub study: Option<String>,
@@ -126,8 +129,8 @@ pub struct StudyOptions {
     /// What every HTTP request sends and how it connects.
     #[command(flatten)]
     pub request: RequestOptions,
-    /// Queue of the jobs models: sqlite:PATH for jobs:W (default: a fresh file per run), redis://[:PASSWORD@]HOST:PORT/DB for jobs-redis:W (mailer then adds it); with a password, set CONCUR_JOBS_BACKEND instead, which `ps` does not show
-    #[arg(long, value_name = "URL", env = BACKEND_ENV, hide_env_values = true)]
+    /// The queue of the jobs models (`--jobs-backend`, [`JobsBackendArg`]).
+    #[arg(long)]
     pub jobs_backend: Option<String>,
     /// gil, mailer, crawl, tour: add the classic programs in CPython and MRI as external cells (py:…, rb:…); see `concur classic`
     #[arg(long)]
@@ -175,6 +178,47 @@ impl AllowOptions {
             commands: self.allow_commands,
             targets,
         })
+    }
+}
+
+/// `--jobs-backend`, defined once for every command that names a queue: `concur jobs` (where
+/// `--backend`, its old name, still works), a study's jobs models (through [`StudyOptions`])
+/// and `concur agent`.
+#[derive(Args, Debug, Clone, PartialEq, Default)]
+pub struct JobsBackendArg {
+    /// The queue: sqlite (the default: concur-results/jobs.sqlite for `concur jobs`, a fresh file per run for a study's or an agent's jobs:W), sqlite:PATH (?synchronous=full syncs every commit; docs/jobs.md), or redis://[:PASSWORD@]HOST:PORT/DB (for jobs-redis:W, which mailer then adds); a study's own never travels to an agent, which uses its own; with a password, set CONCUR_JOBS_BACKEND instead, which `ps` does not show
+    #[arg(long, value_name = "URL", env = BACKEND_ENV, hide_env_values = true)]
+    pub jobs_backend: Option<String>,
+}
+
+impl JobsBackendArg {
+    /// The flag as defined here, for a group that holds the same value in a field
+    /// `jobs_backend`.
+    fn arg() -> clap::Arg {
+        let cmd = Self::augment_args(clap::Command::new("jobs"));
+        let arg = cmd
+            .get_arguments()
+            .find(|a| a.get_id() == "jobs_backend")
+            .cloned();
+        arg.unwrap_or_else(|| clap::Arg::new("jobs_backend"))
+    }
+
+    /// The queue named, parsed (`None`: not named); a bad one is one line naming the flag.
+    pub fn parsed(&self) -> crate::error::Result<Option<crate::jobs::BackendUrl>> {
+        self.jobs_backend
+            .as_deref()
+            .map(str::parse::<crate::jobs::BackendUrl>)
+            .transpose()
+            .map_err(|e| crate::error::Error::usage(format!("--jobs-backend: {e}")))
+    }
+
+    /// The queue named, else the default one (`sqlite`: what [`crate::jobs::BackendUrl::Sqlite`]
+    /// with no path means where it is used).
+    pub fn or_default(&self) -> crate::error::Result<crate::jobs::BackendUrl> {
+        Ok(self.parsed()?.unwrap_or(crate::jobs::BackendUrl::Sqlite(
+            None,
+            crate::jobs::SqliteSync::default(),
+        )))
     }
 }
 
@@ -681,6 +725,20 @@ mod tests {
         let one = shown(&arg_of::<HubArg>("hub"));
         assert_eq!(shown(&arg_of::<HubOptions>("hub")), one);
         assert!(one.contains("CONCUR_HUB"), "{one}");
+    }
+
+    #[test]
+    fn jobs_backend_is_one_flag() {
+        let one = shown(&arg_of::<JobsBackendArg>("jobs_backend"));
+        assert_eq!(shown(&arg_of::<StudyOptions>("jobs_backend")), one);
+        assert!(
+            one.contains("jobs-backend") && one.contains(BACKEND_ENV),
+            "{one}"
+        );
+        assert_eq!(
+            JobsBackendArg::default().or_default().unwrap(),
+            "sqlite".parse().unwrap()
+        );
     }
 
     #[test]

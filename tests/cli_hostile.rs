@@ -278,7 +278,7 @@ fn a_queue_is_never_opened_on_a_device() {
             "--noop",
             "-n",
             "1",
-            "--backend",
+            "--jobs-backend",
             "sqlite:/dev/null",
         ])
         .output()

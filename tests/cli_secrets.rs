@@ -220,7 +220,10 @@ fn a_redis_password_bound_off_loopback_in_clear_text_is_warned_of() {
     for (args, flag) in [
         (vec!["agents", "--hub", remote], "--hub"),
         (vec!["agent", "--hub", remote, "--name", "a1"], "--hub"),
-        (vec!["jobs", "stats", "--backend", remote], "--backend"),
+        (
+            vec!["jobs", "stats", "--jobs-backend", remote],
+            "--jobs-backend",
+        ),
         (
             vec![
                 "run", "-w", "fib:1", "-m", "seq", "-n", "1", "--hub", remote,
@@ -263,7 +266,7 @@ fn a_redis_password_on_loopback_or_over_tls_is_not_warned_of() {
         let out = succeeds(concur().args(["agents", "--hub", &url]));
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!stderr.contains("clear text"), "{url}: {stderr}");
-        let out = succeeds(concur().args(["jobs", "stats", "--backend", &url]));
+        let out = succeeds(concur().args(["jobs", "stats", "--jobs-backend", &url]));
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!stderr.contains("clear text"), "{url}: {stderr}");
     }
@@ -396,7 +399,7 @@ fn a_planted_dead_jobs_escape_sequences_are_listed_escaped() {
     let payload =
         "{\"class\":\"Concur::Task\",\"error_message\":\"\u{1b}]0;pwned\u{7}\u{1b}[2J\u{9b}2J\"}";
     redis.redis_cli(&["ZADD", "dead", "0", payload]);
-    let out = succeeds(concur().args(["jobs", "dead", "--backend", &redis.url()]));
+    let out = succeeds(concur().args(["jobs", "dead", "--jobs-backend", &redis.url()]));
     assert_no_controls("concur jobs dead", &out.stdout);
     let shown = String::from_utf8_lossy(&out.stdout);
     assert!(

@@ -208,7 +208,7 @@ fn jobs_work_runs_no_command_of_a_queue_writer_without_allow_commands() {
     let marker = dir.path().join("ran");
     let enqueue = |n: &str| {
         let out = concur()
-            .args(["jobs", "enqueue", "--backend", &backend, "-n", n, "-w"])
+            .args(["jobs", "enqueue", "--jobs-backend", &backend, "-n", n, "-w"])
             .arg(format!("cmd:touch {}", marker.display()))
             .output()
             .unwrap();
@@ -217,7 +217,7 @@ fn jobs_work_runs_no_command_of_a_queue_writer_without_allow_commands() {
     enqueue("1");
     let work = |extra: &[&str]| {
         let out = concur()
-            .args(["jobs", "work", "--backend", &backend, "--until-empty"])
+            .args(["jobs", "work", "--jobs-backend", &backend, "--until-empty"])
             .args(extra)
             .output()
             .unwrap();
@@ -226,7 +226,7 @@ fn jobs_work_runs_no_command_of_a_queue_writer_without_allow_commands() {
     work(&[]);
     assert!(!marker.exists(), "the queued command ran");
     let dead = concur()
-        .args(["jobs", "dead", "--backend", &backend])
+        .args(["jobs", "dead", "--jobs-backend", &backend])
         .output()
         .unwrap();
     let dead = String::from_utf8_lossy(&dead.stdout);
@@ -451,7 +451,7 @@ fn a_keyed_agent_takes_only_work_signed_with_the_hub_key() {
 /// `says`.
 fn queue_refused(path: &Path, says: &str) {
     let out = concur()
-        .args(["jobs", "work", "--until-empty", "--backend"])
+        .args(["jobs", "work", "--until-empty", "--jobs-backend"])
         .arg(format!("sqlite:{}", path.display()))
         .output()
         .unwrap();
@@ -499,7 +499,7 @@ fn a_queue_file_with_triggers_or_writable_by_others_is_refused() {
     // A queue of this user's own, as concur makes it, is used.
     let own = dir.path().join("own.sqlite");
     let out = concur()
-        .args(["jobs", "work", "--until-empty", "--backend"])
+        .args(["jobs", "work", "--until-empty", "--jobs-backend"])
         .arg(format!("sqlite:{}", own.display()))
         .output()
         .unwrap();

@@ -606,7 +606,7 @@ fn worker(url: &str, done_log: &Path, lease: &str, extra: &[&str]) -> Proc {
             "work",
             "-c",
             "4",
-            "--backend",
+            "--jobs-backend",
             url,
             "--lease",
             lease,
@@ -853,11 +853,12 @@ fn cli_enqueue_stats_and_bad_backends() {
             "fib:10",
             "-n",
             "5",
-            "--backend",
+            "--jobs-backend",
             &url,
         ])
         .assert()
         .success();
+    // `--backend`, the flag's old name, is still taken by `concur jobs`.
     let out = common::concur()
         .args(["jobs", "stats", "--json", "--backend", &url])
         .output()
@@ -888,7 +889,7 @@ fn cli_enqueue_stats_and_bad_backends() {
         "memory".to_string(),
     ] {
         let out = common::concur()
-            .args(["jobs", "stats", "--backend", &bad])
+            .args(["jobs", "stats", "--jobs-backend", &bad])
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(2), "{bad}");
@@ -904,7 +905,7 @@ fn cli_enqueue_stats_and_bad_backends() {
             "nope",
             "-n",
             "1",
-            "--backend",
+            "--jobs-backend",
             &url,
         ])
         .output()
@@ -1053,11 +1054,11 @@ fn the_jobs_commands_take_the_backend_from_concur_jobs_backend() {
     assert!(!err.contains(PASSWORD), "{err}");
     let s = open(&url).stats().unwrap();
     assert_eq!((s.processed, s.enqueued), (5, 0));
-    // --backend wins over the variable.
+    // --jobs-backend wins over the variable.
     let wrong = redis.url_with(Some("Wr0ng"));
     let (code, out, err) = concur_cli_with(
         Some(&wrong),
-        &["jobs", "stats", "--json", "--backend", &url],
+        &["jobs", "stats", "--json", "--jobs-backend", &url],
     );
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(serde_json::from_str::<Value>(&out).unwrap()["processed"], 5);
@@ -1141,7 +1142,7 @@ fn no_process_concur_starts_shows_the_redis_password_on_its_command_line() {
     let workers: Vec<&String> = seen.iter().filter(|a| a.contains(" __worker")).collect();
     assert!(!workers.is_empty(), "no jobs-procs worker seen: {seen:#?}");
     for a in &workers {
-        assert!(!a.contains("--backend") && !a.contains("sqlite"), "{a}");
+        assert!(!a.contains("-backend") && !a.contains("sqlite"), "{a}");
     }
     for a in &seen {
         assert!(!a.contains(PASSWORD), "a process shows the password: {a}");
@@ -1190,7 +1191,7 @@ fn the_cli_never_shows_a_redis_password() {
         "fib:10",
         "-n",
         "5",
-        "--backend",
+        "--jobs-backend",
         &url,
     ]);
     hidden("enqueue", &out, &err);
@@ -1199,16 +1200,16 @@ fn the_cli_never_shows_a_redis_password() {
         out.trim(),
         format!("enqueued 5 jobs of fib:10 on default ({masked})")
     );
-    let (code, out, err) = concur_cli(&["jobs", "stats", "--backend", &url]);
+    let (code, out, err) = concur_cli(&["jobs", "stats", "--jobs-backend", &url]);
     hidden("stats", &out, &err);
     assert_eq!(code, Some(0), "{err}");
     assert!(out.contains("enqueued       5"), "{out}");
-    let (code, out, err) = concur_cli(&["jobs", "work", "--until-empty", "--backend", &url]);
+    let (code, out, err) = concur_cli(&["jobs", "work", "--until-empty", "--jobs-backend", &url]);
     hidden("work", &out, &err);
     assert_eq!(code, Some(0), "{err}");
     assert!(err.contains(&masked), "{err}");
     let with_user = format!("redis://default:{PASSWORD}@127.0.0.1:{port}/0");
-    let (code, out, err) = concur_cli(&["jobs", "stats", "--json", "--backend", &with_user]);
+    let (code, out, err) = concur_cli(&["jobs", "stats", "--json", "--jobs-backend", &with_user]);
     hidden("stats with a user name", &out, &err);
     assert_eq!(code, Some(0), "{err}");
     let s: Value = serde_json::from_str(&out).unwrap();
@@ -1250,7 +1251,7 @@ fn the_cli_never_shows_a_redis_password() {
             &["jobs", "dead"],
             &["jobs", "work", "--until-empty"],
         ] {
-            let args = [cmd, &["--backend", &bad]].concat();
+            let args = [cmd, &["--jobs-backend", &bad]].concat();
             let (code, out, err) = concur_cli(&args);
             hidden(&shown, &out, &err);
             assert_eq!(code, Some(2), "{args:?}: {err}");
@@ -1310,14 +1311,14 @@ fn the_cli_never_shows_a_redis_password() {
 
 /// `concur jobs stats --json`.
 fn cli_stats(url: &str) -> Value {
-    let (code, out, err) = concur_cli(&["jobs", "stats", "--json", "--backend", url]);
+    let (code, out, err) = concur_cli(&["jobs", "stats", "--json", "--jobs-backend", url]);
     assert_eq!(code, Some(0), "{err}");
     serde_json::from_str(&out).expect("one JSON object")
 }
 
 /// Lists a failed set with `concur jobs retry|dead`: one JSON job a line.
 fn cli_list(url: &str, set: &str, extra: &[&str]) -> Vec<Value> {
-    let (code, out, err) = concur_cli(&[&["jobs", set, "--backend", url][..], extra].concat());
+    let (code, out, err) = concur_cli(&[&["jobs", set, "--jobs-backend", url][..], extra].concat());
     assert_eq!(code, Some(0), "{set}: {err}");
     out.lines()
         .map(|l| serde_json::from_str(l).expect("one JSON job a line"))
@@ -1333,7 +1334,7 @@ fn jids_of(jobs: &[Value]) -> BTreeSet<String> {
 /// `concur jobs retry|dead --requeue`, which must say it moved `n` jobs and leave the set
 /// empty; returns the counts after it.
 fn cli_requeue(url: &str, set: &str, n: usize) -> Value {
-    let (code, out, err) = concur_cli(&["jobs", set, "--requeue", "--backend", url]);
+    let (code, out, err) = concur_cli(&["jobs", set, "--requeue", "--jobs-backend", url]);
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(out.trim(), format!("requeued {n} jobs from {set}"));
     let s = cli_stats(url);

@@ -27,7 +27,7 @@ Sidekiq.configure_client {{ |c| c.redis = {{ url: '{r.url}' }} }}
     subprocess.run(["ruby", "-W0", "-e", push], check=True)
     sample = r.cmd("LINDEX", "queue:default", 0)
     print("Sidekiq 6.4.1 pushed:", sample)
-    concur("jobs", "work", "-c", "4", "--backend", r.url, "--until-empty")
+    concur("jobs", "work", "-c", "4", "--jobs-backend", r.url, "--until-empty")
     processed = int(r.cmd("GET", "stat:processed") or 0)
     assert processed == N, f"concur processed {processed} of {N} Sidekiq-pushed jobs"
     print(f"ok: {N} jobs pushed by Sidekiq::Client ran on concur jobs work")
@@ -48,7 +48,7 @@ module Concur
   end
 end
 """)
-    concur("jobs", "enqueue", "-w", "fib:20", "-n", str(N), "--backend", r.url)
+    concur("jobs", "enqueue", "-w", "fib:20", "-n", str(N), "--jobs-backend", r.url)
     print("concur pushed:", r.cmd("LINDEX", "queue:default", 0))
     env = dict(os.environ, REDIS_URL=r.url)
     sk = subprocess.Popen(["sidekiq", "-r", worker_rb, "-c", "5"], env=env,

@@ -67,13 +67,13 @@ def drain(n, start, processed, label):
 def redis_run(r, n, label, start, processed):
     """N no-op jobs enqueued on the Redis r (emptied first), drained by start(): jobs/s."""
     r.cmd("FLUSHALL")
-    concur("jobs", "enqueue", "--noop", "-n", str(n), "--backend", r.url, **quiet)
+    concur("jobs", "enqueue", "--noop", "-n", str(n), "--jobs-backend", r.url, **quiet)
     return drain(n, start, processed, label)
 
 
 def redis_concur(r, n, c):
     return redis_run(r, n, f"redis: concur jobs work -c {c}", lambda: [subprocess.Popen(
-        [CONCUR, "jobs", "work", "-c", str(c), "--backend", r.url], **quiet)],
+        [CONCUR, "jobs", "work", "-c", str(c), "--jobs-backend", r.url], **quiet)],
         lambda: int(r.cmd("GET", "stat:processed") or 0))
 
 
@@ -88,14 +88,14 @@ def sqlite_concur(db, n, procs, sync="normal"):
     """N no-op jobs enqueued in a new SQLite file db, drained by PROCS `concur jobs work -c 4`;
     SYNC is the queue's synchronous setting (normal, the default, or full)."""
     url = f"sqlite:{db}" + ("?synchronous=full" if sync == "full" else "")
-    concur("jobs", "enqueue", "--noop", "-n", str(n), "--backend", url, **quiet)
+    concur("jobs", "enqueue", "--noop", "-n", str(n), "--jobs-backend", url, **quiet)
 
     def sqlite_processed():
         with sqlite3.connect(db, timeout=30) as c:
             return c.execute("SELECT value FROM counters WHERE name='processed'").fetchone()[0]
 
     return drain(n, lambda: [subprocess.Popen(
-        [CONCUR, "jobs", "work", "-c", "4", "--backend", url], **quiet) for _ in range(procs)],
+        [CONCUR, "jobs", "work", "-c", "4", "--jobs-backend", url], **quiet) for _ in range(procs)],
         sqlite_processed, f"sqlite {sync}: {procs} x concur jobs work -c 4")
 
 

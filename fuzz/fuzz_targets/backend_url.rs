@@ -1,4 +1,4 @@
-//! Queue and hub URLs (`--backend`, `--jobs-backend`, `--hub`) and everything shown of them:
+//! Queue and hub URLs (`--jobs-backend`, `--hub`) and everything shown of them:
 //! no panic, the full text parses back, the password shown nowhere. The harness:
 //! `concur::fuzzing::backend_url`.
 #![no_main]

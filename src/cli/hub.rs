@@ -17,9 +17,8 @@ pub(super) struct AgentArgs {
     name: Option<String>,
     #[command(flatten)]
     allow: crate::options::AllowOptions,
-    /// The queue this host's jobs models use (redis://HOST:PORT/DB for jobs-redis:W shares; default: a fresh SQLite file per run); a study's own --jobs-backend never travels to an agent; also read from CONCUR_JOBS_BACKEND
-    #[arg(long, value_name = "URL", env = crate::jobs::BACKEND_ENV, hide_env_values = true)]
-    jobs_backend: Option<String>,
+    #[command(flatten)]
+    jobs_backend: crate::options::JobsBackendArg,
     /// No line per share on stderr
     #[arg(long, short)]
     quiet: bool,
@@ -70,12 +69,7 @@ pub(super) fn agent(a: AgentArgs) -> Result<i32, Error> {
         &agent::AgentOptions {
             name: a.name,
             allowed: a.allow.allowed()?,
-            jobs_backend: a
-                .jobs_backend
-                .as_deref()
-                .map(str::parse::<crate::jobs::BackendUrl>)
-                .transpose()
-                .map_err(|e| Error::usage(format!("--jobs-backend: {e}")))?,
+            jobs_backend: a.jobs_backend.parsed()?,
         },
         &terminal,
     )

@@ -7,11 +7,20 @@ use clap::{Args, Subcommand};
 use crate::options::parse_duration;
 use crate::Error;
 
+/// `--jobs-backend`, which `concur jobs` also takes under its old name, `--backend` (hidden:
+/// one name in the help, and the commands written before keep working).
 #[derive(Args)]
+#[command(mut_arg("jobs_backend", |a| a.alias("backend")))]
 pub(super) struct BackendArg {
-    /// sqlite (concur-results/jobs.sqlite), sqlite:PATH, or redis://[:PASSWORD@]HOST:PORT/DB; add ?synchronous=full to an SQLite queue to sync every commit (nothing acknowledged lost on a power cut; docs/jobs.md); with a password, set CONCUR_JOBS_BACKEND instead, which `ps` does not show
-    #[arg(long, value_name = "URL", default_value = "sqlite", env = crate::jobs::BACKEND_ENV, hide_env_values = true)]
-    backend: String,
+    #[command(flatten)]
+    b: crate::options::JobsBackendArg,
+}
+
+impl BackendArg {
+    /// The queue: the one named, else `sqlite` (concur-results/jobs.sqlite).
+    fn url(&self) -> Result<crate::jobs::BackendUrl, Error> {
+        self.b.or_default()
+    }
 }
 
 #[derive(Subcommand)]
@@ -137,7 +146,7 @@ pub(super) fn jobs(c: JobsCommand) -> Result<i32, Error> {
             queue,
             retry,
             b,
-        } => cli::enqueue(&b.backend.parse()?, workload.as_deref(), n, &queue, retry),
+        } => cli::enqueue(&b.url()?, workload.as_deref(), n, &queue, retry),
         JobsCommand::Work {
             concurrency,
             queues,
@@ -163,14 +172,10 @@ pub(super) fn jobs(c: JobsCommand) -> Result<i32, Error> {
                 allowed: allow.allowed()?,
                 only: None,
             };
-            cli::work_main(&b.backend.parse()?, &opts)
+            cli::work_main(&b.url()?, &opts)
         }
-        JobsCommand::Stats { json, b } => cli::stats(&b.backend.parse()?, json),
-        JobsCommand::Retry(a) => {
-            cli::failed_set(&a.b.backend.parse()?, FailedSet::Retry, a.requeue, a.limit)
-        }
-        JobsCommand::Dead(a) => {
-            cli::failed_set(&a.b.backend.parse()?, FailedSet::Dead, a.requeue, a.limit)
-        }
+        JobsCommand::Stats { json, b } => cli::stats(&b.url()?, json),
+        JobsCommand::Retry(a) => cli::failed_set(&a.b.url()?, FailedSet::Retry, a.requeue, a.limit),
+        JobsCommand::Dead(a) => cli::failed_set(&a.b.url()?, FailedSet::Dead, a.requeue, a.limit),
     }
 }

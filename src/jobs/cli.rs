@@ -18,7 +18,7 @@ fn open_shared(url: &BackendUrl) -> Result<Arc<dyn Backend>> {
             "backend 'memory' lives inside one process, so separate `concur jobs` commands cannot share it; use sqlite, sqlite:PATH or redis://HOST:PORT/DB (or the jobs-memory:W model)",
         ));
     }
-    if let Some(w) = url.cleartext_password_warning("--backend") {
+    if let Some(w) = url.cleartext_password_warning("--jobs-backend") {
         crate::output::Terminal::new(crate::output::Feedback::Lines).warning(w);
     }
     open(url)

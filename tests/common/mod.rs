@@ -161,7 +161,7 @@ pub fn require(needs: &[Need]) {
 }
 
 /// The concur binary under test, without a `CONCUR_JOBS_BACKEND` the developer's shell may
-/// have set (it would stand in for every absent `--backend`).
+/// have set (it would stand in for every absent `--jobs-backend`).
 pub fn concur() -> Command {
     let mut c = Command::cargo_bin("concur").expect("binary built");
     c.env_remove("CONCUR_JOBS_BACKEND");
