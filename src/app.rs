@@ -252,12 +252,15 @@ pub fn report_file(path: &Path, out: &Outputs) -> Result<i32> {
     ))
 }
 
+/// `concur advise`'s counted runs per cell when `-r` is not given (and `--rate` is not `auto`).
+pub const ADVISE_REPEAT: usize = 3;
+
 /// `concur advise`: runs the few cells that tell what bounds `workload` and which model suits
 /// it (seq, thread, a pool of one thread per core, async with every task in flight, fork), a
 /// few times each, and shows them with the advice. Returns the exit code as [`run`] does.
 /// `base` carries the flags that still apply (`--shell`, `--cmd-output`, the open model).
-/// `repeat`: `-r`, 3 by default (with `--rate auto`: none, each search's probe is its cell's
-/// run).
+/// `repeat`: `-r`, [`ADVISE_REPEAT`] by default (with `--rate auto`: none, each search's probe
+/// is its cell's run).
 pub fn advise(
     workload: &str,
     tasks: Option<usize>,
@@ -279,7 +282,7 @@ pub fn advise(
             "fork".into(),
         ],
         tasks: tasks.into_iter().collect(),
-        repeat: repeat.or(base.open.default_repeat(3)),
+        repeat: repeat.or(base.open.default_repeat(ADVISE_REPEAT)),
         warmup: Some(0),
         ..base
     };

@@ -71,11 +71,12 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
 /// plus its output flags; `crawl` and `advise` fill in the few fields they set.
 // The doc comments of the fields are the flags' help texts as users read them, grammar in
 // brackets included (`redis://[:PASSWORD@]HOST`), not links.
-// `--jobs-backend` is [`JobsBackendArg`]'s flag (its definition replaces the field's own);
-// the field stays here, not a flattened `JobsBackendArg`, while the plan reads
-// `o.jobs_backend`.
+// `-r` and `--jobs-backend` are [`RepeatArg`]'s and [`JobsBackendArg`]'s flags (their
+// definitions replace the fields' own); the fields stay here, not flattened groups, while
+// the plan reads `o.repeat` and `o.jobs_backend`.
 #[allow(rustdoc::broken_intra_doc_links)]
 #[derive(Args, Debug, Clone)]
+#[command(mut_arg("repeat", |_| RepeatArg::arg()))]
 #[command(mut_arg("jobs_backend", |_| JobsBackendArg::arg()))]
 pub struct StudyOptions {
     /// Built-in study (STUDIES)
@@ -92,8 +93,8 @@ pub struct StudyOptions {
     /// Task counts for a free-form study (repeatable or comma-separated; default 10)
     #[arg(long = "tasks", short = 'n', value_name = "N", value_delimiter = ',', value_parser = parse_count, allow_negative_numbers = true)]
     pub tasks: Vec<usize>,
-    /// Counted runs per cell (default: REPEATS); with --rate auto, fresh runs at each cell's rate found after its search (default: none, the probe that found it is the row)
-    #[arg(long, short = 'r', value_name = "R", value_parser = parse_count, allow_negative_numbers = true)]
+    /// Counted runs per cell (`-r`, [`RepeatArg`]).
+    #[arg(long)]
     pub repeat: Option<usize>,
     /// Uncounted warm-up runs per cell before the counted ones (not with --rate auto, whose search probes the cell first)
     #[arg(long, value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
@@ -178,6 +179,28 @@ impl AllowOptions {
             commands: self.allow_commands,
             targets,
         })
+    }
+}
+
+/// `-r`/`--repeat`, defined once for every command that runs cells: a study (`run`, through
+/// [`StudyOptions`]), `crawl` and `advise`. `REPEATS` in its help is filled in with each
+/// command's own defaults (`cli::help`).
+#[derive(Args, Debug, Clone, Copy, PartialEq, Default)]
+pub struct RepeatArg {
+    /// Counted runs per cell (default: REPEATS); with --rate auto, fresh runs at each cell's rate found after its search (default: none, the probe that found it is the row)
+    #[arg(long, short = 'r', value_name = "R", value_parser = parse_count, allow_negative_numbers = true)]
+    pub repeat: Option<usize>,
+}
+
+impl RepeatArg {
+    /// The flag as defined here, for a group that holds the same value in a field `repeat`.
+    fn arg() -> clap::Arg {
+        let cmd = Self::augment_args(clap::Command::new("repeat"));
+        let arg = cmd
+            .get_arguments()
+            .find(|a| a.get_id() == "repeat")
+            .cloned();
+        arg.unwrap_or_else(|| clap::Arg::new("repeat"))
     }
 }
 
@@ -739,6 +762,13 @@ mod tests {
             JobsBackendArg::default().or_default().unwrap(),
             "sqlite".parse().unwrap()
         );
+    }
+
+    #[test]
+    fn repeat_is_one_flag() {
+        let one = shown(&arg_of::<RepeatArg>("repeat"));
+        assert_eq!(shown(&arg_of::<StudyOptions>("repeat")), one);
+        assert!(one.contains("REPEATS"), "{one}");
     }
 
     #[test]

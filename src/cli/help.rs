@@ -1,5 +1,5 @@
 //! What the help shows that other definitions decide: the registries' lists (workloads,
-//! models, studies, formats) and the studies' default repeat counts, filled into the flags'
+//! models, studies, formats) and each command's default repeat counts, filled into the flags'
 //! help texts, and `concur list`. A new workload, model, study or format cannot be missing.
 
 use clap::CommandFactory;
@@ -75,8 +75,14 @@ pub(super) fn command() -> clap::Command {
     let studies = presets::study_names().join(", ");
     let formats = crate::report::format_names().join(", ");
     let stdout_formats = crate::report::stdout_format_names().join(", ");
-    let repeats = default_repeats();
-    let fill = |a: clap::Arg| -> clap::Arg {
+    // `-r`'s defaults: each study's for `run`, the command's own for the others.
+    let study_repeats = default_repeats();
+    let repeats_of = |command: &str| match command {
+        "crawl" => super::CRAWL_REPEAT.to_string(),
+        "advise" => crate::app::ADVISE_REPEAT.to_string(),
+        _ => study_repeats.clone(),
+    };
+    let fill = |a: clap::Arg, repeats: &str| -> clap::Arg {
         let help = a.get_help().map(|h| h.to_string()).unwrap_or_default();
         if !help.contains(char::is_uppercase) {
             return a;
@@ -87,7 +93,7 @@ pub(super) fn command() -> clap::Command {
             .replace("(STUDIES)", &format!("(default tour; {studies})"))
             .replace("(FORMATS)", &format!("({formats})"))
             .replace("(STDOUT_FORMATS)", &format!("({stdout_formats})"))
-            .replace("REPEATS", &repeats);
+            .replace("REPEATS", repeats);
         if filled == help {
             a
         } else {
@@ -95,8 +101,10 @@ pub(super) fn command() -> clap::Command {
         }
     };
     let fill_all = |c: clap::Command| -> clap::Command {
+        let repeats = repeats_of(c.get_name());
         let ids: Vec<String> = c.get_arguments().map(|a| a.get_id().to_string()).collect();
-        ids.iter().fold(c, |c, id| c.mut_arg(id, fill))
+        ids.iter()
+            .fold(c, |c, id| c.mut_arg(id, |a| fill(a, &repeats)))
     };
     let mut cmd = Cli::command();
     let names: Vec<String> = cmd

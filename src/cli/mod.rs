@@ -15,7 +15,7 @@ use clap::error::ErrorKind;
 use clap::{Args, FromArgMatches, Parser, Subcommand};
 
 use crate::options::{
-    CmdOptions, HubOptions, OpenOptions, PeerOptions, RequestOptions, StudyOptions,
+    CmdOptions, HubOptions, OpenOptions, PeerOptions, RepeatArg, RequestOptions, StudyOptions,
 };
 use crate::report::{Export, Target};
 use crate::{Error, Outputs};
@@ -117,7 +117,7 @@ struct OutputArgs {
     quiet: bool,
 }
 
-/// Flags of the `cmd:` workload.
+/// Whether failed runs and tasks still exit 0 (`-i`).
 #[derive(Args)]
 struct FailureArgs {
     /// Exit 0 even when runs or tasks failed (they are still counted and shown)
@@ -125,7 +125,7 @@ struct FailureArgs {
     ignore_failures: bool,
 }
 
-/// What every HTTP request sends and how it connects (`run` and `crawl`).
+/// `concur run`: a study's options, its results file, its outputs.
 #[derive(Args)]
 struct RunArgs {
     #[command(flatten)]
@@ -139,6 +139,10 @@ struct RunArgs {
     failures: FailureArgs,
 }
 
+/// `concur crawl`'s counted runs when `-r` is not given (and `--rate` is not `auto`).
+const CRAWL_REPEAT: usize = 1;
+
+/// `concur crawl`: one URL under one model.
 #[derive(Args)]
 struct CrawlArgs {
     /// The URL to GET, fetched as given (http://HOST:PORT/PATH); every {rand} becomes 10 random letters
@@ -152,9 +156,8 @@ struct CrawlArgs {
     /// The model (MODELS); -c is its W
     #[arg(long, default_value = "async")]
     model: String,
-    /// Counted runs (default 1); with --rate auto, fresh runs at the rate found after the search (default: none, the probe that found it is the row)
-    #[arg(long, short = 'r', value_name = "R")]
-    repeat: Option<usize>,
+    #[command(flatten)]
+    repeat: RepeatArg,
     #[command(flatten)]
     request: RequestOptions,
     /// The JSON Lines results file ('-' for stdout)
@@ -180,9 +183,8 @@ struct AdviseArgs {
     /// Tasks per cell (default 10; with --rate, --duration sizes the cells instead)
     #[arg(long = "tasks", short = 'n', value_name = "N")]
     tasks: Option<usize>,
-    /// Counted runs per cell (default 3); with --rate auto, fresh runs at each cell's rate found after its search (default: none, the probe that found it is the row)
-    #[arg(long, short = 'r', value_name = "R")]
-    repeat: Option<usize>,
+    #[command(flatten)]
+    repeat: RepeatArg,
     /// Write the advice, the cells and the warnings as one JSON document to FILE ('-' for stdout)
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -273,7 +275,7 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
                 workloads: vec![format!("http:{}", a.url)],
                 models: vec![model],
                 tasks,
-                repeat: a.repeat.or(a.open.default_repeat(1)),
+                repeat: a.repeat.repeat.or(a.open.default_repeat(CRAWL_REPEAT)),
                 warmup: Some(0),
                 request: a.request,
                 peers: a.peers,
@@ -304,7 +306,7 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
             crate::advise(
                 &a.workload,
                 a.tasks,
-                a.repeat,
+                a.repeat.repeat,
                 base,
                 &outputs(a.out, a.results, a.failures.ignore_failures),
                 crate::app::command_line(),
