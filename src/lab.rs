@@ -20,7 +20,7 @@ use crate::analysis::results::{CellResult, Meta, RunResult};
 use crate::analysis::Analysis;
 use crate::app::{command_line, conduct, Conduct, Isolation};
 use crate::error::{Error, Result};
-use crate::publish::Outputs;
+use crate::options::OutputOptions;
 use crate::report::{self, Report};
 use crate::selfcall::SelfCall;
 use crate::study::{self, StudyOptions};
@@ -55,8 +55,9 @@ pub struct Lab {
     workloads: Vec<Arc<dyn Workload>>,
     nature: Nature,
     options: StudyOptions,
-    baseline: Option<String>,
-    save_baseline: Option<String>,
+    /// The command line's output group: a lab sets its baseline flags, shows nothing on
+    /// stdout and is quiet (its report is returned, not printed).
+    output: OutputOptions,
     results: Option<PathBuf>,
 }
 
@@ -71,8 +72,11 @@ impl Lab {
                 name: Some(name.to_string()),
                 ..StudyOptions::default()
             },
-            baseline: None,
-            save_baseline: None,
+            output: OutputOptions {
+                format: None,
+                quiet: true,
+                ..OutputOptions::default()
+            },
             results: None,
         }
     }
@@ -215,13 +219,13 @@ impl Lab {
 
     /// Compares with a baseline: a name saved with [`Lab::save_baseline`] or a results file.
     pub fn baseline(mut self, name_or_file: &str) -> Lab {
-        self.baseline = Some(name_or_file.to_string());
+        self.output.baseline = Some(name_or_file.to_string());
         self
     }
 
     /// Saves the results as a baseline under `concur-results/baselines/NAME.jsonl`.
     pub fn save_baseline(mut self, name: &str) -> Lab {
-        self.save_baseline = Some(name.to_string());
+        self.output.save_baseline = Some(name.to_string());
         self
     }
 
@@ -301,17 +305,8 @@ impl Lab {
             }
             Isolation::InProcess
         };
-        // A lab shows nothing and renders nothing: its report is returned, not printed.
-        let out = Outputs {
-            results: self.results.clone(),
-            exports: Vec::new(),
-            stdout_format: None,
-            baseline: self.baseline.clone(),
-            save_baseline: self.save_baseline.clone(),
-            quiet: true,
-            ignore_failures: true,
-            fail_on_regression: false,
-        };
+        // A lab's failed runs are in its report, for the caller to judge.
+        let out = self.output.clone().outputs(self.results.clone(), true);
         let done = conduct(
             &opts,
             &out,

@@ -30,6 +30,89 @@ pub enum MailSink {
     Stdout,
 }
 
+/// What a study shows and writes besides its results file: renderings, the baseline, stderr's
+/// quiet. `run`, `crawl`, `advise` and `report` flatten it; a library [`crate::Lab`] holds it
+/// too (nothing on stdout, quiet), and [`OutputOptions::outputs`] makes either into the
+/// [`crate::Outputs`] that publishing takes.
+#[derive(Args, Debug, Clone, PartialEq)]
+pub struct OutputOptions {
+    /// Also write a CSV of the cells to FILE ('-' for stdout)
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Also write Markdown tables to FILE ('-' for stdout)
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+    /// Also write one self-contained HTML report with charts to FILE
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Compare with a baseline: a name saved with --save-baseline, or a results file
+    #[arg(long, value_name = "NAME|FILE")]
+    pub baseline: Option<String>,
+    /// With --baseline: exit 1 when any compared cell regressed (Mann-Whitney and the noise threshold), after everything is written, naming the cells on stderr
+    #[arg(long, requires = "baseline")]
+    pub fail_on_regression: bool,
+    /// Save these results as a baseline under concur-results/baselines/NAME.jsonl
+    #[arg(long, value_name = "NAME")]
+    pub save_baseline: Option<String>,
+    /// What stdout shows (STDOUT_FORMATS)
+    // `None` (a library's lab): nothing.
+    #[arg(long, value_name = "FORMAT", default_value = "table")]
+    pub format: Option<String>,
+    /// Also write a rendering to a file, FORMAT=FILE ('-' for stdout), repeatable (FORMATS)
+    #[arg(long, value_name = "FORMAT=FILE", value_parser = export_parser())]
+    pub export: Vec<crate::report::Export>,
+    /// No progress bar, notes or warnings on stderr (the line saying why the exit status is not 0 stays)
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+impl Default for OutputOptions {
+    fn default() -> Self {
+        defaults()
+    }
+}
+
+/// `--export FORMAT=FILE`, read as bytes: a file name need not be UTF-8.
+fn export_parser() -> impl clap::builder::TypedValueParser<Value = crate::report::Export> {
+    use clap::builder::TypedValueParser;
+    clap::builder::OsStringValueParser::new().try_map(|s| crate::report::Export::parse(&s))
+}
+
+impl OutputOptions {
+    /// The outputs asked for, with the results file (`--json`, `advise`'s `--results`) and
+    /// whether failures still exit 0 (`-i`): the file flags and `--export` as renderings,
+    /// `--format` for stdout (whether stdout is free for it is decided with the rest, in
+    /// `report::ExportManager`).
+    pub fn outputs(self, results: Option<PathBuf>, ignore_failures: bool) -> crate::Outputs {
+        use crate::report::{Export, Target};
+        let exports: Vec<Export> = [
+            ("csv", "--csv", self.csv),
+            ("markdown", "--markdown", self.markdown),
+            ("html", "--html", self.html),
+        ]
+        .into_iter()
+        .filter_map(|(format, flag, file)| {
+            file.map(|f| Export {
+                format: format.into(),
+                target: Target::from_arg(f),
+                flag,
+            })
+        })
+        .chain(self.export)
+        .collect();
+        crate::Outputs {
+            results,
+            exports,
+            stdout_format: self.format,
+            baseline: self.baseline,
+            save_baseline: self.save_baseline,
+            fail_on_regression: self.fail_on_regression,
+            quiet: self.quiet,
+            ignore_failures,
+        }
+    }
+}
+
 /// What clap gives each field of `T` when no flag is on the command line: the one place
 /// the options' defaults come from.
 pub fn defaults<T: Args + FromArgMatches>() -> T {
@@ -769,6 +852,25 @@ mod tests {
         let one = shown(&arg_of::<RepeatArg>("repeat"));
         assert_eq!(shown(&arg_of::<StudyOptions>("repeat")), one);
         assert!(one.contains("REPEATS"), "{one}");
+    }
+
+    #[test]
+    fn outputs_are_made_from_the_group() {
+        let o = OutputOptions::default();
+        assert_eq!(o.format.as_deref(), Some("table"));
+        let out = OutputOptions {
+            html: Some("r.html".into()),
+            baseline: Some("b".into()),
+            ..o
+        }
+        .outputs(Some("r.jsonl".into()), true);
+        assert_eq!(out.exports.len(), 1);
+        assert_eq!(
+            (out.exports[0].format.as_str(), out.exports[0].flag),
+            ("html", "--html")
+        );
+        assert_eq!(out.baseline.as_deref(), Some("b"));
+        assert!(out.ignore_failures && !out.quiet && out.results.is_some());
     }
 
     #[test]

@@ -15,10 +15,11 @@ use clap::error::ErrorKind;
 use clap::{Args, FromArgMatches, Parser, Subcommand};
 
 use crate::options::{
-    CmdOptions, HubOptions, OpenOptions, PeerOptions, RepeatArg, RequestOptions, StudyOptions,
+    CmdOptions, HubOptions, OpenOptions, OutputOptions, PeerOptions, RepeatArg, RequestOptions,
+    StudyOptions,
 };
 use crate::report::{Export, Target};
-use crate::{Error, Outputs};
+use crate::Error;
 
 #[derive(Parser)]
 #[command(
@@ -86,37 +87,6 @@ struct InternalArgs {
     _ignored: Vec<String>,
 }
 
-#[derive(Args)]
-struct OutputArgs {
-    /// Also write a CSV of the cells to FILE ('-' for stdout)
-    #[arg(long, value_name = "FILE")]
-    csv: Option<PathBuf>,
-    /// Also write Markdown tables to FILE ('-' for stdout)
-    #[arg(long, value_name = "FILE")]
-    markdown: Option<PathBuf>,
-    /// Also write one self-contained HTML report with charts to FILE
-    #[arg(long, value_name = "FILE")]
-    html: Option<PathBuf>,
-    /// Compare with a baseline: a name saved with --save-baseline, or a results file
-    #[arg(long, value_name = "NAME|FILE")]
-    baseline: Option<String>,
-    /// With --baseline: exit 1 when any compared cell regressed (Mann-Whitney and the noise threshold), after everything is written, naming the cells on stderr
-    #[arg(long, requires = "baseline")]
-    fail_on_regression: bool,
-    /// Save these results as a baseline under concur-results/baselines/NAME.jsonl
-    #[arg(long, value_name = "NAME")]
-    save_baseline: Option<String>,
-    /// What stdout shows (STDOUT_FORMATS)
-    #[arg(long, value_name = "FORMAT", default_value = "table")]
-    format: String,
-    /// Also write a rendering to a file, FORMAT=FILE ('-' for stdout), repeatable (FORMATS)
-    #[arg(long, value_name = "FORMAT=FILE", value_parser = export_parser())]
-    export: Vec<Export>,
-    /// No progress bar, notes or warnings on stderr (the line saying why the exit status is not 0 stays)
-    #[arg(long, short)]
-    quiet: bool,
-}
-
 /// Whether failed runs and tasks still exit 0 (`-i`).
 #[derive(Args)]
 struct FailureArgs {
@@ -134,7 +104,7 @@ struct RunArgs {
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
     #[command(flatten)]
-    out: OutputArgs,
+    out: OutputOptions,
     #[command(flatten)]
     failures: FailureArgs,
 }
@@ -170,7 +140,7 @@ struct CrawlArgs {
     #[command(flatten)]
     hub: HubOptions,
     #[command(flatten)]
-    out: OutputArgs,
+    out: OutputOptions,
     #[command(flatten)]
     failures: FailureArgs,
 }
@@ -196,7 +166,7 @@ struct AdviseArgs {
     #[command(flatten)]
     open: OpenOptions,
     #[command(flatten)]
-    out: OutputArgs,
+    out: OutputOptions,
     #[command(flatten)]
     failures: FailureArgs,
 }
@@ -206,43 +176,7 @@ struct ReportArgs {
     /// A results file written by `concur run`
     file: PathBuf,
     #[command(flatten)]
-    out: OutputArgs,
-}
-
-/// `--export FORMAT=FILE`, read as bytes: a file name need not be UTF-8.
-fn export_parser() -> impl clap::builder::TypedValueParser<Value = Export> {
-    use clap::builder::TypedValueParser;
-    clap::builder::OsStringValueParser::new().try_map(|s| Export::parse(&s))
-}
-
-/// The outputs asked for: the file flags and `--export` as renderings, `--format` for stdout
-/// (whether stdout is free for it is decided with the rest, in `report::ExportManager`).
-fn outputs(o: OutputArgs, results: Option<PathBuf>, ignore_failures: bool) -> Outputs {
-    let exports: Vec<Export> = [
-        ("csv", "--csv", o.csv),
-        ("markdown", "--markdown", o.markdown),
-        ("html", "--html", o.html),
-    ]
-    .into_iter()
-    .filter_map(|(format, flag, file)| {
-        file.map(|f| Export {
-            format: format.into(),
-            target: Target::from_arg(f),
-            flag,
-        })
-    })
-    .chain(o.export)
-    .collect();
-    Outputs {
-        results,
-        exports,
-        stdout_format: Some(o.format),
-        baseline: o.baseline,
-        save_baseline: o.save_baseline,
-        fail_on_regression: o.fail_on_regression,
-        quiet: o.quiet,
-        ignore_failures,
-    }
+    out: OutputOptions,
 }
 
 fn dispatch(cli: Cli) -> Result<i32, Error> {
@@ -251,11 +185,11 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
             a.study.hub = a.study.hub.from_env();
             crate::run(
                 &a.study,
-                &outputs(a.out, a.json, a.failures.ignore_failures),
+                &a.out.outputs(a.json, a.failures.ignore_failures),
                 crate::app::command_line(),
             )
         }
-        Command::Report(a) => crate::report_file(&a.file, &outputs(a.out, None, false)),
+        Command::Report(a) => crate::report_file(&a.file, &a.out.outputs(None, false)),
         Command::Crawl(a) => {
             let takes_workers = crate::model::REGISTRY
                 .iter()
@@ -285,7 +219,7 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
             };
             crate::run(
                 &opts,
-                &outputs(a.out, a.json, a.failures.ignore_failures),
+                &a.out.outputs(a.json, a.failures.ignore_failures),
                 crate::app::command_line(),
             )
         }
@@ -308,7 +242,7 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
                 a.tasks,
                 a.repeat.repeat,
                 base,
-                &outputs(a.out, a.results, a.failures.ignore_failures),
+                &a.out.outputs(a.results, a.failures.ignore_failures),
                 crate::app::command_line(),
             )
         }
