@@ -256,13 +256,13 @@ impl Lab {
         }
         // `my-binary agent --hub URL`: this binary joins a hub as an agent, and the runs it
         // is sent start this binary again, so this lab's closures run on this host.
-        if let Some(args) = crate::cli::agent_args() {
+        if let Some(args) = crate::hub::agent_args::command_line() {
             if !INIT.load(Ordering::SeqCst) {
                 return Err(Error::usage(
                     "an agent runs each share in a fresh process of this binary: call concur::init() first in main",
                 ));
             }
-            let code = match crate::cli::run_agent(args) {
+            let code = match crate::hub::agent_args::run(args) {
                 Ok(code) => code,
                 Err(e) => {
                     crate::output::fatal(&e);

@@ -77,6 +77,7 @@ pub(crate) mod stats;
 pub mod study;
 pub mod tls;
 pub mod units;
+pub(crate) mod usage_error;
 pub mod workload;
 
 pub use analysis::results::{CellResult, Isolation, RunResult};

@@ -12,28 +12,15 @@ use std::time::Duration;
 
 use clap::{Args, FromArgMatches};
 
-use serde::{Deserialize, Serialize};
+pub use crate::jobs::BACKEND_ENV;
+pub use crate::server::ServerOptions;
 
-/// The environment variable that names the queue when `--jobs-backend` is not given: a process's environment is readable by its own user only, where its argv is shown
-/// to every user by `ps`, so a Redis password belongs there. concur also hands the backend to
-/// the processes it starts (`--peer` programs, hooks) through it.
-pub const BACKEND_ENV: &str = "CONCUR_JOBS_BACKEND";
-
-/// Where the `mail` workload writes the mails it renders.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum MailSink {
-    /// Render into a counting sink that discards (the default: measures the work, not a tty).
-    #[default]
-    Discard,
-    /// Print every mail on standard output, like the classic experiment.
-    Stdout,
-}
+pub use crate::workload::MailSink;
 
 /// What a study shows and writes besides its results file: renderings, the baseline, stderr's
 /// quiet. `run`, `crawl`, `advise` and `report` flatten it; a library [`crate::Lab`] holds it
 /// too (nothing on stdout, quiet), and [`OutputOptions::outputs`] makes either into the
-/// [`crate::Outputs`] that publishing takes.
+/// [`crate::publish::Outputs`] that publishing takes.
 #[derive(Args, Debug, Clone, PartialEq)]
 pub struct OutputOptions {
     /// Also write a CSV of the cells to FILE ('-' for stdout)
@@ -83,7 +70,11 @@ impl OutputOptions {
     /// whether failures still exit 0 (`-i`): the file flags and `--export` as renderings,
     /// `--format` for stdout (whether stdout is free for it is decided with the rest, in
     /// `report::ExportManager`).
-    pub fn outputs(self, results: Option<PathBuf>, ignore_failures: bool) -> crate::Outputs {
+    pub fn outputs(
+        self,
+        results: Option<PathBuf>,
+        ignore_failures: bool,
+    ) -> crate::publish::Outputs {
         use crate::report::{Export, Target};
         let exports: Vec<Export> = [
             ("csv", "--csv", self.csv),
@@ -100,7 +91,7 @@ impl OutputOptions {
         })
         .chain(self.export)
         .collect();
-        crate::Outputs {
+        crate::publish::Outputs {
             results,
             exports,
             stdout_format: self.format,
@@ -604,170 +595,6 @@ impl OpenOptions {
     }
 }
 
-/// The delay server's settings: `concur serve`'s flags, and what the study's in-process
-/// server and an agent's server start with ([`ServerOptions::ephemeral`]: the same defaults
-/// on a free port). No client can hold more than one connection's worth of memory beyond a
-/// timeout, and the caps bound memory across connections (issue 29); the rationale of the
-/// stream and in-flight defaults is at their constants in [`crate::server`].
-#[derive(Args, Debug, Clone)]
-pub struct ServerOptions {
-    /// Address to listen on (loopback by default)
-    #[arg(long, default_value = "127.0.0.1:8080")]
-    pub addr: std::net::SocketAddr,
-    /// Longest delay a request may ask for; longer ones get a 400
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
-    pub max_delay: Duration,
-    /// Largest body /bytes/N sends (streamed; at most 64G); larger ones get a 400
-    #[arg(long, value_name = "SIZE", default_value = "10M", value_parser = crate::units::parse_size)]
-    pub max_bytes: u64,
-    /// Close a connection whose client sends no complete request headers for this long (counted from the previous answer on a kept-alive connection)
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
-    pub header_timeout: Duration,
-    /// Answer 408 and close when a request's body has not all arrived this long after its headers
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
-    pub body_timeout: Duration,
-    /// Close a connection on which no request starts for this long
-    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = parse_duration)]
-    pub idle_timeout: Duration,
-    /// Close a connection whose client takes no bytes of an answer for this long
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
-    pub write_timeout: Duration,
-    /// Most connections open at once; beyond, a new one gets a 503 [default: the open-files limit less 256]
-    #[arg(long, value_name = "N")]
-    pub max_connections: Option<usize>,
-    /// Most requests open at once on one HTTP/2 connection (SETTINGS_MAX_CONCURRENT_STREAMS)
-    #[arg(long, value_name = "N", default_value_t = crate::server::DEFAULT_MAX_STREAMS)]
-    pub max_streams: u32,
-    /// Most requests handled at once over all connections (HTTP/1.1 requests and HTTP/2 streams); beyond, a 503
-    #[arg(long, value_name = "N", default_value_t = crate::server::DEFAULT_MAX_IN_FLIGHT)]
-    pub max_in_flight: usize,
-    /// Most bytes of request bodies /echo holds at once over all connections (at least 4M); beyond, a 503
-    // 64M: 32 bodies at the 2 MiB limit (a crawl posting 1,000 bodies of 64 KiB at once
-    // fits). Without it, one h2c connection with 1,000 unfinished 2 MiB bodies took the
-    // server to 2 GB (issue 29).
-    #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = crate::units::parse_size)]
-    pub echo_budget: u64,
-    /// Serve HTTP/1.1 only: no h2c by prior knowledge, only http/1.1 offered by ALPN
-    #[arg(long)]
-    pub http1_only: bool,
-    /// How long graceful shutdown waits for requests in flight (no flag).
-    #[arg(skip = Duration::from_secs(10))]
-    pub shutdown_grace: Duration,
-    /// Serve HTTPS: with a given certificate, or a self-signed one made for the address
-    /// (`concur serve`'s `--tls-*` flags, a study's `--tls`).
-    #[arg(skip)]
-    pub tls: Option<crate::server::ServeTls>,
-}
-
-impl Default for ServerOptions {
-    fn default() -> Self {
-        defaults()
-    }
-}
-
-/// `--FLAG` as clap spells the flag of `ServerOptions`' field `$field` (a field that does not
-/// exist does not compile), for the check's messages.
-macro_rules! server_flag {
-    ($field:ident) => {{
-        let _ = |o: &ServerOptions| {
-            let _ = &o.$field;
-        };
-        ServerOptions::flag(stringify!($field))
-    }};
-}
-
-impl ServerOptions {
-    /// The defaults, on a free loopback port: what studies and tests start in-process.
-    pub fn ephemeral() -> Self {
-        ServerOptions {
-            addr: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
-            ..Default::default()
-        }
-    }
-
-    /// The flag of the field `id`, as clap defines it (`--header-timeout`).
-    fn flag(id: &str) -> String {
-        let cmd = Self::augment_args(clap::Command::new("serve"));
-        let long = cmd
-            .get_arguments()
-            .find(|a| a.get_id() == id)
-            .and_then(|a| a.get_long())
-            .map(|l| format!("--{l}"));
-        long.unwrap_or_else(|| id.to_string())
-    }
-
-    /// Refuses what cannot work, naming the flag and what is allowed: a zero timeout (it
-    /// would close every connection at once), a zero cap, `--max-bytes` above
-    /// [`crate::server::MAX_BYTES_CEILING`].
-    pub fn check(&self) -> crate::error::Result<()> {
-        use crate::error::Error;
-        use crate::server::{
-            DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_STREAMS, MAX_BYTES_CEILING, MIN_ECHO_BUDGET,
-        };
-        for (flag, d) in [
-            (server_flag!(header_timeout), self.header_timeout),
-            (server_flag!(body_timeout), self.body_timeout),
-            (server_flag!(idle_timeout), self.idle_timeout),
-            (server_flag!(write_timeout), self.write_timeout),
-        ] {
-            if d.is_zero() {
-                return Err(Error::usage(format!(
-                    "{flag} '{}' must be above 0 (it would close every connection at once)",
-                    crate::units::fmt_duration_spec(d)
-                )));
-            }
-        }
-        if self.max_bytes > MAX_BYTES_CEILING {
-            return Err(Error::usage(format!(
-                "{} '{}' must be from 0 to {}",
-                server_flag!(max_bytes),
-                size_spec(self.max_bytes),
-                size_spec(MAX_BYTES_CEILING)
-            )));
-        }
-        if self.max_streams == 0 {
-            return Err(Error::usage(format!(
-                "{} '0' must be at least 1 (default {DEFAULT_MAX_STREAMS}; it bounds the requests open at once on one HTTP/2 connection)",
-                server_flag!(max_streams)
-            )));
-        }
-        if self.max_in_flight == 0 {
-            return Err(Error::usage(format!(
-                "{} '0' must be at least 1 (default {DEFAULT_MAX_IN_FLIGHT}; it bounds the requests handled at once over all connections)",
-                server_flag!(max_in_flight)
-            )));
-        }
-        if !(MIN_ECHO_BUDGET..=MAX_BYTES_CEILING).contains(&self.echo_budget) {
-            return Err(Error::usage(format!(
-                "{} '{}' must be from {} (two /echo bodies at their 2M limit) to {}",
-                server_flag!(echo_budget),
-                size_spec(self.echo_budget),
-                size_spec(MIN_ECHO_BUDGET),
-                size_spec(MAX_BYTES_CEILING)
-            )));
-        }
-        if self.max_connections == Some(0) {
-            return Err(Error::usage(format!(
-                "{} '0' must be at least 1 (leave it out for the open-files limit less {})",
-                server_flag!(max_connections),
-                crate::server::FD_RESERVE
-            )));
-        }
-        Ok(())
-    }
-}
-
-/// `n` bytes as a size flag is written (`999G`, `10M`, `64k`, `1000`).
-fn size_spec(n: u64) -> String {
-    match n {
-        0 => "0".into(),
-        n if n % (1 << 30) == 0 => format!("{}G", n >> 30),
-        n if n % (1 << 20) == 0 => format!("{}M", n >> 20),
-        n if n % (1 << 10) == 0 => format!("{}k", n >> 10),
-        n => n.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -779,32 +606,16 @@ mod tests {
         assert_eq!(s.stack_size, 2 << 20);
         assert_eq!(s.lock.switch_interval, Duration::from_millis(5));
         assert_eq!(s.request.request_timeout, Duration::from_secs(30));
+        assert_eq!(
+            s.request.request_timeout,
+            crate::workload::DEFAULT_REQUEST_TIMEOUT
+        );
         assert_eq!(s.open.interval, Duration::from_secs(1));
         assert_eq!(s.mail_sink, MailSink::Discard);
         assert!(!s.lock.gil && s.peers.peers.is_empty() && s.study.is_none());
         assert_eq!(RequestOptions::default(), s.request);
         assert_eq!(OpenOptions::default(), s.open);
         assert_eq!(LockOptions::default(), s.lock);
-    }
-
-    #[test]
-    fn the_server_check_names_clap_flags() {
-        let d = ServerOptions::default();
-        assert_eq!(d.addr.to_string(), "127.0.0.1:8080");
-        assert_eq!(d.echo_budget, 64 << 20);
-        assert_eq!(d.shutdown_grace, Duration::from_secs(10));
-        assert!(d.check().is_ok() && ServerOptions::ephemeral().check().is_ok());
-        assert_eq!(server_flag!(header_timeout), "--header-timeout");
-        assert_eq!(server_flag!(http1_only), "--http1-only");
-        let zero = ServerOptions {
-            idle_timeout: Duration::ZERO,
-            ..ServerOptions::ephemeral()
-        };
-        let err = zero.check().unwrap_err().to_string();
-        assert!(
-            err.starts_with("--idle-timeout '0s' must be above 0"),
-            "{err}"
-        );
     }
 
     /// The flag `id` of the group `T`, as the command line sees it.

@@ -181,3 +181,250 @@ fn no_test_skips_at_run_time_and_full_tier_tests_say_so() {
     assert!(full_tier >= 30, "only {full_tier} full-tier tests found");
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// A module path of `src/` for a file (`study/runner/convert.rs` → `study::runner::convert`,
+/// `hub/mod.rs` → `hub`, `lib.rs` → the crate root, empty).
+fn module_of(rel: &str) -> Vec<String> {
+    let rel = rel.strip_suffix(".rs").expect("a .rs file");
+    let mut path: Vec<String> = rel.split('/').map(str::to_string).collect();
+    if matches!(path.last().map(String::as_str), Some("mod" | "lib")) {
+        path.pop();
+    }
+    path
+}
+
+/// The paths a source names through `crate::`, `super::` and `self::`, each made absolute
+/// (from the crate root), with their line numbers. Comment lines and the `#[cfg(test)]`
+/// module at a file's end are not read.
+fn named_paths(text: &str, module: &[String]) -> Vec<(usize, Vec<String>)> {
+    // An inline `mod tests { ... }` under `#[cfg(test)]` ends what is read.
+    let lines: Vec<&str> = text.lines().collect();
+    let end = (0..lines.len())
+        .find(|&i| {
+            lines[i].trim() == "#[cfg(test)]"
+                && lines.get(i + 1).is_some_and(|l| {
+                    l.trim_start().starts_with("mod ") && l.trim_end().ends_with('{')
+                })
+        })
+        .unwrap_or(lines.len());
+    let text = lines[..end].join("\n");
+    let text = text.as_str();
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if line.trim_start().starts_with("//") {
+            continue;
+        }
+        // A `use` over several lines is read whole from its first line.
+        let starts_use = ["use ", "pub use ", "pub(crate) use "]
+            .iter()
+            .any(|u| line.trim_start().starts_with(u));
+        let rest = if starts_use && !line.contains(';') {
+            text.lines()
+                .skip(n)
+                .take_while(|l| !l.contains(';'))
+                .chain(text.lines().skip(n).find(|l| l.contains(';')))
+                .collect::<Vec<_>>()
+                .join(" ")
+        } else {
+            line.to_string()
+        };
+        let chars: Vec<char> = rest.chars().collect();
+        let mut i = 0;
+        while i < chars.len() {
+            let at_word = i == 0
+                || !(chars[i - 1].is_alphanumeric() || chars[i - 1] == '_' || chars[i - 1] == ':');
+            let tail: String = chars[i..].iter().take(8).collect();
+            let start = if tail.starts_with("crate::") {
+                Some((Vec::new(), 7))
+            } else if tail.starts_with("super::") {
+                Some((module[..module.len().saturating_sub(1)].to_vec(), 7))
+            } else if tail.starts_with("self::") {
+                Some((module.to_vec(), 6))
+            } else {
+                None
+            };
+            match start {
+                Some((mut base, skip)) if at_word => {
+                    i += skip;
+                    // Further `super::`s climb on.
+                    while chars[i..].iter().take(7).collect::<String>() == "super::" {
+                        base.pop();
+                        i += 7;
+                    }
+                    let (trees, used) = use_tree(&chars[i..]);
+                    i += used.max(1);
+                    for t in trees {
+                        let mut p = base.clone();
+                        p.extend(t);
+                        out.push((n + 1, p));
+                    }
+                }
+                _ => i += 1,
+            }
+        }
+    }
+    out
+}
+
+/// Reads a path or a use-tree (`a::b`, `a::{b::c, d}`) from `s`: every path it names and
+/// how many characters it took.
+fn use_tree(s: &[char]) -> (Vec<Vec<String>>, usize) {
+    let mut i = 0;
+    let mut prefix: Vec<String> = Vec::new();
+    loop {
+        let start = i;
+        while i < s.len() && (s[i].is_alphanumeric() || s[i] == '_') {
+            i += 1;
+        }
+        if i > start {
+            prefix.push(s[start..i].iter().collect());
+        }
+        if i + 1 < s.len() && s[i] == ':' && s[i + 1] == ':' {
+            i += 2;
+            if i < s.len() && s[i] == '{' {
+                i += 1;
+                let mut all = Vec::new();
+                loop {
+                    while i < s.len() && (s[i].is_whitespace() || s[i] == ',') {
+                        i += 1;
+                    }
+                    if i >= s.len() || s[i] == '}' {
+                        i += 1;
+                        break;
+                    }
+                    let (trees, used) = use_tree(&s[i..]);
+                    i += used.max(1);
+                    for t in trees {
+                        let mut p = prefix.clone();
+                        // `self` in a group names the prefix itself.
+                        p.extend(t.into_iter().filter(|seg| seg != "self"));
+                        all.push(p);
+                    }
+                }
+                return (all, i);
+            }
+            continue;
+        }
+        return (vec![prefix], i);
+    }
+}
+
+/// The unit of the import table a module path belongs to: its first segment, or for
+/// `study` its second one too when that names a file or folder of `study/`; items named on
+/// the crate root are `lib`.
+fn unit_of(path: &[String], src: &Path) -> String {
+    let Some(first) = path.first() else {
+        return "lib".into();
+    };
+    let is_module = src.join(format!("{first}.rs")).exists() || src.join(first).is_dir();
+    if !is_module {
+        return "lib".into();
+    }
+    if first == "study" {
+        if let Some(second) = path.get(1) {
+            let sub = src.join("study");
+            if sub.join(format!("{second}.rs")).exists() || sub.join(second).is_dir() {
+                return format!("study::{second}");
+            }
+        }
+    }
+    first.clone()
+}
+
+/// The import table (docs/architecture.md, "Which module may import which"): the pipeline's
+/// layers from the top (the crate's entry points) to the bottom (its foundations), and a
+/// test that every `crate::`, `super::` and `self::` path in `src/` names a module of a
+/// lower layer than its own. The drawing is thereby a test: a module reaching back up the
+/// pipeline (or across its own layer) fails here, and so does a module the table forgets.
+#[test]
+fn every_import_runs_down_the_table() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let src = root.join("src");
+    let doc = std::fs::read_to_string(root.join("docs/architecture.md")).expect("the doc");
+    let table = doc
+        .split("## Which module may import which")
+        .nth(1)
+        .expect("the import table's section");
+    // Rows `| N | `a`, `b` | ... |`: layer N holds modules a and b.
+    let mut layer: std::collections::BTreeMap<String, usize> = Default::default();
+    for line in table.lines().take_while(|l| !l.starts_with("## ")) {
+        let cols: Vec<&str> = line.split('|').map(str::trim).collect();
+        let Some(n) = cols.get(1).and_then(|c| c.parse::<usize>().ok()) else {
+            continue;
+        };
+        for m in cols[2].split(',').map(|m| m.trim().trim_matches('`')) {
+            assert!(
+                layer.insert(m.to_string(), n).is_none(),
+                "the import table names `{m}` twice"
+            );
+        }
+    }
+    assert!(layer.len() > 30, "too few modules read: {layer:?}");
+    // The crate root's own constant (not a re-export) is read by every layer.
+    let lib_rs = std::fs::read_to_string(src.join("lib.rs")).expect("lib.rs");
+    let reexports: BTreeSet<String> = lib_rs
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("pub use "))
+        .flat_map(|l| {
+            let names = l.rsplit("::").next().unwrap_or("");
+            names
+                .trim_end_matches(';')
+                .trim_matches(|c| c == '{' || c == '}')
+                .split(',')
+                .map(|n| n.trim().to_string())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(
+        reexports.contains("Lab"),
+        "lib.rs's re-exports not read: {reexports:?}"
+    );
+    let mut files = BTreeSet::new();
+    sources(&src, &src, &mut files);
+    let mut problems = Vec::new();
+    let mut seen = 0;
+    for rel in &files {
+        let module = module_of(rel);
+        let own = if rel == "main.rs" {
+            "main".to_string()
+        } else {
+            unit_of(&module, &src)
+        };
+        let Some(&mine) = layer.get(&own) else {
+            problems.push(format!(
+                "src/{rel}: its module `{own}` is not in the import table"
+            ));
+            continue;
+        };
+        let text = std::fs::read_to_string(src.join(rel)).expect("a source");
+        for (line, path) in named_paths(&text, &module) {
+            seen += 1;
+            let to = unit_of(&path, &src);
+            if to == own {
+                continue;
+            }
+            let name = path.join("::");
+            if to == "lib" {
+                if path.first().is_some_and(|p| reexports.contains(p)) {
+                    problems.push(format!(
+                        "src/{rel}:{line}: `crate::{name}` names the crate root's re-export; \
+                         name it by its own module's path"
+                    ));
+                }
+                continue;
+            }
+            match layer.get(&to) {
+                None => problems.push(format!(
+                    "src/{rel}:{line}: `{name}` is in `{to}`, which the import table does not name"
+                )),
+                Some(&theirs) if theirs <= mine => problems.push(format!(
+                    "src/{rel}:{line}: `{own}` (layer {mine}) imports `{name}` from `{to}` \
+                     (layer {theirs}): a module imports only from layers below its own"
+                )),
+                Some(_) => {}
+            }
+        }
+    }
+    assert!(seen > 500, "too few paths read: {seen}");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

@@ -61,7 +61,7 @@ fn default_repeats() -> String {
 }
 
 /// The command line's definition, with the lists in its help made from the registries.
-pub(super) fn command() -> clap::Command {
+pub(crate) fn command() -> clap::Command {
     let workloads = crate::workload::REGISTRY
         .iter()
         .map(|e| e.usage)

@@ -3,26 +3,10 @@
 
 use clap::Args;
 
-use crate::hub::{self, agent, clock, HubUrl};
-use crate::output::{escape_controls, escape_json_controls, Escaped, Feedback, Terminal};
-use crate::Error;
-
-/// `concur agent`.
-#[derive(Args)]
-pub(super) struct AgentArgs {
-    #[command(flatten)]
-    hub: crate::options::HubArg,
-    /// Its name on the hub (default: the host name); two live agents never share one
-    #[arg(long, value_name = "NAME")]
-    name: Option<String>,
-    #[command(flatten)]
-    allow: crate::options::AllowOptions,
-    #[command(flatten)]
-    jobs_backend: crate::options::JobsBackendArg,
-    /// No line per share on stderr
-    #[arg(long, short)]
-    quiet: bool,
-}
+use crate::error::Error;
+use crate::hub::agent_args::hub_url;
+use crate::hub::{self, agent, clock};
+use crate::output::{escape_controls, escape_json_controls, Escaped};
 
 /// `concur agents`.
 #[derive(Args)]
@@ -35,44 +19,6 @@ pub(super) struct AgentsArgs {
     /// What stdout shows: table or json (one object per agent, one per line)
     #[arg(long, value_name = "FORMAT", default_value = "table")]
     format: String,
-}
-
-/// `--hub`, else `CONCUR_HUB`, parsed; one line when neither is given.
-fn hub_url(arg: crate::options::HubArg) -> Result<HubUrl, Error> {
-    match arg.from_env().hub {
-        Some(u) => {
-            let url = crate::jobs::RedisUrl::parse_for("--hub", &u)?;
-            // Said whatever --quiet asks: the password is already on its way.
-            if let Some(w) = url.cleartext_password_warning("--hub") {
-                Terminal::new(Feedback::Lines).warning(w);
-            }
-            Ok(HubUrl::from(url))
-        }
-        None => Err(Error::usage(format!(
-            "--hub: which hub? give --hub URL or set {} (allowed: {})",
-            hub::HUB_ENV,
-            hub::HUB_URLS
-        ))),
-    }
-}
-
-/// Runs `concur agent`.
-pub(super) fn agent(a: AgentArgs) -> Result<i32, Error> {
-    let url = hub_url(a.hub)?;
-    let terminal = Terminal::new(if a.quiet {
-        Feedback::Quiet
-    } else {
-        Feedback::Lines
-    });
-    agent::run(
-        &url,
-        &agent::AgentOptions {
-            name: a.name,
-            allowed: a.allow.allowed()?,
-            jobs_backend: a.jobs_backend.parsed()?,
-        },
-        &terminal,
-    )
 }
 
 /// Runs `concur agents`.

@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
+use crate::error::Error;
 use crate::options::parse_duration;
-use crate::Error;
 
 /// `--jobs-backend`, which `concur jobs` also takes under its old name, `--backend` (hidden:
 /// one name in the help, and the commands written before keep working).

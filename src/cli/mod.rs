@@ -2,11 +2,10 @@
 //! defined once, in [`crate::options`]), the help lists filled from the registries, and the
 //! one call each subcommand makes into the library. The binary is `main() { cli::main() }`.
 
-mod help;
+pub(crate) mod help;
 mod hub;
 mod jobs;
 mod serve;
-mod usage_error;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -14,12 +13,12 @@ use std::process::ExitCode;
 use clap::error::ErrorKind;
 use clap::{Args, FromArgMatches, Parser, Subcommand};
 
+use crate::error::Error;
 use crate::options::{
     CmdOptions, HubOptions, OpenOptions, OutputOptions, PeerOptions, RepeatArg, RequestOptions,
     StudyOptions,
 };
 use crate::report::{Export, Target};
-use crate::Error;
 
 #[derive(Parser)]
 #[command(
@@ -59,7 +58,7 @@ enum Command {
     #[command(subcommand)]
     Classic(jobs::ClassicCommand),
     /// Join a hub (a Redis) as an agent: run the shares of studies sent from other hosts until told to leave or Ctrl-C
-    Agent(hub::AgentArgs),
+    Agent(crate::hub::agent_args::AgentArgs),
     /// List a hub's agents (name, address, cores, clock offset, last heartbeat, what each does), or tell them to leave
     Agents(hub::AgentsArgs),
     /// Print a shell completion script: concur completions bash > /etc/bash_completion.d/concur
@@ -183,13 +182,13 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
     match cli.command {
         Command::Run(mut a) => {
             a.study.hub = a.study.hub.from_env();
-            crate::run(
+            crate::app::run(
                 &a.study,
                 &a.out.outputs(a.json, a.failures.ignore_failures),
                 crate::app::command_line(),
             )
         }
-        Command::Report(a) => crate::report_file(&a.file, &a.out.outputs(None, false)),
+        Command::Report(a) => crate::app::report_file(&a.file, &a.out.outputs(None, false)),
         Command::Crawl(a) => {
             let takes_workers = crate::model::REGISTRY
                 .iter()
@@ -217,7 +216,7 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
                 hub: a.hub.from_env(),
                 ..StudyOptions::default()
             };
-            crate::run(
+            crate::app::run(
                 &opts,
                 &a.out.outputs(a.json, a.failures.ignore_failures),
                 crate::app::command_line(),
@@ -237,7 +236,7 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
                 open: a.open,
                 ..StudyOptions::default()
             };
-            crate::advise(
+            crate::app::advise(
                 &a.workload,
                 a.tasks,
                 a.repeat.repeat,
@@ -256,7 +255,7 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
             Ok(0)
         }
         Command::Jobs(c) => jobs::jobs(c),
-        Command::Agent(a) => hub::agent(a),
+        Command::Agent(a) => crate::hub::agent_args::agent(a),
         Command::Agents(a) => hub::agents(a),
         Command::Classic(c) => jobs::classic(c),
         Command::List => {
@@ -268,29 +267,6 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
         Command::InternalRun(_) | Command::InternalTask(_) | Command::InternalWorker(_) => {
             crate::study::child::serve().map(|_| 0)
         }
-    }
-}
-
-/// A library user's binary started as `my-binary agent …`: its arguments after the program
-/// name, for [`run_agent`].
-pub(crate) fn agent_args() -> Option<Vec<std::ffi::OsString>> {
-    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    (args.get(1).is_some_and(|a| a == "agent")).then(|| args[1..].to_vec())
-}
-
-/// Runs `agent …` (`args` from the subcommand's name on) as `concur agent` does.
-pub(crate) fn run_agent(args: Vec<std::ffi::OsString>) -> Result<i32, Error> {
-    use clap::FromArgMatches;
-    let cmd = <hub::AgentArgs as Args>::augment_args(clap::Command::new("agent"));
-    let parsed = cmd
-        .try_get_matches_from(&args)
-        .and_then(|m| hub::AgentArgs::from_arg_matches(&m));
-    match parsed {
-        Ok(a) => hub::agent(a),
-        Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
-            e.exit()
-        }
-        Err(e) => Err(Error::usage(usage_error::line(&e, &args))),
     }
 }
 
@@ -320,7 +296,7 @@ pub fn main() -> ExitCode {
             {
                 e.exit()
             }
-            Err(e) => Err(Error::usage(usage_error::line(&e, &args))),
+            Err(e) => Err(Error::usage(crate::usage_error::line(&e, &args))),
         }
     };
     match done {

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::Error;
+use crate::error::Error;
 
 #[derive(Args)]
 pub(super) struct ServeArgs {

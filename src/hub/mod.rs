@@ -15,6 +15,7 @@
 
 pub(crate) mod admit;
 pub(crate) mod agent;
+pub(crate) mod agent_args;
 pub(crate) mod clock;
 pub mod executor;
 pub(crate) mod merge;

@@ -13,7 +13,11 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::error::{Error, Result};
 use crate::secret::{mask_credentials, passwords, MASK};
 
-pub use crate::options::BACKEND_ENV;
+/// The environment variable that names the queue when `--jobs-backend` is not given: a
+/// process's environment is readable by its own user only, where its argv is shown to every
+/// user by `ps`, so a Redis password belongs there. concur also hands the backend to the
+/// processes it starts (`--peer` programs, hooks) through it.
+pub const BACKEND_ENV: &str = "CONCUR_JOBS_BACKEND";
 
 /// The backend URLs accepted, for errors.
 pub const BACKEND_URLS: &str =

@@ -16,6 +16,7 @@
 //! 503 at once (issue 29).
 
 pub mod conn;
+mod options;
 pub mod routes;
 pub(crate) mod stats;
 
@@ -30,7 +31,7 @@ use tokio::sync::{oneshot, Semaphore};
 use tokio_rustls::TlsAcceptor;
 
 use crate::error::{Error, Result};
-pub use crate::options::ServerOptions;
+pub use options::ServerOptions;
 pub use routes::ADD_BODY;
 pub use stats::{Stats, StatsSnapshot};
 

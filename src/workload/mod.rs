@@ -36,7 +36,16 @@ pub type TaskFuture = Pin<Box<dyn Future<Output = Result<u64, TaskError>> + Send
 
 pub use nature::Nature;
 
-pub use crate::options::MailSink;
+/// Where the `mail` workload writes the mails it renders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum MailSink {
+    /// Render into a counting sink that discards (the default: measures the work, not a tty).
+    #[default]
+    Discard,
+    /// Print every mail on standard output, like the classic experiment.
+    Stdout,
+}
 
 /// Run-wide options that some workloads read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -114,10 +123,11 @@ fn yes() -> bool {
 
 /// `--request-timeout`'s default, in the unit the options carry.
 fn default_request_timeout_ms() -> u64 {
-    crate::options::RequestOptions::default()
-        .request_timeout
-        .as_millis() as u64
+    DEFAULT_REQUEST_TIMEOUT.as_millis() as u64
 }
+
+/// `--request-timeout`'s default (options.rs's flag says the same, which its test holds).
+pub const DEFAULT_REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// What one task does.
 pub trait Workload: Send + Sync + 'static {

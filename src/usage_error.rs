@@ -5,7 +5,7 @@
 use std::ffi::OsString;
 
 /// The one line for a clap error (without the `concur: ` that [`crate::output::fatal`] adds).
-pub(super) fn line(e: &clap::Error, args: &[OsString]) -> String {
+pub(crate) fn line(e: &clap::Error, args: &[OsString]) -> String {
     if e.kind() == clap::error::ErrorKind::InvalidUtf8 {
         return not_utf8(args);
     }
@@ -78,7 +78,7 @@ mod tests {
 
     fn parse(args: &[&str]) -> String {
         let args: Vec<OsString> = args.iter().map(OsString::from).collect();
-        match super::super::help::command().try_get_matches_from(&args) {
+        match crate::cli::help::command().try_get_matches_from(&args) {
             Ok(_) => panic!("{args:?} parsed"),
             Err(e) => line(&e, &args),
         }

@@ -1,0 +1,87 @@
+//! `concur agent`'s flags and what runs them: the one definition, which `concur agent` and a
+//! library user's binary started as `my-binary agent …` ([`crate::lab`]) both parse.
+
+use std::ffi::OsString;
+
+use clap::error::ErrorKind;
+use clap::{Args, FromArgMatches};
+
+use crate::error::Error;
+use crate::hub::{self, agent, HubUrl};
+use crate::output::{Feedback, Terminal};
+
+/// `concur agent`.
+#[derive(Args)]
+pub(crate) struct AgentArgs {
+    #[command(flatten)]
+    hub: crate::options::HubArg,
+    /// Its name on the hub (default: the host name); two live agents never share one
+    #[arg(long, value_name = "NAME")]
+    name: Option<String>,
+    #[command(flatten)]
+    allow: crate::options::AllowOptions,
+    #[command(flatten)]
+    jobs_backend: crate::options::JobsBackendArg,
+    /// No line per share on stderr
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+/// `--hub`, else `CONCUR_HUB`, parsed; one line when neither is given.
+pub(crate) fn hub_url(arg: crate::options::HubArg) -> Result<HubUrl, Error> {
+    match arg.from_env().hub {
+        Some(u) => {
+            let url = crate::jobs::RedisUrl::parse_for("--hub", &u)?;
+            // Said whatever --quiet asks: the password is already on its way.
+            if let Some(w) = url.cleartext_password_warning("--hub") {
+                Terminal::new(Feedback::Lines).warning(w);
+            }
+            Ok(HubUrl::from(url))
+        }
+        None => Err(Error::usage(format!(
+            "--hub: which hub? give --hub URL or set {} (allowed: {})",
+            hub::HUB_ENV,
+            hub::HUB_URLS
+        ))),
+    }
+}
+
+/// Runs `concur agent`.
+pub(crate) fn agent(a: AgentArgs) -> Result<i32, Error> {
+    let url = hub_url(a.hub)?;
+    let terminal = Terminal::new(if a.quiet {
+        Feedback::Quiet
+    } else {
+        Feedback::Lines
+    });
+    agent::run(
+        &url,
+        &agent::AgentOptions {
+            name: a.name,
+            allowed: a.allow.allowed()?,
+            jobs_backend: a.jobs_backend.parsed()?,
+        },
+        &terminal,
+    )
+}
+
+/// A binary started as `BINARY agent …`: its arguments after the program name, for [`run`].
+pub(crate) fn command_line() -> Option<Vec<OsString>> {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    (args.get(1).is_some_and(|a| a == "agent")).then(|| args[1..].to_vec())
+}
+
+/// Runs `agent …` (`args` from the subcommand's name on) as `concur agent` does.
+pub(crate) fn run(args: Vec<OsString>) -> Result<i32, Error> {
+    let cmd = <AgentArgs as Args>::augment_args(clap::Command::new("agent"));
+    let parsed = cmd
+        .try_get_matches_from(&args)
+        .and_then(|m| AgentArgs::from_arg_matches(&m));
+    match parsed {
+        Ok(a) => agent(a),
+        Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
+            e.exit()
+        }
+        Err(e) => Err(Error::usage(crate::usage_error::line(&e, &args))),
+    }
+}
