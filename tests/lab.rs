@@ -160,8 +160,8 @@ fn bad_input_is_refused_before_any_run() {
         .task(marking)
         .models(["pool:0"])
         .run()
-        .err()
-        .expect("pool:0 refused");
+        .map(|_| ())
+        .expect_err("pool:0 refused");
     assert_eq!(e.input(), Some(&concur::Input::Model), "{e}");
     assert!(!ran_marker().exists(), "a refused lab ran a task");
     println!("ok: bad input refused");

@@ -846,7 +846,8 @@ mod tests {
         };
         assert_eq!(at(&|_| {}), Ok(()));
         assert_eq!(at(&|o| o.rate_asked = 1e9), Ok(()));
-        let refused: [(&dyn Fn(&mut OpenStats), &str); 8] = [
+        type Edit<'a> = &'a dyn Fn(&mut OpenStats);
+        let refused: [(Edit, &str); 8] = [
             (
                 &|o| o.rate_asked = 1.5e9,
                 "rate_asked 1.5e9 (allowed: 0 to 1e9)",
