@@ -259,7 +259,7 @@ pub const ADVISE_REPEAT: usize = 3;
 /// it (seq, thread, a pool of one thread per core, async with every task in flight, fork), a
 /// few times each, and shows them with the advice. Returns the exit code as [`run`] does.
 /// `base` carries the flags that still apply (`--shell`, `--cmd-output`, the open model).
-/// `repeat`: `-r`, [`ADVISE_REPEAT`] by default (with `--rate auto`: none, each search's probe
+/// `repeat`: `-r`, `ADVISE_REPEAT` by default (with `--rate auto`: none, each search's probe
 /// is its cell's run).
 pub fn advise(
     workload: &str,

@@ -281,6 +281,8 @@ impl RepeatArg {
 /// `--jobs-backend`, defined once for every command that names a queue: `concur jobs` (where
 /// `--backend`, its old name, still works), a study's jobs models (through [`StudyOptions`])
 /// and `concur agent`.
+// The field's doc comment is its flag's help, URL grammar in brackets, not links.
+#[allow(rustdoc::broken_intra_doc_links)]
 #[derive(Args, Debug, Clone, PartialEq, Default)]
 pub struct JobsBackendArg {
     /// The queue: sqlite (the default: concur-results/jobs.sqlite for `concur jobs`, a fresh file per run for a study's or an agent's jobs:W), sqlite:PATH (?synchronous=full syncs every commit; docs/jobs.md), or redis://[:PASSWORD@]HOST:PORT/DB (for jobs-redis:W, which mailer then adds); a study's own never travels to an agent, which uses its own; with a password, set CONCUR_JOBS_BACKEND instead, which `ps` does not show
@@ -321,6 +323,8 @@ impl JobsBackendArg {
 
 /// `--hub`, defined once for every command that reaches a hub: a study (`run`, `crawl`,
 /// through [`HubOptions`]), `concur agent` and `concur agents`.
+// The field's doc comment is its flag's help, URL grammar in brackets, not links.
+#[allow(rustdoc::broken_intra_doc_links)]
 #[derive(Args, Debug, Clone, PartialEq, Default)]
 pub struct HubArg {
     /// The hub, a Redis URL (redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], rediss:// for TLS): `concur agent --hub URL` joins it; a study given it runs every cell's work on its agents; also read from CONCUR_HUB
