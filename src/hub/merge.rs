@@ -507,7 +507,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::analysis::results::{CellKey, Connections};
+    use crate::analysis::results::Connections;
     use crate::hub::clock::ClockOffset;
     use crate::hub::sign::{self, HubKey};
     use crate::hub::work::PartDone;
@@ -927,50 +927,21 @@ mod tests {
         assert!(sealed.len() <= ANSWER_MAX_BYTES, "{} bytes", sealed.len());
     }
 
-    /// The cell's run line before any host's figures (what `convert::template` makes).
+    /// The cell's run line before any host's figures: `convert::template`'s, for `fib:5`
+    /// under `seq` ×8 over 2 hosts.
     fn template() -> RunResult {
-        RunResult {
-            key: CellKey {
-                study: "s".into(),
-                workload: "fib:5".into(),
-                model: "seq".into(),
-                tasks: 8,
-                gil: false,
-                http2: false,
-                hosts: Some(2),
-            },
-            workers: None,
-            parallelism: 1,
-            traits: Default::default(),
-            rep: 0,
-            isolation: Default::default(),
-            pid: None,
-            status: RunStatus::Ok,
-            wall_s: 0.0,
-            user_s: 0.0,
-            sys_s: 0.0,
-            max_rss_kib: 0,
-            tree_pss_kib: None,
-            ctx_voluntary: 0,
-            ctx_involuntary: 0,
-            threads_created: 0,
-            processes_created: 0,
-            tasks_ok: 0,
-            tasks_failed: 0,
-            failures: BTreeMap::new(),
-            bytes: 0,
-            gil_switches: 0,
-            error: None,
-            latency_us: None,
-            server_peak_in_flight: None,
-            conn: Connections::default(),
-            timeline_us: None,
-            startup_s: None,
-            open: None,
-            rate_search: None,
-            queue_wait_us: None,
-            hub: None,
-        }
+        let req = crate::study::presets::CellRequest {
+            study: "s".into(),
+            workload: "fib:5".into(),
+            model: "seq".into(),
+            tasks: 8,
+            gil: false,
+            http2: false,
+            expected_failure: false,
+        };
+        let mut cell = crate::study::plan::cell(&req, &Default::default()).unwrap();
+        cell.key.hosts = Some(2);
+        crate::study::runner::convert::template(&cell, 0, RunStatus::Ok, 0.0, None)
     }
 
     /// Share `share` of `tasks` tasks, answered with `run`.
