@@ -591,10 +591,14 @@ fn the_regression_gate_fails_a_run_slower_than_its_baseline() {
             .output()
             .unwrap()
     };
-    // The speeds are far apart (25×), so that a loaded machine cannot blur them.
+    // The speeds are far apart (60×), so that a loaded machine cannot blur them: each run's
+    // wall holds a shell's start, which took over 0.25 s under CI's load (a 25× gap once let
+    // three of five fast runs overlap the slow ones, and the gate rightly saw no significance).
+    // Five runs a side let two overlaps pass; the heaviest tests wait while this one runs.
+    let _alone = alone();
     assert!(run("0.01", &["--save-baseline", "fast"]).status.success());
     let out = run(
-        "0.25",
+        "0.6",
         &[
             "--baseline",
             "fast",
