@@ -51,7 +51,7 @@ pub(crate) fn conduct(opts: &StudyOptions, out: &Outputs, how: Conduct) -> Resul
     // `--fail-on-regression` is checked against the baseline before any output is opened when
     // the plan's cells are final; those the bind step changes (a hub's host counts, the
     // classic programs' cells) are checked once bound, still before any run.
-    let settled = plan.hub.is_none() && !plan.needs.classic;
+    let settled = plan.hub.is_none() && plan.needs.classic.is_none();
     let planned = |p: &study::plan::Plan| {
         compare::Planned::study(p.cells.iter().map(|c| c.key.clone()), p.repeat)
     };
@@ -72,7 +72,7 @@ pub(crate) fn conduct(opts: &StudyOptions, out: &Outputs, how: Conduct) -> Resul
     for w in cleartext.iter().flatten() {
         terminal.warning(w);
     }
-    let mut bound = bind::bind(plan, opts)?;
+    let mut bound = bind::bind(plan)?;
     if !settled {
         prepared.check_gate(out, &planned(&bound.plan))?;
     }

@@ -5,7 +5,6 @@
 //! here re-validates what the plan checked.
 
 use crate::error::{Error, Result};
-use crate::options::StudyOptions;
 use crate::server::{InProcessServer, ServeTls, ServerOptions};
 use crate::study::plan::{CellKind, Plan};
 use crate::study::runner::StudyServer;
@@ -75,9 +74,8 @@ fn acquire_workloads(plan: &Plan) -> Result<()> {
     Ok(())
 }
 
-/// Acquires what `plan` needs; `o` is what the plan was built from (the classic programs are
-/// sized by the same flags).
-pub fn bind(mut plan: Plan, o: &StudyOptions) -> Result<Bound> {
+/// Acquires what `plan` needs: from here on nothing reads the options it was built from.
+pub fn bind(mut plan: Plan) -> Result<Bound> {
     plan.options.body = plan.needs.body.as_deref().map(read_body).transpose()?;
     plan.options.ca_pem = plan.needs.cacert.as_deref().map(read_cacert).transpose()?;
     // jobs-redis:W needs a Redis, which must answer now rather than fail every run later.
@@ -86,9 +84,9 @@ pub fn bind(mut plan: Plan, o: &StudyOptions) -> Result<Bound> {
             crate::jobs::open(url).map_err(|e| Error::usage(format!("--jobs-backend: {e}")))?;
         }
     }
-    let classic = if plan.needs.classic {
+    let classic = if let Some(sizes) = plan.needs.classic.clone() {
         let redis = plan.jobs_backend.as_ref().is_some_and(|u| u.is_redis());
-        let c = crate::classic::prepare(&plan.name, o, redis)?;
+        let c = crate::classic::prepare(&plan.name, &sizes, redis)?;
         plan = plan.with_peers(&c.peers)?;
         plan.notes.extend(c.notes);
         Some(c.dir)

@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use crate::error::{Error, Result};
-use crate::study::plan::{PeerRequest, StudyOptions};
+use crate::study::plan::{ClassicSizes, PeerRequest};
 use crate::study::presets;
 
 /// One classic program shipped in the binary.
@@ -147,9 +147,9 @@ pub struct Classic {
 }
 
 /// Writes the programs and builds the external cells of study `study` (`gil`, `mailer`,
-/// `crawl` or the tour) for options `o`; calibrates the CPython task on this machine.
+/// `crawl` or the tour) at the plan's `sizes`; calibrates the CPython task on this machine.
 /// `redis`: whether the study has a Redis (`--jobs-backend redis://...`), for `rb:sidekiq:10`.
-pub fn prepare(study: &str, o: &StudyOptions, redis: bool) -> Result<Classic> {
+pub fn prepare(study: &str, o: &ClassicSizes, redis: bool) -> Result<Classic> {
     let dir = tempfile::Builder::new()
         .prefix("concur-classic-")
         .tempdir()
@@ -165,8 +165,8 @@ pub fn prepare(study: &str, o: &StudyOptions, redis: bool) -> Result<Classic> {
     };
     match study {
         "gil" => gil(&mut c, o.quick),
-        "mailer" => mailer(&mut c, o.quick, o.lock.gil, redis),
-        "crawl" => crawl(&mut c, o.quick, o.lock.gil, o),
+        "mailer" => mailer(&mut c, o.quick, o.gil, redis),
+        "crawl" => crawl(&mut c, o.quick, o.gil, o),
         presets::TOUR => {
             gil(&mut c, true);
             mailer(&mut c, true, false, redis);
@@ -295,7 +295,7 @@ fn gil(c: &mut Classic, quick: bool) {
 
 /// `crawl`: the classic's Python clients against the study's server, trusting `--cacert`'s
 /// CA as concur's clients do (`o` gives `--full`, `--cacert` and `-k`).
-fn crawl(c: &mut Classic, quick: bool, gil: bool, o: &StudyOptions) {
+fn crawl(c: &mut Classic, quick: bool, gil: bool, o: &ClassicSizes) {
     let Some(py) = python() else {
         c.notes.push(format!(
             "classic: python3 is not on PATH, so the py: cells of crawl are left out (apt-get install python3, or {INSTALL})"
@@ -304,12 +304,11 @@ fn crawl(c: &mut Classic, quick: bool, gil: bool, o: &StudyOptions) {
     };
     let (n, seq_n) = presets::crawl_sizes(quick, o.full);
     let cafile = o
-        .request
         .cacert
         .as_deref()
         .map(|ca| format!(" --cafile {}", quoted(ca)))
         .unwrap_or_default();
-    if o.request.insecure {
+    if o.insecure {
         c.notes.push(
             "classic: the py: crawl clients verify the server's certificate: -k does not reach them (give its CA with --cacert)".into(),
         );

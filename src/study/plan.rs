@@ -114,8 +114,23 @@ pub struct Needs {
     /// `--cacert`: a PEM file of CA certificates.
     pub cacert: Option<std::path::PathBuf>,
     /// `--classic`: the classic programs, to be written out and calibrated, then added as
-    /// external cells ([`Plan::with_peers`]).
-    pub classic: bool,
+    /// external cells ([`Plan::with_peers`]), sized by these flags.
+    pub classic: Option<ClassicSizes>,
+}
+
+/// What sizes the classic programs' cells: the flags they follow as concur's own cells do.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClassicSizes {
+    /// `--quick`: the small sizes.
+    pub quick: bool,
+    /// `--full`: the crawl's full sizes.
+    pub full: bool,
+    /// `--gil`: the lock's rows.
+    pub gil: bool,
+    /// `--cacert`: the CA the Python crawl clients trust too.
+    pub cacert: Option<std::path::PathBuf>,
+    /// `-k`: which the Python clients do not follow (the note says so).
+    pub insecure: bool,
 }
 
 impl Plan {
@@ -560,7 +575,13 @@ pub fn build(o: &StudyOptions) -> Result<Plan> {
     let needs = Needs {
         body: o.request.body.clone(),
         cacert: o.request.cacert.clone(),
-        classic: o.classic,
+        classic: o.classic.then(|| ClassicSizes {
+            quick: o.quick,
+            full: o.full,
+            gil: o.lock.gil,
+            cacert: o.request.cacert.clone(),
+            insecure: o.request.insecure,
+        }),
     };
     let hub = hub_plan(o, &cells)?;
     Ok(Plan {
