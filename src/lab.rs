@@ -181,13 +181,13 @@ impl Lab {
 
     /// The emulated lock's switch interval (`--switch-interval`, 5 ms by default).
     pub fn switch_interval(mut self, d: Duration) -> Lab {
-        self.options.lock.switch_interval = d;
+        self.options.run.switch_interval = d;
         self
     }
 
     /// Stack size of the threads the models create (`--stack-size`).
     pub fn stack_size(mut self, bytes: usize) -> Lab {
-        self.options.stack_size = bytes;
+        self.options.run.stack_size = bytes;
         self
     }
 

@@ -51,6 +51,7 @@
 pub mod analysis;
 pub(crate) mod app;
 pub(crate) mod bind;
+pub(crate) mod clap_defaults;
 pub mod classic;
 #[doc(hidden)]
 pub mod cli;

@@ -10,9 +10,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, FromArgMatches};
+use clap::Args;
 
 pub use crate::jobs::BACKEND_ENV;
+pub use crate::selfcall::RunSettings;
 pub use crate::server::ServerOptions;
 
 pub use crate::workload::MailSink;
@@ -104,17 +105,7 @@ impl OutputOptions {
     }
 }
 
-/// What clap gives each field of `T` when no flag is on the command line: the one place
-/// the options' defaults come from.
-pub fn defaults<T: Args + FromArgMatches>() -> T {
-    let cmd = T::augment_args(clap::Command::new("defaults"));
-    // Every option group has a default for every field (tested below), so an empty command
-    // line always parses.
-    let matches = cmd
-        .try_get_matches_from(["defaults"])
-        .expect("every option group parses from an empty command line");
-    T::from_arg_matches(&matches).expect("every option group parses from an empty command line")
-}
+pub use crate::clap_defaults::defaults;
 
 /// Parses a duration flag (`5ms`, `2s`, `1m`).
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -133,12 +124,6 @@ pub fn parse_count(s: &str) -> Result<usize, String> {
             "not a whole number; expected one such as 10".to_string()
         }
     })
-}
-
-/// Parses a size flag (`2M`, `64k`) into bytes.
-pub fn parse_size(s: &str) -> Result<usize, String> {
-    let n = crate::units::parse_size(s)?;
-    usize::try_from(n).map_err(|_| format!("size '{s}' is too large for this machine"))
 }
 
 /// A study's options: which cells, how they run, and the groups below. `concur run` is this
@@ -182,12 +167,12 @@ pub struct StudyOptions {
     /// The interpreter-lock emulation.
     #[command(flatten)]
     pub lock: LockOptions,
+    /// What every run's child reads: the lock's switch interval, the threads' stack size.
+    #[command(flatten)]
+    pub run: RunSettings,
     /// Kill a run that takes longer than this and record it as timed out
     #[arg(long, value_name = "DURATION", default_value = "300s", value_parser = parse_duration)]
     pub timeout: Duration,
-    /// Stack size of the threads that models create (thread, pool, rayon, async)
-    #[arg(long, value_name = "SIZE", default_value = "2M", value_parser = parse_size)]
-    pub stack_size: usize,
     /// Where the mail workload writes its mails
     #[arg(long, value_enum, default_value = "discard")]
     pub mail_sink: MailSink,
@@ -396,9 +381,6 @@ pub struct LockOptions {
     /// Emulate an interpreter lock (CPython's GIL, MRI's GVL) in every run
     #[arg(long)]
     pub gil: bool,
-    /// The emulated lock's switch interval
-    #[arg(long, value_name = "DURATION", default_value = "5ms", value_parser = parse_duration)]
-    pub switch_interval: Duration,
 }
 
 impl Default for LockOptions {
@@ -607,8 +589,8 @@ mod tests {
     fn every_group_has_its_defaults_from_its_flags() {
         let s = StudyOptions::default();
         assert_eq!(s.timeout, Duration::from_secs(300));
-        assert_eq!(s.stack_size, 2 << 20);
-        assert_eq!(s.lock.switch_interval, Duration::from_millis(5));
+        assert_eq!(s.run.stack_size, 2 << 20);
+        assert_eq!(s.run.switch_interval, Duration::from_millis(5));
         assert_eq!(s.request.request_timeout, Duration::from_secs(30));
         assert_eq!(
             s.request.request_timeout,
@@ -620,6 +602,7 @@ mod tests {
         assert_eq!(RequestOptions::default(), s.request);
         assert_eq!(OpenOptions::default(), s.open);
         assert_eq!(LockOptions::default(), s.lock);
+        assert_eq!(RunSettings::default(), s.run);
     }
 
     /// The flag `id` of the group `T`, as the command line sees it.

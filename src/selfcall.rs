@@ -29,6 +29,61 @@ use crate::gil;
 use crate::process;
 use crate::workload::{self, MailSink, Workload, WorkloadOptions};
 
+/// The smallest `--stack-size`.
+pub const STACK_MIN: usize = 16 << 10;
+
+/// The largest `--stack-size`.
+pub const STACK_MAX: usize = 1 << 30;
+
+/// What every run of a study shares besides its workload and its model: the flags a child
+/// process reads. Each is a field with its flag here, its check in [`RunSettings::check`] and
+/// its use where a model or the lock reads it: `concur run` flattens this group, the plan
+/// checks it once, every request carries it whole, and an agent checks what it is sent with
+/// the same code.
+#[derive(clap::Args, Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RunSettings {
+    /// The emulated lock's switch interval
+    #[arg(long, value_name = "DURATION", default_value = "5ms", value_parser = crate::units::parse_duration)]
+    pub switch_interval: Duration,
+    /// Stack size of the threads that models create (thread, pool, rayon, async)
+    #[arg(long, value_name = "SIZE", default_value = "2M", value_parser = parse_bytes)]
+    pub stack_size: usize,
+}
+
+impl Default for RunSettings {
+    fn default() -> Self {
+        crate::clap_defaults::defaults()
+    }
+}
+
+impl RunSettings {
+    /// Whether each setting is within what a run can use: a usage error naming the flag and
+    /// its range otherwise.
+    pub fn check(&self) -> Result<()> {
+        if self.switch_interval < Duration::from_micros(1)
+            || self.switch_interval > Duration::from_secs(1)
+        {
+            return Err(Error::usage(format!(
+                "--switch-interval '{}' must be from 1us to 1s",
+                crate::units::fmt_duration_spec(self.switch_interval)
+            )));
+        }
+        if !(STACK_MIN..=STACK_MAX).contains(&self.stack_size) {
+            return Err(Error::usage(format!(
+                "--stack-size '{}' must be from 16k to 1G",
+                self.stack_size
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Parses a size flag (`2M`, `64k`) into bytes.
+fn parse_bytes(s: &str) -> std::result::Result<usize, String> {
+    let n = crate::units::parse_size(s)?;
+    usize::try_from(n).map_err(|_| format!("size '{s}' is too large for this machine"))
+}
+
 /// Everything a task needs to be re-created in another process: the workload, its options,
 /// the lock settings and the jobs backend (every call below carries one).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -37,10 +92,10 @@ pub struct WorkloadRecipe {
     pub workload: String,
     /// Run-wide workload options.
     pub options: WorkloadOptions,
-    /// Whether the interpreter-lock emulation is on.
+    /// Whether the interpreter-lock emulation is on (the cell's: the gil study runs both).
     pub gil: bool,
-    /// The emulated lock's switch interval, microseconds.
-    pub switch_interval_us: u64,
+    /// The run's settings (the lock's switch interval, the threads' stack size).
+    pub settings: RunSettings,
     /// The jobs models' backend: `sqlite:PATH` for `jobs:W` (`None`: a fresh file per run),
     /// `redis://...` for `jobs-redis:W`. Serialized whole (password included) for the child.
     #[serde(default)]
@@ -50,7 +105,7 @@ pub struct WorkloadRecipe {
 impl WorkloadRecipe {
     /// Applies the lock settings to this process and parses the workload.
     pub fn install(&self) -> Result<Arc<dyn Workload>> {
-        gil::configure(self.gil, Duration::from_micros(self.switch_interval_us));
+        gil::configure(self.gil, self.settings.switch_interval);
         workload::parse(&self.workload, &self.options)
     }
 }
@@ -64,8 +119,6 @@ pub struct RunRequest {
     pub model: String,
     /// How many tasks.
     pub tasks: usize,
-    /// Thread stack size, bytes.
-    pub stack_size: usize,
     /// Open-model runs (`--rate`): the schedule the tasks are released on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open: Option<crate::measure::schedule::OpenRun>,
@@ -218,7 +271,7 @@ mod tests {
             workload: "sleep:1ms".into(),
             options: WorkloadOptions::default(),
             gil: false,
-            switch_interval_us: 5000,
+            settings: RunSettings::default(),
             jobs_backend: Some("redis://:hunter2@localhost:6379/0".parse().unwrap()),
         }
     }
@@ -230,7 +283,6 @@ mod tests {
                 recipe: env(),
                 model: "pool:2".into(),
                 tasks: 3,
-                stack_size: 1 << 20,
                 open: Some(crate::measure::schedule::OpenRun {
                     schedule: crate::measure::schedule::Schedule::fixed(10.0, 3),
                     interval_us: 1_000_000,

@@ -184,12 +184,11 @@ fn honest_share() -> Value {
                 "workload": "fib:5",
                 "options": {"mail_sink": "discard"},
                 "gil": false,
-                "switch_interval_us": 5000,
+                "settings": {"switch_interval": {"secs": 0, "nanos": 5_000_000}, "stack_size": 2 << 20},
                 "jobs_backend": null
             },
             "model": "seq",
             "tasks": 4,
-            "stack_size": 2 << 20,
             "part": {
                 "segment": {"index": 0, "of": 2, "whole_tasks": 8},
                 "start_mono_ns": 0

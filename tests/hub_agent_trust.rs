@@ -43,12 +43,11 @@ fn share(c: &mut redis::Connection, run: &str, workload: &str, model: &str) -> V
                 "workload": workload,
                 "options": {"mail_sink": "discard"},
                 "gil": false,
-                "switch_interval_us": 5000,
+                "settings": {"switch_interval": {"secs": 0, "nanos": 5_000_000}, "stack_size": 2 << 20},
                 "jobs_backend": null
             },
             "model": model,
             "tasks": 1,
-            "stack_size": 2 << 20,
             "part": {
                 "segment": {"index": 0, "of": 1, "whole_tasks": 1},
                 "start_mono_ns": 0

@@ -233,10 +233,9 @@ fn fork_refuses_a_multithreaded_parent() {
             workload: "fib:5".into(),
             options: WorkloadOptions::default(),
             gil: false,
-            switch_interval_us: 5000,
+            settings: concur::options::RunSettings::default(),
             jobs_backend: None,
         },
-        stack_size: 1 << 20,
         arrivals: None,
     };
     let out = concur::model::parse("fork").unwrap().run(&ctx);

@@ -144,21 +144,9 @@ pub fn check_part(w: &PartWork, allowed: &Allowed, hub_now_ns: u64) -> Result<()
             ));
         }
     }
-    if !(plan::STACK_MIN..=plan::STACK_MAX).contains(&r.stack_size) {
-        return Err(format!(
-            "a stack size of {} bytes (allowed: {} to {})",
-            r.stack_size,
-            plan::STACK_MIN,
-            plan::STACK_MAX
-        ));
-    }
     let recipe = &r.recipe;
-    if !(1..=1_000_000).contains(&recipe.switch_interval_us) {
-        return Err(format!(
-            "a switch interval of {} us (allowed: 1 us to 1 s)",
-            recipe.switch_interval_us
-        ));
-    }
+    // The plan's own check of the run's settings.
+    recipe.settings.check().map_err(|e| e.to_string())?;
     match &recipe.jobs_backend {
         None | Some(BackendUrl::Sqlite(None, _)) => {}
         Some(other) => {

@@ -146,7 +146,7 @@ pub(super) fn build_counted(
     let started = Arc::new(AtomicUsize::new(0));
     let counter = started.clone();
     builder
-        .thread_stack_size(ctx.stack_size)
+        .thread_stack_size(ctx.recipe.settings.stack_size)
         .enable_all()
         .on_thread_start(move || {
             counter.fetch_add(1, Ordering::Relaxed);

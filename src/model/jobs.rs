@@ -390,7 +390,7 @@ impl Model for Jobs {
                 };
                 // Scoped std threads (they borrow the run's state), with the run's stack size.
                 match std::thread::Builder::new()
-                    .stack_size(ctx.stack_size)
+                    .stack_size(ctx.recipe.settings.stack_size)
                     .spawn_scoped(s, body)
                 {
                     Ok(t) => threads.push(t),

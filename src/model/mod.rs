@@ -36,8 +36,6 @@ pub struct RunCtx {
     pub tasks: usize,
     /// How to re-create the workload in another process.
     pub recipe: WorkloadRecipe,
-    /// Stack size for threads the model creates per task, bytes.
-    pub stack_size: usize,
     /// Open-model runs (`--rate`): when each task is released; `None` hands all tasks to the
     /// model at once (a closed batch).
     pub arrivals: Option<Arc<arrivals::Arrivals>>,

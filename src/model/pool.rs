@@ -43,7 +43,7 @@ impl Model for Pool {
         let mut error = None;
         for k in 0..self.workers {
             let (rx, w) = (rx.clone(), ctx.workload.clone());
-            match os_thread::spawn(ctx.stack_size, move || {
+            match os_thread::spawn(ctx.recipe.settings.stack_size, move || {
                 rx.iter().map(|i| run_task(&*w, i)).collect::<Vec<_>>()
             }) {
                 Ok(t) => threads.push(t),

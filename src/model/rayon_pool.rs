@@ -33,7 +33,7 @@ impl Model for RayonPool {
     fn run(&self, ctx: &RunCtx) -> ModelOutcome {
         let pool = match rayon::ThreadPoolBuilder::new()
             .num_threads(self.workers)
-            .stack_size(ctx.stack_size)
+            .stack_size(ctx.recipe.settings.stack_size)
             .build()
         {
             Ok(p) => p,

@@ -78,7 +78,7 @@ impl Model for ThreadPerTask {
         let mut error = None;
         for i in 0..ctx.tasks {
             let (gate, w) = (gate.clone(), ctx.workload.clone());
-            match os_thread::spawn(ctx.stack_size, move || {
+            match os_thread::spawn(ctx.recipe.settings.stack_size, move || {
                 gate.wait();
                 run_task(&*w, i)
             }) {
@@ -128,7 +128,7 @@ fn open(ctx: &RunCtx, a: &crate::model::arrivals::Arrivals) -> ModelOutcome {
             }
         }
         let (w, done) = (ctx.workload.clone(), done_tx.clone());
-        match os_thread::spawn(ctx.stack_size, move || {
+        match os_thread::spawn(ctx.recipe.settings.stack_size, move || {
             let rec = run_task(&*w, i);
             // The dispatcher joins this thread once it reads the index; it is exiting by then.
             let _ = done.send(i);

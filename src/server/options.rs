@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use clap::{Args, FromArgMatches};
+use clap::Args;
 
 /// The delay server's settings: `concur serve`'s flags, and what the study's in-process
 /// server and an agent's server start with ([`ServerOptions::ephemeral`]: the same defaults
@@ -62,13 +62,7 @@ pub struct ServerOptions {
 
 impl Default for ServerOptions {
     fn default() -> Self {
-        // Every field has its flag's default (or a skip default), so an empty command line
-        // parses.
-        let cmd = Self::augment_args(clap::Command::new("serve"));
-        let m = cmd
-            .try_get_matches_from(["serve"])
-            .expect("the server's flags parse from an empty command line");
-        Self::from_arg_matches(&m).expect("the server's flags parse from an empty command line")
+        crate::clap_defaults::defaults()
     }
 }
 

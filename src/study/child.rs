@@ -237,7 +237,6 @@ pub fn run_cell(req: RunRequest) -> Result<ChildReport> {
         workload,
         tasks: req.tasks,
         recipe: req.recipe,
-        stack_size: req.stack_size,
         arrivals: arrivals.as_ref().map(|(a, _)| a.clone()),
     };
     // Tasks in processes of their own are not counted live, and `fork` needs this process

@@ -20,12 +20,6 @@ pub const MAX_TASKS: usize = 1_000_000;
 /// The longest `--timeout` a run may have (an agent refuses a share with a longer one).
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 
-/// The smallest `--stack-size`.
-pub const STACK_MIN: usize = 16 << 10;
-
-/// The largest `--stack-size`.
-pub const STACK_MAX: usize = 1 << 30;
-
 /// What runs for a cell: concur's own run of a model, or another program.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CellKind {
@@ -71,10 +65,8 @@ pub struct Plan {
     pub warmup: usize,
     /// Per-run timeout.
     pub timeout: Duration,
-    /// Thread stack size, bytes.
-    pub stack_size: usize,
-    /// The emulated lock's switch interval.
-    pub switch_interval: Duration,
+    /// What every run's child reads besides its workload and model (checked).
+    pub settings: crate::selfcall::RunSettings,
     /// Options the workloads read.
     pub options: WorkloadOptions,
     /// Whether the study's own server (when it starts one) speaks TLS (`--tls`).
@@ -428,24 +420,11 @@ pub fn build(o: &StudyOptions) -> Result<Plan> {
             "the '{study}' study has fixed cells; --workload/--model/--tasks build a free-form study instead: use one or the other"
         )));
     }
-    if o.lock.switch_interval < Duration::from_micros(1)
-        || o.lock.switch_interval > Duration::from_secs(1)
-    {
-        return Err(Error::usage(format!(
-            "--switch-interval '{}' must be from 1us to 1s",
-            crate::units::fmt_duration_spec(o.lock.switch_interval)
-        )));
-    }
+    o.run.check()?;
     if o.timeout.is_zero() || o.timeout > MAX_TIMEOUT {
         return Err(Error::usage(format!(
             "--timeout '{}' must be above 0 and at most 24h",
             crate::units::fmt_duration_spec(o.timeout)
-        )));
-    }
-    if !(STACK_MIN..=STACK_MAX).contains(&o.stack_size) {
-        return Err(Error::usage(format!(
-            "--stack-size '{}' must be from 16k to 1G",
-            o.stack_size
         )));
     }
     let options = WorkloadOptions {
@@ -593,8 +572,7 @@ pub fn build(o: &StudyOptions) -> Result<Plan> {
         repeat,
         warmup: check_range("--warmup", o.warmup.unwrap_or(preset.warmup), 0, 100)?,
         timeout: o.timeout,
-        stack_size: o.stack_size,
-        switch_interval: o.lock.switch_interval,
+        settings: o.run,
         options,
         notes: preset.notes,
         jobs_backend,
@@ -772,10 +750,7 @@ mod tests {
             },
             StudyOptions {
                 study: Some("gil".into()),
-                lock: crate::options::LockOptions {
-                    gil: true,
-                    ..Default::default()
-                },
+                lock: crate::options::LockOptions { gil: true },
                 ..opts()
             },
             StudyOptions {

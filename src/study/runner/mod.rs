@@ -301,12 +301,11 @@ pub(crate) fn request(
             workload: cell.key.workload.clone(),
             options,
             gil: cell.key.gil,
-            switch_interval_us: plan.switch_interval.as_micros() as u64,
+            settings: plan.settings,
             jobs_backend,
         },
         model: cell.key.model.clone(),
         tasks: cell.key.tasks,
-        stack_size: plan.stack_size,
         open: plan.open.as_ref().and_then(|o| o.run(cell.key.tasks)),
         part: None,
     }
