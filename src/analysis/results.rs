@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::measure::conn::HttpVersion;
+pub use crate::measure::conn::Connections;
 use crate::measure::latency::{LatencySummary, LatencyWire};
 use crate::measure::open::OpenStats;
 pub use crate::workload::Nature;
@@ -222,34 +222,6 @@ pub enum Isolation {
     FreshProcess,
     /// The calling process.
     InProcess,
-}
-
-/// HTTP: the connections a run's client opened and reused, and what opening them cost (the
-/// same fields on run lines and, from the median run, on cell lines).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct Connections {
-    /// Connections the run's client opened; null when it cannot tell (tasks in other
-    /// processes) or the workload is not http.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub connections_opened: Option<u64>,
-    /// HTTP: requests sent on a connection that was already open (0 with `--no-keepalive`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub connections_reused: Option<u64>,
-    /// HTTP: TCP connect time per new connection, microseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub connect_us: Option<LatencySummary>,
-    /// HTTPS: TLS handshake time per new connection, microseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tls_us: Option<LatencySummary>,
-    /// HTTP: the version the requests went out in, where the client tells.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub http_version: Option<HttpVersion>,
-    /// HTTP/2: the most streams (requests) open at once on one connection.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub peak_streams_per_connection: Option<u64>,
-    /// HTTP/2: the server's `SETTINGS_MAX_CONCURRENT_STREAMS`, when the client tells.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub server_max_concurrent_streams: Option<u64>,
 }
 
 /// One run line.

@@ -170,8 +170,16 @@ pub(crate) fn check_ended(e: &mut PartEnded, share: ShareBounds) -> Result<(), S
         )?;
     }
     if let Some(c) = &r.connections {
-        count("connections opened", c.opened, COUNT_MAX)?;
-        count("connections reused", c.reused, COUNT_MAX)?;
+        count(
+            "connections opened",
+            c.connections_opened.unwrap_or(0),
+            COUNT_MAX,
+        )?;
+        count(
+            "connections reused",
+            c.connections_reused.unwrap_or(0),
+            COUNT_MAX,
+        )?;
     }
     if let Some(o) = &r.open {
         check_open(o, tasks)?;
@@ -511,7 +519,7 @@ mod tests {
     use crate::hub::clock::ClockOffset;
     use crate::hub::sign::{self, HubKey};
     use crate::hub::work::PartDone;
-    use crate::measure::conn::{ConnSummary, HttpVersion};
+    use crate::measure::conn::HttpVersion;
     use crate::measure::rusage::ChildUsage;
     use crate::measure::series::SeriesPoint;
     use crate::measure::TIMELINE_CAP;
@@ -648,7 +656,7 @@ mod tests {
     type Set = fn(&mut PartEnded, u64);
 
     /// The report's connection counts, made present.
-    fn conn(e: &mut PartEnded) -> &mut ConnSummary {
+    fn conn(e: &mut PartEnded) -> &mut Connections {
         let r = e.report.as_mut().unwrap();
         r.connections.get_or_insert_with(Default::default)
     }
@@ -694,8 +702,16 @@ mod tests {
                 |e, v| e.report.as_mut().unwrap().gil_switches = v,
                 1 << 48,
             ),
-            ("connections opened", |e, v| conn(e).opened = v, 1 << 48),
-            ("connections reused", |e, v| conn(e).reused = v, 1 << 48),
+            (
+                "connections opened",
+                |e, v| conn(e).connections_opened = Some(v),
+                1 << 48,
+            ),
+            (
+                "connections reused",
+                |e, v| conn(e).connections_reused = Some(v),
+                1 << 48,
+            ),
             (
                 "timeline_us's length",
                 |e, v| e.report.as_mut().unwrap().timeline_us = Some(vec![[0, 1]; v as usize]),

@@ -20,25 +20,31 @@ pub struct ConnSample {
     pub tls_us: Option<u64>,
 }
 
-/// What a run's connections were, as written to the results.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct ConnSummary {
-    /// Connections opened.
-    pub opened: u64,
-    /// Requests sent on a connection that was already open.
-    pub reused: u64,
-    /// Connect time per new connection, µs.
+/// HTTP: the connections a run's client opened and reused, and what opening them cost: the
+/// one summary, from the recorder through the child's report and an agent's answer to the
+/// run lines and, from the median run, the cell lines.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Connections {
+    /// Connections the run's client opened; null when it cannot tell (tasks in other
+    /// processes) or the workload is not http.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections_opened: Option<u64>,
+    /// HTTP: requests sent on a connection that was already open (0 with `--no-keepalive`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections_reused: Option<u64>,
+    /// HTTP: TCP connect time per new connection, microseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connect_us: Option<LatencySummary>,
-    /// TLS handshake time per new connection, µs.
+    /// HTTPS: TLS handshake time per new connection, microseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls_us: Option<LatencySummary>,
-    /// The HTTP version the requests went out in, where the client tells (`--http2` asked
-    /// for 2; a server that offers only HTTP/1.1 by ALPN gets 1.1).
+    /// HTTP: the version the requests went out in, where the client tells.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http_version: Option<HttpVersion>,
-    /// Over HTTP/2: the most streams (requests) open at once on one connection.
+    /// HTTP/2: the most streams (requests) open at once on one connection.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_streams_per_connection: Option<u64>,
-    /// Over HTTP/2: the server's `SETTINGS_MAX_CONCURRENT_STREAMS`, when it sent one.
+    /// HTTP/2: the server's `SETTINGS_MAX_CONCURRENT_STREAMS`, when the client tells.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_max_concurrent_streams: Option<u64>,
 }
@@ -115,16 +121,16 @@ impl ConnRecorder {
 
     /// The summary, or `None` when no request was recorded in this process (the tasks ran in
     /// other processes: `fork`, `spawn`).
-    pub fn summary(&self) -> Option<ConnSummary> {
+    pub fn summary(&self) -> Option<Connections> {
         let i = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         let reused = self.reused.load(Ordering::Relaxed);
         if i.opened + reused == 0 {
             return None;
         }
         let peak = self.peak_streams.load(Ordering::Relaxed);
-        Some(ConnSummary {
-            opened: i.opened,
-            reused,
+        Some(Connections {
+            connections_opened: Some(i.opened),
+            connections_reused: Some(reused),
             connect_us: i.connect.as_ref().and_then(|h| h.summary()),
             tls_us: i.tls.as_ref().and_then(|h| h.summary()),
             http_version: i.http_version,

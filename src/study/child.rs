@@ -59,7 +59,7 @@ pub struct ChildReport {
     /// HTTP: the connections this process's tasks opened and reused, and what opening them
     /// cost.
     #[serde(default)]
-    pub connections: Option<crate::measure::conn::ConnSummary>,
+    pub connections: Option<crate::measure::conn::Connections>,
     /// The latency histogram whole, with its exact count, min, max and sum (what a run on
     /// another host sends back, for the merged row).
     #[serde(default, skip_serializing_if = "Option::is_none")]

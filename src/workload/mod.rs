@@ -206,7 +206,7 @@ pub trait HttpTasks: Send + Sync {
     /// (`curl`): it records each request's connection, the HTTP version and the streams there.
     fn connection_recorder(&self) -> Option<&crate::measure::conn::ConnRecorder>;
     /// The connections this process's tasks opened and reused.
-    fn connections(&self) -> Option<crate::measure::conn::ConnSummary>;
+    fn connections(&self) -> Option<crate::measure::conn::Connections>;
 }
 
 /// Runs one task under the interpreter-lock emulation, turning a panic into a task error.

@@ -69,7 +69,7 @@ impl HttpTasks for Segmented {
     fn connection_recorder(&self) -> Option<&crate::measure::conn::ConnRecorder> {
         self.inner.http()?.connection_recorder()
     }
-    fn connections(&self) -> Option<crate::measure::conn::ConnSummary> {
+    fn connections(&self) -> Option<crate::measure::conn::Connections> {
         self.inner.http()?.connections()
     }
 }

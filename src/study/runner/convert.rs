@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::supervise::{Ended, Kill};
-use crate::analysis::results::{Connections, RunResult, RunStatus};
+use crate::analysis::results::{RunResult, RunStatus};
 use crate::study::plan::{CellKind, CellPlan};
 
 /// How a run ended, and why in one line when it did not end well.
@@ -175,15 +175,7 @@ pub(crate) fn convert(cell: &CellPlan, rep: usize, ended: Ended, verdict: Verdic
             run.latency_us = r.latency_us;
             run.queue_wait_us = r.queue_wait_us;
             if let Some(c) = r.connections {
-                run.conn = Connections {
-                    connections_opened: Some(c.opened),
-                    connections_reused: Some(c.reused),
-                    connect_us: c.connect_us,
-                    tls_us: c.tls_us,
-                    http_version: c.http_version,
-                    peak_streams_per_connection: c.peak_streams_per_connection,
-                    server_max_concurrent_streams: c.server_max_concurrent_streams,
-                };
+                run.conn = c;
             }
             run.threads_created = r.threads_created;
             run.processes_created = r.processes_created;

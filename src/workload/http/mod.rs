@@ -36,7 +36,7 @@ pub use wire::{read_response, read_response_to};
 
 use super::{Entry, HttpTasks, Nature, TaskError, TaskFuture, Workload, WorkloadOptions};
 use crate::gil;
-use crate::measure::conn::{ConnRecorder, ConnSummary};
+use crate::measure::conn::{ConnRecorder, Connections};
 use endpoint::Endpoint;
 use request::RequestBuilder;
 
@@ -156,7 +156,7 @@ impl HttpTasks for Http {
     fn connection_recorder(&self) -> Option<&ConnRecorder> {
         Some(&self.endpoint.conns)
     }
-    fn connections(&self) -> Option<ConnSummary> {
+    fn connections(&self) -> Option<Connections> {
         self.endpoint.conns.summary()
     }
 }
