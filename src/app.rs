@@ -139,7 +139,7 @@ pub(crate) fn conduct(opts: &StudyOptions, out: &Outputs, how: Conduct) -> Resul
                     a.name,
                     a.addr.as_deref().unwrap_or("?"),
                     a.cores,
-                    crate::hub::clock::describe(&a.clock)
+                    crate::hub::clock::describe(&a.clock())
                 ))
                 .collect::<Vec<_>>()
                 .join("; ")

@@ -522,7 +522,7 @@ pub fn hub_heartbeat(data: &[u8]) {
         assert!(!e.chars().any(unsafe_char), "{t:?} shows as {e:?}");
     }
     let _ = info.version_refusal();
-    let _ = crate::hub::clock::describe(&info.clock);
+    let _ = crate::hub::clock::describe(&info.clock());
     let _ = crate::hub::executor::busy_names([&info]);
     let _ = TEST_HUB_NS.saturating_sub(info.beat_hub_ns) as f64 / 1e9;
 }

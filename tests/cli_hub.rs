@@ -141,7 +141,7 @@ fn what_cannot_work_is_refused_in_one_line_before_anything_starts() {
     let old = serde_json::json!({
         "name": "old", "host": "h", "addr": null, "cores": 1, "mem_total_kib": null,
         "version": "0.0.1", "pid": 1, "allow_commands": false,
-        "clock": {"offset_ns": 0, "uncertainty_ns": 0, "mono_offset_ns": 0},
+        "clock_offset_ns": 0, "clock_uncertainty_ns": 0, "mono_offset_ns": 0,
         "beat_hub_ns": 0, "doing": "idle"
     });
     hub.redis_cli(&["SET", "concur:hub:agent:old", &old.to_string(), "EX", "60"]);
@@ -262,7 +262,7 @@ fn agents_are_listed_and_told_to_leave() {
     assert_eq!(list[0]["allow_commands"], true);
     assert_eq!(list[1]["version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(list[1]["doing"], "idle");
-    assert!(list[1]["clock"]["uncertainty_ns"].as_u64().unwrap() > 0);
+    assert!(list[1]["clock_uncertainty_ns"].as_u64().unwrap() > 0);
     let table = concur().args(["agents", "--hub", &url]).output().unwrap();
     let text = String::from_utf8_lossy(&table.stdout);
     assert!(

@@ -313,7 +313,7 @@ fn an_agents_escape_sequences_are_shown_escaped_by_concur_agents() {
         "name": "evil", "host": "\u{1b}]0;pwned\u{7}\u{1b}[2J",
         "addr": "10.0.0.9\u{1b}[1A", "cores": 1, "mem_total_kib": null,
         "version": env!("CARGO_PKG_VERSION"), "pid": 1, "allow_commands": false,
-        "clock": {"offset_ns": 0, "uncertainty_ns": 0, "mono_offset_ns": 0},
+        "clock_offset_ns": 0, "clock_uncertainty_ns": 0, "mono_offset_ns": 0,
         "beat_hub_ns": 0, "doing": "idle\u{9b}2J\r\n0 agents alive"
     });
     hub.redis_cli(&[

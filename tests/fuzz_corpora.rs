@@ -231,7 +231,7 @@ fn heartbeat(name: &str, host: &str, doing: &str) -> Value {
         "name": name, "host": host, "addr": "10.77.0.11", "cores": 2,
         "mem_total_kib": 4_000_000, "version": env!("CARGO_PKG_VERSION"), "pid": 4242,
         "allow_commands": false,
-        "clock": {"offset_ns": -5_000_000_000i64, "uncertainty_ns": 1000, "mono_offset_ns": 0},
+        "clock_offset_ns": -5_000_000_000i64, "clock_uncertainty_ns": 1000, "mono_offset_ns": 0,
         "beat_hub_ns": TEST_HUB_NS, "doing": doing
     })
 }
@@ -362,7 +362,7 @@ fn hub_seeds() -> Vec<(&'static str, String, Vec<u8>)> {
             let mut b = heartbeat("a4", "lab-4", "idle");
             b["addr"] = Value::Null;
             b["mem_total_kib"] = Value::Null;
-            b["clock"]["offset_ns"] = json!(i64::MIN);
+            b["clock_offset_ns"] = json!(i64::MIN);
             b.to_string()
         }),
     ];

@@ -515,7 +515,7 @@ fn a_share_carries_headers_and_a_queue_only_when_its_cell_needs_them() {
     let me = json!({
         "name": "fake", "host": "h", "addr": null, "cores": 2, "mem_total_kib": null,
         "version": env!("CARGO_PKG_VERSION"), "pid": 1, "allow_commands": false,
-        "clock": {"offset_ns": 0, "uncertainty_ns": 0, "mono_offset_ns": 0},
+        "clock_offset_ns": 0, "clock_uncertainty_ns": 0, "mono_offset_ns": 0,
         "beat_hub_ns": hub_now_ns(&mut c), "doing": "idle"
     });
     hub.redis_cli(&["SET", "concur:hub:agent:fake", &me.to_string(), "EX", "60"]);

@@ -33,7 +33,7 @@ fn plant(c: &mut redis::Connection, name: &str, doing: &str) {
         "name": name, "host": "forger", "addr": "127.0.0.1", "cores": 2,
         "mem_total_kib": 1_000_000, "version": env!("CARGO_PKG_VERSION"), "pid": 1,
         "allow_commands": false,
-        "clock": {"offset_ns": 0, "uncertainty_ns": 1000, "mono_offset_ns": 0},
+        "clock_offset_ns": 0, "clock_uncertainty_ns": 1000, "mono_offset_ns": 0,
         "beat_hub_ns": 0, "doing": doing
     });
     let _: () = redis::cmd("SET")

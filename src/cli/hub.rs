@@ -73,7 +73,7 @@ pub(super) fn agents(a: AgentsArgs) -> Result<i32, Error> {
             i.mem_total_kib
                 .map_or("?".into(), |k| format!("{:.1} GiB", k as f64 / 1048576.0)),
             esc(&i.version),
-            clock::describe(&i.clock),
+            clock::describe(&i.clock()),
             format!(
                 "{:.1} s ago",
                 now.saturating_sub(i.beat_hub_ns) as f64 / 1e9

@@ -13,6 +13,7 @@ use redis::Connection;
 use super::admit;
 use super::clock;
 use super::work::{PartDone, PartWork, Work};
+use super::MetaHost;
 use super::{
     agent_key, agents_key, cancel_key, check_name, doing_key, done_key, retrying_mends, work_key,
     AgentInfo, Hub, HubUrl, BEAT, LOST_AFTER,
@@ -211,15 +212,19 @@ impl Agent<'_> {
         let machine = crate::study::machine::machine();
         let addr = self.hub.local_addr();
         let info = AgentInfo {
-            name: self.name.clone(),
-            host: hostname(),
-            addr: addr.map(|a| a.to_string()),
-            cores: machine.cores,
-            mem_total_kib: machine.mem_total_kib,
-            version: crate::VERSION.into(),
+            meta: MetaHost {
+                name: self.name.clone(),
+                host: hostname(),
+                addr: addr.map(|a| a.to_string()),
+                cores: machine.cores,
+                mem_total_kib: machine.mem_total_kib,
+                version: crate::VERSION.into(),
+                clock_offset_ns: clock.offset_ns,
+                clock_uncertainty_ns: clock.uncertainty_ns,
+            },
             pid: std::process::id(),
             allow_commands: self.o.allowed.commands,
-            clock,
+            mono_offset_ns: clock.mono_offset_ns,
             beat_hub_ns: clock::hub_now_ns(&mut c)?,
             doing: "idle".into(),
         };
@@ -273,7 +278,7 @@ impl Agent<'_> {
             self.hub.url(),
             info.addr.as_deref().unwrap_or("an unknown address"),
             info.cores,
-            clock::describe(&info.clock),
+            clock::describe(&info.clock()),
             if allowed.commands {
                 "runs commands of others (--allow-commands)"
             } else {
@@ -478,7 +483,7 @@ impl Agent<'_> {
         let mut s = shared.lock().unwrap_or_else(|p| p.into_inner());
         s.run = None;
         s.info.doing = "idle".into();
-        s.info.clock = done.clock;
+        s.info.set_clock(done.clock);
         done
     }
 

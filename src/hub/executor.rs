@@ -386,7 +386,7 @@ impl<'a> HubExecutor<'a> {
             lost: Some((status, why)),
             latency: None,
             queue_wait: None,
-            clock: s.agent.clock,
+            clock: s.agent.clock(),
             first_task_ns: None,
         };
         let mut seen = super::sign::Seen::default();
@@ -567,7 +567,7 @@ fn outcome(
         first_task_ns: None,
     };
     if done.agent != sent.agent.name {
-        o.clock = sent.agent.clock;
+        o.clock = sent.agent.clock();
         o.lost = Some((
             PartStatus::Refused,
             format!(
@@ -612,19 +612,7 @@ impl Executor for HubExecutor<'_> {
     }
 
     fn hosts(&self) -> Vec<MetaHost> {
-        self.agents
-            .iter()
-            .map(|a| MetaHost {
-                name: a.name.clone(),
-                host: a.host.clone(),
-                addr: a.addr.clone(),
-                cores: a.cores,
-                mem_total_kib: a.mem_total_kib,
-                version: a.version.clone(),
-                clock_offset_ns: a.clock.offset_ns,
-                clock_uncertainty_ns: a.clock.uncertainty_ns,
-            })
-            .collect()
+        self.agents.iter().map(|a| a.meta.clone()).collect()
     }
 
     fn run(&self, plan: &Plan, cell: &CellPlan, iteration: Iteration) -> RunResult {

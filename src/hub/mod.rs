@@ -30,6 +30,7 @@ use std::time::Duration;
 use redis::{Connection, IntoConnectionInfo};
 use serde::{Deserialize, Serialize};
 
+pub use crate::analysis::results::MetaHost;
 use crate::error::{Error, Result};
 use crate::jobs::RedisUrl;
 
@@ -270,34 +271,53 @@ pub fn retrying_mends(e: &redis::RedisError) -> bool {
     !refused
 }
 
-/// What an agent says of itself in its heartbeat.
+/// What an agent says of itself in its heartbeat: the host as a study's meta line records it
+/// ([`MetaHost`]: name, host, address, cores, memory, version, its clock against the hub's),
+/// and around it what changes while it lives. The heartbeat's JSON (and `concur agents
+/// --format json`) is the host's fields and these, side by side.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgentInfo {
-    /// Its name on the hub (`--name`, else the host name).
-    pub name: String,
-    /// The host's name.
-    pub host: String,
-    /// Its address as the hub sees it.
-    pub addr: Option<String>,
-    /// Its cores.
-    pub cores: usize,
-    /// Its memory, KiB.
-    pub mem_total_kib: Option<u64>,
-    /// The concur version it runs.
-    pub version: String,
+    /// The host, as the meta line of a study it works for records it (its clock offset and
+    /// uncertainty as last measured).
+    #[serde(flatten)]
+    pub meta: MetaHost,
     /// Its process id.
     pub pid: u32,
     /// Whether it runs commands of others (`--allow-commands`).
     pub allow_commands: bool,
-    /// Its clock against the hub's, last measured.
-    pub clock: clock::ClockOffset,
+    /// The hub's wall clock minus this host's monotonic clock, ns, as last measured.
+    pub mono_offset_ns: i64,
     /// Its last heartbeat, on the hub's clock (ns since the epoch).
     pub beat_hub_ns: u64,
     /// What it is doing: `idle`, or the run and share it works on.
     pub doing: String,
 }
 
+/// The host's fields read through the heartbeat (`agent.name`, `agent.cores`...).
+impl std::ops::Deref for AgentInfo {
+    type Target = MetaHost;
+    fn deref(&self) -> &MetaHost {
+        &self.meta
+    }
+}
+
 impl AgentInfo {
+    /// Its clock against the hub's, as last measured.
+    pub fn clock(&self) -> clock::ClockOffset {
+        clock::ClockOffset {
+            offset_ns: self.meta.clock_offset_ns,
+            uncertainty_ns: self.meta.clock_uncertainty_ns,
+            mono_offset_ns: self.mono_offset_ns,
+        }
+    }
+
+    /// Records a new measure of its clock.
+    pub fn set_clock(&mut self, c: clock::ClockOffset) {
+        self.meta.clock_offset_ns = c.offset_ns;
+        self.meta.clock_uncertainty_ns = c.uncertainty_ns;
+        self.mono_offset_ns = c.mono_offset_ns;
+    }
+
     /// The refusal of an agent of another version, naming both.
     pub fn version_refusal(&self) -> Option<String> {
         (self.version != crate::VERSION).then(|| {
