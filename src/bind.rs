@@ -6,7 +6,7 @@
 
 use crate::error::{Error, Result};
 use crate::server::{InProcessServer, ServeTls, ServerOptions};
-use crate::study::plan::{CellKind, Plan};
+use crate::study::plan::Plan;
 use crate::study::runner::StudyServer;
 
 /// A plan with what it needs from the world: its files read, its services reached.
@@ -64,7 +64,7 @@ impl Bound {
 /// checked once before any run: the plan checked only their syntax.
 fn acquire_workloads(plan: &Plan) -> Result<()> {
     let mut done: Vec<&str> = Vec::new();
-    for c in plan.cells.iter().filter(|c| c.kind == CellKind::Concur) {
+    for c in plan.cells.iter().filter(|c| c.is_concur()) {
         if !done.contains(&c.key.workload.as_str()) {
             done.push(&c.key.workload);
             let w = crate::workload::parse(&c.key.workload, &plan.options)?;

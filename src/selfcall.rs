@@ -115,7 +115,8 @@ impl WorkloadRecipe {
 pub struct RunRequest {
     /// The workload and lock settings.
     pub recipe: WorkloadRecipe,
-    /// The model spec.
+    /// The model spec, canonical (`pool:4`, a `ModelSpec`'s text): the child decodes it with
+    /// the parser the plan checked it with.
     pub model: String,
     /// How many tasks.
     pub tasks: usize,

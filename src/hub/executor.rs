@@ -618,7 +618,7 @@ impl Executor for HubExecutor<'_> {
     fn run(&self, plan: &Plan, cell: &CellPlan, iteration: Iteration) -> RunResult {
         self.server.reset_counters();
         let mut run = match &cell.kind {
-            CellKind::Concur => {
+            CellKind::Concur { .. } => {
                 let mut c = self.conn.lock().unwrap_or_else(|p| p.into_inner());
                 let cpu = |s: &Option<(String, super::server::ServerCpu)>| {
                     s.as_ref().and_then(|(_, f)| f())

@@ -288,42 +288,115 @@ pub fn parse_workers(w: &str) -> Result<usize, String> {
     }
 }
 
-/// Parses a model spec such as `seq`, `thread` or `pool:10`.
+/// Parses a model spec (`seq`, `pool:4`; a model that takes workers defaults to the cores)
+/// and builds the model.
 pub fn parse(spec: &str) -> Result<Box<dyn Model>, Error> {
-    let (name, workers) = match spec.split_once(':') {
-        Some((n, w)) => (n, Some(w)),
-        None => (spec, None),
-    };
-    let entry = REGISTRY.iter().find(|e| e.name == name).ok_or_else(|| {
-        Error::bad(
-            Input::Model,
-            format!(
-                "unknown model '{name}' in '{spec}' (allowed: {})",
-                allowed()
-            ),
-        )
-    })?;
-    let workers = match (entry.takes_workers, workers) {
-        (false, None) => None,
-        (false, Some(w)) => {
-            let why = format!("{name} takes no worker count ({}), got '{w}'", entry.help);
-            return Err(Error::bad(
-                Input::Model,
-                format!("bad model '{spec}': {why}"),
-            ));
-        }
-        (true, None) => Some(cores()),
-        (true, Some(w)) => Some(
-            parse_workers(w)
-                .map_err(|why| Error::bad(Input::Model, format!("bad model '{spec}': {why}")))?,
-        ),
-    };
-    Ok((entry.build)(workers))
+    Ok(ModelSpec::parse(spec)?.build())
 }
+
+/// A model of the registry with its worker count: what the plan checks a model spec into and
+/// its cells keep, so that nothing after the plan parses the text again. A request to another
+/// process carries its text (`pool:4`, [`ModelSpec`]'s `Display`), which that process decodes
+/// with [`ModelSpec::parse`], the plan's own parser.
+#[derive(Clone, Copy)]
+pub struct ModelSpec {
+    entry: &'static Entry,
+    workers: Option<usize>,
+}
+
+impl ModelSpec {
+    /// Checks a model spec: a name of the registry, with a worker count from 1 to
+    /// [`MAX_WORKERS`] where it takes one (the cores when none is given).
+    pub fn parse(spec: &str) -> Result<ModelSpec, Error> {
+        let (name, workers) = match spec.split_once(':') {
+            Some((n, w)) => (n, Some(w)),
+            None => (spec, None),
+        };
+        let entry = REGISTRY.iter().find(|e| e.name == name).ok_or_else(|| {
+            Error::bad(
+                Input::Model,
+                format!(
+                    "unknown model '{name}' in '{spec}' (allowed: {})",
+                    allowed()
+                ),
+            )
+        })?;
+        let workers =
+            match (entry.takes_workers, workers) {
+                (false, None) => None,
+                (false, Some(w)) => {
+                    let why = format!("{name} takes no worker count ({}), got '{w}'", entry.help);
+                    return Err(Error::bad(
+                        Input::Model,
+                        format!("bad model '{spec}': {why}"),
+                    ));
+                }
+                (true, None) => Some(cores()),
+                (true, Some(w)) => Some(parse_workers(w).map_err(|why| {
+                    Error::bad(Input::Model, format!("bad model '{spec}': {why}"))
+                })?),
+            };
+        Ok(ModelSpec { entry, workers })
+    }
+
+    /// The model, ready to run.
+    pub fn build(&self) -> Box<dyn Model> {
+        (self.entry.build)(self.workers)
+    }
+
+    /// The model's name (`pool`).
+    pub fn name(&self) -> &'static str {
+        self.entry.name
+    }
+
+    /// Its worker count, `None` for models without one.
+    pub fn workers(&self) -> Option<usize> {
+        self.workers
+    }
+}
+
+/// The canonical spec: `pool:4`, `seq`.
+impl std::fmt::Display for ModelSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.workers {
+            Some(w) => write!(f, "{}:{w}", self.entry.name),
+            None => f.write_str(self.entry.name),
+        }
+    }
+}
+
+impl std::fmt::Debug for ModelSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ModelSpec({self})")
+    }
+}
+
+impl PartialEq for ModelSpec {
+    fn eq(&self, other: &ModelSpec) -> bool {
+        self.entry.name == other.entry.name && self.workers == other.workers
+    }
+}
+
+impl Eq for ModelSpec {}
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_model_spec_reads_back_as_the_models_own_spec() {
+        for e in REGISTRY {
+            let text = if e.takes_workers {
+                format!("{}:3", e.name)
+            } else {
+                e.name.to_string()
+            };
+            let spec = ModelSpec::parse(&text).unwrap();
+            assert_eq!(spec.to_string(), spec.build().spec(), "{text}");
+            assert_eq!(spec.to_string(), text);
+            assert_eq!(ModelSpec::parse(&spec.to_string()).unwrap(), spec);
+        }
+    }
 
     #[test]
     fn scans_expand_to_one_spec_per_worker_count() {

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::analysis::results::{CellKey, Traits};
 use crate::error::{Error, Input, Result};
-use crate::model::{self, Model};
+use crate::model::{self, Model, ModelSpec};
 pub use crate::options::{Hook, Hooks, OpenOptions, PeerRequest, StudyOptions};
 use crate::study::presets::{self, CellRequest};
 use crate::study::rate::{self, OpenPlan, Rate};
@@ -24,7 +24,10 @@ pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 #[derive(Debug, Clone, PartialEq)]
 pub enum CellKind {
     /// `concur __run`: the cell's model runs its workload in a fresh process of our binary.
-    Concur,
+    Concur {
+        /// The model, checked (its text is the key's `model`).
+        model: ModelSpec,
+    },
     /// An external program that brings its own concurrency (`--peer`, `--classic`).
     External {
         /// The command as given, before `{tasks}`, `{workers}` and `{url}` are replaced.
@@ -125,6 +128,32 @@ pub struct ClassicSizes {
     pub insecure: bool,
 }
 
+impl CellPlan {
+    /// The cell's model, when concur runs it (`None` for an external program).
+    pub fn model(&self) -> Option<ModelSpec> {
+        match self.kind {
+            CellKind::Concur { model } => Some(model),
+            CellKind::External { .. } => None,
+        }
+    }
+
+    /// Whether concur's own model runs the cell (not an external program).
+    pub fn is_concur(&self) -> bool {
+        self.model().is_some()
+    }
+
+    /// The same cell with `tasks` tasks: its parallelism follows.
+    pub fn with_tasks(&self, tasks: usize) -> CellPlan {
+        let mut sized = self.clone();
+        sized.key.tasks = tasks;
+        sized.parallelism = match self.model() {
+            Some(m) => m.build().parallelism(tasks),
+            None => self.parallelism.min(tasks).max(1),
+        };
+        sized
+    }
+}
+
 impl Plan {
     /// The same plan at a fixed rate: one probe of `--rate auto`.
     pub fn at_rate(&self, rate: f64) -> Plan {
@@ -176,7 +205,8 @@ pub fn cell(req: &CellRequest, opts: &WorkloadOptions) -> Result<CellPlan> {
         ..opts.clone()
     };
     let w = workload::parse(&req.workload, opts)?;
-    let m = model::parse(&req.model)?;
+    let spec = ModelSpec::parse(&req.model)?;
+    let m = spec.build();
     if req.gil && !w.gil_governs() {
         return Err(Error::bad(Input::Workload, format!(
             "workload '{}' cannot run with --gil: a lock inside concur does not govern another process",
@@ -214,7 +244,7 @@ pub fn cell(req: &CellRequest, opts: &WorkloadOptions) -> Result<CellPlan> {
         ));
     }
     Ok(CellPlan {
-        kind: CellKind::Concur,
+        kind: CellKind::Concur { model: spec },
         key: CellKey {
             study: req.study.clone(),
             workload: w.spec(),
@@ -264,7 +294,7 @@ fn peer_cells(
     };
     let group: Vec<&CellPlan> = cells
         .iter()
-        .filter(|c| c.kind == CellKind::Concur && c.key.gil == peer.gil)
+        .filter(|c| c.is_concur() && c.key.gil == peer.gil)
         .filter(|c| peer.workload.as_ref().is_none_or(|w| *w == c.key.workload))
         .collect();
     let Some(first) = group.first() else {
@@ -595,7 +625,7 @@ fn hub_plan(o: &StudyOptions, cells: &[CellPlan]) -> Result<Option<HubPlan>> {
     for &k in &o.hub.hosts {
         check_range("--hosts", k, 1, 1000)?;
     }
-    if o.classic || cells.iter().any(|c| c.kind != CellKind::Concur) {
+    if o.classic || cells.iter().any(|c| !c.is_concur()) {
         return Err(Error::usage(
             "--hub: --peer and --classic programs run on this machine only; run them in a study without --hub",
         ));

@@ -6,7 +6,6 @@
 
 use crate::analysis::results::{Probe, RateSearch, RunResult, RunStatus};
 use crate::error::Result;
-use crate::model;
 use crate::study::plan::{CellPlan, Plan};
 use crate::study::rate::{Rate, Slo, PROBE_DURATION};
 use crate::study::runner::{Executor, Iteration};
@@ -53,10 +52,7 @@ pub fn run_at(
         .unwrap_or(PROBE_DURATION)
         .as_secs_f64();
     let tasks = ((rate * duration).ceil() as usize).max(MIN_PROBE_TASKS);
-    let mut sized = cell.clone();
-    sized.key.tasks = tasks;
-    sized.parallelism = model::parse(&cell.key.model)?.parallelism(tasks);
-    Ok(executor.run(&plan.at_rate(rate), &sized, iteration))
+    Ok(executor.run(&plan.at_rate(rate), &cell.with_tasks(tasks), iteration))
 }
 
 /// Searches the highest sustainable rate of `cell`. Returns the search and the run at the
@@ -74,14 +70,13 @@ pub fn search(
     let Rate::Auto(slo) = &open.rate else {
         return Ok(None);
     };
-    let m = model::parse(&cell.key.model)?;
     let mut probes: Vec<Probe> = Vec::new();
     let mut best: Option<(f64, RunResult)> = None;
     let mut last: Option<RunResult> = None;
     let (mut lo, mut hi): (Option<f64>, Option<f64>) = (None, None);
     // A delay-bound cell's capacity is about parallelism / delay: start at half of it (the
     // probes still decide), else at START_RATE.
-    let slots = m.workers().unwrap_or(1).max(1) as f64;
+    let slots = cell.workers.unwrap_or(1).max(1) as f64;
     let mut rate = cell
         .traits
         .nature

@@ -164,7 +164,7 @@ impl Executor for ProcessExecutor<'_> {
             .map(|s| (s.base_url.as_str(), s.cert_pem.as_deref()));
         let base_url = server.map(|s| s.0);
         let mut run = match &cell.kind {
-            CellKind::Concur => {
+            CellKind::Concur { .. } => {
                 let terminal = self.live.lock().unwrap_or_else(|p| p.into_inner()).clone();
                 let live = |l: &LiveLine| terminal.live(live_text(cell, l));
                 run_child(&self.exe, plan, cell, iteration, server, &live)
