@@ -30,21 +30,12 @@ pub struct Bound {
 use crate::hub::server::ServerCpu;
 
 impl Bound {
-    /// What the study runner needs of the study's server, if there is one: where it
-    /// listens, the certificate its clients trust, and its counters (in this process only).
+    /// The counters of the study's server, when it runs in this process (each run records
+    /// its peak in-flight).
     pub fn run_server(&self) -> Option<StudyServer<'_>> {
-        if let Some(r) = &self.remote_server {
-            return Some(StudyServer {
-                base_url: r.base_url.clone(),
-                cert_pem: r.cert_pem.clone(),
-                stats: None,
-            });
-        }
-        self.server.as_ref().map(|s| StudyServer {
-            base_url: s.base_url(),
-            cert_pem: s.cert.as_ref().map(|c| c.cert_pem.clone()),
-            stats: Some(&s.stats),
-        })
+        self.server
+            .as_ref()
+            .map(|s| StudyServer { stats: &s.stats })
     }
 
     /// Where the study's server runs (`this host` or the agent's name) and how to read the
@@ -145,6 +136,22 @@ pub fn bind(mut plan: Plan) -> Result<Bound> {
     } else {
         None
     };
+    // The study's own server is where http:/PATH goes, and its self-signed certificate is
+    // trusted besides any --cacert: put once into the options every run's request is made of.
+    let study_server = match (&remote_server, &server) {
+        (Some(r), _) => Some((r.base_url.clone(), r.cert_pem.clone())),
+        (None, Some(s)) => Some((s.base_url(), s.cert.as_ref().map(|c| c.cert_pem.clone()))),
+        (None, None) => None,
+    };
+    if let Some((url, cert)) = study_server {
+        plan.options.base_url = Some(url);
+        if let Some(cert) = cert {
+            plan.options.ca_pem = Some(match plan.options.ca_pem.take() {
+                Some(user) => format!("{user}\n{cert}"),
+                None => cert,
+            });
+        }
+    }
     Ok(Bound {
         plan,
         server,

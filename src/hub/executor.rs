@@ -204,11 +204,7 @@ impl<'a> HubExecutor<'a> {
                 ),
             );
         }
-        let server = self
-            .server
-            .as_ref()
-            .map(|s| (s.base_url.as_str(), s.cert_pem.as_deref()));
-        let whole = runner::request(plan, cell, iteration, server);
+        let whole = runner::request(plan, cell, iteration);
         let asked = Instant::now();
         let start_hub_ns = match clock::hub_now_ns(c) {
             Ok(now) => now + LEAD.as_nanos() as u64,
@@ -647,7 +643,6 @@ impl Executor for HubExecutor<'_> {
     }
 
     fn hook(&self, plan: &Plan, cell: &CellPlan, hook: Hook) -> std::result::Result<(), String> {
-        let base_url = self.server.as_ref().map(|s| s.base_url.as_str());
-        runner::run_hook(plan, cell, hook, base_url)
+        runner::run_hook(plan, cell, hook)
     }
 }

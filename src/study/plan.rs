@@ -889,9 +889,8 @@ mod tests {
         );
         // The runner asks each cell's own version of its child.
         for c in &both.cells {
-            let server = Some(("http://127.0.0.1:1", None));
             let iteration = crate::study::runner::Iteration::Counted(0);
-            let req = crate::study::runner::request(&both, c, iteration, server);
+            let req = crate::study::runner::request(&both, c, iteration);
             assert_eq!(req.recipe.options.http2, c.key.http2, "{}", c.key.label());
         }
     }

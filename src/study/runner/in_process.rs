@@ -27,7 +27,7 @@ impl Executor for InProcessExecutor {
         let started = Instant::now();
         let sampler = TreeSampler::start(std::process::id() as i32);
         let before = self_usage();
-        let report = child::run_cell(request(plan, cell, iteration, None));
+        let report = child::run_cell(request(plan, cell, iteration));
         let after = self_usage();
         let tree_pss_kib = sampler.finish();
         let (report, stderr_tail) = match report {
@@ -53,6 +53,6 @@ impl Executor for InProcessExecutor {
     }
 
     fn hook(&self, plan: &Plan, cell: &CellPlan, hook: Hook) -> std::result::Result<(), String> {
-        run_hook(plan, cell, hook, None)
+        run_hook(plan, cell, hook)
     }
 }

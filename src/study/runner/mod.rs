@@ -96,15 +96,12 @@ fn live_text(cell: &CellPlan, l: &LiveLine) -> String {
     )
 }
 
-/// The server a study started for its `http:/PATH` cells: where it listens and its counters.
-/// It belongs to the execution, not to the plan, which stays as it was built.
+/// The counters of the server a study started in this process for its `http:/PATH` cells:
+/// each run records the server's peak in-flight. (Where it listens and the certificate its
+/// clients trust are in the plan's options: the bind step put them there.)
 pub struct StudyServer<'a> {
-    /// `http://127.0.0.1:PORT` (`https://` with `--tls`).
-    pub base_url: String,
-    /// Its self-signed certificate (PEM) with `--tls`, which the runs' clients then trust.
-    pub cert_pem: Option<String>,
-    /// Its counters (each run records the peak in-flight), when it runs in this process.
-    pub stats: Option<&'a Stats>,
+    /// Its counters.
+    pub stats: &'a Stats,
 }
 
 /// Reads the in-process server's counters around one run (nothing for a server elsewhere).
@@ -117,15 +114,13 @@ pub(crate) trait RunCounters {
 
 impl RunCounters for Option<StudyServer<'_>> {
     fn reset_counters(&self) {
-        if let Some(s) = self.as_ref().and_then(|s| s.stats) {
-            s.reset();
+        if let Some(s) = self {
+            s.stats.reset();
         }
     }
 
     fn peak_in_flight(&self) -> Option<i64> {
-        self.as_ref()
-            .and_then(|s| s.stats)
-            .map(|s| s.snapshot().peak_in_flight)
+        self.as_ref().map(|s| s.stats.snapshot().peak_in_flight)
     }
 }
 
@@ -158,20 +153,13 @@ impl Executor for ProcessExecutor<'_> {
 
     fn run(&self, plan: &Plan, cell: &CellPlan, iteration: Iteration) -> RunResult {
         self.server.reset_counters();
-        let server = self
-            .server
-            .as_ref()
-            .map(|s| (s.base_url.as_str(), s.cert_pem.as_deref()));
-        let base_url = server.map(|s| s.0);
         let mut run = match &cell.kind {
             CellKind::Concur { .. } => {
                 let terminal = self.live.lock().unwrap_or_else(|p| p.into_inner()).clone();
                 let live = |l: &LiveLine| terminal.live(live_text(cell, l));
-                run_child(&self.exe, plan, cell, iteration, server, &live)
+                run_child(&self.exe, plan, cell, iteration, &live)
             }
-            CellKind::External { command } => {
-                run_external(command, plan, cell, iteration.rep(), base_url)
-            }
+            CellKind::External { command } => run_external(command, plan, cell, iteration.rep()),
         };
         run.server_peak_in_flight = self.server.peak_in_flight();
         run
@@ -186,8 +174,7 @@ impl Executor for ProcessExecutor<'_> {
     }
 
     fn hook(&self, plan: &Plan, cell: &CellPlan, hook: Hook) -> std::result::Result<(), String> {
-        let base_url = self.server.as_ref().map(|s| s.base_url.as_str());
-        run_hook(plan, cell, hook, base_url)
+        run_hook(plan, cell, hook)
     }
 }
 
@@ -198,12 +185,11 @@ pub(crate) fn run_hook(
     plan: &Plan,
     cell: &CellPlan,
     hook: Hook,
-    base_url: Option<&str>,
 ) -> std::result::Result<(), String> {
     let Some(typed) = plan.hooks.get(hook) else {
         return Ok(());
     };
-    let line = external_command(typed, plan, cell, base_url);
+    let line = external_command(typed, plan, cell);
     let timeout = plan.timeout;
     let fail = |how: String| format!("{} '{typed}' {how}", hook.flag());
     let launch = Launch::External {
@@ -234,26 +220,10 @@ pub(crate) fn run_hook(
     }))
 }
 
-/// What the `__run` child is asked to do for `iteration` of `cell`; `server` is the study's
-/// own server (its URL and, over TLS, its certificate), which `http:/PATH` workloads go to
-/// when no `--url` was given.
-pub(crate) fn request(
-    plan: &Plan,
-    cell: &CellPlan,
-    iteration: Iteration,
-    server: Option<(&str, Option<&str>)>,
-) -> RunRequest {
+/// What the `__run` child is asked to do for `iteration` of `cell`: the bound plan's options
+/// (the study's own server and its certificate among them), narrowed to what the cell needs.
+pub(crate) fn request(plan: &Plan, cell: &CellPlan, iteration: Iteration) -> RunRequest {
     let mut options = plan.options.clone();
-    if let (Some((url, cert)), None) = (server, &options.base_url) {
-        options.base_url = Some(url.to_string());
-        // The study's self-signed certificate is trusted besides any --cacert.
-        if let Some(cert) = cert {
-            options.ca_pem = Some(match options.ca_pem.take() {
-                Some(user) => format!("{user}\n{cert}"),
-                None => cert.to_string(),
-            });
-        }
-    }
     options.cell_tasks = Some(cell.key.tasks);
     options.http2 = cell.key.http2;
     // Secrets go only where the cell needs them: a run travels to other hosts through a
@@ -317,12 +287,11 @@ fn run_child(
     plan: &Plan,
     cell: &CellPlan,
     iteration: Iteration,
-    server: Option<(&str, Option<&str>)>,
     live: &dyn Fn(&LiveLine),
 ) -> RunResult {
     let launch = Launch::Own {
         exe,
-        request: Box::new(request(plan, cell, iteration, server)),
+        request: Box::new(request(plan, cell, iteration)),
     };
     let ended = supervise::run(launch, plan.timeout, &crate::interrupt::interrupted, live);
     convert::judge(cell, iteration.rep(), ended, plan.timeout)
@@ -330,13 +299,8 @@ fn run_child(
 
 /// An external program's command for `cell`: `{tasks}`, `{workers}` (its label's `:W`, else
 /// the task count) and `{url}` (`--url`, else the study's own server) replaced.
-pub(crate) fn external_command(
-    command: &str,
-    plan: &Plan,
-    cell: &CellPlan,
-    base_url: Option<&str>,
-) -> String {
-    let url = plan.options.base_url.as_deref().or(base_url).unwrap_or("");
+pub(crate) fn external_command(command: &str, plan: &Plan, cell: &CellPlan) -> String {
+    let url = plan.options.base_url.as_deref().unwrap_or("");
     command
         .replace("{tasks}", &cell.key.tasks.to_string())
         .replace(
@@ -348,14 +312,8 @@ pub(crate) fn external_command(
 
 /// One run of an external program (`sh -c`): the same supervise path and judgement as a run
 /// of concur's own, so both are measured the same way.
-fn run_external(
-    command: &str,
-    plan: &Plan,
-    cell: &CellPlan,
-    rep: usize,
-    base_url: Option<&str>,
-) -> RunResult {
-    let line = external_command(command, plan, cell, base_url);
+fn run_external(command: &str, plan: &Plan, cell: &CellPlan, rep: usize) -> RunResult {
+    let line = external_command(command, plan, cell);
     let launch = Launch::External {
         command: &line,
         backend: plan.jobs_backend.as_ref(),
