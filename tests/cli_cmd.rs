@@ -289,6 +289,44 @@ fn cmd_output_keeps_two_workloads_of_one_model_apart() {
     }
 }
 
+#[test]
+fn a_run_whose_output_folder_cannot_be_made_fails_and_says_why() {
+    // A file where the cell's folder would go: the run cannot make its folder in it.
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    std::fs::write(out_dir.join("seq-x1"), "in the way").unwrap();
+    let json = dir.path().join("r.jsonl");
+    let out = concur()
+        .args(["run", "-w", "cmd:true", "-m", "seq", "-n", "1", "-r", "1"])
+        .args(["--warmup", "0", "-q", "--json"])
+        .arg(&json)
+        .arg("--cmd-output")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines = read_lines(&json);
+    let runs = of_type(&lines, "run");
+    assert_eq!(runs.len(), 1);
+    let run = &runs[0];
+    assert_ne!(run["status"], "ok", "{run}");
+    let said = run.to_string();
+    assert!(
+        said.contains("creating the run's --cmd-output folder") && said.contains("seq-x1/rep-0"),
+        "{said}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(out_dir.join("seq-x1")).unwrap(),
+        "in the way"
+    );
+}
+
 fn external(lines: &[Value], label: &str) -> Vec<Value> {
     runs_of(lines, label).into_iter().cloned().collect()
 }

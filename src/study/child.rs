@@ -217,6 +217,16 @@ fn worker_main(recipe: WorkloadRecipe, queue: String, records: std::path::PathBu
 /// Runs one repetition of one cell in this process and condenses it into the report: the
 /// work of a `__run` child, and of a library user's in-process fallback.
 pub fn run_cell(req: RunRequest) -> Result<ChildReport> {
+    // The run's own folder for its commands' output, in the one `--cmd-output` names (made
+    // before any run): a run that cannot make it fails, saying why.
+    if let Some(dir) = &req.recipe.options.cmd_output {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            Error::io(
+                format!("creating the run's --cmd-output folder '{}'", dir.display()),
+                e,
+            )
+        })?;
+    }
     let workload = req.recipe.install()?;
     // One host's share of a cell over several hosts: its tasks are the cell's every K-th.
     let workload = match &req.part {

@@ -242,7 +242,7 @@ pub(crate) fn request(plan: &Plan, cell: &CellPlan, iteration: Iteration) -> Run
     // Each run keeps its commands' output in a folder of its own, in its cell's: every
     // repetition is kept, not only the last. With several workloads, a cell's folder starts
     // with its workload's place among them (w1-, w2-), or two workloads' cells of one model
-    // would share it.
+    // would share it. The run creates it (`child::run_cell`): a request is only a value.
     if let Some(dir) = &options.cmd_output {
         let mut workloads: Vec<&str> = Vec::new();
         for c in &plan.cells {
@@ -263,7 +263,6 @@ pub(crate) fn request(plan: &Plan, cell: &CellPlan, iteration: Iteration) -> Run
                 if cell.key.http2 { "-h2" } else { "" }
             ))
             .join(iteration.folder());
-        let _ = std::fs::create_dir_all(&sub);
         options.cmd_output = Some(sub);
     }
     RunRequest {
