@@ -282,7 +282,9 @@ pub fn advise(
             "fork".into(),
         ],
         tasks: tasks.into_iter().collect(),
-        repeat: repeat.or(base.open.default_repeat(ADVISE_REPEAT)),
+        repeat: crate::options::RepeatArg {
+            repeat: repeat.or(base.open.default_repeat(ADVISE_REPEAT)),
+        },
         warmup: Some(0),
         ..base
     };

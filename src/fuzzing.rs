@@ -486,7 +486,7 @@ fn answer_cells() -> &'static (Plan, CellPlan, CellPlan) {
             workloads: vec!["fib:5".into()],
             models: vec!["seq".into()],
             tasks: vec![2 * TEST_SHARE.tasks],
-            repeat: Some(1),
+            repeat: crate::options::RepeatArg { repeat: Some(1) },
             warmup: Some(0),
             timeout: Duration::from_secs(30),
             ..StudyOptions::default()
@@ -646,7 +646,7 @@ fn peer_cell() -> &'static (Plan, CellPlan) {
             workloads: vec!["fib:5".into()],
             models: vec!["seq".into()],
             tasks: vec![4],
-            repeat: Some(1),
+            repeat: crate::options::RepeatArg { repeat: Some(1) },
             warmup: Some(0),
             timeout: Duration::from_secs(30),
             peers: crate::options::PeerOptions {

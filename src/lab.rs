@@ -157,7 +157,7 @@ impl Lab {
 
     /// Counted runs per cell (5 by default).
     pub fn repeat(mut self, n: usize) -> Lab {
-        self.options.repeat = Some(n);
+        self.options.repeat.repeat = Some(n);
         self
     }
 
@@ -234,7 +234,7 @@ impl Lab {
     /// started on its host as `my-binary agent --hub URL` (its `main` calls [`init`] and then
     /// a lab's `run`, which becomes the agent): the closures run there as they would here.
     pub fn hub(mut self, url: &str) -> Lab {
-        self.options.hub.hub = Some(url.to_string());
+        self.options.hub.hub.hub = Some(url.to_string());
         self
     }
 

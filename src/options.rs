@@ -130,13 +130,8 @@ pub fn parse_count(s: &str) -> Result<usize, String> {
 /// plus its output flags; `crawl` and `advise` fill in the few fields they set.
 // The doc comments of the fields are the flags' help texts as users read them, grammar in
 // brackets included (`redis://[:PASSWORD@]HOST`), not links.
-// `-r` and `--jobs-backend` are [`RepeatArg`]'s and [`JobsBackendArg`]'s flags (their
-// definitions replace the fields' own); the fields stay here, not flattened groups, while
-// the plan reads `o.repeat` and `o.jobs_backend`.
 #[allow(rustdoc::broken_intra_doc_links)]
 #[derive(Args, Debug, Clone)]
-#[command(mut_arg("repeat", |_| RepeatArg::arg()))]
-#[command(mut_arg("jobs_backend", |_| JobsBackendArg::arg()))]
 pub struct StudyOptions {
     /// Built-in study (STUDIES)
     pub study: Option<String>,
@@ -152,9 +147,9 @@ pub struct StudyOptions {
     /// Task counts for a free-form study (repeatable or comma-separated; default 10)
     #[arg(long = "tasks", short = 'n', value_name = "N", value_delimiter = ',', value_parser = parse_count, allow_negative_numbers = true)]
     pub tasks: Vec<usize>,
-    /// Counted runs per cell (`-r`, [`RepeatArg`]).
-    #[arg(long)]
-    pub repeat: Option<usize>,
+    /// Counted runs per cell (`-r`).
+    #[command(flatten)]
+    pub repeat: RepeatArg,
     /// Uncounted warm-up runs per cell before the counted ones (not with --rate auto, whose search probes the cell first)
     #[arg(long, value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
     pub warmup: Option<usize>,
@@ -189,9 +184,9 @@ pub struct StudyOptions {
     /// What every HTTP request sends and how it connects.
     #[command(flatten)]
     pub request: RequestOptions,
-    /// The queue of the jobs models (`--jobs-backend`, [`JobsBackendArg`]).
-    #[arg(long)]
-    pub jobs_backend: Option<String>,
+    /// The queue of the jobs models (`--jobs-backend`).
+    #[command(flatten)]
+    pub jobs_backend: JobsBackendArg,
     /// gil, mailer, crawl, tour: add the classic programs in CPython and MRI as external cells (py:…, rb:…); see `concur classic`
     #[arg(long)]
     pub classic: bool,
@@ -251,18 +246,6 @@ pub struct RepeatArg {
     pub repeat: Option<usize>,
 }
 
-impl RepeatArg {
-    /// The flag as defined here, for a group that holds the same value in a field `repeat`.
-    fn arg() -> clap::Arg {
-        let cmd = Self::augment_args(clap::Command::new("repeat"));
-        let arg = cmd
-            .get_arguments()
-            .find(|a| a.get_id() == "repeat")
-            .cloned();
-        arg.unwrap_or_else(|| clap::Arg::new("repeat"))
-    }
-}
-
 /// `--jobs-backend`, defined once for every command that names a queue: `concur jobs` (where
 /// `--backend`, its old name, still works), a study's jobs models (through [`StudyOptions`])
 /// and `concur agent`.
@@ -276,17 +259,6 @@ pub struct JobsBackendArg {
 }
 
 impl JobsBackendArg {
-    /// The flag as defined here, for a group that holds the same value in a field
-    /// `jobs_backend`.
-    fn arg() -> clap::Arg {
-        let cmd = Self::augment_args(clap::Command::new("jobs"));
-        let arg = cmd
-            .get_arguments()
-            .find(|a| a.get_id() == "jobs_backend")
-            .cloned();
-        arg.unwrap_or_else(|| clap::Arg::new("jobs_backend"))
-    }
-
     /// The queue named, parsed (`None`: not named); a bad one is one line naming the flag.
     pub fn parsed(&self) -> crate::error::Result<Option<crate::jobs::BackendUrl>> {
         self.jobs_backend
@@ -318,13 +290,6 @@ pub struct HubArg {
 }
 
 impl HubArg {
-    /// The flag as defined here, for a group that holds the same value in a field `hub`.
-    fn arg() -> clap::Arg {
-        let cmd = Self::augment_args(clap::Command::new("hub"));
-        let arg = cmd.get_arguments().find(|a| a.get_id() == "hub").cloned();
-        arg.unwrap_or_else(|| clap::Arg::new("hub"))
-    }
-
     /// `--hub`, else `CONCUR_HUB` (read here, by the command line, rather than by clap, so
     /// that a library's defaults never pick it up from the environment).
     pub fn from_env(mut self) -> HubArg {
@@ -337,14 +302,11 @@ impl HubArg {
 
 /// Studies across machines: the hub the agents joined, and over how many of them each cell's
 /// work is split.
-// `hub` is [`HubArg`]'s flag (its definition replaces the field's own); the field stays
-// here, not a flattened `HubArg`, while the plan reads `o.hub.hub`.
 #[derive(Args, Debug, Clone, PartialEq, Default)]
-#[command(mut_arg("hub", |_| HubArg::arg()))]
 pub struct HubOptions {
-    /// The hub (`--hub`, [`HubArg`]).
-    #[arg(long)]
-    pub hub: Option<String>,
+    /// The hub (`--hub`).
+    #[command(flatten)]
+    pub hub: HubArg,
     /// With --hub: split each cell's work over K agents (default: every agent alive); a list (1,2,3) scans the host count
     #[arg(long, value_name = "K", value_delimiter = ',', value_parser = parse_count, allow_negative_numbers = true)]
     pub hosts: Vec<usize>,
@@ -356,7 +318,7 @@ pub struct HubOptions {
 impl HubOptions {
     /// `--hub`, else `CONCUR_HUB` ([`HubArg::from_env`]).
     pub fn from_env(mut self) -> HubOptions {
-        self.hub = HubArg { hub: self.hub }.from_env().hub;
+        self.hub = self.hub.from_env();
         self
     }
 }

@@ -208,7 +208,9 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
                 workloads: vec![format!("http:{}", a.url)],
                 models: vec![model],
                 tasks,
-                repeat: a.repeat.repeat.or(a.open.default_repeat(CRAWL_REPEAT)),
+                repeat: RepeatArg {
+                    repeat: a.repeat.repeat.or(a.open.default_repeat(CRAWL_REPEAT)),
+                },
                 warmup: Some(0),
                 request: a.request,
                 peers: a.peers,

@@ -471,12 +471,7 @@ pub fn build(o: &StudyOptions) -> Result<Plan> {
             "--tls runs the study's own server over TLS; with --url give an https:// URL instead",
         ));
     }
-    let jobs_backend = o
-        .jobs_backend
-        .as_deref()
-        .map(str::parse::<crate::jobs::BackendUrl>)
-        .transpose()
-        .map_err(|e| Error::usage(format!("--jobs-backend: {e}")))?;
+    let jobs_backend = o.jobs_backend.parsed()?;
     if jobs_backend == Some(crate::jobs::BackendUrl::Memory) {
         return Err(Error::usage(
             "--jobs-backend 'memory': the in-process queue is the jobs-memory:W model; --jobs-backend takes sqlite:PATH (for jobs:W) or redis://HOST:PORT/DB (for jobs-redis:W)",
@@ -576,7 +571,7 @@ pub fn build(o: &StudyOptions) -> Result<Plan> {
     // --rate auto: the search's probes are the runs, unless -r N asks for N more at the rate
     // found (see OpenPlan::remeasure); its row is then their median.
     let auto = open.as_ref().is_some_and(OpenPlan::is_auto);
-    let repeat = match (o.repeat, auto) {
+    let repeat = match (o.repeat.repeat, auto) {
         (Some(n), _) => check_range("--repeat", n, 1, 1000)?,
         (None, true) => 1,
         (None, false) => check_range("--repeat", preset.repeat, 1, 1000)?,
@@ -613,7 +608,7 @@ pub fn build(o: &StudyOptions) -> Result<Plan> {
 
 /// Validates `--hub` and `--hosts` (the agents themselves are reached by the bind step).
 fn hub_plan(o: &StudyOptions, cells: &[CellPlan]) -> Result<Option<HubPlan>> {
-    let Some(url) = &o.hub.hub else {
+    let Some(url) = &o.hub.hub.hub else {
         if !o.hub.hosts.is_empty() || o.hub.server_host.is_some() {
             return Err(Error::usage(
                 "--hosts and --server-host place work on agents of a hub: they need --hub URL (or CONCUR_HUB)",
@@ -719,7 +714,11 @@ fn open_plan(all: &StudyOptions, freeform: bool) -> Result<Option<OpenPlan>> {
         duration,
         interval: o.interval,
         grain: o.grain,
-        remeasure: if auto { all.repeat.unwrap_or(0) } else { 0 },
+        remeasure: if auto {
+            all.repeat.repeat.unwrap_or(0)
+        } else {
+            0
+        },
     }))
 }
 
@@ -775,7 +774,7 @@ mod tests {
             },
             StudyOptions {
                 study: Some("gil".into()),
-                repeat: Some(0),
+                repeat: crate::options::RepeatArg { repeat: Some(0) },
                 ..opts()
             },
             StudyOptions {
@@ -790,12 +789,16 @@ mod tests {
             },
             StudyOptions {
                 study: Some("mailer".into()),
-                jobs_backend: Some("mysql://x".into()),
+                jobs_backend: crate::options::JobsBackendArg {
+                    jobs_backend: Some("mysql://x".into()),
+                },
                 ..opts()
             },
             StudyOptions {
                 study: Some("mailer".into()),
-                jobs_backend: Some("memory".into()),
+                jobs_backend: crate::options::JobsBackendArg {
+                    jobs_backend: Some("memory".into()),
+                },
                 ..opts()
             },
             StudyOptions {

@@ -146,7 +146,7 @@ mod tests {
         plan::build(&StudyOptions {
             workloads: vec!["sleep:100ms".into()],
             models: models.iter().map(|m| m.to_string()).collect(),
-            repeat,
+            repeat: crate::options::RepeatArg { repeat },
             warmup: Some(0),
             timeout: Duration::from_secs(60),
             open: OpenOptions {
@@ -320,7 +320,7 @@ mod tests {
         let err = plan::build(&StudyOptions {
             workloads: vec!["sleep:100ms".into()],
             models: vec!["pool:4".into()],
-            repeat: Some(0),
+            repeat: crate::options::RepeatArg { repeat: Some(0) },
             open: OpenOptions {
                 rate: Some("auto".into()),
                 slo: Some("p99<150ms".into()),

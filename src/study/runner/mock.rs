@@ -386,7 +386,9 @@ pub(crate) fn mock_plan(
         workloads: workloads.iter().map(|s| s.to_string()).collect(),
         models: models.iter().map(|s| s.to_string()).collect(),
         tasks: tasks.to_vec(),
-        repeat: Some(repeat),
+        repeat: crate::options::RepeatArg {
+            repeat: Some(repeat),
+        },
         warmup: Some(0),
         timeout: Duration::from_secs(60),
         ..StudyOptions::default()
