@@ -54,13 +54,8 @@ impl Bound {
 /// What the cells' workloads need from the world (a file that opens, a program on `PATH`),
 /// checked once before any run: the plan checked only their syntax.
 fn acquire_workloads(plan: &Plan) -> Result<()> {
-    let mut done: Vec<&str> = Vec::new();
-    for c in plan.cells.iter().filter(|c| c.is_concur()) {
-        if !done.contains(&c.key.workload.as_str()) {
-            done.push(&c.key.workload);
-            let w = crate::workload::parse(&c.key.workload, &plan.options)?;
-            crate::workload::acquire(&*w)?;
-        }
+    for w in &plan.workloads {
+        crate::workload::acquire(&*w.0)?;
     }
     Ok(())
 }

@@ -187,10 +187,9 @@ pub fn check_part(w: &PartWork, allowed: &Allowed, hub_now_ns: u64) -> Result<()
         http2: recipe.options.http2,
         expected_failure: false,
     };
-    plan::cell(&cell, &recipe.options).map_err(|e| e.to_string())?;
+    let (_, w) = plan::checked_cell(&cell, &recipe.options).map_err(|e| e.to_string())?;
     // And the bind step's: what the workload needs of this host (a file, a program) is here.
-    let w = workload::parse(&recipe.workload, &recipe.options).map_err(|e| e.to_string())?;
-    workload::acquire(&*w).map_err(|e| e.to_string())
+    workload::acquire(&*w.0).map_err(|e| e.to_string())
 }
 
 /// The request options' own checks, as the plan makes them of the flags.

@@ -84,6 +84,9 @@ pub struct Plan {
     pub open: Option<OpenPlan>,
     /// What the bind step must still fetch from the world before the plan can run.
     pub needs: Needs,
+    /// Each workload of the concur cells, once, as the plan parsed it: the bind step
+    /// acquires what it needs from the world (a file, a program on `PATH`).
+    pub workloads: Vec<ParsedWorkload>,
     /// A study over several hosts (`--hub`): the bind step reaches the hub and splits the
     /// cells by host count.
     pub hub: Option<HubPlan>,
@@ -98,6 +101,17 @@ pub struct HubPlan {
     pub hosts: Vec<usize>,
     /// `--server-host`: the agent that runs the study's delay server.
     pub server_host: Option<String>,
+}
+
+/// A workload the plan parsed (a cell's spec with the study's options), kept so that the bind
+/// step acquires it without parsing its spec again.
+#[derive(Clone)]
+pub struct ParsedWorkload(pub std::sync::Arc<dyn Workload>);
+
+impl std::fmt::Debug for ParsedWorkload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ParsedWorkload({})", self.0.spec())
+    }
 }
 
 /// The files and programs a plan names but does not touch: the bind step
@@ -200,6 +214,15 @@ impl Plan {
 
 /// Validates one cell and fills in what the runner needs.
 pub fn cell(req: &CellRequest, opts: &WorkloadOptions) -> Result<CellPlan> {
+    Ok(checked_cell(req, opts)?.0)
+}
+
+/// [`cell`], with the workload it parsed: what the bind step (and an agent, for a share)
+/// acquires, so that nothing parses the spec a second time.
+pub fn checked_cell(
+    req: &CellRequest,
+    opts: &WorkloadOptions,
+) -> Result<(CellPlan, ParsedWorkload)> {
     let opts = &WorkloadOptions {
         http2: req.http2,
         ..opts.clone()
@@ -243,7 +266,7 @@ pub fn cell(req: &CellRequest, opts: &WorkloadOptions) -> Result<CellPlan> {
             format!("tasks '{}' must be from 1 to {MAX_TASKS}", req.tasks),
         ));
     }
-    Ok(CellPlan {
+    let plan = CellPlan {
         kind: CellKind::Concur { model: spec },
         key: CellKey {
             study: req.study.clone(),
@@ -259,7 +282,8 @@ pub fn cell(req: &CellRequest, opts: &WorkloadOptions) -> Result<CellPlan> {
         traits: traits(&*w, &*m, req.expected_failure),
         needs_server: w.http().is_some_and(|h| h.needs_server()),
         needs_redis: m.needs_redis(),
-    })
+    };
+    Ok((plan, ParsedWorkload(w)))
 }
 
 /// The external cells of `peer`: one per task count of the table it joins (the first
@@ -547,10 +571,15 @@ pub fn build(o: &StudyOptions) -> Result<Plan> {
             }
         }
     }
-    let mut cells = requests
-        .iter()
-        .map(|c| cell(c, &options))
-        .collect::<Result<Vec<_>>>()?;
+    let mut cells = Vec::with_capacity(requests.len());
+    let mut workloads: Vec<ParsedWorkload> = Vec::new();
+    for r in &requests {
+        let (c, w) = checked_cell(r, &options)?;
+        if !workloads.iter().any(|k| k.0.spec() == c.key.workload) {
+            workloads.push(w);
+        }
+        cells.push(c);
+    }
     let mut peers = Vec::new();
     for p in &o.peers.peers {
         let p = PeerRequest::parse(p).map_err(Error::usage)?;
@@ -590,6 +619,7 @@ pub fn build(o: &StudyOptions) -> Result<Plan> {
     let hub = hub_plan(o, &cells)?;
     Ok(Plan {
         needs,
+        workloads,
         hub,
         tls: o.tls,
         name: preset.name,
