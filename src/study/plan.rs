@@ -86,7 +86,7 @@ pub struct Plan {
     pub needs: Needs,
     /// Each workload of the concur cells, once, as the plan parsed it: the bind step
     /// acquires what it needs from the world (a file, a program on `PATH`).
-    pub workloads: Vec<ParsedWorkload>,
+    pub(crate) workloads: Vec<ParsedWorkload>,
     /// A study over several hosts (`--hub`): the bind step reaches the hub and splits the
     /// cells by host count.
     pub hub: Option<HubPlan>,
@@ -106,7 +106,7 @@ pub struct HubPlan {
 /// A workload the plan parsed (a cell's spec with the study's options), kept so that the bind
 /// step acquires it without parsing its spec again.
 #[derive(Clone)]
-pub struct ParsedWorkload(pub std::sync::Arc<dyn Workload>);
+pub(crate) struct ParsedWorkload(pub(crate) std::sync::Arc<dyn Workload>);
 
 impl std::fmt::Debug for ParsedWorkload {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -219,7 +219,7 @@ pub fn cell(req: &CellRequest, opts: &WorkloadOptions) -> Result<CellPlan> {
 
 /// [`cell`], with the workload it parsed: what the bind step (and an agent, for a share)
 /// acquires, so that nothing parses the spec a second time.
-pub fn checked_cell(
+pub(crate) fn checked_cell(
     req: &CellRequest,
     opts: &WorkloadOptions,
 ) -> Result<(CellPlan, ParsedWorkload)> {
