@@ -94,8 +94,14 @@ pub fn fmt_secs(secs: f64) -> String {
     }
 }
 
-/// Formats a duration in the spec grammar (`100ms`, `2s`), the inverse of [`parse_duration`].
+/// Formats a duration in the spec grammar (`100ms`, `2s`, `1500ns`), the inverse of
+/// [`parse_duration`]: exact, so a refusal names the value typed (`--switch-interval 500ns`
+/// is not shown as `0s`).
 pub fn fmt_duration_spec(d: Duration) -> String {
+    let ns = d.as_nanos();
+    if !ns.is_multiple_of(1000) {
+        return format!("{ns}ns");
+    }
     let us = d.as_micros();
     if us.is_multiple_of(1_000_000) {
         format!("{}s", us / 1_000_000)
@@ -180,7 +186,7 @@ mod tests {
 
     #[test]
     fn duration_spec_round_trips() {
-        for s in ["100ms", "2s", "250us"] {
+        for s in ["100ms", "2s", "250us", "500ns", "1500ns"] {
             assert_eq!(fmt_duration_spec(parse_duration(s).unwrap()), s);
         }
     }
