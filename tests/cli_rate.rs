@@ -239,6 +239,10 @@ fn bad_rates_are_refused_before_any_work() {
             &["--rate", "auto", "--slo", "p99<1s", "--warmup", "1"],
             "--warmup does not apply",
         ),
+        (
+            &["--rate", "auto", "--slo", "p99<1s", "--peer", "p=true"],
+            "--peer 'p=true' runs an external program, which follows no arrival schedule",
+        ),
         (&["--grain", "1ms"], "--grain '1ms' applies to open runs"),
         (&["--rate", "10", "--grain", "0"], "--grain '0s' must be"),
         (&["--rate", "10", "--grain", "2s"], "--grain '2s' must be"),

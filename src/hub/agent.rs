@@ -13,11 +13,11 @@ use redis::Connection;
 use super::admit;
 use super::clock;
 use super::work::{PartDone, PartWork, Work};
-use super::MetaHost;
 use super::{
     agent_key, agents_key, cancel_key, check_name, doing_key, done_key, retrying_mends, work_key,
     AgentInfo, Hub, HubUrl, BEAT, LOST_AFTER,
 };
+use crate::analysis::results::MetaHost;
 use crate::error::{Error, Result};
 use crate::measure::mono_ns;
 use crate::output::Terminal;

@@ -30,7 +30,7 @@ use std::time::Duration;
 use redis::{Connection, IntoConnectionInfo};
 use serde::{Deserialize, Serialize};
 
-pub use crate::analysis::results::MetaHost;
+use crate::analysis::results::MetaHost;
 use crate::error::{Error, Result};
 use crate::jobs::RedisUrl;
 

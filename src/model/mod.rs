@@ -343,16 +343,6 @@ impl ModelSpec {
     pub fn build(&self) -> Box<dyn Model> {
         (self.entry.build)(self.workers)
     }
-
-    /// The model's name (`pool`).
-    pub fn name(&self) -> &'static str {
-        self.entry.name
-    }
-
-    /// Its worker count, `None` for models without one.
-    pub fn workers(&self) -> Option<usize> {
-        self.workers
-    }
 }
 
 /// The canonical spec: `pool:4`, `seq`.

@@ -503,6 +503,24 @@ pub fn build(o: &StudyOptions) -> Result<Plan> {
     }
     let redis_url = jobs_backend.as_ref().filter(|u| u.is_redis());
     let open = open_plan(o, freeform)?;
+    // The search probes a model at rates it releases tasks on; an external program brings its
+    // own concurrency and follows no arrival schedule, so there is nothing to search.
+    if open
+        .as_ref()
+        .is_some_and(|p| matches!(p.rate, Rate::Auto(_)))
+    {
+        let external = o
+            .peers
+            .peers
+            .first()
+            .map(|p| format!("--peer '{p}'"))
+            .or(o.classic.then(|| "--classic".to_string()));
+        if let Some(what) = external {
+            return Err(Error::usage(format!(
+                "--rate auto searches the rate concur's models sustain; {what} runs an external program, which follows no arrival schedule: give a fixed --rate, or leave the external cells out"
+            )));
+        }
+    }
     let preset = if freeform {
         if o.quick || o.stress {
             return Err(Error::usage(
@@ -882,6 +900,16 @@ mod tests {
             (open(Some("9..3"), None, None, &[]), "--rate '9..3'"),
             (open(Some("auto"), None, None, &[]), "needs --slo"),
             (open(Some("auto"), None, Some("p99<1s"), &[5]), "-n/--tasks"),
+            (
+                StudyOptions {
+                    peers: crate::options::PeerOptions {
+                        peers: vec!["p=true".into()],
+                        ..Default::default()
+                    },
+                    ..open(Some("auto"), None, Some("p99<1s"), &[])
+                },
+                "--peer 'p=true' runs an external program",
+            ),
             (
                 open(Some("5"), Some(1), None, &[5]),
                 "-n/--tasks and --duration",
