@@ -164,6 +164,21 @@ fn a_share_from_the_hub_is_held_to_the_plans_checks_and_the_operators_limits() {
     assert!(refusal(&send(&mut c, "a1", &w)).contains("tasks"));
     let w = share(&mut c, "r10", "fib:1", "nosuchmodel:3");
     assert!(refusal(&send(&mut c, "a1", &w)).contains("nosuchmodel"));
+    // Run settings outside the plan's ranges, refused in the plan's own words.
+    let mut w = share(&mut c, "r12", "fib:1", "seq");
+    w["request"]["recipe"]["settings"]["stack_size"] = json!(1024);
+    let why = refusal(&send(&mut c, "a1", &w));
+    assert!(
+        why.contains("--stack-size '1024' must be from 16k to 1G"),
+        "{why}"
+    );
+    let mut w = share(&mut c, "r13", "fib:1", "seq");
+    w["request"]["recipe"]["settings"]["switch_interval"] = json!({"secs": 2, "nanos": 0});
+    let why = refusal(&send(&mut c, "a1", &w));
+    assert!(
+        why.contains("--switch-interval '2s' must be from 1us to 1s"),
+        "{why}"
+    );
 
     // Thirty servers asked for: at most four studies served at once.
     let mut started = 0;
