@@ -124,6 +124,22 @@ pub fn fmt_kib(kib: u64) -> String {
     }
 }
 
+/// Formats a byte count that may be negative or fractional (memory per task, a difference of
+/// two measurements): `-120 B`, `812 B`, `2.4 KiB`, `1.50 MiB`.
+pub fn fmt_bytes_signed(b: f64) -> String {
+    if !b.is_finite() {
+        return "-".into();
+    }
+    let a = b.abs();
+    if a < 1024.0 {
+        format!("{b:.0} B")
+    } else if a < 1024.0 * 1024.0 {
+        format!("{:.1} KiB", b / 1024.0)
+    } else {
+        format!("{:.2} MiB", b / 1024.0 / 1024.0)
+    }
+}
+
 /// Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
 fn civil(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;

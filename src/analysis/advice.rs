@@ -688,6 +688,8 @@ mod tests {
             },
             open: None,
             rate_search: None,
+            wakeups: None,
+            pss_per_task_b: None,
         }
     }
 

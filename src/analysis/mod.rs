@@ -200,6 +200,47 @@ fn summarize_cell(key: &CellKey, runs: &[&RunResult]) -> CellResult {
             o
         }),
         rate_search: runs.iter().find_map(|r| r.rate_search.clone()),
+        wakeups: median_run.and_then(|r| r.wakeups),
+        pss_per_task_b: None,
+    }
+}
+
+/// A row's name across task counts: the model without its worker count (`async:100000` is
+/// the `async` row of a scan that gives every task a worker), an external label as it is.
+fn row_name(k: &CellKey) -> &str {
+    match k.model.rsplit_once(':') {
+        Some((name, w)) if !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => &k.model,
+    }
+}
+
+/// Fills each cell's memory per task from the same row's 1-task cell.
+fn memory_per_task(cells: &mut [CellResult]) {
+    let one: BTreeMap<(String, String, String, bool), u64> = cells
+        .iter()
+        .filter(|c| c.key.tasks == 1)
+        .filter_map(|c| {
+            let k = &c.key;
+            let key = (
+                k.study.clone(),
+                k.workload.clone(),
+                row_name(k).to_string(),
+                k.gil,
+            );
+            Some((key, c.tree_pss_kib?))
+        })
+        .collect();
+    for c in cells.iter_mut().filter(|c| c.key.tasks > 1) {
+        let k = &c.key;
+        let key = (
+            k.study.clone(),
+            k.workload.clone(),
+            row_name(k).to_string(),
+            k.gil,
+        );
+        if let (Some(base), Some(pss)) = (one.get(&key), c.tree_pss_kib) {
+            c.pss_per_task_b = Some((pss as f64 - *base as f64) * 1024.0 / (k.tasks - 1) as f64);
+        }
     }
 }
 
@@ -325,6 +366,7 @@ pub fn analyze(runs: &[RunResult], machine: &Machine) -> Analysis {
         c.vs_ideal = ideal.filter(|i| *i > 0.0).map(|i| wall / i);
     }
 
+    memory_per_task(&mut cells);
     let mut warnings = warnings(&cells, cores);
     if machine.loaded() {
         warnings.insert(

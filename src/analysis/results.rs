@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 pub use crate::measure::conn::Connections;
 use crate::measure::latency::{LatencySummary, LatencyWire};
 use crate::measure::open::OpenStats;
+use crate::measure::wakeups::Wakeups;
 pub use crate::workload::Nature;
 
 /// The schema version written in the meta line; bumped when a field is renamed or removed.
@@ -307,6 +308,11 @@ pub struct RunResult {
     /// start, µs (over several hosts: their histograms merged, exact).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue_wait_us: Option<LatencySummary>,
+    /// A closed run of a waiting workload (`sleep:D`): the time to start every task and how
+    /// late the wake-ups came (an external program's own figures, from its `CONCUR` line;
+    /// over several hosts: the worst host's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wakeups: Option<Wakeups>,
     /// A run over several hosts (`--hub … --hosts K`): each host's part, the merged latency
     /// histogram, the start spread and what share of the work the hosts covered. Absent for
     /// a run on this machine alone.
@@ -529,6 +535,14 @@ pub struct CellResult {
     /// `--rate auto`: the search, as its run recorded it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_search: Option<RateSearch>,
+    /// A waiting workload (`sleep:D`): the median run's start of every task and its
+    /// wake-ups' lateness.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wakeups: Option<Wakeups>,
+    /// Memory per task: the tree PSS above the same row's 1-task cell (same study, workload
+    /// and lock; the model without its worker count), over the extra tasks, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pss_per_task_b: Option<f64>,
 }
 
 /// Appends lines to a results file, flushing each so an interrupted study keeps every

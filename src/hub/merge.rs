@@ -22,6 +22,7 @@
 use crate::analysis::results::{HostPart, HubRun, PartFigures, PartStatus, RunResult, RunStatus};
 use crate::measure::latency::{LatencyRecorder, LatencySummary, LatencyWire};
 use crate::measure::open::{OpenStats, KEPT_UP};
+use crate::measure::wakeups::Wakeups;
 
 use super::work::PartEnded;
 
@@ -446,6 +447,7 @@ fn add_run(m: &mut RunResult, r: &RunResult, first: bool) {
     }
     m.bytes += r.bytes;
     m.gil_switches += r.gil_switches;
+    m.wakeups = Wakeups::worst(m.wakeups, r.wakeups);
     m.startup_s = match (m.startup_s, r.startup_s) {
         (Some(a), Some(b)) => Some(a.max(b)),
         (a, b) => a.or(b),

@@ -9,6 +9,7 @@ pub mod open;
 pub mod rusage;
 pub mod schedule;
 pub mod series;
+pub mod wakeups;
 
 use serde::{Deserialize, Serialize};
 

@@ -34,6 +34,32 @@ fn refusal(w: &dyn Workload) -> String {
     format!("{what}; green runs http, sleep and CPU workloads")
 }
 
+/// Memory mappings one coroutine takes: its stack and the guard page below it.
+const MAPPINGS_PER_COROUTINE: usize = 2;
+/// Mappings kept free for the rest of the process (the allocator, the runtime, libraries).
+const MAPPINGS_SPARE: usize = 1000;
+
+/// Whether `coroutines` stacks fit under the kernel's limit on a process's memory mappings:
+/// past it, may's stack allocation fails inside its scheduler thread, which dies, and the run
+/// would wait for its coroutines until the timeout. Refused up front instead, in numbers.
+fn mappings_for(coroutines: usize) -> Result<(), String> {
+    let limit = std::fs::read_to_string("/proc/sys/vm/max_map_count")
+        .ok()
+        .and_then(|s| s.trim().parse::<usize>().ok());
+    let used = std::fs::read_to_string("/proc/self/maps").map(|m| m.lines().count());
+    let (Some(limit), Ok(used)) = (limit, used) else {
+        return Ok(());
+    };
+    let need = coroutines.saturating_mul(MAPPINGS_PER_COROUTINE);
+    if used + need + MAPPINGS_SPARE > limit {
+        return Err(format!(
+            "could create none of {coroutines} coroutines: their stacks need about {need} memory mappings and vm.max_map_count is {limit} ({used} in use); at most about {} coroutines fit (sysctl vm.max_map_count raises the limit)",
+            limit.saturating_sub(used + MAPPINGS_SPARE) / MAPPINGS_PER_COROUTINE
+        ));
+    }
+    Ok(())
+}
+
 /// A pool of W coroutines on one scheduler thread.
 pub struct Green {
     workers: usize,
@@ -70,11 +96,22 @@ impl Model for Green {
             .set_workers(1)
             .set_pool_capacity(self.workers.min(ctx.tasks).max(1))
             .set_stack_size(STACK_BYTES / std::mem::size_of::<usize>());
+        let coroutines = self.workers.min(ctx.tasks);
+        if let Err(why) = mappings_for(coroutines) {
+            return ModelOutcome {
+                records: (0..ctx.tasks)
+                    .map(|i| TaskRecord::not_started(i, TaskError::new("coroutine", why.clone())))
+                    .collect(),
+                threads_created: 0,
+                processes_created: 0,
+                error: Some(why),
+            };
+        }
         let next = Arc::new(AtomicUsize::new(0));
         let records = Arc::new(Mutex::new(Vec::with_capacity(ctx.tasks)));
         let n = ctx.tasks;
-        let mut handles = Vec::with_capacity(self.workers);
-        for _ in 0..self.workers.min(n) {
+        let mut handles = Vec::with_capacity(coroutines);
+        for _ in 0..coroutines {
             let (next, records, w) = (next.clone(), records.clone(), ctx.workload.clone());
             let arrivals = ctx.arrivals.clone();
             let body = move || loop {
@@ -164,5 +201,15 @@ mod tests {
         assert!(!said.contains("makes blocking std I/O"), "{said}");
         let cpu = FnWorkload::future("green-cpu", Nature::Cpu, |i| async move { i });
         assert_eq!(green.check(&cpu, false), Ok(()));
+    }
+
+    #[test]
+    fn coroutines_past_the_mapping_limit_are_refused_in_numbers() {
+        assert_eq!(mappings_for(10), Ok(()));
+        let why = mappings_for(10_000_000).expect_err("20 million mappings");
+        assert!(
+            why.contains("10000000 coroutines") && why.contains("vm.max_map_count"),
+            "{why}"
+        );
     }
 }

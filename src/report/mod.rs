@@ -197,14 +197,60 @@ pub fn open_row(c: &CellResult) -> Vec<String> {
     ]
 }
 
+/// Column headers of tables of waiting cells (`sleep:D`, the `tasks` study): the time to start
+/// every task, how late the wake-ups came, CPU, and memory per task.
+pub const WAIT_HEADERS: &[&str] = &[
+    "model",
+    "tasks",
+    "wall",
+    "start all",
+    "late p50",
+    "late p99",
+    "late max",
+    "user",
+    "sys",
+    "peak RSS",
+    "tree PSS",
+    "PSS/task",
+    "failed",
+];
+
+/// One row of a table of waiting cells.
+pub fn wait_row(c: &CellResult) -> Vec<String> {
+    let base = row(c);
+    let late = |f: fn(&crate::measure::latency::LatencySummary) -> u64| {
+        c.wakeups
+            .as_ref()
+            .map(|w| fmt_us(f(&w.late_us)))
+            .unwrap_or_else(|| "-".into())
+    };
+    vec![
+        base[0].clone(),
+        base[1].clone(),
+        base[2].clone(),
+        opt(c.wakeups.map(|w| w.start_all_s), fmt_secs),
+        late(|l| l.p50),
+        late(|l| l.p99),
+        late(|l| l.max),
+        base[4].clone(),
+        base[5].clone(),
+        base[6].clone(),
+        base[7].clone(),
+        opt(c.pss_per_task_b, crate::units::fmt_bytes_signed),
+        base[11].clone(),
+    ]
+}
+
 /// Builds one table row from a cell.
 pub type RowFn = fn(&CellResult) -> Vec<String>;
 
-/// The headers and row builder for a group: open-model tables for `--rate` cells, HTTP tables
-/// for http cells, CPU tables otherwise.
+/// The headers and row builder for a group: open-model tables for `--rate` cells, wake-up
+/// tables for waiting cells, HTTP tables for http cells, CPU tables otherwise.
 pub fn columns(g: &Group) -> (&'static [&'static str], RowFn) {
     if g.cells.iter().any(|c| c.open.is_some()) {
         (OPEN_HEADERS, open_row)
+    } else if g.cells.iter().any(|c| c.wakeups.is_some()) {
+        (WAIT_HEADERS, wait_row)
     } else if g.cells.iter().any(|c| c.traits.http) {
         (HTTP_HEADERS, http_row)
     } else {

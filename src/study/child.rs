@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use crate::measure::latency::{LatencyRecorder, LatencySummary};
 use crate::measure::open::OpenStats;
+use crate::measure::wakeups::Wakeups;
 use crate::measure::{self, mono_ns};
 use crate::model::arrivals::Arrivals;
 use crate::model::{self, run_task, ModelOutcome, RunCtx, WorkloadRecipe};
@@ -74,6 +75,10 @@ pub struct ChildReport {
     /// start (negative: before it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_task_ns: Option<i64>,
+    /// A closed run of a waiting workload (`sleep:D`): how late the wake-ups came and the
+    /// time to start every task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wakeups: Option<Wakeups>,
 }
 
 /// The prefix of the live lines an open-model run writes on stderr once per interval; the
@@ -271,11 +276,16 @@ pub fn run_cell(req: RunRequest) -> Result<ChildReport> {
         let _ = handle.join();
     }
     let timeline = measure::timeline(&outcome.records, t0, measure::TIMELINE_CAP);
+    let wakeups = match (ctx.workload.wait(), &arrivals) {
+        (Some(d), None) => Wakeups::measure(&outcome.records, t0, d.as_nanos() as u64),
+        _ => None,
+    };
     let mut rep = report_open(outcome, wall_s, arrivals.as_ref().map(|(a, i)| (&**a, *i)));
     rep.timeline_us = Some(timeline);
     rep.connections = ctx.workload.http().and_then(|h| h.connections());
     rep.pid = std::process::id();
     rep.first_task_ns = first_task_ns;
+    rep.wakeups = wakeups;
     Ok(rep)
 }
 

@@ -162,6 +162,12 @@ pub trait Workload: Send + Sync + 'static {
             )),
         }
     }
+    /// A task that only waits a fixed time (`sleep:D`): the wait, so that a closed run can
+    /// tell how late each wake-up came ([`crate::measure::wakeups`]). `None` for work that
+    /// does anything else, a server's delay included (its time is the network's too).
+    fn wait(&self) -> Option<std::time::Duration> {
+        None
+    }
     /// Whether [`Workload::task_green`] is safe: no blocking std I/O inside a coroutine.
     fn supports_green(&self) -> bool {
         self.nature() == Nature::Cpu

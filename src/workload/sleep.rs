@@ -37,6 +37,9 @@ impl Workload for Sleep {
     fn nature(&self) -> Nature {
         Nature::Delay(self.d)
     }
+    fn wait(&self) -> Option<Duration> {
+        Some(self.d)
+    }
     fn task(&self, _index: usize) -> Result<u64, TaskError> {
         gil::released(|| std::thread::sleep(self.d));
         Ok(0)

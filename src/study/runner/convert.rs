@@ -58,6 +58,7 @@ pub(crate) fn template(
         open: None,
         rate_search: None,
         queue_wait_us: None,
+        wakeups: None,
         hub: None,
     }
 }
@@ -174,6 +175,7 @@ pub(crate) fn convert(cell: &CellPlan, rep: usize, ended: Ended, verdict: Verdic
             run.bytes = r.bytes;
             run.latency_us = r.latency_us;
             run.queue_wait_us = r.queue_wait_us;
+            run.wakeups = r.wakeups;
             if let Some(c) = r.connections {
                 run.conn = c;
             }
@@ -205,6 +207,10 @@ struct PeerReport {
     tasks_ok: Option<usize>,
     #[serde(default)]
     tasks_failed: Option<usize>,
+    /// A waiting program's own start of every task and wake-ups' lateness (the `tasks`
+    /// study's programs), checked like any figure from outside.
+    #[serde(default)]
+    wakeups: Option<crate::measure::wakeups::Wakeups>,
 }
 
 fn peer_report(ended: &Ended) -> Option<Result<PeerReport, String>> {
@@ -213,7 +219,11 @@ fn peer_report(ended: &Ended) -> Option<Result<PeerReport, String>> {
         serde_json::from_str::<PeerReport>(text)
             .ok()
             .filter(|r| r.wall_s.is_finite() && r.wall_s >= 0.0)
-            .ok_or_else(|| format!("its CONCUR line is not {{\"wall_s\": SECONDS, …}}: {text}")),
+            .ok_or_else(|| format!("its CONCUR line is not {{\"wall_s\": SECONDS, …}}: {text}"))
+            .and_then(|r| match r.wakeups.map(|w| w.check()) {
+                Some(Err(why)) => Err(format!("its CONCUR line's wakeups: {why}")),
+                _ => Ok(r),
+            }),
     )
 }
 
@@ -303,6 +313,7 @@ pub(crate) fn convert_external(
             run.wall_s = r.wall_s;
             run.startup_s = Some((ended.wall_s - r.wall_s).max(0.0));
             run.bytes = r.bytes.unwrap_or(0);
+            run.wakeups = r.wakeups;
             run.tasks_failed = failed;
             run.tasks_ok = ok;
             if run.tasks_failed > 0 {
@@ -349,5 +360,26 @@ mod tests {
             .unwrap()
             .unwrap_err();
         assert!(e.contains("wall_s"), "{e}");
+    }
+
+    #[test]
+    fn a_concur_lines_wakeups_are_taken_when_they_hold_together() {
+        let late = r#""late_us": {"p50": 120, "p90": 300, "p99": 900, "p999": 1000, "max": 1500}"#;
+        let line = format!(r#"{{"wall_s": 10.2, "wakeups": {{"start_all_s": 0.25, {late}}}}}"#);
+        let r = peer_report(&ended_with(&line)).unwrap().unwrap();
+        let w = r.wakeups.expect("wakeups");
+        assert_eq!(
+            (w.start_all_s, w.late_us.p99, w.late_us.max),
+            (0.25, 900, 1500)
+        );
+        let bad = line.replace(r#""p50": 120"#, r#""p50": 2000"#);
+        let e = peer_report(&ended_with(&bad)).unwrap().unwrap_err();
+        assert!(
+            e.contains("wakeups") && e.contains("increasing order"),
+            "{e}"
+        );
+        let negative = line.replace("0.25", "-1");
+        let e = peer_report(&ended_with(&negative)).unwrap().unwrap_err();
+        assert!(e.contains("start_all_s -1"), "{e}");
     }
 }

@@ -220,6 +220,7 @@ impl MockExecutor {
             queue_wait_us: None,
             queue_wait_hdr: None,
             first_task_ns: None,
+            wakeups: None,
             pid: 10_000 + rep as u32,
             gil_switches: 0,
             open: open_run.map(|o| {
