@@ -5,6 +5,9 @@
 //! to install, never a failure); `concur classic install` installs them on Debian/Ubuntu and
 //! `concur classic show NAME` prints a program.
 
+pub mod runtimes;
+pub mod tokio_tasks;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -44,6 +47,42 @@ pub const PROGRAMS: &[Program] = &[
         file: "mailer.rb",
         help: "MRI: N deliveries (mail + fib) sequentially, forked, in threads, a thread pool, Celluloid or Sidekiq; bm: the classic's Benchmark.bm table",
         text: include_str!("mailer.rb"),
+    },
+    Program {
+        name: "tasks-go",
+        file: "tasks.go",
+        help: "Go: N goroutines that each sleep (the tasks study)",
+        text: include_str!("tasks.go"),
+    },
+    Program {
+        name: "tasks-node",
+        file: "tasks.js",
+        help: "Node.js: N promises that each await a timer (the tasks study)",
+        text: include_str!("tasks.js"),
+    },
+    Program {
+        name: "tasks-java",
+        file: "Tasks.java",
+        help: "Java: N platform threads that each sleep, or virtual threads with --virtual (JDK 21+) (the tasks study)",
+        text: include_str!("Tasks.java"),
+    },
+    Program {
+        name: "tasks-elixir",
+        file: "tasks.exs",
+        help: "Elixir: N processes (Task.async) that each sleep (the tasks study)",
+        text: include_str!("tasks.exs"),
+    },
+    Program {
+        name: "tasks-python",
+        file: "tasks.py",
+        help: "CPython: N asyncio coroutines or N threads that each sleep (the tasks study)",
+        text: include_str!("tasks.py"),
+    },
+    Program {
+        name: "tasks-ruby",
+        file: "tasks.rb",
+        help: "MRI: N threads that each sleep (the tasks study)",
+        text: include_str!("tasks.rb"),
     },
 ];
 
@@ -167,6 +206,7 @@ pub fn prepare(study: &str, o: &ClassicSizes, redis: bool) -> Result<Classic> {
         "gil" => gil(&mut c, o.quick),
         "mailer" => mailer(&mut c, o.quick, o.gil, redis),
         "crawl" => crawl(&mut c, o.quick, o.gil, o),
+        "tasks" => runtimes::tasks(&mut c, o.quick),
         presets::TOUR => {
             gil(&mut c, true);
             mailer(&mut c, true, false, redis);
@@ -174,7 +214,7 @@ pub fn prepare(study: &str, o: &ClassicSizes, redis: bool) -> Result<Classic> {
         }
         other => {
             return Err(Error::usage(format!(
-                "--classic adds the classic programs to the gil, mailer and crawl studies and the tour, not to '{other}'"
+                "--classic adds the classic programs to the gil, mailer, crawl and tasks studies and the tour, not to '{other}'"
             )))
         }
     }
@@ -448,15 +488,21 @@ pub fn install() -> Result<i32> {
             };
             cmd.env("DEBIAN_FRONTEND", "noninteractive")
                 .args(["install", "-y"])
-                .args(APT_PACKAGES);
+                .args(APT_PACKAGES)
+                .args(runtimes::APT_PACKAGES);
             step(
-                &format!("apt-get install -y {}", APT_PACKAGES.join(" ")),
+                &format!(
+                    "apt-get install -y {} {}",
+                    APT_PACKAGES.join(" "),
+                    runtimes::APT_PACKAGES.join(" ")
+                ),
                 &mut cmd,
             );
         }
         None => eprintln!(
-            "classic install: apt-get is not here; install {} with your package manager",
-            APT_PACKAGES.join(", ")
+            "classic install: apt-get is not here; install {}, {} with your package manager",
+            APT_PACKAGES.join(", "),
+            runtimes::APT_PACKAGES.join(", ")
         ),
     }
     let venv = home().join("venv");
@@ -499,7 +545,7 @@ mod tests {
         }
         let e = show("nope").unwrap_err().to_string();
         assert!(
-            e.contains("'nope'") && e.contains("gil, crawl, mailer"),
+            e.contains("'nope'") && e.contains("gil, crawl, mailer, tasks-go"),
             "{e}"
         );
     }

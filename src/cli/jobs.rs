@@ -97,15 +97,24 @@ pub(super) enum JobsCommand {
 
 #[derive(Subcommand)]
 pub(super) enum ClassicCommand {
-    /// Install Ruby, Celluloid, Sidekiq (apt-get) and the Python clients (a venv with pip)
+    /// Install Ruby, Celluloid, Sidekiq, Go, Node.js, a JDK, Elixir (apt-get) and the Python clients (a venv with pip)
     Install,
-    /// Print a classic program's source (gil, crawl, mailer)
+    /// Print a classic program's source (gil, crawl, mailer, tasks-go, ...: see list)
     Show {
         /// The program
         name: String,
     },
     /// List the classic programs
     List,
+    /// The tasks study's floor of concur's own runtime: a bare tokio program that spawns N tasks that each wait, and prints their CONCUR line
+    TokioTasks {
+        /// How many tasks
+        #[arg(long, default_value_t = 1)]
+        tasks: usize,
+        /// How long each waits, milliseconds
+        #[arg(long, default_value_t = 10_000)]
+        wait_ms: u64,
+    },
 }
 
 pub(super) fn classic(c: ClassicCommand) -> Result<i32, Error> {
@@ -117,8 +126,13 @@ pub(super) fn classic(c: ClassicCommand) -> Result<i32, Error> {
         }
         ClassicCommand::List => {
             for p in crate::classic::PROGRAMS {
-                println!("  {:8} {:10} {}", p.name, p.file, p.help);
+                println!("  {:12} {:10} {}", p.name, p.file, p.help);
             }
+            Ok(0)
+        }
+        ClassicCommand::TokioTasks { tasks, wait_ms } => {
+            let line = crate::classic::tokio_tasks::run(tasks, wait_ms)?;
+            println!("{}{line}", crate::study::runner::supervise::CONCUR_PREFIX);
             Ok(0)
         }
     }

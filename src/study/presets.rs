@@ -43,7 +43,7 @@ pub struct Study {
 pub const STUDIES: &[Study] = &[
     Study {
         name: TOUR,
-        help: "every study below in quick form, in under a minute (the default)",
+        help: "the gil, mailer and crawl studies in quick form, in under a minute (the default)",
         build: tour,
         classic: true,
     },
@@ -63,6 +63,12 @@ pub const STUDIES: &[Study] = &[
         name: "mailer",
         help: "100 mail deliveries (build + fib(30) + render) under seq, fork, spawn, thread, pool:10, rayon:10, async:10, actor:10, jobs:10 (SQLite), jobs-memory:10, jobs-redis:10 (with --jobs-backend redis://...), plus 10,000 threads",
         build: |o, redis| Ok(mailer_study(o.quick, o.stress, o.lock.gil, redis)),
+        classic: true,
+    },
+    Study {
+        name: "tasks",
+        help: "N tasks that each wait 10 s (--quick: 1 s), N = 1, 10,000, 100,000, 1,000,000 (--quick: 1, 1,000, 10,000), under thread, async, async-local, green, actor, fork and spawn: the time to start them all, how late they wake, CPU and memory per task; --classic adds Go, Node.js, Java, Elixir, CPython and MRI doing the same",
+        build: tasks,
         classic: true,
     },
 ];
@@ -282,6 +288,88 @@ fn crawl_study(quick: bool, full: bool, gil: bool, http2: bool) -> Preset {
     }
 }
 
+/// The `tasks` study's wait and task counts: 10 s and 1 to 1,000,000, or 1 s and 1 to 10,000
+/// with `--quick`.
+pub fn tasks_sizes(quick: bool) -> (std::time::Duration, &'static [usize]) {
+    if quick {
+        (std::time::Duration::from_secs(1), &[1, 1_000, 10_000])
+    } else {
+        (
+            std::time::Duration::from_secs(10),
+            &[1, 10_000, 100_000, 1_000_000],
+        )
+    }
+}
+
+/// The `tasks` study's workload: `sleep:` its wait.
+pub fn tasks_workload(wait: std::time::Duration) -> String {
+    format!("sleep:{}", crate::units::fmt_duration_spec(wait))
+}
+
+/// Task counts past which a process per task is not tried: fork's and spawn's processes
+/// would reach `pid_max` (32,768 here) only after taking gigabytes, which tells nothing the
+/// smaller cells do not (`--quick`: 1,000, as spawning 10,000 takes 20 s here).
+fn tasks_process_max(quick: bool) -> usize {
+    if quick {
+        1_000
+    } else {
+        10_000
+    }
+}
+
+/// The `tasks` study: N waiting tasks under every model that can hold them, each task its own
+/// worker (`async:N` has N in flight), the models past their limits kept as expected failures.
+fn tasks(o: &StudyOptions, _redis: bool) -> Result<Preset> {
+    if o.lock.gil {
+        return Err(Error::usage(
+            "the tasks study waits, and an interpreter lock is released while waiting; drop --gil",
+        ));
+    }
+    let (wait, counts) = tasks_sizes(o.quick);
+    let wait = tasks_workload(wait);
+    let wait = wait.as_str();
+    let process_max = tasks_process_max(o.quick);
+    let mut cells = Vec::new();
+    for m in [
+        "thread",
+        "async",
+        "async-local",
+        "green",
+        "actor",
+        "fork",
+        "spawn",
+    ] {
+        for &n in counts {
+            let process = m == "fork" || m == "spawn";
+            if process && n > process_max {
+                continue;
+            }
+            let model = if matches!(m, "thread" | "fork" | "spawn") {
+                m.to_string()
+            } else {
+                format!("{m}:{n}")
+            };
+            // Past this machine's thread limit (about 32,000) and green's stacks past
+            // vm.max_map_count (about 32,000 coroutines): failures the study shows.
+            let limited = (m == "thread" || m == "green") && n > 30_000;
+            cells.push(CellRequest {
+                expected_failure: limited,
+                ..cell("tasks", wait, &model, n, false)
+            });
+        }
+    }
+    Ok(Preset {
+        name: "tasks".into(),
+        cells,
+        repeat: 3,
+        warmup: 0,
+        notes: vec![
+            format!("tasks: each task waits ({wait}); every task is its own worker (async:N has N in flight); late = each task's end after its start plus the wait; PSS/task = tree PSS above the same row's 1-task cell, per extra task"),
+            format!("tasks: fork and spawn stop at {process_max} tasks (a process each, pid_max 32,768); thread and green fail past about 32,000 (the thread limit, vm.max_map_count) and show how"),
+        ],
+    })
+}
+
 fn gil(o: &StudyOptions, _redis: bool) -> Result<Preset> {
     if o.lock.gil {
         return Err(Error::usage(
@@ -318,12 +406,12 @@ pub fn preset(name: &str, o: &StudyOptions, redis: bool) -> Result<Preset> {
             "--full runs the crawl study's seq cell at full size; it applies to crawl only",
         ));
     }
-    if o.stress && (name == "gil" || name == "crawl") {
-        return Err(Error::usage(
-            "--stress adds the 30,000-thread cell to the mailer study; the gil study has none",
-        ));
+    if o.stress && (name == "gil" || name == "crawl" || name == "tasks") {
+        return Err(Error::usage(format!(
+            "--stress adds the 30,000-thread cell to the mailer study; the {name} study has none"
+        )));
     }
-    if o.request.http2 && (name == "gil" || name == "mailer") {
+    if o.request.http2 && (name == "gil" || name == "mailer" || name == "tasks") {
         return Err(Error::usage(format!(
             "--http2 adds HTTP/2 rows to the crawl study (and the tour's crawl); the {name} study makes no HTTP requests"
         )));

@@ -1,0 +1,106 @@
+//! The floor of concur's own runtime in the `tasks` study: a bare tokio program that only
+//! spawns N tasks that each wait and awaits them, as tokio's users write it
+//! (`#[tokio::main]`'s multi-thread runtime, `tokio::spawn`, `tokio::time::sleep`), with no
+//! model, recorder or pipe of concur's around it. `concur classic tokio-tasks` runs it and
+//! prints the same `CONCUR` line as the other runtimes' programs.
+
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::measure::latency::LatencySummary;
+use crate::measure::wakeups::Wakeups;
+
+/// The most tasks it takes (ten times the study's largest cell).
+pub const TASKS_MAX: usize = 10_000_000;
+/// The longest wait it takes, ms (an hour, as `sleep:D`).
+pub const WAIT_MS_MAX: u64 = 3_600_000;
+
+/// Runs `n` tasks that each wait `wait_ms` and returns the `CONCUR` line's JSON.
+pub fn run(n: usize, wait_ms: u64) -> Result<String> {
+    if n == 0 || n > TASKS_MAX {
+        return Err(Error::usage(format!(
+            "--tasks {n} is out of range: 1 to {TASKS_MAX}"
+        )));
+    }
+    if wait_ms > WAIT_MS_MAX {
+        return Err(Error::usage(format!(
+            "--wait-ms {wait_ms} is out of range: 0 to {WAIT_MS_MAX} (an hour)"
+        )));
+    }
+    let wait = Duration::from_millis(wait_ms);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_time()
+        .build()
+        .map_err(|e| Error::io("building the tokio runtime", e))?;
+    let t0 = Instant::now();
+    let ended = rt.block_on(async move {
+        let handles: Vec<_> = (0..n)
+            .map(|_| {
+                tokio::spawn(async move {
+                    let start = Instant::now();
+                    tokio::time::sleep(wait).await;
+                    (start, start.elapsed())
+                })
+            })
+            .collect();
+        let mut ended = Vec::with_capacity(n);
+        for h in handles {
+            ended.push(h.await);
+        }
+        ended
+    });
+    let wall_s = t0.elapsed().as_secs_f64();
+    let mut late = Vec::with_capacity(n);
+    let mut last_start = Duration::ZERO;
+    for e in ended {
+        let (start, took) = e.map_err(|e| Error::Internal(format!("a task failed: {e}")))?;
+        last_start = last_start.max(start.duration_since(t0));
+        late.push(took.saturating_sub(wait).as_micros() as u64);
+    }
+    late.sort_unstable();
+    let q = |p: f64| late[(p * (n - 1) as f64).round() as usize];
+    let wakeups = Wakeups {
+        start_all_s: last_start.as_secs_f64(),
+        late_us: LatencySummary {
+            p50: q(0.5),
+            p90: q(0.9),
+            p99: q(0.99),
+            p999: q(0.999),
+            max: q(1.0),
+        },
+    };
+    let line = serde_json::json!({
+        "wall_s": wall_s,
+        "tasks_ok": n,
+        "bytes": 0,
+        "runtime": "tokio (concur's own build)",
+        "wakeups": wakeups,
+    });
+    Ok(line.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn it_waits_every_task_and_reports_a_line_the_study_accepts() {
+        let line = run(200, 20).expect("runs");
+        let v: serde_json::Value = serde_json::from_str(&line).expect("json");
+        assert_eq!(v["tasks_ok"], 200);
+        assert!(v["wall_s"].as_f64().expect("wall") >= 0.02, "{line}");
+        let w: Wakeups = serde_json::from_value(v["wakeups"].clone()).expect("wakeups");
+        assert_eq!(w.check(), Ok(()));
+    }
+
+    #[test]
+    fn sizes_out_of_range_are_refused_by_name() {
+        let e = run(0, 10).unwrap_err().to_string();
+        assert!(
+            e.contains("--tasks 0") && e.contains("1 to 10000000"),
+            "{e}"
+        );
+        let e = run(1, WAIT_MS_MAX + 1).unwrap_err().to_string();
+        assert!(e.contains("--wait-ms 3600001"), "{e}");
+    }
+}
