@@ -578,14 +578,18 @@ fn compile_shipped(ext: &str, prog: &str, args: &[&str]) -> usize {
     compiled
 }
 
-/// The shipped Python programs are valid Python, and every shipped program is Python or Ruby.
+/// The languages of the shipped programs: each has a compile check below.
+const SHIPPED: &[&str] = &[".py", ".rb", ".go", ".js", ".java", ".exs"];
+
+/// The shipped Python programs are valid Python, and every shipped program is in a language
+/// checked here.
 #[test]
 fn the_shipped_python_programs_compile() {
     let all = concur::classic::PROGRAMS;
     let others: Vec<&str> = all
         .iter()
         .map(|p| p.file)
-        .filter(|f| !f.ends_with(".py") && !f.ends_with(".rb"))
+        .filter(|f| !SHIPPED.iter().any(|ext| f.ends_with(ext)))
         .collect();
     assert!(others.is_empty(), "{others:?}");
     let python = compile_shipped(".py", "python3", &["-m", "py_compile"]);
@@ -599,6 +603,21 @@ fn the_shipped_ruby_programs_compile() {
     common::require(&[Need::Ruby]);
     let ruby = compile_shipped(".rb", "ruby", &["-c"]);
     assert!(ruby >= 1, "{ruby} Ruby programs");
+}
+
+/// The tasks study's programs in Go, Node.js, Java and Elixir compile (or parse) with the
+/// toolchains `.ci/run` installs.
+#[test]
+#[ignore = "full tier: needs Go, Node.js, a JDK and Elixir"]
+fn the_shipped_runtime_programs_compile() {
+    common::require(&[Need::Runtimes]);
+    assert_eq!(compile_shipped(".go", "go", &["vet"]), 1);
+    assert_eq!(compile_shipped(".js", "node", &["--check"]), 1);
+    let classes = tempfile::tempdir().unwrap();
+    let out = classes.path().to_str().expect("a UTF-8 temporary path");
+    assert_eq!(compile_shipped(".java", "javac", &["-d", out]), 1);
+    let parse = "Code.string_to_quoted!(File.read!(hd(System.argv())))";
+    assert_eq!(compile_shipped(".exs", "elixir", &["-e", parse]), 1);
 }
 
 /// `crawl --classic` runs requests and aiohttp against the study's own server, and each

@@ -295,7 +295,7 @@ fn write_record(f: &Mutex<File>, c: &Claimed, outcome: &Performed, (start, end):
         start_ns: start,
         end_ns: end,
         bytes,
-        error,
+        error: error.map(Box::new),
         sched_ns: None,
     };
     let _ = f

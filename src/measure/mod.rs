@@ -80,7 +80,7 @@ pub struct TaskRecord {
     /// Bytes produced (the checksum's share), 0 when failed.
     pub bytes: u64,
     /// The failure, if any.
-    pub error: Option<TaskError>,
+    pub error: Option<Box<TaskError>>,
     /// When the task was due (open-model runs only), nanoseconds on the monotonic clock:
     /// latency is measured from here, queueing is `start_ns - sched_ns`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -96,7 +96,7 @@ impl TaskRecord {
             start_ns: now,
             end_ns: now,
             bytes: 0,
-            error: Some(error),
+            error: Some(Box::new(error)),
             sched_ns: None,
         }
     }

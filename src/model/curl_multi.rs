@@ -808,7 +808,7 @@ impl Model for CurlMulti {
                     start_ns: slot.start_ns,
                     end_ns,
                     bytes: if ok { bytes } else { 0 },
-                    error,
+                    error: error.map(Box::new),
                     sched_ns: None,
                 });
                 crate::measure::live::ended(ok);

@@ -148,7 +148,7 @@ impl Model for Green {
                         start_ns,
                         end_ns,
                         bytes: 0,
-                        error: Some(e),
+                        error: Some(Box::new(e)),
                         sched_ns: None,
                     },
                 };

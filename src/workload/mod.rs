@@ -17,6 +17,7 @@ mod read;
 pub mod segmented;
 mod sleep;
 mod spin;
+pub mod timer;
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;

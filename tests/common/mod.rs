@@ -81,6 +81,9 @@ pub enum Need {
     PyClients,
     /// wrk (Debian's wrk).
     Wrk,
+    /// The tasks study's other runtimes: Go, Node.js, a JDK and Elixir (Debian's golang-go,
+    /// nodejs, openjdk-17-jdk-headless and elixir).
+    Runtimes,
 }
 
 impl Need {
@@ -137,6 +140,14 @@ impl Need {
             Need::Wrk => (
                 runs("sh", &["-c", "command -v wrk"]),
                 "wrk (apt-get install wrk)",
+            ),
+            Need::Runtimes => (
+                runs("go", &["version"])
+                    && runs("node", &["--version"])
+                    && runs("javac", &["-version"])
+                    && runs("java", &["-version"])
+                    && runs("elixir", &["--version"]),
+                "Go, Node.js, a JDK and Elixir (apt-get install golang-go nodejs openjdk-17-jdk-headless elixir)",
             ),
         };
         if ok {

@@ -1,0 +1,183 @@
+//! A precise timer for waits inside an async runtime: one thread, a heap of deadlines, and a
+//! condition variable's nanosecond timeout, so that a task waiting D wakes within tens of
+//! microseconds of its due time. tokio's own timer rounds every deadline up to its next
+//! millisecond tick and parks on `epoll_wait`'s millisecond timeout: its sleeps come 1 to 2 ms
+//! late even alone (`docs/benchmarks.md`, the tasks study), which is the runtime's timer, not
+//! the concurrency model, and would hide what the models cost. The `sleep` workload's async
+//! entry point waits here; blocking models sleep their thread (already precise), green ones on
+//! may's timer.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Condvar, Mutex, OnceLock};
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+/// One registered wait: when it is due, and whom to wake then. The woken future reads the
+/// clock itself (a wake-up from the timer comes at its due time or after), so nothing else is
+/// shared: 32 bytes a wait.
+struct Entry {
+    due: Instant,
+    waker: Waker,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        self.due == other.due
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Entry {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.due.cmp(&other.due)
+    }
+}
+
+/// The process's timer: its heap and the condition its thread waits on.
+struct Timer {
+    heap: Mutex<BinaryHeap<Reverse<Entry>>>,
+    changed: Condvar,
+}
+
+/// The process's one timer, its thread started at the first wait.
+fn timer() -> &'static Timer {
+    static TIMER: OnceLock<&'static Timer> = OnceLock::new();
+    TIMER.get_or_init(|| {
+        let t: &'static Timer = Box::leak(Box::new(Timer {
+            heap: Mutex::new(BinaryHeap::new()),
+            changed: Condvar::new(),
+        }));
+        // Without its thread no wait would ever end: a process that cannot start one more
+        // thread has failed already, and says so.
+        if let Err(e) = std::thread::Builder::new()
+            .name("concur-timer".into())
+            .stack_size(64 << 10)
+            .spawn(move || t.run())
+        {
+            eprintln!("concur: cannot start the timer thread: {e}");
+            std::process::abort();
+        }
+        t
+    })
+}
+
+impl Timer {
+    /// Wakes every entry that is due, then waits for the next one (or for a new, earlier one).
+    fn run(&self) -> ! {
+        let mut due: Vec<Entry> = Vec::new();
+        let mut heap = self.heap.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            let now = Instant::now();
+            while heap.peek().is_some_and(|e| e.0.due <= now) {
+                if let Some(Reverse(e)) = heap.pop() {
+                    due.push(e);
+                }
+            }
+            if !due.is_empty() {
+                // Wake outside the lock: a woken task's runtime may register its next wait.
+                drop(heap);
+                for e in due.drain(..) {
+                    e.waker.wake();
+                }
+                heap = self.heap.lock().unwrap_or_else(|p| p.into_inner());
+                continue;
+            }
+            heap = match heap.peek().map(|e| e.0.due) {
+                Some(next) => {
+                    let wait = next.saturating_duration_since(now);
+                    self.changed
+                        .wait_timeout(heap, wait)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0
+                }
+                None => self.changed.wait(heap).unwrap_or_else(|p| p.into_inner()),
+            };
+        }
+    }
+
+    fn register(&self, due: Instant, waker: Waker) {
+        let mut heap = self.heap.lock().unwrap_or_else(|p| p.into_inner());
+        let earliest = heap.peek().is_none_or(|e| due < e.0.due);
+        heap.push(Reverse(Entry { due, waker }));
+        drop(heap);
+        // The thread sleeps until the earliest deadline it knew: only a new earliest one needs
+        // it awake.
+        if earliest {
+            self.changed.notify_one();
+        }
+    }
+}
+
+/// A wait of `d` from now, precise to the timer thread's wake-up (tens of microseconds).
+pub fn sleep(d: Duration) -> Sleep {
+    Sleep {
+        due: Instant::now() + d,
+        registered: false,
+    }
+}
+
+/// The future of [`sleep`]: 24 bytes, and 32 in the timer's heap while it waits.
+pub struct Sleep {
+    due: Instant,
+    registered: bool,
+}
+
+impl Future for Sleep {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if Instant::now() >= self.due {
+            return Poll::Ready(());
+        }
+        // Registered once: the waker given then wakes this task at the due time (tokio's and
+        // may's wakers do not change between polls of one task; an early poll finds it not due).
+        if !self.registered {
+            timer().register(self.due, cx.waker().clone());
+            self.registered = true;
+        }
+        Poll::Pending
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waits_end_at_their_due_time_in_order_and_never_early() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        let t0 = Instant::now();
+        let ends = rt.block_on(async {
+            let waits = [30u64, 10, 20, 0].map(|ms| {
+                tokio::spawn(async move {
+                    sleep(Duration::from_millis(ms)).await;
+                    (ms, t0.elapsed())
+                })
+            });
+            let mut ends = Vec::new();
+            for w in waits {
+                ends.push(w.await.expect("task"));
+            }
+            ends
+        });
+        for (ms, took) in ends {
+            assert!(
+                took >= Duration::from_millis(ms),
+                "{ms} ms ended at {took:?}"
+            );
+            // Generous: a loaded 2-core machine; the point is that nothing waits for another.
+            assert!(
+                took < Duration::from_millis(ms + 500),
+                "{ms} ms ended at {took:?}"
+            );
+        }
+    }
+}
