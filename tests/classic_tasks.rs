@@ -1,9 +1,11 @@
-//! The tasks study with `--classic`: the same waiting tasks in Go, Node.js, Java, Elixir,
-//! CPython and MRI, and the bare tokio floor, as rows beside concur's own models, each with
-//! its own start, wake-ups and task count (its checksum) from its `CONCUR` line; and without
-//! those toolchains, notes naming the packages and an exit of 0.
-//! The first test is in the full tier (the toolchains, which `.ci/run` installs); the second
-//! needs nothing. The study makes 10,000 threads, so each test holds `common::alone()`.
+//! The other runtimes of `--classic`. The tasks study: the same waiting tasks in Go, Node.js,
+//! Java, Elixir, CPython and MRI, and the bare tokio floor, as rows beside concur's own
+//! models, each with its own start, wake-ups and task count (its checksum) from its `CONCUR`
+//! line; and without those toolchains, notes naming the packages and an exit of 0. The crawl
+//! and gil studies: Go's and Node.js's rows.
+//! The tests with the toolchains are in the full tier (`.ci/run` installs them); the one
+//! without needs nothing. The studies make 10,000 threads, so each test holds
+//! `common::alone()`.
 
 mod common;
 
@@ -146,4 +148,39 @@ fn without_the_toolchains_the_rows_are_notes_and_the_study_succeeds() {
     let floor = runs_of(&lines, "rust:tokio-bare");
     assert_eq!(floor.len(), COUNTS.len(), "{notes}");
     floor.iter().for_each(|r| assert_waited(r));
+}
+
+/// The crawl and gil studies with `--classic`: Go's and Node.js's rows beside CPython's and
+/// concur's, each request fetched (10 bytes each) and each CPU task done (8 bytes each, as
+/// concur's `spin`).
+#[test]
+#[ignore = "full tier: needs Go and Node.js"]
+fn classic_crawl_and_gil_run_go_and_node() {
+    require(&[Need::Runtimes]);
+    let _alone = alone();
+    let (_, lines) = run_study(&["crawl", "--quick", "--classic", "-r", "1"]);
+    let notes = of_type(&lines, "meta")[0]["notes"].to_string();
+    for row in ["go:goroutines:100", "node:fetch:100"] {
+        let runs = runs_of(&lines, row);
+        assert_eq!(runs.len(), 1, "{row}: {notes}");
+        let r = runs[0];
+        assert_eq!(r["status"], "ok", "{r}");
+        assert_eq!(r["tasks_ok"], 200, "{r}");
+        assert_eq!(r["bytes"], 2000, "{r}");
+        // 200 requests of 100 ms, 100 at a time: at least two delays.
+        assert!(r["wall_s"].as_f64().expect("wall") >= 0.2, "{r}");
+    }
+    let (_, lines) = run_study(&["gil", "--quick", "--classic", "-r", "1"]);
+    let notes = of_type(&lines, "meta")[0]["notes"].to_string();
+    for row in ["go:plain", "go:goroutines", "node:plain", "node:workers"] {
+        let runs = runs_of(&lines, row);
+        let ks: Vec<u64> = runs.iter().filter_map(|r| r["tasks"].as_u64()).collect();
+        assert_eq!(ks, [1, 2, 6, 10], "{row}: {notes}");
+        for r in runs {
+            assert_eq!(r["status"], "ok", "{r}");
+            assert_eq!(r["gil"], false, "{r}");
+            assert_eq!(r["bytes"], 8 * r["tasks"].as_u64().expect("tasks"), "{r}");
+        }
+    }
+    assert!(notes.contains("iterations of its 32-bit loop"), "{notes}");
 }

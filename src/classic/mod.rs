@@ -49,6 +49,30 @@ pub const PROGRAMS: &[Program] = &[
         text: include_str!("mailer.rb"),
     },
     Program {
+        name: "crawl-go",
+        file: "crawl.go",
+        help: "Go: N GETs of the delay server, C goroutines at a time, net/http (the crawl study)",
+        text: include_str!("crawl.go"),
+    },
+    Program {
+        name: "crawl-node",
+        file: "crawl.js",
+        help: "Node.js: N GETs of the delay server, C async workers, fetch (the crawl study)",
+        text: include_str!("crawl.js"),
+    },
+    Program {
+        name: "gil-go",
+        file: "gil.go",
+        help: "Go: the multiply loop K times, plain or in K goroutines (the gil study's CPU body)",
+        text: include_str!("gil.go"),
+    },
+    Program {
+        name: "gil-node",
+        file: "gil.js",
+        help: "Node.js: the multiply loop K times, plain or in K worker_threads (the gil study's CPU body)",
+        text: include_str!("gil.js"),
+    },
+    Program {
         name: "tasks-go",
         file: "tasks.go",
         help: "Go: N goroutines that each sleep (the tasks study)",
@@ -203,14 +227,22 @@ pub fn prepare(study: &str, o: &ClassicSizes, redis: bool) -> Result<Classic> {
         notes: vec![],
     };
     match study {
-        "gil" => gil(&mut c, o.quick),
+        "gil" => {
+            gil(&mut c, o.quick);
+            runtimes::gil(&mut c, o.quick);
+        }
         "mailer" => mailer(&mut c, o.quick, o.gil, redis),
-        "crawl" => crawl(&mut c, o.quick, o.gil, o),
+        "crawl" => {
+            crawl(&mut c, o.quick, o.gil, o);
+            runtimes::crawl(&mut c, o.quick, o.gil, o);
+        }
         "tasks" => runtimes::tasks(&mut c, o.quick),
         presets::TOUR => {
             gil(&mut c, true);
+            runtimes::gil(&mut c, true);
             mailer(&mut c, true, false, redis);
             crawl(&mut c, true, false, o);
+            runtimes::crawl(&mut c, true, false, o);
         }
         other => {
             return Err(Error::usage(format!(
@@ -223,7 +255,13 @@ pub fn prepare(study: &str, o: &ClassicSizes, redis: bool) -> Result<Classic> {
 
 const INSTALL: &str = "concur classic install";
 
-fn peer(label: &str, command: String, workload: &str, gil: bool, tasks: &[usize]) -> PeerRequest {
+pub(super) fn peer(
+    label: &str,
+    command: String,
+    workload: &str,
+    gil: bool,
+    tasks: &[usize],
+) -> PeerRequest {
     // The serial programs run one task at a time: their ideal is seq's.
     let serial = ["py:plain", "py:requests", "rb:seq"].contains(&label);
     PeerRequest {
@@ -237,7 +275,7 @@ fn peer(label: &str, command: String, workload: &str, gil: bool, tasks: &[usize]
 }
 
 /// The time of one run of `spin:N` in this process, best of three.
-fn spin_time(n: u64) -> Option<f64> {
+pub(super) fn spin_time(n: u64) -> Option<f64> {
     let w = crate::workload::parse(&format!("spin:{n}"), &Default::default()).ok()?;
     (0..3)
         .map(|_| {

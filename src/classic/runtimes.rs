@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::Command;
 
 use super::{on_path, output, python, quoted, Classic, INSTALL};
-use crate::study::plan::PeerRequest;
+use crate::study::plan::{ClassicSizes, PeerRequest};
 use crate::study::presets;
 
 /// The Debian packages of the other runtimes.
@@ -68,28 +68,8 @@ pub(super) fn tasks(c: &mut Classic, quick: bool) {
         )),
     }
 
-    match on_path("go") {
-        None => missing(c, "go:goroutines", "go", "golang-go"),
-        Some(go) => {
-            let bin = dir.join("tasks-go");
-            let built = output(
-                Command::new(&go)
-                    .arg("build")
-                    .arg("-o")
-                    .arg(&bin)
-                    .arg(dir.join("tasks.go"))
-                    .current_dir(&dir),
-            );
-            match built {
-                Ok(_) => {
-                    rows.push(("go:goroutines", format!("{} {args}", quoted(&bin)), counts));
-                    version_note(c, "go:goroutines", &go, Command::new(&go).arg("version"));
-                }
-                Err(why) => c.notes.push(format!(
-                    "runtimes: go:goroutines left out: go build failed ({why})"
-                )),
-            }
-        }
+    if let Some(bin) = go_build(c, "go:goroutines", "tasks.go") {
+        rows.push(("go:goroutines", format!("{} {args}", quoted(&bin)), counts));
     }
 
     match on_path("node") {
@@ -213,6 +193,169 @@ pub(super) fn tasks(c: &mut Classic, quick: bool) {
             tasks: Some(tasks.to_vec()),
             workers: None,
         }));
+}
+
+/// Builds the Go program `file` of the classic folder with the `go` on `PATH`: its binary, or
+/// a note saying why `labels` are left out (no Go, or a failed build). The version is a note.
+fn go_build(c: &mut Classic, labels: &str, file: &str) -> Option<std::path::PathBuf> {
+    let Some(go) = on_path("go") else {
+        c.notes.push(format!(
+            "runtimes: {labels} left out: go is not on PATH (apt-get install golang-go, or {INSTALL})"
+        ));
+        return None;
+    };
+    let dir = c.dir.path().to_path_buf();
+    let bin = dir.join(format!("{}-go", file.trim_end_matches(".go")));
+    let built = output(
+        Command::new(&go)
+            .arg("build")
+            .arg("-o")
+            .arg(&bin)
+            .arg(dir.join(file))
+            .current_dir(&dir),
+    );
+    match built {
+        Ok(_) => {
+            version_note(c, labels, &go, Command::new(&go).arg("version"));
+            Some(bin)
+        }
+        Err(why) => {
+            c.notes.push(format!(
+                "runtimes: {labels} left out: go build failed ({why})"
+            ));
+            None
+        }
+    }
+}
+
+/// `crawl --classic`: Go's net/http with a goroutine per request and Node.js's fetch with C
+/// async workers, beside CPython's clients, against the study's server (trusting `--cacert`'s
+/// CA as concur's clients do; `-k` does not reach them).
+pub(super) fn crawl(c: &mut Classic, quick: bool, gil: bool, o: &ClassicSizes) {
+    let (n, _) = presets::crawl_sizes(quick, o.full);
+    let dir = c.dir.path().to_path_buf();
+    let args = "--url {url} -n {tasks} -c {workers}";
+    let mut rows = Vec::new();
+    if let Some(bin) = go_build(c, "go:goroutines:100", "crawl.go") {
+        let cafile = o
+            .cacert
+            .as_deref()
+            .map(|ca| format!(" --cafile {}", quoted(ca)))
+            .unwrap_or_default();
+        rows.push((
+            "go:goroutines:100",
+            format!("{} {args}{cafile}", quoted(&bin)),
+        ));
+    }
+    match on_path("node") {
+        None => c.notes.push(format!(
+            "runtimes: node:fetch:100 left out: node is not on PATH (apt-get install nodejs, or {INSTALL})"
+        )),
+        Some(node) => {
+            // Node reads the CA it trusts besides its own from its environment, at start-up.
+            let ca = o
+                .cacert
+                .as_deref()
+                .map(|ca| format!("NODE_EXTRA_CA_CERTS={} ", quoted(ca)))
+                .unwrap_or_default();
+            rows.push((
+                "node:fetch:100",
+                format!("{ca}{} {} {args}", quoted(&node), quoted(&dir.join("crawl.js"))),
+            ));
+            version_note(c, "node:fetch:100", &node, Command::new(&node).arg("--version"));
+        }
+    }
+    if o.insecure && !rows.is_empty() {
+        c.notes.push(
+            "runtimes: the go: and node: crawl clients verify the server's certificate: -k does not reach them (give its CA with --cacert)".into(),
+        );
+    }
+    for (label, command) in rows {
+        c.peers.push(super::peer(
+            label,
+            command,
+            presets::CRAWL_WORKLOAD,
+            gil,
+            &[n],
+        ));
+    }
+}
+
+/// `gil --classic`: the CPU body in Go (K goroutines on every core, the same loop as concur's
+/// `spin`, the same iterations) and Node.js (K worker_threads; its 32-bit loop sized here to
+/// take as long as concur's task), plain and concurrent, in the tables without the lock:
+/// languages with no interpreter lock beside CPython's rows and concur's emulated one.
+pub(super) fn gil(c: &mut Classic, quick: bool) {
+    let spin_n = if quick {
+        presets::GIL_SPIN_QUICK
+    } else {
+        presets::GIL_SPIN_FULL
+    };
+    let spin = format!("spin:{spin_n}");
+    let mut rows: Vec<(&str, String)> = Vec::new();
+    if let Some(bin) = go_build(c, "go:plain, go:goroutines", "gil.go") {
+        let base = format!("{} --tasks {{tasks}} --iterations {spin_n}", quoted(&bin));
+        rows.push(("go:plain", format!("{base} --mode plain")));
+        rows.push(("go:goroutines", format!("{base} --mode goroutines")));
+    }
+    match on_path("node") {
+        None => c.notes.push(format!(
+            "runtimes: node:plain, node:workers left out: node is not on PATH (apt-get install nodejs, or {INSTALL})"
+        )),
+        Some(node) => node_gil(c, &node, spin_n, &mut rows),
+    }
+    for (label, command) in rows {
+        c.peers.push(super::peer(
+            label,
+            command,
+            &spin,
+            false,
+            presets::GIL_TASKS,
+        ));
+    }
+}
+
+/// Node.js's gil rows: its loop timed here and sized to take as long as concur's task.
+fn node_gil(c: &mut Classic, node: &Path, spin_n: u64, rows: &mut Vec<(&str, String)>) {
+    const PROBE: u64 = 10_000_000;
+    let script = c.dir.path().join("gil.js");
+    let probe = output(
+        Command::new(node)
+            .arg(&script)
+            .arg("--calibrate")
+            .arg(PROBE.to_string()),
+    )
+    .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).map_err(|e| e.to_string()));
+    let node_s = probe
+        .as_ref()
+        .ok()
+        .and_then(|v| v["seconds"].as_f64())
+        .filter(|s| *s > 0.0);
+    let (Some(node_s), Some(rust_s)) = (node_s, super::spin_time(spin_n)) else {
+        c.notes.push(format!(
+            "runtimes: node:plain, node:workers left out: {} could not time gil.js ({})",
+            node.display(),
+            probe.err().unwrap_or_else(|| "no time".into())
+        ));
+        return;
+    };
+    let iterations = ((rust_s / (node_s / PROBE as f64)) as u64 / 1000).max(1) * 1000;
+    let base = format!(
+        "{} {} --tasks {{tasks}} --iterations {iterations}",
+        quoted(node),
+        quoted(&script)
+    );
+    rows.push(("node:plain", format!("{base} --mode plain")));
+    rows.push(("node:workers", format!("{base} --mode workers")));
+    let version = probe
+        .as_ref()
+        .ok()
+        .and_then(|v| v["version"].as_str().map(str::to_string))
+        .unwrap_or_default();
+    c.notes.push(format!(
+        "runtimes: node:plain, node:workers: Node.js {version}, {iterations} iterations of its 32-bit loop ≈ {:.0} ms a task, as long as concur's spin:{spin_n} (timed now); go: runs concur's loop itself, {spin_n} iterations; these rows sit in the tables without the lock",
+        rust_s * 1000.0
+    ));
 }
 
 /// A note naming the toolchain's version (the meta line keeps the notes).
