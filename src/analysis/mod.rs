@@ -214,7 +214,8 @@ fn row_name(k: &CellKey) -> &str {
     }
 }
 
-/// Fills each cell's memory per task from the same row's 1-task cell.
+/// Fills each cell's memory per task from the same row's 1-task cell (cells whose every task
+/// ran).
 fn memory_per_task(cells: &mut [CellResult]) {
     let one: BTreeMap<(String, String, String, bool), u64> = cells
         .iter()
@@ -230,7 +231,9 @@ fn memory_per_task(cells: &mut [CellResult]) {
             Some((key, c.tree_pss_kib?))
         })
         .collect();
-    for c in cells.iter_mut().filter(|c| c.key.tasks > 1) {
+    // A cell whose tasks did not all run (a model past its limit) has no memory per task.
+    let whole = |c: &CellResult| c.runs_failed == 0 && c.tasks_failed == 0;
+    for c in cells.iter_mut().filter(|c| c.key.tasks > 1 && whole(c)) {
         let k = &c.key;
         let key = (
             k.study.clone(),
@@ -501,6 +504,23 @@ mod tests {
             .runs(&plan);
         let a = analyze(&runs, &MockExecutor::new(4).machine());
         (runs, a)
+    }
+
+    #[test]
+    fn memory_per_task_is_taken_against_the_rows_one_task_cell_when_every_task_ran() {
+        // The mock's tree PSS is 3000 + 100·P KiB: async:11 at 11 tasks holds 1000 KiB more
+        // than at 1 task, over 10 more tasks.
+        let plan = mock_plan(&["sleep:1s"], &["async:11", "thread"], &[1, 11], 1);
+        let runs = MockExecutor::new(2).runs(&plan);
+        let a = analyze(&runs, &MockExecutor::new(2).machine());
+        assert!(close(cell(&a, "async:11", 11).pss_per_task_b, 102_400.0));
+        assert_eq!(cell(&a, "async:11", 1).pss_per_task_b, None);
+        let runs = MockExecutor::new(2)
+            .failing("async:11", MockEnd::FailedTasks(1))
+            .runs(&plan);
+        let a = analyze(&runs, &MockExecutor::new(2).machine());
+        assert_eq!(cell(&a, "async:11", 11).pss_per_task_b, None);
+        assert!(cell(&a, "thread", 11).pss_per_task_b.is_some());
     }
 
     #[test]
