@@ -2,7 +2,7 @@
 //! Java, Elixir, CPython and MRI, and the bare tokio floor, as rows beside concur's own
 //! models, each with its own start, wake-ups and task count (its checksum) from its `CONCUR`
 //! line; and without those toolchains, notes naming the packages and an exit of 0. The crawl
-//! and gil studies: Go's and Node.js's rows.
+//! and gil studies: Go's, Java's and Node.js's rows.
 //! The tests with the toolchains are in the full tier (`.ci/run` installs them); the one
 //! without needs nothing. The studies make 10,000 threads, so each test holds
 //! `common::alone()`.
@@ -64,7 +64,7 @@ fn classic_tasks_runs_every_runtime_beside_concur() {
     for version in [
         "go version go",
         "node:promises: v",
-        "java: javac ",
+        ": javac ",
         "Elixir ",
         "Python 3",
         "ruby 3",
@@ -150,17 +150,17 @@ fn without_the_toolchains_the_rows_are_notes_and_the_study_succeeds() {
     floor.iter().for_each(|r| assert_waited(r));
 }
 
-/// The crawl and gil studies with `--classic`: Go's and Node.js's rows beside CPython's and
-/// concur's, each request fetched (10 bytes each) and each CPU task done (8 bytes each, as
+/// The crawl and gil studies with `--classic`: Go's, Java's and Node.js's rows beside
+/// CPython's and concur's, each request fetched (10 bytes each) and each CPU task done (8 bytes each, as
 /// concur's `spin`).
 #[test]
-#[ignore = "full tier: needs Go and Node.js"]
-fn classic_crawl_and_gil_run_go_and_node() {
+#[ignore = "full tier: needs Go, Node.js and a JDK"]
+fn classic_crawl_and_gil_run_go_java_and_node() {
     require(&[Need::Runtimes]);
     let _alone = alone();
     let (_, lines) = run_study(&["crawl", "--quick", "--classic", "-r", "1"]);
     let notes = of_type(&lines, "meta")[0]["notes"].to_string();
-    for row in ["go:goroutines:100", "node:fetch:100"] {
+    for row in ["go:goroutines:100", "java:httpclient:100", "node:fetch:100"] {
         let runs = runs_of(&lines, row);
         assert_eq!(runs.len(), 1, "{row}: {notes}");
         let r = runs[0];
@@ -172,7 +172,14 @@ fn classic_crawl_and_gil_run_go_and_node() {
     }
     let (_, lines) = run_study(&["gil", "--quick", "--classic", "-r", "1"]);
     let notes = of_type(&lines, "meta")[0]["notes"].to_string();
-    for row in ["go:plain", "go:goroutines", "node:plain", "node:workers"] {
+    for row in [
+        "go:plain",
+        "go:goroutines",
+        "java:plain",
+        "java:threads",
+        "node:plain",
+        "node:workers",
+    ] {
         let runs = runs_of(&lines, row);
         let ks: Vec<u64> = runs.iter().filter_map(|r| r["tasks"].as_u64()).collect();
         assert_eq!(ks, [1, 2, 6, 10], "{row}: {notes}");

@@ -214,34 +214,29 @@ fn row_name(k: &CellKey) -> &str {
     }
 }
 
+/// A row across task counts: study, workload, [`row_name`] and lock.
+fn row_key(k: &CellKey) -> (String, String, String, bool) {
+    (
+        k.study.clone(),
+        k.workload.clone(),
+        row_name(k).to_string(),
+        k.gil,
+    )
+}
+
 /// Fills each cell's memory per task from the same row's 1-task cell (cells whose every task
 /// ran).
 fn memory_per_task(cells: &mut [CellResult]) {
     let one: BTreeMap<(String, String, String, bool), u64> = cells
         .iter()
         .filter(|c| c.key.tasks == 1)
-        .filter_map(|c| {
-            let k = &c.key;
-            let key = (
-                k.study.clone(),
-                k.workload.clone(),
-                row_name(k).to_string(),
-                k.gil,
-            );
-            Some((key, c.tree_pss_kib?))
-        })
+        .filter_map(|c| Some((row_key(&c.key), c.tree_pss_kib?)))
         .collect();
     // A cell whose tasks did not all run (a model past its limit) has no memory per task.
     let whole = |c: &CellResult| c.runs_failed == 0 && c.tasks_failed == 0;
     for c in cells.iter_mut().filter(|c| c.key.tasks > 1 && whole(c)) {
         let k = &c.key;
-        let key = (
-            k.study.clone(),
-            k.workload.clone(),
-            row_name(k).to_string(),
-            k.gil,
-        );
-        if let (Some(base), Some(pss)) = (one.get(&key), c.tree_pss_kib) {
+        if let (Some(base), Some(pss)) = (one.get(&row_key(k)), c.tree_pss_kib) {
             c.pss_per_task_b = Some((pss as f64 - *base as f64) * 1024.0 / (k.tasks - 1) as f64);
         }
     }

@@ -55,6 +55,12 @@ pub const PROGRAMS: &[Program] = &[
         text: include_str!("crawl.go"),
     },
     Program {
+        name: "crawl-java",
+        file: "Crawl.java",
+        help: "Java: N GETs of the delay server, HttpClient's sendAsync, a Semaphore of C (the crawl study)",
+        text: include_str!("Crawl.java"),
+    },
+    Program {
         name: "crawl-node",
         file: "crawl.js",
         help: "Node.js: N GETs of the delay server, C async workers, fetch (the crawl study)",
@@ -65,6 +71,12 @@ pub const PROGRAMS: &[Program] = &[
         file: "gil.go",
         help: "Go: the multiply loop K times, plain or in K goroutines (the gil study's CPU body)",
         text: include_str!("gil.go"),
+    },
+    Program {
+        name: "gil-java",
+        file: "Gil.java",
+        help: "Java: the multiply loop K times, plain or in K platform threads (the gil study's CPU body)",
+        text: include_str!("Gil.java"),
     },
     Program {
         name: "gil-node",
@@ -583,7 +595,7 @@ mod tests {
         }
         let e = show("nope").unwrap_err().to_string();
         assert!(
-            e.contains("'nope'") && e.contains("gil, crawl, mailer, tasks-go"),
+            e.contains("'nope'") && e.contains("gil, crawl, mailer, crawl-go"),
             "{e}"
         );
     }

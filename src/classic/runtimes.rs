@@ -89,41 +89,17 @@ pub(super) fn tasks(c: &mut Classic, quick: bool) {
         }
     }
 
-    match (on_path("javac"), on_path("java")) {
-        (Some(javac), Some(java)) => {
-            let built = output(
-                Command::new(&javac)
-                    .arg("-d")
-                    .arg(&dir)
-                    .arg(dir.join("Tasks.java")),
-            );
-            let version = output(Command::new(&javac).arg("-version")).unwrap_or_default();
-            match built {
-                Ok(_) => {
-                    let cmd = format!("{} -cp {} Tasks {args}", quoted(&java), quoted(&dir));
-                    rows.push(("java:threads", cmd.clone(), &threads));
-                    if jdk_feature(&version).is_some_and(|v| v >= 21) {
-                        rows.push(("java:virtual", format!("{cmd} --virtual"), counts));
-                    } else {
-                        c.notes.push(format!(
-                            "runtimes: java:virtual left out: virtual threads need a JDK of 21 or later, and {} is {version}",
-                            javac.display()
-                        ));
-                    }
-                    c.notes
-                        .push(format!("runtimes: java: {version} ({})", java.display()));
-                }
-                Err(why) => c.notes.push(format!(
-                    "runtimes: java rows left out: javac failed ({why})"
-                )),
-            }
+    if let Some(java) = java_build(c, "java:threads, java:virtual", "Tasks.java") {
+        let cmd = format!("{} Tasks {args}", java.command);
+        rows.push(("java:threads", cmd.clone(), &threads));
+        if jdk_feature(&java.version).is_some_and(|v| v >= 21) {
+            rows.push(("java:virtual", format!("{cmd} --virtual"), counts));
+        } else {
+            c.notes.push(format!(
+                "runtimes: java:virtual left out: virtual threads need a JDK of 21 or later, and this one is {}",
+                java.version
+            ));
         }
-        _ => missing(
-            c,
-            "java:threads, java:virtual",
-            "java or javac",
-            "openjdk-17-jdk-headless",
-        ),
     }
 
     match on_path("elixir") {
@@ -228,8 +204,44 @@ fn go_build(c: &mut Classic, labels: &str, file: &str) -> Option<std::path::Path
     }
 }
 
-/// `crawl --classic`: Go's net/http with a goroutine per request and Node.js's fetch with C
-/// async workers, beside CPython's clients, against the study's server (trusting `--cacert`'s
+/// A Java program compiled into the classic folder: how to start its JVM there, and the
+/// JDK's version.
+struct JavaBuilt {
+    /// `java -cp FOLDER`, quoted for `sh -c`; the class name and its arguments follow.
+    command: String,
+    /// `javac -version`'s answer (`javac 17.0.21`).
+    version: String,
+}
+
+/// Compiles the Java program `file` of the classic folder with the `javac` on `PATH`, or
+/// notes why `labels` are left out (no JDK, or a failed compile). The version is a note.
+fn java_build(c: &mut Classic, labels: &str, file: &str) -> Option<JavaBuilt> {
+    let (Some(javac), Some(java)) = (on_path("javac"), on_path("java")) else {
+        c.notes.push(format!(
+            "runtimes: {labels} left out: java or javac is not on PATH (apt-get install openjdk-17-jdk-headless, or {INSTALL})"
+        ));
+        return None;
+    };
+    let dir = c.dir.path().to_path_buf();
+    let built = output(Command::new(&javac).arg("-d").arg(&dir).arg(dir.join(file)));
+    if let Err(why) = built {
+        c.notes
+            .push(format!("runtimes: {labels} left out: javac failed ({why})"));
+        return None;
+    }
+    let version = output(Command::new(&javac).arg("-version")).unwrap_or_default();
+    c.notes.push(format!(
+        "runtimes: {labels}: {version} ({})",
+        java.display()
+    ));
+    Some(JavaBuilt {
+        command: format!("{} -cp {}", quoted(&java), quoted(&dir)),
+        version,
+    })
+}
+
+/// `crawl --classic`: Go's net/http with a goroutine per request, Java's HttpClient with a
+/// semaphore of C and Node.js's fetch with C async workers, beside CPython's clients, against the study's server (trusting `--cacert`'s
 /// CA as concur's clients do; `-k` does not reach them).
 pub(super) fn crawl(c: &mut Classic, quick: bool, gil: bool, o: &ClassicSizes) {
     let (n, _) = presets::crawl_sizes(quick, o.full);
@@ -245,6 +257,17 @@ pub(super) fn crawl(c: &mut Classic, quick: bool, gil: bool, o: &ClassicSizes) {
         rows.push((
             "go:goroutines:100",
             format!("{} {args}{cafile}", quoted(&bin)),
+        ));
+    }
+    if let Some(java) = java_build(c, "java:httpclient:100", "Crawl.java") {
+        let cafile = o
+            .cacert
+            .as_deref()
+            .map(|ca| format!(" --cafile {}", quoted(ca)))
+            .unwrap_or_default();
+        rows.push((
+            "java:httpclient:100",
+            format!("{} Crawl {args}{cafile}", java.command),
         ));
     }
     match on_path("node") {
@@ -267,7 +290,7 @@ pub(super) fn crawl(c: &mut Classic, quick: bool, gil: bool, o: &ClassicSizes) {
     }
     if o.insecure && !rows.is_empty() {
         c.notes.push(
-            "runtimes: the go: and node: crawl clients verify the server's certificate: -k does not reach them (give its CA with --cacert)".into(),
+            "runtimes: the go:, java: and node: crawl clients verify the server's certificate: -k does not reach them (give its CA with --cacert)".into(),
         );
     }
     for (label, command) in rows {
@@ -281,8 +304,8 @@ pub(super) fn crawl(c: &mut Classic, quick: bool, gil: bool, o: &ClassicSizes) {
     }
 }
 
-/// `gil --classic`: the CPU body in Go (K goroutines on every core, the same loop as concur's
-/// `spin`, the same iterations) and Node.js (K worker_threads; its 32-bit loop sized here to
+/// `gil --classic`: the CPU body in Go (K goroutines on every core) and Java (K platform
+/// threads), both running concur's own loop for the same iterations, and Node.js (K worker_threads; its 32-bit loop sized here to
 /// take as long as concur's task), plain and concurrent, in the tables without the lock:
 /// languages with no interpreter lock beside CPython's rows and concur's emulated one.
 pub(super) fn gil(c: &mut Classic, quick: bool) {
@@ -297,6 +320,14 @@ pub(super) fn gil(c: &mut Classic, quick: bool) {
         let base = format!("{} --tasks {{tasks}} --iterations {spin_n}", quoted(&bin));
         rows.push(("go:plain", format!("{base} --mode plain")));
         rows.push(("go:goroutines", format!("{base} --mode goroutines")));
+    }
+    if let Some(java) = java_build(c, "java:plain, java:threads", "Gil.java") {
+        let base = format!(
+            "{} Gil --tasks {{tasks}} --iterations {spin_n}",
+            java.command
+        );
+        rows.push(("java:plain", format!("{base} --mode plain")));
+        rows.push(("java:threads", format!("{base} --mode threads")));
     }
     match on_path("node") {
         None => c.notes.push(format!(
@@ -353,7 +384,7 @@ fn node_gil(c: &mut Classic, node: &Path, spin_n: u64, rows: &mut Vec<(&str, Str
         .and_then(|v| v["version"].as_str().map(str::to_string))
         .unwrap_or_default();
     c.notes.push(format!(
-        "runtimes: node:plain, node:workers: Node.js {version}, {iterations} iterations of its 32-bit loop ≈ {:.0} ms a task, as long as concur's spin:{spin_n} (timed now); go: runs concur's loop itself, {spin_n} iterations; these rows sit in the tables without the lock",
+        "runtimes: node:plain, node:workers: Node.js {version}, {iterations} iterations of its 32-bit loop ≈ {:.0} ms a task, as long as concur's spin:{spin_n} (timed now); go: and java: run concur's loop itself, {spin_n} iterations; these rows sit in the tables without the lock",
         rust_s * 1000.0
     ));
 }

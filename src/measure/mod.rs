@@ -88,6 +88,19 @@ pub struct TaskRecord {
 }
 
 impl TaskRecord {
+    /// A task that ran from `start_ns` to `end_ns` and produced nothing (tests' records).
+    #[cfg(test)]
+    pub(crate) fn ran(index: usize, start_ns: u64, end_ns: u64) -> Self {
+        TaskRecord {
+            index,
+            start_ns,
+            end_ns,
+            bytes: 0,
+            error: None,
+            sched_ns: None,
+        }
+    }
+
     /// A task that never ran (its thread or process could not be created).
     pub fn not_started(index: usize, error: TaskError) -> Self {
         let now = mono_ns();
@@ -153,14 +166,7 @@ mod timeline_tests {
     use super::*;
 
     fn rec(index: usize, start_ns: u64, end_ns: u64) -> TaskRecord {
-        TaskRecord {
-            index,
-            start_ns,
-            end_ns,
-            bytes: 0,
-            error: None,
-            sched_ns: None,
-        }
+        TaskRecord::ran(index, start_ns, end_ns)
     }
 
     #[test]

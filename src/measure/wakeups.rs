@@ -81,14 +81,7 @@ mod tests {
     use crate::measure::TaskError;
 
     fn rec(index: usize, start_ns: u64, end_ns: u64) -> TaskRecord {
-        TaskRecord {
-            index,
-            start_ns,
-            end_ns,
-            bytes: 0,
-            error: None,
-            sched_ns: None,
-        }
+        TaskRecord::ran(index, start_ns, end_ns)
     }
 
     #[test]

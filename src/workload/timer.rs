@@ -1,5 +1,5 @@
 //! A precise timer for waits inside an async runtime: one thread, a heap of deadlines, and a
-//! condition variable's nanosecond timeout, so that a task waiting D wakes within tens of
+//! futex wait with a relative nanosecond timeout, so that a task waiting D wakes within tens of
 //! microseconds of its due time. tokio's own timer rounds every deadline up to its next
 //! millisecond tick and parks on `epoll_wait`'s millisecond timeout: its sleeps come 1 to 2 ms
 //! late even alone (`docs/benchmarks.md`, the tasks study), which is the runtime's timer, not
@@ -11,7 +11,8 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Condvar, Mutex, OnceLock};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, OnceLock};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
@@ -40,10 +41,51 @@ impl Ord for Entry {
     }
 }
 
-/// The process's timer: its heap and the condition its thread waits on.
+/// The process's timer: its heap, and a counter of new earliest deadlines that its thread
+/// waits on.
 struct Timer {
     heap: Mutex<BinaryHeap<Reverse<Entry>>>,
-    changed: Condvar,
+    changed: AtomicU32,
+}
+
+/// Waits until `word` is no longer `seen`, or `timeout` has passed as the kernel counts it
+/// (`FUTEX_WAIT`'s timeout is relative). std's `Condvar::wait_timeout` turns a timeout into an
+/// absolute time read from `clock_gettime`, which libfaketime shifts in user space while the
+/// kernel's futex runs on the real clock: an agent under libfaketime (5 s ahead, the hub
+/// tests' clock check) then slept 5 s past every deadline.
+fn futex_wait(word: &AtomicU32, seen: u32, timeout: Option<Duration>) {
+    let ts = timeout.map(|d| libc::timespec {
+        tv_sec: d.as_secs().min(i64::MAX as u64) as libc::time_t,
+        tv_nsec: d.subsec_nanos() as libc::c_long,
+    });
+    let ts_ptr = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: FUTEX_WAIT reads the aligned u32 behind `word`, which lives for the process
+    // (the timer is leaked), and the timespec on this stack frame; it writes nothing. Any
+    // error (EAGAIN: the word changed, EINTR, ETIMEDOUT) only ends the wait.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            seen,
+            ts_ptr,
+        );
+    }
+}
+
+/// Wakes the thread waiting on `word`.
+fn futex_wake(word: &AtomicU32) {
+    // SAFETY: FUTEX_WAKE only reads the address of the aligned u32 behind `word`.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+            1,
+        );
+    }
 }
 
 /// The process's one timer, its thread started at the first wait.
@@ -52,7 +94,7 @@ fn timer() -> &'static Timer {
     TIMER.get_or_init(|| {
         let t: &'static Timer = Box::leak(Box::new(Timer {
             heap: Mutex::new(BinaryHeap::new()),
-            changed: Condvar::new(),
+            changed: AtomicU32::new(0),
         }));
         // Without its thread no wait would ever end: a process that cannot start one more
         // thread has failed already, and says so.
@@ -72,33 +114,27 @@ impl Timer {
     /// Wakes every entry that is due, then waits for the next one (or for a new, earlier one).
     fn run(&self) -> ! {
         let mut due: Vec<Entry> = Vec::new();
-        let mut heap = self.heap.lock().unwrap_or_else(|p| p.into_inner());
         loop {
+            let mut heap = self.heap.lock().unwrap_or_else(|p| p.into_inner());
+            // Read before the heap is looked at: a deadline registered after this makes the
+            // wait below return at once.
+            let seen = self.changed.load(Ordering::Acquire);
             let now = Instant::now();
             while heap.peek().is_some_and(|e| e.0.due <= now) {
                 if let Some(Reverse(e)) = heap.pop() {
                     due.push(e);
                 }
             }
+            let next = heap.peek().map(|e| e.0.due.saturating_duration_since(now));
+            drop(heap);
             if !due.is_empty() {
-                // Wake outside the lock: a woken task's runtime may register its next wait.
-                drop(heap);
+                // Woken outside the lock: a woken task's runtime may register its next wait.
                 for e in due.drain(..) {
                     e.waker.wake();
                 }
-                heap = self.heap.lock().unwrap_or_else(|p| p.into_inner());
                 continue;
             }
-            heap = match heap.peek().map(|e| e.0.due) {
-                Some(next) => {
-                    let wait = next.saturating_duration_since(now);
-                    self.changed
-                        .wait_timeout(heap, wait)
-                        .unwrap_or_else(|p| p.into_inner())
-                        .0
-                }
-                None => self.changed.wait(heap).unwrap_or_else(|p| p.into_inner()),
-            };
+            futex_wait(&self.changed, seen, next);
         }
     }
 
@@ -110,7 +146,8 @@ impl Timer {
         // The thread sleeps until the earliest deadline it knew: only a new earliest one needs
         // it awake.
         if earliest {
-            self.changed.notify_one();
+            self.changed.fetch_add(1, Ordering::Release);
+            futex_wake(&self.changed);
         }
     }
 }
