@@ -715,12 +715,16 @@ pub fn backend_url(data: &[u8]) {
         return;
     };
     let decoded = percent_decode(&password);
-    if decoded.is_empty() || decoded.contains('*') || !written_once(s, &password) {
+    // Looked for after the scheme: `rediss://:s\n\ns@host` has the password `ss` (the URL
+    // parser drops newlines), which only the scheme's `rediss` holds as written.
+    let after_scheme = s.find("://").map_or(0, |i| i + 3);
+    let rest = &s[after_scheme..];
+    if decoded.is_empty() || decoded.contains('*') || !written_once(rest, &password) {
         return;
     }
     // Where the password is written (as typed, escapes and all): not where its decoded text
     // happens to occur (`redis://u@:%40s@ss` decodes to `@s`, which the host's `@ss` holds).
-    let Some(at) = s.find(&password) else {
+    let Some(at) = rest.find(&password).map(|i| after_scheme + i) else {
         return;
     };
     // The reference hides the password's letters and digits only, escaped ones too: its
