@@ -247,24 +247,20 @@ pub(super) fn crawl(c: &mut Classic, quick: bool, gil: bool, o: &ClassicSizes) {
     let (n, _) = presets::crawl_sizes(quick, o.full);
     let dir = c.dir.path().to_path_buf();
     let args = "--url {url} -n {tasks} -c {workers}";
+    // Go's and Java's clients take the CA to trust as a flag.
+    let cafile = o
+        .cacert
+        .as_deref()
+        .map(|ca| format!(" --cafile {}", quoted(ca)))
+        .unwrap_or_default();
     let mut rows = Vec::new();
     if let Some(bin) = go_build(c, "go:goroutines:100", "crawl.go") {
-        let cafile = o
-            .cacert
-            .as_deref()
-            .map(|ca| format!(" --cafile {}", quoted(ca)))
-            .unwrap_or_default();
         rows.push((
             "go:goroutines:100",
             format!("{} {args}{cafile}", quoted(&bin)),
         ));
     }
     if let Some(java) = java_build(c, "java:httpclient:100", "Crawl.java") {
-        let cafile = o
-            .cacert
-            .as_deref()
-            .map(|ca| format!(" --cafile {}", quoted(ca)))
-            .unwrap_or_default();
         rows.push((
             "java:httpclient:100",
             format!("{} Crawl {args}{cafile}", java.command),
