@@ -191,3 +191,30 @@ fn classic_crawl_and_gil_run_go_java_and_node() {
     }
     assert!(notes.contains("iterations of its 32-bit loop"), "{notes}");
 }
+
+/// Bad sizes for the floor program and flags the tasks study cannot take are usage errors:
+/// exit 2 and one line naming the value.
+#[test]
+fn the_tasks_studys_bad_input_exits_2_with_one_line() {
+    for (args, said) in [
+        (
+            &["classic", "tokio-tasks", "--tasks", "0"][..],
+            "--tasks 0 is out of range: 1 to 10000000",
+        ),
+        (
+            &["classic", "tokio-tasks", "--wait-ms", "3600001"][..],
+            "--wait-ms 3600001 is out of range",
+        ),
+        (&["run", "tasks", "--gil"][..], "drop --gil"),
+        (
+            &["run", "tasks", "--stress"][..],
+            "the tasks study has none",
+        ),
+    ] {
+        let out = concur().args(args).output().expect("concur runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(said), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    }
+}
