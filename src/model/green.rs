@@ -99,9 +99,7 @@ impl Model for Green {
         let coroutines = self.workers.min(ctx.tasks);
         if let Err(why) = mappings_for(coroutines) {
             return ModelOutcome {
-                records: (0..ctx.tasks)
-                    .map(|i| TaskRecord::not_started(i, TaskError::new("coroutine", why.clone())))
-                    .collect(),
+                records: super::never_started(0..ctx.tasks, &why),
                 threads_created: 0,
                 processes_created: 0,
                 error: Some(why),
