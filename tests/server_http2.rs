@@ -605,15 +605,16 @@ fn cancelled_h2_streams_free_their_in_flight_slots_at_once() {
                 .unwrap();
             streams.push(c.send_request(req, true).unwrap());
         }
-        // The cap is full: a request beyond it (even /stats) is answered 503.
-        let full = tokio::task::spawn_blocking(move || {
-            wait_for(
-                "the 4 streams to hold the cap",
-                Duration::from_secs(10),
-                || get_h1(addr, "/stats").0 == 503,
-            )
-        });
-        full.await.unwrap();
+        // The cap is full: a request beyond it (even /stats) is answered 503. Asked on the
+        // same connection, after the 4: the server takes a stream's slot when it accepts the
+        // stream, in the order they came, so the 4 hold the cap before this one is looked at
+        // (a /stats polled over another connection could take a slot before the 4 arrive).
+        let mut c = client.clone().ready().await.unwrap();
+        let req = hyper::Request::get("http://localhost/stats")
+            .body(())
+            .unwrap();
+        let (over, _) = c.send_request(req, true).unwrap();
+        assert_eq!(over.await.unwrap().status(), 503);
         // RST_STREAM (CANCEL) on each, mid-delay.
         for (_, send) in &mut streams {
             send.send_reset(h2::Reason::CANCEL);
@@ -629,7 +630,9 @@ fn cancelled_h2_streams_free_their_in_flight_slots_at_once() {
                         return false;
                     }
                     st = serde_json::from_str(&body).unwrap();
-                    st["in_flight"] == 0
+                    // Every handler has run (hyper runs each on a task of its own, which
+                    // may first run after the reset) and left.
+                    st["in_flight"] == 0 && st["requests"] == 4
                 },
             );
             st
@@ -642,9 +645,13 @@ fn cancelled_h2_streams_free_their_in_flight_slots_at_once() {
             "{:?}",
             started.elapsed()
         );
-        // Dropped mid-delay, they count as requests; the slots are all free again.
+        // Dropped mid-delay, they count as requests; the slots are all free again. (Not
+        // `peak_in_flight == 4`: that counts handlers, which hyper runs on tasks of their own,
+        // and the 4th may first run after the 1st was cancelled; the 503 above is what shows
+        // the 4 slots held at once.)
         assert_eq!(st["requests"], 4, "{st}");
-        assert_eq!(st["peak_in_flight"], 4, "{st}");
+        let peak = st["peak_in_flight"].as_i64().unwrap();
+        assert!((1..=4).contains(&peak), "{st}");
         let refused = st["over_in_flight"].as_u64().unwrap();
         assert!(refused >= 1, "{st}");
         let mut c = client.clone();
