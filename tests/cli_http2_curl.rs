@@ -124,7 +124,7 @@ fn connections_c_spreads_the_w_streams_over_c_connections() {
 fn curl_100_is_100_streams_in_flight_on_one_connection() {
     let _alone = alone();
     let s = Serve::start(&[]);
-    // Connections the server accepted before the run (its readiness probe, this request).
+    // Connections the server accepted before the run (this request's).
     let before = stats(&s)["connections"].as_u64().unwrap();
     let url = format!("http:{}/delay/300ms", s.url);
     let r = one_run(&["-w", &url, "-m", "curl:100", "-n", "100", "--http2"]);

@@ -108,8 +108,8 @@ fn h2c_by_prior_knowledge_answers_every_route_as_http1_does_on_the_same_port() {
     same_answers(&s.url, &["--http2-prior-knowledge"], &[]);
     let st = stats(&s.url, &[]);
     assert_eq!(st["h2_connections"], ROUTES.len() as u64 + 2, "{st}");
-    // Two curls a route, two more, this probe, and Serve::start's probe that it listens.
-    assert_eq!(st["connections"], 2 * ROUTES.len() as u64 + 4, "{st}");
+    // Two curls a route, two more, and this probe.
+    assert_eq!(st["connections"], 2 * ROUTES.len() as u64 + 3, "{st}");
 }
 
 #[test]
@@ -241,8 +241,8 @@ fn one_h2c_connection_carries_100_streams_at_once() {
     let s = Serve::start(&[]);
     let (bodies, st) = streams_over_one_connection(s.addr, 100, "/add?delay=300");
     assert!(bodies.iter().all(|b| &b[..] == concur::server::ADD_BODY));
-    // The server's own listening probe (Serve::start's connect) is the first connection.
-    assert_eq!(st["connections"], 2, "{st}");
+    // One connection carried them all.
+    assert_eq!(st["connections"], 1, "{st}");
     assert_eq!(st["h2_connections"], 1, "{st}");
     assert_eq!(st["peak_in_flight"], 100, "{st}");
     // `/stats` is not counted as a request.
@@ -409,8 +409,8 @@ fn the_body_timeout_cuts_one_stream_and_the_connections_others_go_on() {
         let st: serde_json::Value =
             serde_json::from_slice(&st.into_body().collect().await.unwrap().to_bytes()).unwrap();
         assert_eq!(st["body_timeouts"], 1, "{st}");
-        // One connection (and Serve::start's probe) carried all three.
-        assert_eq!(st["connections"], 2, "{st}");
+        // One connection carried all three.
+        assert_eq!(st["connections"], 1, "{st}");
         assert_eq!(st["h2_connections"], 1, "{st}");
     });
 }
@@ -473,9 +473,9 @@ fn an_h2c_connection_past_the_connection_cap_is_answered_503_and_closed() {
     let addr = s.addr;
     runtime().block_on(async move {
         let mut a = h2c::<Empty<Bytes>>(addr, 65_535).await;
-        // Serve::start's probe has gone: this connection is the only one open.
+        // This connection is the only one open.
         until(
-            "the probe's connection to close",
+            "this connection to be the only one open",
             Duration::from_secs(10),
             || {
                 let mut a = a.clone();

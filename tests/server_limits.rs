@@ -302,8 +302,8 @@ fn an_idle_connection_is_closed_after_the_idle_timeout() {
 #[test]
 fn connections_beyond_the_cap_get_a_json_503_and_then_service_again() {
     let s = Serve::start(&["--max-connections", "2"]);
-    // Two connections held open; the first asks /stats (kept alive) until it is alone (the
-    // start's probe closed), then until it sees the second.
+    // Two connections held open; the first asks /stats (kept alive) until it is alone, then
+    // until it sees the second.
     let mut first = connect(s.addr);
     let mut open_seen_by_first = || {
         write!(first, "GET /stats HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();

@@ -567,32 +567,47 @@ pub struct Serve {
 }
 
 impl Serve {
-    /// `concur serve -q ARGS`, once it accepts connections.
+    /// `concur serve ARGS` on a loopback port the server chose itself, once it accepts
+    /// connections. The port is read from the line it prints when it listens: a port found
+    /// free by the test and bound by the server later could be taken in between by another
+    /// test's server, and this test would then talk to that one.
     pub fn start(args: &[&str]) -> Serve {
-        let addr: std::net::SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-        let child = concur_process()
-            .args(["serve", "-q", "--addr", &addr.to_string()])
+        use std::io::BufRead;
+        let mut child = concur_process()
+            .args(["serve", "--addr", "127.0.0.1:0"])
             .args(args)
+            .stderr(std::process::Stdio::piped())
             .spawn()
             .expect("concur serve starts");
-        let mut s = Serve {
+        let stderr = child.stderr.take().expect("serve's stderr");
+        let (tx, rx) = std::sync::mpsc::channel();
+        // Reads the server's stderr to its end, so that it never blocks on a full pipe.
+        std::thread::spawn(move || {
+            let mut tx = Some(tx);
+            for line in std::io::BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if let Some(rest) = line.split("listening on http://").nth(1) {
+                    if let Some(tx) = tx.take() {
+                        let _ = tx.send(rest.split(' ').next().unwrap_or_default().to_string());
+                    }
+                }
+            }
+        });
+        let addr: std::net::SocketAddr = match rx.recv_timeout(std::time::Duration::from_secs(10)) {
+            Ok(a) => a.parse().expect("the address serve printed"),
+            Err(_) => {
+                let status = child.try_wait().ok().flatten();
+                let _ = child.kill();
+                panic!("concur serve {args:?} printed no address within 10 s (exit: {status:?})");
+            }
+        };
+        Serve {
             child,
             addr,
             url: format!("http://{addr}"),
             cert: None,
             _stderr: None,
-        };
-        wait_for(
-            "the server to listen",
-            std::time::Duration::from_secs(10),
-            || {
-                if let Some(status) = s.child.try_wait().unwrap() {
-                    panic!("concur serve {args:?} exited: {status}");
-                }
-                std::net::TcpStream::connect(addr).is_ok()
-            },
-        );
-        s
+        }
     }
 
     /// `concur serve --tls-self-signed ARGS` with `env` set, once it printed where it
