@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The tasks study beside every runtime, as recorded in docs/benchmarks.md §20: one run of
+# The tasks study beside every runtime, as recorded in docs/benchmarks.md §19: one run of
 # `concur run tasks --classic` (N = 1, 10,000, 100,000 and 1,000,000 tasks that each wait
 # 10 s, under concur's models and the programs of Go, Node.js, Java, Elixir, CPython, MRI
 # and a bare tokio program), results, the Markdown table and the terminal output into OUT_DIR;
