@@ -5,6 +5,7 @@
 //! and an async one ([`Workload::task_async`]) whose default runs CPU work inline on the event
 //! loop (as a naive async program does) and blocking I/O on the runtime's blocking pool.
 
+mod block_heap;
 mod cmd;
 mod crash;
 pub mod custom;

@@ -1,14 +1,13 @@
-//! A precise timer for waits inside an async runtime: one thread, a heap of deadlines, and a
-//! futex wait with a relative nanosecond timeout, so that a task waiting D wakes within tens of
-//! microseconds of its due time. tokio's own timer rounds every deadline up to its next
-//! millisecond tick and parks on `epoll_wait`'s millisecond timeout: its sleeps come 1 to 2 ms
-//! late even alone (`docs/benchmarks.md`, the tasks study), which is the runtime's timer, not
-//! the concurrency model, and would hide what the models cost. The `sleep` workload's async
-//! entry point waits here; blocking models sleep their thread (already precise), green ones on
-//! may's timer.
+//! A precise timer for waits inside an async runtime: one thread, a heap of deadlines (kept in
+//! fixed blocks, [`super::block_heap`]), and a futex wait with a relative nanosecond timeout,
+//! so that a task waiting D wakes within tens of microseconds of its due time. tokio's own
+//! timer rounds every deadline up to its next millisecond tick and parks on `epoll_wait`'s
+//! millisecond timeout: its sleeps come 1 to 2 ms late even alone (`docs/benchmarks.md`, the
+//! tasks study), which is the runtime's timer, not the concurrency model, and would hide what
+//! the models cost. The `sleep` workload's async entry point waits here; blocking models sleep
+//! their thread (already precise), green ones on may's timer.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use super::block_heap::BlockHeap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -44,7 +43,7 @@ impl Ord for Entry {
 /// The process's timer: its heap, and a counter of new earliest deadlines that its thread
 /// waits on.
 struct Timer {
-    heap: Mutex<BinaryHeap<Reverse<Entry>>>,
+    heap: Mutex<BlockHeap<Entry>>,
     changed: AtomicU32,
 }
 
@@ -93,7 +92,7 @@ fn timer() -> &'static Timer {
     static TIMER: OnceLock<&'static Timer> = OnceLock::new();
     TIMER.get_or_init(|| {
         let t: &'static Timer = Box::leak(Box::new(Timer {
-            heap: Mutex::new(BinaryHeap::new()),
+            heap: Mutex::new(BlockHeap::default()),
             changed: AtomicU32::new(0),
         }));
         // Without its thread no wait would ever end: a process that cannot start one more
@@ -120,12 +119,12 @@ impl Timer {
             // wait below return at once.
             let seen = self.changed.load(Ordering::Acquire);
             let now = Instant::now();
-            while heap.peek().is_some_and(|e| e.0.due <= now) {
-                if let Some(Reverse(e)) = heap.pop() {
+            while heap.peek().is_some_and(|e| e.due <= now) {
+                if let Some(e) = heap.pop() {
                     due.push(e);
                 }
             }
-            let next = heap.peek().map(|e| e.0.due.saturating_duration_since(now));
+            let next = heap.peek().map(|e| e.due.saturating_duration_since(now));
             drop(heap);
             if !due.is_empty() {
                 // Woken outside the lock: a woken task's runtime may register its next wait.
@@ -140,8 +139,8 @@ impl Timer {
 
     fn register(&self, due: Instant, waker: Waker) {
         let mut heap = self.heap.lock().unwrap_or_else(|p| p.into_inner());
-        let earliest = heap.peek().is_none_or(|e| due < e.0.due);
-        heap.push(Reverse(Entry { due, waker }));
+        let earliest = heap.peek().is_none_or(|e| due < e.due);
+        heap.push(Entry { due, waker });
         drop(heap);
         // The thread sleeps until the earliest deadline it knew: only a new earliest one needs
         // it awake.
