@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The binary's global allocator chosen by measurement (issue 32; docs/benchmarks.md §20):
-# concur built three times, with glibc's malloc (the default), with mimalloc
-# (--features alloc-mimalloc) and with jemalloc (--features alloc-jemalloc), then ROUNDS
+# concur built three times, with glibc's malloc (--no-default-features), with mimalloc
+# (--no-default-features --features alloc-mimalloc) and with jemalloc (the default), then ROUNDS
 # rounds, the three alternated within each round (ALLOCS="glibc jemalloc" for fewer), of:
 #   server at C = 100 and C = 10,000: `wrk -t 2 -c C -d 5s` against `concur serve` built with
 #     that allocator, delay 0; the server's user + sys CPU per request (from /proc) and its
@@ -26,8 +26,9 @@ raise_open_files
 allocs=${ALLOCS:-glibc mimalloc jemalloc}
 for a in $allocs; do
   case $a in
-    glibc) cargo build --release -q ;;
-    mimalloc | jemalloc) cargo build --release -q --features "alloc-$a" ;;
+    glibc) cargo build --release -q --no-default-features ;;
+    mimalloc) cargo build --release -q --no-default-features --features alloc-mimalloc ;;
+    jemalloc) cargo build --release -q ;;
     *) echo "ALLOCS names glibc, mimalloc and jemalloc, not '$a'" >&2; exit 2 ;;
   esac
   cp "${CARGO_TARGET_DIR:-$PWD/target}/release/concur" "$out/concur-$a"

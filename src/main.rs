@@ -11,7 +11,8 @@ compile_error!(
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// jemalloc as the process's allocator, built only to measure the choice (bench/allocators.sh).
+/// jemalloc, the process's allocator by default: chosen by measurement against glibc's malloc
+/// and mimalloc (bench/allocators.sh, docs/benchmarks.md §20).
 #[cfg(feature = "alloc-jemalloc")]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
