@@ -1,5 +1,5 @@
 //! A precise timer for waits inside an async runtime: one thread, a heap of deadlines (kept in
-//! fixed blocks, [`super::block_heap`]), and a futex wait with a relative nanosecond timeout,
+//! fixed blocks: `block_heap.rs`), and a futex wait with a relative nanosecond timeout,
 //! so that a task waiting D wakes within tens of microseconds of its due time. tokio's own
 //! timer rounds every deadline up to its next millisecond tick and parks on `epoll_wait`'s
 //! millisecond timeout: its sleeps come 1 to 2 ms late even alone (`docs/benchmarks.md`, the
