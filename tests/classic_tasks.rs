@@ -151,8 +151,8 @@ fn without_the_toolchains_the_rows_are_notes_and_the_study_succeeds() {
 }
 
 /// The crawl and gil studies with `--classic`: Go's, Java's and Node.js's rows beside
-/// CPython's and concur's, each request fetched (10 bytes each) and each CPU task done (8 bytes each, as
-/// concur's `spin`).
+/// CPython's and concur's, each request fetched (10 bytes each) and each CPU task done (8
+/// bytes each, as concur's `spin`).
 #[test]
 #[ignore = "full tier: needs Go, Node.js and a JDK"]
 fn classic_crawl_and_gil_run_go_java_and_node() {

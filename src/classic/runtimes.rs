@@ -46,12 +46,6 @@ pub(super) fn tasks(c: &mut Classic, quick: bool) {
     let dir = c.dir.path().to_path_buf();
     let mut rows: Vec<(&str, String, &[usize])> = Vec::new();
     let args = format!("--tasks {{tasks}} --wait-ms {wait_ms}");
-    let missing = |c: &mut Classic, labels: &str, tool: &str, package: &str| {
-        c.notes.push(format!(
-            "runtimes: {labels} left out: {tool} is not on PATH (apt-get install {package}, or {INSTALL})"
-        ));
-    };
-
     match std::env::current_exe() {
         Ok(exe) => {
             rows.push((
@@ -175,9 +169,7 @@ pub(super) fn tasks(c: &mut Classic, quick: bool) {
 /// a note saying why `labels` are left out (no Go, or a failed build). The version is a note.
 fn go_build(c: &mut Classic, labels: &str, file: &str) -> Option<std::path::PathBuf> {
     let Some(go) = on_path("go") else {
-        c.notes.push(format!(
-            "runtimes: {labels} left out: go is not on PATH (apt-get install golang-go, or {INSTALL})"
-        ));
+        missing(c, labels, "go", "golang-go");
         return None;
     };
     let dir = c.dir.path().to_path_buf();
@@ -217,9 +209,7 @@ struct JavaBuilt {
 /// notes why `labels` are left out (no JDK, or a failed compile). The version is a note.
 fn java_build(c: &mut Classic, labels: &str, file: &str) -> Option<JavaBuilt> {
     let (Some(javac), Some(java)) = (on_path("javac"), on_path("java")) else {
-        c.notes.push(format!(
-            "runtimes: {labels} left out: java or javac is not on PATH (apt-get install openjdk-17-jdk-headless, or {INSTALL})"
-        ));
+        missing(c, labels, "java or javac", "openjdk-17-jdk-headless");
         return None;
     };
     let dir = c.dir.path().to_path_buf();
@@ -241,8 +231,9 @@ fn java_build(c: &mut Classic, labels: &str, file: &str) -> Option<JavaBuilt> {
 }
 
 /// `crawl --classic`: Go's net/http with a goroutine per request, Java's HttpClient with a
-/// semaphore of C and Node.js's fetch with C async workers, beside CPython's clients, against the study's server (trusting `--cacert`'s
-/// CA as concur's clients do; `-k` does not reach them).
+/// semaphore of C and Node.js's fetch with C async workers, beside CPython's clients, against
+/// the study's server (trusting `--cacert`'s CA as concur's clients do; `-k` does not reach
+/// them).
 pub(super) fn crawl(c: &mut Classic, quick: bool, gil: bool, o: &ClassicSizes) {
     let (n, _) = presets::crawl_sizes(quick, o.full);
     let dir = c.dir.path().to_path_buf();
@@ -267,9 +258,7 @@ pub(super) fn crawl(c: &mut Classic, quick: bool, gil: bool, o: &ClassicSizes) {
         ));
     }
     match on_path("node") {
-        None => c.notes.push(format!(
-            "runtimes: node:fetch:100 left out: node is not on PATH (apt-get install nodejs, or {INSTALL})"
-        )),
+        None => missing(c, "node:fetch:100", "node", "nodejs"),
         Some(node) => {
             // Node reads the CA it trusts besides its own from its environment, at start-up.
             let ca = o
@@ -279,9 +268,18 @@ pub(super) fn crawl(c: &mut Classic, quick: bool, gil: bool, o: &ClassicSizes) {
                 .unwrap_or_default();
             rows.push((
                 "node:fetch:100",
-                format!("{ca}{} {} {args}", quoted(&node), quoted(&dir.join("crawl.js"))),
+                format!(
+                    "{ca}{} {} {args}",
+                    quoted(&node),
+                    quoted(&dir.join("crawl.js"))
+                ),
             ));
-            version_note(c, "node:fetch:100", &node, Command::new(&node).arg("--version"));
+            version_note(
+                c,
+                "node:fetch:100",
+                &node,
+                Command::new(&node).arg("--version"),
+            );
         }
     }
     if o.insecure && !rows.is_empty() {
@@ -301,9 +299,10 @@ pub(super) fn crawl(c: &mut Classic, quick: bool, gil: bool, o: &ClassicSizes) {
 }
 
 /// `gil --classic`: the CPU body in Go (K goroutines on every core) and Java (K platform
-/// threads), both running concur's own loop for the same iterations, and Node.js (K worker_threads; its 32-bit loop sized here to
-/// take as long as concur's task), plain and concurrent, in the tables without the lock:
-/// languages with no interpreter lock beside CPython's rows and concur's emulated one.
+/// threads), both running concur's own loop for the same iterations, and Node.js (K
+/// worker_threads; its 32-bit loop sized here to take as long as concur's task), plain and
+/// concurrent, in the tables without the lock: languages with no interpreter lock beside
+/// CPython's rows and concur's emulated one.
 pub(super) fn gil(c: &mut Classic, quick: bool) {
     let spin_n = if quick {
         presets::GIL_SPIN_QUICK
@@ -326,9 +325,7 @@ pub(super) fn gil(c: &mut Classic, quick: bool) {
         rows.push(("java:threads", format!("{base} --mode threads")));
     }
     match on_path("node") {
-        None => c.notes.push(format!(
-            "runtimes: node:plain, node:workers left out: node is not on PATH (apt-get install nodejs, or {INSTALL})"
-        )),
+        None => missing(c, "node:plain, node:workers", "node", "nodejs"),
         Some(node) => node_gil(c, &node, spin_n, &mut rows),
     }
     for (label, command) in rows {
@@ -382,6 +379,14 @@ fn node_gil(c: &mut Classic, node: &Path, spin_n: u64, rows: &mut Vec<(&str, Str
     c.notes.push(format!(
         "runtimes: node:plain, node:workers: Node.js {version}, {iterations} iterations of its 32-bit loop ≈ {:.0} ms a task, as long as concur's spin:{spin_n} (timed now); go: and java: run concur's loop itself, {spin_n} iterations; these rows sit in the tables without the lock",
         rust_s * 1000.0
+    ));
+}
+
+/// The note for rows left out because their toolchain `tool` is not on `PATH`, naming the
+/// Debian `package` that brings it.
+fn missing(c: &mut Classic, labels: &str, tool: &str, package: &str) {
+    c.notes.push(format!(
+        "runtimes: {labels} left out: {tool} is not on PATH (apt-get install {package}, or {INSTALL})"
     ));
 }
 
