@@ -75,11 +75,12 @@ impl<'de> Deserialize<'de> for Nature {
         Ok(match f.nature.as_str() {
             "cpu" => Nature::Cpu,
             "io" => Nature::BlockingIo,
-            "delay" => Nature::Delay(Duration::from_secs_f64(
+            // Not a time a Duration holds (negative, NaN, or past its range): no delay.
+            "delay" => Nature::Delay(
                 f.delay_s
-                    .filter(|d| d.is_finite() && *d >= 0.0)
-                    .unwrap_or(0.0),
-            )),
+                    .and_then(|d| Duration::try_from_secs_f64(d).ok())
+                    .unwrap_or_default(),
+            ),
             "net" => Nature::Network,
             "measured" => Nature::Measured,
             other => {

@@ -196,12 +196,19 @@ pub(super) fn delay_of(path: &str) -> Option<Duration> {
         .find(|(k, _)| k == "delay")
         .and_then(|(_, v)| v.parse::<f64>().ok())
         .filter(|ms| ms.is_finite() && *ms >= 0.0)
-        .map(|ms| Duration::from_secs_f64(ms / 1e3))
+        // A finite delay can still be past what a Duration holds (`delay=1e300`): none then.
+        .and_then(|ms| Duration::try_from_secs_f64(ms / 1e3).ok())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_delay_past_what_a_duration_holds_is_no_delay_and_no_panic() {
+        assert_eq!(delay_of("/add?delay=1e300"), None);
+        assert_eq!(delay_of("/add?delay=250"), Some(Duration::from_millis(250)));
+    }
 
     const BASE: Option<&str> = Some("http://127.0.0.1:9");
 
