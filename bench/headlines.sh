@@ -17,6 +17,8 @@
 #   overhead    bench/overhead.sh's models (N empty tasks, median wall / N) against the figures
 #               in docs/benchmarks.md §3
 #   crawl       1,000 GETs of a 100 ms delay at C = 100 under async:100 (§4: ≤ 1.03 s)
+#   tls         the same crawl over https (`concur serve --tls-self-signed`, --cacert) and over
+#               plain http, alternated: async:100's wall over TLS against plain (#32: ≤ 1.05×)
 #   http2       HTTP/2 at delay 0, 100 streams over 1 and 10 connections: async, async-local and
 #               curl against h2load -c 1 -m 100 and -c 10 -m 10, as bench/http2.sh
 # The output ends with one table: headline, concur median, reference median, ratio, target,
@@ -26,7 +28,7 @@
 # Usage: bench/headlines.sh [--quick] [--parts LIST] [ROUNDS] [OUT_DIR]
 #   --quick       small N and 1 round, to check that the script works (about a minute after
 #                 the build; its figures are not comparable with the documented ones)
-#   --parts LIST  a comma-separated subset of: throughput,rate,scale,jobs,crawl,http2,overhead
+#   --parts LIST  a comma-separated subset of: throughput,rate,scale,jobs,crawl,tls,http2,overhead
 #   OUT_DIR       default /tmp/concur-headlines (every run's JSON Lines and the samples)
 # A full run (3 rounds, every part) takes about 11 minutes on the project's 2-core VM, 14 with
 # wrk2 (its 10 s of calibration per rate and round), a few more when the machine is loaded.
@@ -35,7 +37,7 @@
 # bench/throughput.sh); h2load from nghttp2-client; sidekiq from ruby-sidekiq.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-all_parts=throughput,rate,scale,jobs,crawl,http2,overhead
+all_parts=throughput,rate,scale,jobs,crawl,tls,http2,overhead
 parts=$all_parts
 quick=0
 while [ $# -gt 0 ]; do
@@ -264,6 +266,29 @@ if want crawl; then
   part_done
 fi
 
+if want tls; then
+  part tls "the crawl over https and over plain http, async:100, alternated, 1 warm-up each ($rounds round(s))"
+  start_server tls --tls-self-signed
+  start_server plain
+  for r in 0 $(seq "$rounds"); do
+    for scheme in https http; do
+      json="$out/tls-$scheme-$r.jsonl"
+      if [ $scheme = https ]; then
+        $bin crawl "$tls_url/add?name={rand}&delay=100" -n 1000 -c 100 --model async -q -i --json "$json" --cacert "$tls_ca" > /dev/null
+      else
+        $bin crawl "$plain_url/add?name={rand}&delay=100" -n 1000 -c 100 --model async -q -i --json "$json" > /dev/null
+      fi
+      [ "$r" = 0 ] && continue
+      wall=$(json_field "$json" wall_s)
+      echo "  round $r: $scheme wall $wall s, failed $(json_field "$json" tasks_failed)"
+      record "tls/$scheme" "$wall"
+    done
+  done
+  stop_server "$tls_pid"
+  stop_server "$plain_pid"
+  part_done
+fi
+
 if want http2; then
   part http2 "HTTP/2 (h2c), delay 0, 100 streams over 1 and 10 connections, $h2_n requests each ($rounds round(s))"
   have_h2load=1
@@ -397,6 +422,9 @@ for m, d in doc.items():
         target="≤ 1.25× docs (#18: within noise)", ok=lambda x: x <= 1.25, ratio_of="ratio")
 row("crawl 1,000 × 100 ms at C = 100, `async:100` wall", "crawl/async:100", "s", 1.0, ref_label="ideal",
     target="≤ 1.03 s (#18, §4)", ok=lambda x: x <= 1.03)
+row("TLS crawl 1,000 × 100 ms at C = 100, `async:100` wall vs the same crawl over plain http",
+    "tls/https", "s", "tls/http", ref_label="plain", target="≤ 1.05× (#32)", ok=lambda x: x <= 1.05,
+    ratio_of="ratio")
 # HTTP/2 against h2load.
 for c in (1, 10):
     for m in ("async", "async-local", "curl"):

@@ -21,11 +21,22 @@ use rustls::{
     SignatureScheme,
 };
 
-/// The provider every config here uses.
+/// The provider every config here uses (libcurl's rustls-ffi links the same aws-lc).
+///
+/// Its random generator is seeded here, when the first configuration is made, before any
+/// measurement: aws-lc seeds it once a process, on its first use, from CPU timing jitter, about
+/// 20 ms of one core's time. Left to the first handshake, that seeding stalled the worker thread
+/// that met it, and every handshake queued behind it, at the start of a TLS run
+/// (docs/benchmarks.md §21: 30% of a 100-handshake client's samples).
 pub fn provider() -> Arc<CryptoProvider> {
     static PROVIDER: OnceLock<Arc<CryptoProvider>> = OnceLock::new();
     PROVIDER
-        .get_or_init(|| Arc::new(rustls::crypto::aws_lc_rs::default_provider()))
+        .get_or_init(|| {
+            let provider = rustls::crypto::aws_lc_rs::default_provider();
+            // A failure here would fail the first handshake too, with its own words.
+            let _ = provider.secure_random.fill(&mut [0u8; 1]);
+            Arc::new(provider)
+        })
         .clone()
 }
 

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# What one TLS handshake costs against `concur serve --tls-self-signed` (ECDSA P-256, TLS 1.3),
+# client and server CPU apart, for docs/benchmarks.md §21 (issue 32's "TLS at no extra wall"):
+#   openssl s_time -new  OpenSSL 3.0's client, X25519 (it has no ML-KEM), one handshake at a time
+#   concur seq           concur's rustls client with --no-keepalive: X25519MLKEM768 first, as
+#                        libcurl's rustls-ffi offers, the certificate verified against --cacert
+#   concur curl:1        the same through libcurl + rustls-ffi (a new connection per request)
+# Each: N handshakes (a GET of delay=0 each), the server's CPU from /proc before and after, the
+# client's from its own rusage (GNU time); ROUNDS rounds alternated, medians.
+# Usage: bench/tls-handshake.sh [N] [ROUNDS] [OUT_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+n=${1:-1000}
+rounds=${2:-3}
+out=${3:-/tmp/concur-tls-handshake}
+mkdir -p "$out"
+source bench/lib.sh
+build
+start_server tls --tls-self-signed
+echo "machine: $(nproc) cores, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg); $(openssl version)"
+: > "$out/samples.txt"
+one() { # LABEL HANDSHAKES COMMAND...: "LABEL client_us server_us" per handshake
+  local label=$1 count=$2 before after
+  shift 2
+  before=$(proc_cpu "$tls_pid")
+  /usr/bin/time -f '%U %S' -o "$out/time" "$@" > "$out/last.txt" 2>&1
+  after=$(proc_cpu "$tls_pid")
+  read -r cu cs < "$out/time"
+  awk -v l="$label" -v n="$count" -v cu="$cu" -v cs="$cs" -v b="$before" -v a="$after" 'BEGIN {
+    split(b, x, " "); split(a, y, " ");
+    printf "%s %.1f %.1f\n", l, (cu + cs) / n * 1e6, (y[1] + y[2] - x[1] - x[2]) / n * 1e6 }'
+}
+host=${tls_url#https://}
+for r in $(seq "$rounds"); do
+  # s_time counts its own connections in the time given; read the count from its report.
+  before=$(proc_cpu "$tls_pid")
+  /usr/bin/time -f '%U %S' -o "$out/time" openssl s_time -connect "$host" -new -time 5 -CAfile "$tls_ca" > "$out/stime.txt" 2>&1 || true
+  after=$(proc_cpu "$tls_pid")
+  count=$(sed -n 's/^\([0-9]*\) connections in [0-9.]*s.*/\1/p' "$out/stime.txt" | head -1)
+  read -r cu cs < "$out/time"
+  awk -v l=openssl-s_time -v n="$count" -v cu="$cu" -v cs="$cs" -v b="$before" -v a="$after" 'BEGIN {
+    split(b, x, " "); split(a, y, " ");
+    printf "%s %.1f %.1f\n", l, (cu + cs) / n * 1e6, (y[1] + y[2] - x[1] - x[2]) / n * 1e6 }' | tee -a "$out/samples.txt"
+  one concur-seq "$n" $bin crawl "$tls_url/add?delay=0&name={rand}" -n "$n" --model seq --no-keepalive --cacert "$tls_ca" -q -i | tee -a "$out/samples.txt"
+  one concur-curl:1 "$n" $bin crawl "$tls_url/add?delay=0&name={rand}" -n "$n" --model curl:1 --no-keepalive --cacert "$tls_ca" -q -i | tee -a "$out/samples.txt"
+done
+python3 - "$out/samples.txt" <<'PY'
+import collections, statistics, sys
+d = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    label, c, s = line.split()
+    d[label].append((float(c), float(s)))
+print("| client | client CPU µs a handshake | server CPU µs a handshake |")
+print("|---|---:|---:|")
+for label, v in d.items():
+    print(f"| {label} | {statistics.median(x for x, _ in v):.0f} | {statistics.median(y for _, y in v):.0f} |")
+PY
