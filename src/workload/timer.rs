@@ -99,7 +99,9 @@ fn timer() -> &'static Timer {
         // thread has failed already, and says so.
         if let Err(e) = std::thread::Builder::new()
             .name("concur-timer".into())
-            .stack_size(64 << 10)
+            // 64 KiB overflowed in a debug build, in jemalloc's first allocation on the
+            // thread; only the pages touched are memory.
+            .stack_size(256 << 10)
             .spawn(move || t.run())
         {
             eprintln!("concur: cannot start the timer thread: {e}");
