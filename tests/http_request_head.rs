@@ -305,3 +305,43 @@ fn a_header_given_replaces_concurs_own_in_its_place() {
     let want = "PUT /raw HTTP/1.1\r\nHost: HOST\r\nUser-Agent: theirs\r\nAccept: text/plain\r\nContent-Length: 0\r\n";
     assert_all_wrote(&heads, want);
 }
+
+/// `curl:1` over three tasks reuses one handle: the third request is the third task's own, with
+/// the same head, both when only the URL varies (the handle keeps its options and takes the
+/// new URL alone) and when a header varies too (the handle is set up again).
+#[test]
+fn a_reused_curl_handle_sends_each_tasks_own_request() {
+    let s = Serve::start();
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body");
+    std::fs::write(&body, "fixed").unwrap();
+    let workload = format!("http:{}/echo?i={{i}}", s.url());
+    for (header, want) in [("X-Test: same", "same"), ("X-Test: n{i}", "n2")] {
+        let (_dir, path) = results_path();
+        let args = [
+            "-w",
+            workload.as_str(),
+            "-m",
+            "curl:1",
+            "-n",
+            "3",
+            "-r",
+            "1",
+            "-H",
+            header,
+            "--method",
+            "POST",
+            "--body",
+            body.to_str().unwrap(),
+        ];
+        run_study_to(&path, &args);
+        let lines = read_lines(&path);
+        let run = of_type(&lines, "run")[0];
+        assert_eq!(run["tasks_ok"], 3, "{header}: {run}");
+        let seen = s.last_echo();
+        assert_eq!(seen["target"], "/echo?i=2", "{header}: {seen}");
+        assert_eq!(seen["headers"]["x-test"], want, "{header}: {seen}");
+        assert_eq!(seen["headers"]["content-length"], "5", "{header}: {seen}");
+        assert_eq!(seen["body"], "fixed", "{header}: {seen}");
+    }
+}

@@ -210,6 +210,9 @@ pub trait HttpTasks: Send + Sync {
     /// sends it, once the run's server is known; how to connect (TLS, keep-alive, timeout) is
     /// the run's [`WorkloadOptions`].
     fn http_request(&self, index: usize) -> Option<HttpRequest>;
+    /// Whether every task's request is task 0's but for its URL (no placeholder in a header or
+    /// the body): a client set up for one request sends the next by changing its URL alone.
+    fn only_url_varies(&self) -> bool;
     /// The workload's account of its connections, for a model that makes the requests itself
     /// (`curl`): it records each request's connection, the HTTP version and the streams there.
     fn connection_recorder(&self) -> Option<&crate::measure::conn::ConnRecorder>;

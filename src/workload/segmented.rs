@@ -66,6 +66,9 @@ impl HttpTasks for Segmented {
     fn http_request(&self, index: usize) -> Option<HttpRequest> {
         self.inner.http()?.http_request(self.segment.global(index))
     }
+    fn only_url_varies(&self) -> bool {
+        self.inner.http().is_some_and(|h| h.only_url_varies())
+    }
     fn connection_recorder(&self) -> Option<&crate::measure::conn::ConnRecorder> {
         self.inner.http()?.connection_recorder()
     }

@@ -153,6 +153,9 @@ impl HttpTasks for Http {
     fn http_request(&self, index: usize) -> Option<HttpRequest> {
         (!self.needs_server).then(|| self.requests.build(index))
     }
+    fn only_url_varies(&self) -> bool {
+        self.requests.only_target_varies()
+    }
     fn connection_recorder(&self) -> Option<&ConnRecorder> {
         Some(&self.endpoint.conns)
     }
