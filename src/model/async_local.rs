@@ -37,6 +37,7 @@ impl Model for AsyncLocal {
             &mut tokio::runtime::Builder::new_current_thread(),
             ctx,
             self.limit,
+            false,
         )
     }
 }

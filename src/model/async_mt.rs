@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use super::arrivals::Released;
 use super::{cores, run_task_async, Entry, Model, ModelOutcome, RunCtx};
 use crate::measure::{TaskError, TaskRecord};
-use crate::workload::Workload;
+use crate::workload::{task_group, Workload};
 
 pub(super) const ENTRY: Entry = Entry {
     name: "async",
@@ -96,7 +96,16 @@ async fn open_loop(shared: Arc<Shared>) {
 /// `asyncio.gather` + semaphore pattern) cost 0.62 µs, but kept every waiting task alive (27
 /// MiB at 100,000 tasks with 10,000 in flight). Worker loops cost 0.24 µs, keep only `limit`
 /// tasks alive and wake nobody between two tasks.
-pub(super) fn drive(rt: &tokio::runtime::Runtime, ctx: &RunCtx, limit: usize) -> Vec<TaskRecord> {
+///
+/// `grouped` (the multi-thread runtime): when the workload's requests are streams over C HTTP/2
+/// connections, the loops run in C task groups ([`task_group`]), each one task with its
+/// connection's driver, instead of a task each.
+pub(super) fn drive(
+    rt: &tokio::runtime::Runtime,
+    ctx: &RunCtx,
+    limit: usize,
+    grouped: bool,
+) -> Vec<TaskRecord> {
     // Open model: the runtime's own event loop releases each index when it is due (a timer
     // task, `Arrivals::release_on_timer`); a loop that is free takes it, so the limit still
     // bounds the tasks in flight.
@@ -126,17 +135,32 @@ pub(super) fn drive(rt: &tokio::runtime::Runtime, ctx: &RunCtx, limit: usize) ->
         sink: Mutex::new(Vec::with_capacity(ctx.tasks)),
     });
     let loops = limit.min(ctx.tasks).max(1);
+    let groups = match ctx.workload.http().and_then(|h| h.connection_groups()) {
+        Some(c) if grouped => c.clamp(1, loops),
+        _ => 0,
+    };
     let mut records = rt.block_on(async {
         let timer = feeder.map(|(a, r)| tokio::spawn(a.release_on_timer(r)));
-        let handles: Vec<_> = (0..loops)
-            .map(|_| {
-                if open {
-                    tokio::spawn(open_loop(shared.clone()))
-                } else {
-                    tokio::spawn(closed_loop(shared.clone()))
-                }
-            })
-            .collect();
+        let one = |shared: Arc<Shared>| async move {
+            if open {
+                open_loop(shared).await
+            } else {
+                closed_loop(shared).await
+            }
+        };
+        let handles: Vec<_> = if groups > 0 {
+            // Loop `i` in group `i % groups`: the loops spread evenly.
+            (0..groups)
+                .map(|g| {
+                    let members = (g..loops).step_by(groups).map(|_| one(shared.clone()));
+                    tokio::spawn(task_group::run(g, members.collect()))
+                })
+                .collect()
+        } else {
+            (0..loops)
+                .map(|_| tokio::spawn(one(shared.clone())))
+                .collect()
+        };
         let mut lost = None;
         for h in handles {
             if let Err(e) = h.await {
@@ -202,6 +226,7 @@ pub(super) fn run_on(
     builder: &mut tokio::runtime::Builder,
     ctx: &RunCtx,
     limit: usize,
+    grouped: bool,
 ) -> ModelOutcome {
     let (rt, started) = match build_counted(builder, ctx) {
         Ok(x) => x,
@@ -212,7 +237,7 @@ pub(super) fn run_on(
             }
         }
     };
-    let records = drive(&rt, ctx, limit);
+    let records = drive(&rt, ctx, limit, grouped);
     // Every task has finished; closing the idle connections of a process that is about to
     // exit is not the model's work.
     rt.shutdown_background();
@@ -237,6 +262,6 @@ impl Model for AsyncMultiThread {
     fn run(&self, ctx: &RunCtx) -> ModelOutcome {
         let mut builder = tokio::runtime::Builder::new_multi_thread();
         builder.worker_threads(self.limit.min(cores()));
-        run_on(&mut builder, ctx, self.limit)
+        run_on(&mut builder, ctx, self.limit, true)
     }
 }

@@ -18,6 +18,7 @@ mod read;
 pub mod segmented;
 mod sleep;
 mod spin;
+pub mod task_group;
 pub mod timer;
 
 use std::future::Future;
@@ -213,6 +214,10 @@ pub trait HttpTasks: Send + Sync {
     /// Whether every task's request is task 0's but for its URL (no placeholder in a header or
     /// the body): a client set up for one request sends the next by changing its URL alone.
     fn only_url_varies(&self) -> bool;
+    /// With HTTP/2 over kept connections, how many connections carry the streams: a model on
+    /// a multi-thread runtime drives each one's streams as one [`task_group`] (group `g` on
+    /// connection `g`), so that a connection's streams run on one thread.
+    fn connection_groups(&self) -> Option<usize>;
     /// The workload's account of its connections, for a model that makes the requests itself
     /// (`curl`): it records each request's connection, the HTTP version and the streams there.
     fn connection_recorder(&self) -> Option<&crate::measure::conn::ConnRecorder>;

@@ -69,6 +69,9 @@ impl HttpTasks for Segmented {
     fn only_url_varies(&self) -> bool {
         self.inner.http().is_some_and(|h| h.only_url_varies())
     }
+    fn connection_groups(&self) -> Option<usize> {
+        self.inner.http()?.connection_groups()
+    }
     fn connection_recorder(&self) -> Option<&crate::measure::conn::ConnRecorder> {
         self.inner.http()?.connection_recorder()
     }

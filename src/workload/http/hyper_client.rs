@@ -34,6 +34,7 @@ use super::status_error;
 use super::wire::{read_response_async, request_around_target, write_request};
 use crate::measure::conn::{ConnRecorder, ConnSample, HttpVersion};
 use crate::measure::{mono_ns, TaskError};
+use crate::workload::task_group;
 use crate::{tls, units};
 
 /// A request as h2 sends it: its head, and its body if it has one.
@@ -356,7 +357,10 @@ impl Client {
         requests: &RequestBuilder,
         index: usize,
     ) -> Result<u64, TaskError> {
-        let slot = &self.slots[self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len()];
+        // In a task group (`async`), the group's own connection; else the next in turn.
+        let turn =
+            task_group::current().unwrap_or_else(|| self.next.fetch_add(1, Ordering::Relaxed));
+        let slot = &self.slots[turn % self.slots.len()];
         let conn = match slot.live() {
             Some(c) => c,
             None => {
@@ -528,8 +532,8 @@ async fn connect(ep: &Endpoint) -> Result<Conn, TaskError> {
     conn
 }
 
-/// h2's handshake over any stream; the connection is driven by its own task, which marks it
-/// closed when it ends. The windows are hyper's defaults (2 MiB a stream, 5 MiB the
+/// h2's handshake over any stream; the connection is driven beside the request that opened
+/// it (in its task group, or as a task of its own), and marked closed when it ends. The windows are hyper's defaults (2 MiB a stream, 5 MiB the
 /// connection), so that large bodies are not held back by h2's 64 KiB.
 async fn handshake_h2<I>(io: I) -> Result<Conn, TaskError>
 where
@@ -544,7 +548,7 @@ where
         .map_err(|e| TaskError::new("connect", e.to_string()))?;
     let closed = Arc::new(AtomicBool::new(false));
     let ended = closed.clone();
-    tokio::spawn(async move {
+    task_group::spawn(async move {
         let _ = conn.await;
         ended.store(true, Ordering::Release);
     });

@@ -156,6 +156,9 @@ impl HttpTasks for Http {
     fn only_url_varies(&self) -> bool {
         self.requests.only_target_varies()
     }
+    fn connection_groups(&self) -> Option<usize> {
+        (self.endpoint.http2 && self.endpoint.keepalive).then_some(self.endpoint.connections)
+    }
     fn connection_recorder(&self) -> Option<&ConnRecorder> {
         Some(&self.endpoint.conns)
     }
