@@ -17,6 +17,8 @@
 #   overhead    bench/overhead.sh's models (N empty tasks, median wall / N) against the figures
 #               in docs/benchmarks.md §3
 #   crawl       1,000 GETs of a 100 ms delay at C = 100 under async:100 (§4: ≤ 1.03 s)
+#   curlfloor   delay 0, 100 at once: curl:100 against libcurl's own floor (examples/curl_floor.rs,
+#               the same libcurl and request with nothing around it), as bench/curl-floor.sh
 #   tls         the same crawl over https (`concur serve --tls-self-signed`, --cacert) and over
 #               plain http, alternated: async:100's wall over TLS against plain (#32: ≤ 1.05×)
 #   http2       HTTP/2 at delay 0, 100 streams over 1 and 10 connections: async, async-local and
@@ -28,7 +30,8 @@
 # Usage: bench/headlines.sh [--quick] [--parts LIST] [ROUNDS] [OUT_DIR]
 #   --quick       small N and 1 round, to check that the script works (about a minute after
 #                 the build; its figures are not comparable with the documented ones)
-#   --parts LIST  a comma-separated subset of: throughput,rate,scale,jobs,crawl,tls,http2,overhead
+#   --parts LIST  a comma-separated subset of: throughput,rate,scale,jobs,crawl,curlfloor,tls,
+#                 http2,overhead
 #   OUT_DIR       default /tmp/concur-headlines (every run's JSON Lines and the samples)
 # A full run (3 rounds, every part) takes about 11 minutes on the project's 2-core VM, 14 with
 # wrk2 (its 10 s of calibration per rate and round), a few more when the machine is loaded.
@@ -37,7 +40,7 @@
 # bench/throughput.sh); h2load from nghttp2-client; sidekiq from ruby-sidekiq.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-all_parts=throughput,rate,scale,jobs,crawl,tls,http2,overhead
+all_parts=throughput,rate,scale,jobs,crawl,curlfloor,tls,http2,overhead
 parts=$all_parts
 quick=0
 while [ $# -gt 0 ]; do
@@ -266,6 +269,23 @@ if want crawl; then
   part_done
 fi
 
+if want curlfloor; then
+  part curlfloor "delay 0, 100 at once, $tp_n requests: curl:100 against libcurl's own floor, alternated ($rounds round(s))"
+  cargo build --release -q --example curl_floor
+  floor=${CARGO_TARGET_DIR:-$PWD/target}/release/examples/curl_floor
+  start_server srv
+  for r in $(seq "$rounds"); do
+    read -r rps _ < <("$floor" "$srv_url/add?delay=0&name=" "$tp_n" 100)
+    echo "  round $r: floor $rps req/s"
+    record curlfloor/floor "$rps"
+    line=$(throughput_concur curl $tp_n "$srv_url/add?delay=0&name=" "$out/curlfloor-$r.jsonl")
+    echo "  round $r: $line"
+    record curlfloor/curl:100 "$(awk '{ print $2 }' <<< "$line")"
+  done
+  stop_server "$srv_pid"
+  part_done
+fi
+
 if want tls; then
   part tls "the crawl over https and over plain http, async:100, alternated, 1 warm-up each ($rounds round(s))"
   start_server tls --tls-self-signed
@@ -422,6 +442,8 @@ for m, d in doc.items():
         target="≤ 1.25× docs (#18: within noise)", ok=lambda x: x <= 1.25, ratio_of="ratio")
 row("crawl 1,000 × 100 ms at C = 100, `async:100` wall", "crawl/async:100", "s", 1.0, ref_label="ideal",
     target="≤ 1.03 s (#18, §4)", ok=lambda x: x <= 1.03)
+row("delay 0, 100 at once: `curl:100` req/s vs libcurl's floor (examples/curl_floor.rs)", "curlfloor/curl:100",
+    "req/s", "curlfloor/floor", target="≥ 0.91× (#32: within 1.1×)", ok=lambda x: x >= 1 / 1.1, ratio_of="ratio")
 row("TLS crawl 1,000 × 100 ms at C = 100, `async:100` wall vs the same crawl over plain http",
     "tls/https", "s", "tls/http", ref_label="plain", target="≤ 1.05× (#32)", ok=lambda x: x <= 1.05,
     ratio_of="ratio")
