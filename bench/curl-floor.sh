@@ -44,15 +44,7 @@ total = int(re.search(r"(\d+) requests in", text).group(1))
 print(f"wrk {rps:.0f} {(float(sys.argv[2]) + float(sys.argv[3])) / total * 1e6:.2f}")
 PY
 done
-python3 - "$out/samples.txt" <<'PY'
-import collections, statistics, sys
-d = collections.defaultdict(list)
-for line in open(sys.argv[1]):
-    label, rps, cpu = line.split()
-    d[label].append((float(rps), float(cpu)))
-med = {k: (statistics.median(x for x, _ in v), statistics.median(y for _, y in v)) for k, v in d.items()}
-print("| client | requests/s (median) | client CPU µs a request | req/s vs floor | CPU vs floor |")
-print("|---|---:|---:|---:|---:|")
-for k, (rps, cpu) in med.items():
-    print(f"| {k} | {rps:,.0f} | {cpu:.2f} | {rps / med['floor'][0]:.2f}× | {cpu / med['floor'][1]:.2f}× |")
-PY
+medians "$out/samples.txt" | awk '
+  BEGIN { print "| client | requests/s (median) | client CPU µs a request | req/s vs floor | CPU vs floor |"; print "|---|---:|---:|---:|---:|" }
+  $1 == "floor" { fr = $2; fc = $3 }
+  { printf "| %s | %.0f | %.2f | %.2f× | %.2f× |\n", $1, $2, $3, $2 / fr, $3 / fc }'

@@ -22,15 +22,7 @@ for r in $(seq "$rounds"); do
     done
   done
 done
-python3 - "$samples" <<'PY'
-import collections, statistics, sys
-d = collections.defaultdict(list)
-for line in open(sys.argv[1]):
-    label, rps, cpu = line.split()[:3]
-    d[label].append((float(rps), float(cpu)))
-print("| client | req/s (median) | client CPU µs a request (median) |")
-print("|---|---:|---:|")
-for k in sorted(d):
-    v = d[k]
-    print(f"| {k} | {statistics.median(x for x, _ in v):,.0f} | {statistics.median(y for _, y in v):.2f} |")
-PY
+sort "$samples" > "$samples.sorted"
+medians "$samples.sorted" | awk '
+  BEGIN { print "| client | req/s (median) | client CPU µs a request (median) |"; print "|---|---:|---:|" }
+  { printf "| %s | %.0f | %.2f |\n", $1, $2, $3 }'

@@ -18,6 +18,8 @@
 #                              connections (N, W, OUT when absent): sets n, w and out, makes
 #                              out, raises the open-files limit
 #   proc_cpu PID               a process's CPU seconds so far, "user sys", from /proc
+#   medians FILE               per label (first column) of a samples file, the median of each
+#                              further column: "LABEL MEDIAN..."
 #
 # The measurements that more than one script makes (bench/headlines.sh runs them all), each
 # printing one line; $bin is the concur binary:
@@ -96,6 +98,20 @@ start_server() {
     printf -v "${name}_ca" '%s' "$(sed -n 's/.*written to \([^ ]*\) .*/\1/p' "$log")"
   fi
   rm -f "$log"
+}
+
+# The medians of a samples file: for each label (the first column, in first-seen order) a line
+# "LABEL MEDIAN..." with the median of each further column.
+medians() { # FILE
+  python3 - "$1" <<'PY'
+import collections, statistics, sys
+d = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    label, *values = line.split()
+    d[label].append([float(v) for v in values])
+for label, rows in d.items():
+    print(label, *(statistics.median(col) for col in zip(*rows)))
+PY
 }
 
 proc_cpu() { awk -v t="$(getconf CLK_TCK)" '{printf "%.2f %.2f", $14 / t, $15 / t}' "/proc/$1/stat"; }

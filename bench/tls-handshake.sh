@@ -44,14 +44,6 @@ for r in $(seq "$rounds"); do
   one concur-seq "$n" $bin crawl "$tls_url/add?delay=0&name={rand}" -n "$n" --model seq --no-keepalive --cacert "$tls_ca" -q -i | tee -a "$out/samples.txt"
   one concur-curl:1 "$n" $bin crawl "$tls_url/add?delay=0&name={rand}" -n "$n" --model curl:1 --no-keepalive --cacert "$tls_ca" -q -i | tee -a "$out/samples.txt"
 done
-python3 - "$out/samples.txt" <<'PY'
-import collections, statistics, sys
-d = collections.defaultdict(list)
-for line in open(sys.argv[1]):
-    label, c, s = line.split()
-    d[label].append((float(c), float(s)))
-print("| client | client CPU µs a handshake | server CPU µs a handshake |")
-print("|---|---:|---:|")
-for label, v in d.items():
-    print(f"| {label} | {statistics.median(x for x, _ in v):.0f} | {statistics.median(y for _, y in v):.0f} |")
-PY
+medians "$out/samples.txt" | awk '
+  BEGIN { print "| client | client CPU µs a handshake | server CPU µs a handshake |"; print "|---|---:|---:|" }
+  { printf "| %s | %.0f | %.0f |\n", $1, $2, $3 }'
