@@ -7,7 +7,10 @@
 #   concur curl:1        the same through libcurl + rustls-ffi (a new connection per request)
 # Each: N handshakes (a GET of delay=0 each), the server's CPU from /proc before and after, the
 # client's from its own rusage (GNU time); ROUNDS rounds alternated, medians.
-# Usage: bench/tls-handshake.sh [N] [ROUNDS] [OUT_DIR]
+# Then 100 handshakes at once, as the TLS crawl starts (`async:100`, 100 GETs of delay=0): the
+# run's wall, connect_us p50 and tls_us max, medians of ROUNDS runs; with BEFORE=PATH, another
+# concur binary's alternated with it (a build before a change).
+# Usage: BEFORE=/path/to/old/concur bench/tls-handshake.sh [N] [ROUNDS] [OUT_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-1000}
@@ -47,3 +50,17 @@ done
 medians "$out/samples.txt" | awk '
   BEGIN { print "| client | client CPU µs a handshake | server CPU µs a handshake |"; print "|---|---:|---:|" }
   { printf "| %s | %.0f | %.0f |\n", $1, $2, $3 }'
+: > "$out/burst.txt"
+for r in $(seq "$rounds"); do
+  for label in ${BEFORE:+before} this; do
+    b=$bin
+    [ "$label" = before ] && b=$BEFORE
+    $b crawl "$tls_url/add?delay=0&name={rand}" -n 100 -c 100 --model async --cacert "$tls_ca" -q -i --json "$out/burst.jsonl" > /dev/null
+    python3 - "$out/burst.jsonl" "$label" <<'PY' >> "$out/burst.txt"
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1]) if '"type":"run"' in l][0]
+print(sys.argv[2], r["wall_s"] * 1e3, r["connect_us"]["p50"] / 1e3, r["tls_us"]["max"] / 1e3)
+PY
+  done
+done
+medians "$out/burst.txt" | awk '{ printf "100 handshakes at once (%s): wall %.1f ms, connect p50 %.1f ms, TLS handshake max %.1f ms\n", $1, $2, $3, $4 }'

@@ -97,7 +97,7 @@ mod tests {
     }
 
     #[test]
-    fn members_know_their_group_and_what_they_spawn_runs_on_their_thread() {
+    fn members_know_their_group_and_what_they_spawn_runs_in_their_task() {
         let rt = runtime();
         let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
         rt.block_on(async {
@@ -109,10 +109,10 @@ mod tests {
                             let seen = seen.clone();
                             async move {
                                 let group = current();
-                                let here = std::thread::current().id();
+                                let here = tokio::task::id();
                                 let (tx, rx) = tokio::sync::oneshot::channel();
                                 spawn(async move {
-                                    let _ = tx.send((current(), std::thread::current().id()));
+                                    let _ = tx.send((current(), tokio::task::id()));
                                 });
                                 let (their_group, there) = rx.await.unwrap();
                                 seen.lock()
@@ -186,13 +186,17 @@ mod tests {
         let rt = runtime();
         let ran = Arc::new(AtomicUsize::new(0));
         rt.block_on(async {
+            // block_on's future is no task; what `spawn` starts from it is one.
+            assert_eq!(tokio::task::try_id(), None);
             let (tx, rx) = tokio::sync::oneshot::channel();
             let r = ran.clone();
             spawn(async move {
                 r.fetch_add(1, Ordering::SeqCst);
-                let _ = tx.send(());
+                let _ = tx.send((tokio::task::try_id(), current()));
             });
-            rx.await.unwrap();
+            let (task, group) = rx.await.unwrap();
+            assert!(task.is_some(), "ran as a task of its own");
+            assert_eq!(group, None);
             // A member that spawns a future that never ends: the group still ends with its
             // members, and drops it.
             run(

@@ -533,8 +533,9 @@ async fn connect(ep: &Endpoint) -> Result<Conn, TaskError> {
 }
 
 /// h2's handshake over any stream; the connection is driven beside the request that opened
-/// it (in its task group, or as a task of its own), and marked closed when it ends. The windows are hyper's defaults (2 MiB a stream, 5 MiB the
-/// connection), so that large bodies are not held back by h2's 64 KiB.
+/// it (in its task group, or as a task of its own), and marked closed when it ends. The windows
+/// are hyper's defaults (2 MiB a stream, 5 MiB the connection), so that large bodies are not
+/// held back by h2's 64 KiB.
 async fn handshake_h2<I>(io: I) -> Result<Conn, TaskError>
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
