@@ -240,7 +240,7 @@ impl Arrivals {
             while mono_ns() < due {
                 timer.get_mut().arm(due)?;
                 let mut guard = timer.readable_mut().await?;
-                guard.get_inner_mut().clear();
+                guard.get_inner_mut().fired();
                 guard.clear_ready();
             }
             // Every task due by now goes in one batch (with a grain, a tick's worth).
@@ -313,6 +313,17 @@ impl ReleaseTimer {
         }
         self.armed_ns = Some(at_ns);
         Ok(())
+    }
+
+    /// Forgets the arming that just fired without reading its expiry: the next [`arm`] resets
+    /// the expiry count, and an edge-triggered wait (tokio's) is woken by the next expiry
+    /// whatever the count. One system call a release fewer than [`clear`]; a level-triggered
+    /// wait would find the descriptor readable until the timer is armed again.
+    ///
+    /// [`arm`]: ReleaseTimer::arm
+    /// [`clear`]: ReleaseTimer::clear
+    pub fn fired(&mut self) {
+        self.armed_ns = None;
     }
 
     /// Reads a pending expiry, so the descriptor is no longer readable until armed again (a
@@ -406,6 +417,43 @@ mod tests {
             !readable_within(t.as_raw_fd(), 0),
             "the old expiry went with the re-arm"
         );
+    }
+
+    #[test]
+    fn a_fired_timer_armed_again_unread_wakes_an_edge_triggered_wait_at_its_next_expiry() {
+        use std::os::fd::AsRawFd;
+        let mut t = ReleaseTimer::new().expect("a timerfd");
+        // SAFETY: a new epoll descriptor, closed below; the event structs are ours.
+        let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        assert!(ep >= 0);
+        let mut ev = libc::epoll_event {
+            events: (libc::EPOLLIN | libc::EPOLLET) as u32,
+            u64: 7,
+        };
+        // SAFETY: registers the timer's descriptor, which outlives the epoll descriptor.
+        assert_eq!(
+            unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, t.as_raw_fd(), &mut ev) },
+            0
+        );
+        let wait = |ms: i32| {
+            let mut out = [libc::epoll_event { events: 0, u64: 0 }];
+            // SAFETY: one event slot that we own.
+            unsafe { libc::epoll_wait(ep, out.as_mut_ptr(), 1, ms) }
+        };
+        for round in 0..3 {
+            let at = mono_ns() + 1_000_000;
+            t.arm(at).expect("armed");
+            assert_eq!(wait(10_000), 1, "round {round}: the expiry is an edge");
+            assert!(mono_ns() >= at, "round {round}: never before its time");
+            assert_eq!(wait(0), 0, "round {round}: one edge an expiry");
+            // Not read: the next arming resets the count.
+            t.fired();
+        }
+        // Armed a minute away after an unread expiry: nothing until then.
+        t.arm(mono_ns() + 60_000_000_000).expect("armed");
+        assert_eq!(wait(5), 0, "the unread expiry went with the re-arm");
+        // SAFETY: closes the epoll descriptor made above.
+        unsafe { libc::close(ep) };
     }
 
     #[test]
