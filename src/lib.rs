@@ -93,3 +93,18 @@ pub use workload::{Nature, TaskError, Workload};
 
 /// The version written into every results file.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+static ALLOCATOR: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+
+/// Names the process's global allocator (`jemalloc`, `mimalloc`, `system`) for the results'
+/// meta line. The `concur` binary calls it before anything else; a program of the user's that
+/// runs concur as a library may, and its files otherwise say nothing of the allocator, which
+/// concur cannot see from inside. The first name given stays.
+pub fn set_allocator(name: &'static str) {
+    let _ = ALLOCATOR.set(name);
+}
+
+/// The process's global allocator as [`set_allocator`] named it.
+pub fn allocator() -> Option<&'static str> {
+    ALLOCATOR.get().copied()
+}

@@ -17,6 +17,16 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
+/// The allocator above, for the results' meta line.
+const ALLOCATOR_NAME: &str = if cfg!(feature = "alloc-mimalloc") {
+    "mimalloc"
+} else if cfg!(feature = "alloc-jemalloc") {
+    "jemalloc"
+} else {
+    "system"
+};
+
 fn main() -> std::process::ExitCode {
+    concur::set_allocator(ALLOCATOR_NAME);
     concur::cli::main()
 }

@@ -75,6 +75,12 @@ pub struct Meta {
     /// The command line.
     #[serde(default)]
     pub command: Vec<String>,
+    /// The global allocator of the concur that ran the study (`jemalloc`, `mimalloc`,
+    /// `system`): what every memory and CPU figure of the file was measured under. None when
+    /// concur ran inside another program that did not name its allocator
+    /// ([`crate::set_allocator`]), and in files from before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocator: Option<String>,
     /// Notes about the plan (chosen task sizes, scaled cells).
     #[serde(default)]
     pub notes: Vec<String>,

@@ -50,6 +50,7 @@ pub fn meta(
             .iter()
             .map(|a| crate::secret::mask_credentials(a))
             .collect(),
+        allocator: crate::allocator().map(str::to_string),
         notes,
         hosts,
     }
