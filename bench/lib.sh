@@ -18,6 +18,7 @@
 #                              connections (N, W, OUT when absent): sets n, w and out, makes
 #                              out, raises the open-files limit
 #   proc_cpu PID               a process's CPU seconds so far, "user sys", from /proc
+#   need_wrk2                  sets wrk2 to $WRK2 or wrk2 on PATH; exits 2 saying how to build it
 #   medians FILE               per label (first column) of a samples file, the median of each
 #                              further column: "LABEL MEDIAN..."
 #
@@ -112,6 +113,14 @@ for line in open(sys.argv[1]):
 for label, rows in d.items():
     print(label, *(statistics.median(col) for col in zip(*rows)))
 PY
+}
+
+need_wrk2() {
+  wrk2="${WRK2:-$(command -v wrk2 || true)}"
+  [ -x "$wrk2" ] || {
+    echo "wrk2 not found: set WRK2=/path/to/wrk (built from a checkout of giltene/wrk2 with make)" >&2
+    exit 2
+  }
 }
 
 proc_cpu() { awk -v t="$(getconf CLK_TCK)" '{printf "%.2f %.2f", $14 / t, $15 / t}' "/proc/$1/stat"; }

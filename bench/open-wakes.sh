@@ -10,8 +10,9 @@
 # from GNU time), voluntary context switches a request (the times the client slept and was
 # woken), and p50 latency from the scheduled time. The medians, then a least-squares line
 # through every concur sample, CPU = a + b × switches: b is what one wake-up costs here.
-# Usage: bench/open-wakes.sh [ROUNDS] [SECONDS] [RATES...]. Needs wrk2 (WRK2=path or wrk2 on
-# PATH, built from giltene/wrk2 with make, as bench/rate.sh says).
+# Usage: [OUT=DIR] bench/open-wakes.sh [ROUNDS] [SECONDS] [RATES...] (the samples go to DIR,
+# /tmp/concur-open-wakes by default). Needs wrk2 (WRK2=path or wrk2 on PATH, built from
+# giltene/wrk2 with make, as bench/rate.sh says). The line needs rates far apart (the defaults).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
@@ -20,11 +21,10 @@ shift $(( $# > 2 ? 2 : $# )) || true
 rates=("${@:-1000 4000 16000}")
 # shellcheck disable=SC2206
 rates=(${rates[*]})
+source bench/lib.sh
+need_wrk2
 out=${OUT:-/tmp/concur-open-wakes}
 mkdir -p "$out"
-wrk2="${WRK2:-$(command -v wrk2 || true)}"
-[ -x "$wrk2" ] || { echo "wrk2 not found: set WRK2=/path/to/wrk (built from giltene/wrk2)" >&2; exit 2; }
-source bench/lib.sh
 build
 start_server srv
 base="$srv_url/add?delay=0&name="
@@ -70,6 +70,8 @@ pts = [(float(s), float(c)) for lab, c, s, _ in (l.split() for l in open(sys.arg
 n = len(pts)
 mx, my = sum(x for x, _ in pts) / n, sum(y for _, y in pts) / n
 sxx = sum((x - mx) ** 2 for x, _ in pts)
+if n < 3 or sxx == 0:
+    sys.exit("too few samples, or all with the same switches, for a line: give rates far apart")
 b = sum((x - mx) * (y - my) for x, y in pts) / sxx
 a = my - b * mx
 ss = sum((y - my) ** 2 for _, y in pts)

@@ -17,9 +17,8 @@ rates=("${@:-1000 4000}")
 # shellcheck disable=SC2206
 rates=(${rates[*]})
 mkdir -p "$out"
-wrk2="${WRK2:-$(command -v wrk2 || true)}"
-[ -x "$wrk2" ] || { echo "wrk2 not found: set WRK2=/path/to/wrk (built from giltene/wrk2)" >&2; exit 2; }
 source bench/lib.sh
+need_wrk2
 build
 start_server srv
 base="$srv_url/add?delay=0&name="
