@@ -139,9 +139,12 @@ pub(super) fn drive(
         Some(c) if grouped => c.clamp(1, loops),
         _ => 0,
     };
+    let http = ctx.workload.http().is_some();
     let mut records = rt.block_on(async {
-        // Ends with the runtime (`shutdown_background`), like every task left.
-        tokio::spawn(hold_timer_wheel());
+        if http {
+            // Ends with the runtime (`shutdown_background`), like every task left.
+            tokio::spawn(hold_timer_wheel());
+        }
         let timer = feeder.map(|(a, r)| tokio::spawn(a.release_on_timer(r)));
         let one = |shared: Arc<Shared>| async move {
             if open {
@@ -206,14 +209,16 @@ pub(super) fn drive(
 /// How far ahead [`hold_timer_wheel`] keeps its deadline.
 const WHEEL_HOLD: std::time::Duration = std::time::Duration::from_millis(250);
 
-/// Keeps one deadline in the runtime's timer wheel for the whole run, [`WHEEL_HOLD`] ahead.
+/// Keeps one deadline in the runtime's timer wheel for the whole run, [`WHEEL_HOLD`] ahead: run
+/// beside the tasks of an HTTP workload, whose every request registers a timeout.
 ///
 /// tokio's timer unparks its driver (an eventfd write) whenever a timer is registered earlier
 /// than the earliest deadline the driver parked with, and always when it parked with none. An
-/// HTTP request registers its timeout, and when requests do not overlap (an open run below a
-/// few thousand a second) the wheel is empty each time: every request wrote the eventfd, and
-/// the driver's next `epoll_wait` returned for it alone (one write and one `epoll_wait` a
-/// request at 4,000/s, `perf record -e syscalls:sys_enter_write`). With this
+/// HTTP request registers its timeout, and when requests do not overlap (an open run of a few
+/// thousand a second, a closed one with few in flight) the wheel is empty each time: every
+/// request wrote the eventfd, and the driver's next `epoll_wait` returned for it alone (one
+/// write and one `epoll_wait` a request at 4,000/s, `perf record -e syscalls:sys_enter_write`,
+/// docs/benchmarks.md §22). With this
 /// deadline in the wheel, a timeout later than it (the request timeout's default is 30 s)
 /// registers without a wake-up; the hold itself wakes the runtime four times a second.
 async fn hold_timer_wheel() {
