@@ -452,9 +452,15 @@ fn every_format_renders_a_results_file_through_export() {
     assert_eq!(doc["cells"][1]["family"], "pool");
     assert_eq!(doc["advice"][0]["class"], "cpu");
     assert!(doc["meta"]["machine"]["cores"].as_u64().unwrap() >= 1);
-    // The binary names its allocator (the default build's), so every figure says what it was
-    // measured under.
-    assert_eq!(doc["meta"]["allocator"], "jemalloc", "{}", doc["meta"]);
+    // The binary names its allocator, so every figure says what it was measured under.
+    let allocator = if cfg!(feature = "alloc-mimalloc") {
+        "mimalloc"
+    } else if cfg!(feature = "alloc-jemalloc") {
+        "jemalloc"
+    } else {
+        "system"
+    };
+    assert_eq!(doc["meta"]["allocator"], allocator, "{}", doc["meta"]);
     // Bad names and targets are refused before any work, naming the value.
     for (args, needle) in [
         (vec!["--format", "yaml"], "unknown output format 'yaml'"),

@@ -75,9 +75,10 @@ pub struct Meta {
     /// The command line.
     #[serde(default)]
     pub command: Vec<String>,
-    /// The global allocator of the concur that ran the study (`jemalloc`, `mimalloc`,
-    /// `system`): what every memory and CPU figure of the file was measured under. None when
-    /// concur ran inside another program that did not name its allocator
+    /// The global allocator of the concur that ran the study here (`jemalloc`, `mimalloc`,
+    /// `system`, or what a program running concur as a library named): what its cells'
+    /// memory and CPU were measured under. Agents of a `--hub` study and external programs
+    /// have their own. None when concur ran inside a program that did not name its allocator
     /// ([`crate::set_allocator`]), and in files from before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allocator: Option<String>,
