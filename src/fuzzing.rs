@@ -21,11 +21,12 @@ use crate::hub::sign::{self, HubKey, Seen};
 use crate::hub::work::{PartDone, PartWork, Work};
 use crate::hub::{admit, AgentInfo};
 use crate::measure::latency::{LatencyRecorder, LatencyWire};
-use crate::options::StudyOptions;
-use crate::output::{escape_controls, escape_json_controls};
-use crate::study::plan::{self, CellPlan, Plan};
-use crate::study::runner::convert;
-use crate::study::runner::supervise::Ended;
+use crate::os::terminal::{escape_controls, escape_json_controls};
+use crate::plan;
+use crate::plan::options::StudyOptions;
+use crate::plan::{CellPlan, Plan};
+use crate::runner::convert;
+use crate::runner::supervise::Ended;
 use crate::workload::outside::Allowed;
 use crate::workload::HttpRequest;
 
@@ -110,7 +111,7 @@ pub const TARGETS: &[(&str, Harness)] = &[
 /// server's query values): no panic, and what is accepted prints back (`fmt_duration_spec`)
 /// to text that parses to the same value, to the nanosecond.
 pub fn units(data: &[u8]) {
-    use crate::units::{fmt_duration_spec, parse_duration, parse_size};
+    use crate::base::units::{fmt_duration_spec, parse_duration, parse_size};
     let text = text(data);
     if let Ok(d) = parse_duration(text) {
         let printed = fmt_duration_spec(d);
@@ -126,7 +127,7 @@ pub fn units(data: &[u8]) {
 /// `--rate` and `--slo` (`study::rate::parse_rate`, `parse_slo`): no panic; an accepted rate
 /// is finite and above 0, a ramp does not fall. The text is the rate, or `RATE\nSLO`.
 pub fn rate(data: &[u8]) {
-    use crate::study::rate::{parse_rate, parse_slo, Rate};
+    use crate::plan::rate::{parse_rate, parse_slo, Rate};
     let text = text(data);
     let (rate, slo) = match text.split_once('\n') {
         Some((r, s)) => (r, Some(s)),
@@ -166,7 +167,7 @@ pub fn workload_spec(data: &[u8]) {
 /// (any other spec comes back alone, as typed, for `parse` to judge).
 pub fn model_spec(data: &[u8]) {
     use crate::model::{expand_scan, parse};
-    use crate::options::PeerRequest;
+    use crate::plan::options::PeerRequest;
     let spec = text(data);
     if let Ok(m) = parse(spec) {
         let printed = m.spec();
@@ -485,7 +486,7 @@ fn answer_cells() -> &'static (Plan, CellPlan, CellPlan) {
             workloads: vec!["fib:5".into()],
             models: vec!["seq".into()],
             tasks: vec![2 * TEST_SHARE.tasks],
-            repeat: crate::options::RepeatArg { repeat: Some(1) },
+            repeat: crate::plan::options::RepeatArg { repeat: Some(1) },
             warmup: Some(0),
             timeout: Duration::from_secs(30),
             ..StudyOptions::default()
@@ -577,7 +578,7 @@ pub fn histogram(data: &[u8]) {
 /// reads back (`concur report`) as written.
 pub fn concur_line(data: &[u8]) {
     use crate::measure::rusage::ChildUsage;
-    use crate::study::runner::supervise::{last_concur_line, CONCUR_PREFIX};
+    use crate::runner::supervise::{last_concur_line, CONCUR_PREFIX};
     let found = last_concur_line(data);
     let last = data
         .split(|&b| b == b'\n')
@@ -645,10 +646,10 @@ fn peer_cell() -> &'static (Plan, CellPlan) {
             workloads: vec!["fib:5".into()],
             models: vec!["seq".into()],
             tasks: vec![4],
-            repeat: crate::options::RepeatArg { repeat: Some(1) },
+            repeat: crate::plan::options::RepeatArg { repeat: Some(1) },
             warmup: Some(0),
             timeout: Duration::from_secs(30),
-            peers: crate::options::PeerOptions {
+            peers: crate::plan::options::PeerOptions {
                 peers: vec!["prog=true".into()],
                 ..Default::default()
             },
@@ -864,7 +865,7 @@ pub fn header(data: &[u8]) {
             "{line:?}: {n}: {v:?} cannot be sent"
         );
     }
-    if crate::secret::is_credential_header(&name) {
+    if crate::base::secret::is_credential_header(&name) {
         let auth = name.eq_ignore_ascii_case("authorization")
             || name.eq_ignore_ascii_case("proxy-authorization");
         let secret = match value.split_once([' ', '\t']) {
@@ -872,7 +873,7 @@ pub fn header(data: &[u8]) {
             _ => value.as_str(),
         };
         if !secret.is_empty() && !secret.contains('*') && written_once(line, secret) {
-            let masked = crate::secret::mask_credentials(line);
+            let masked = crate::base::secret::mask_credentials(line);
             assert!(
                 !masked.contains(secret),
                 "{line:?} shows as {masked:?}, its credential {secret:?} in it"

@@ -18,11 +18,11 @@ use crate::analysis::advice::Advice;
 use crate::analysis::compare::Comparison;
 use crate::analysis::results::{CellResult, Meta, RunResult};
 use crate::analysis::Analysis;
-use crate::app::{command_line, conduct, Conduct, Isolation};
-use crate::error::{Error, Result};
-use crate::options::OutputOptions;
+use crate::base::error::{Error, Result};
+use crate::model::selfcall::SelfCall;
+use crate::plan::options::OutputOptions;
 use crate::report::{self, Report};
-use crate::selfcall::SelfCall;
+use crate::study::conduct::{command_line, conduct, Conduct, Isolation};
 use crate::study::{self, StudyOptions};
 use crate::workload::custom::{self, FnWorkload, TaskOutput};
 use crate::workload::{Nature, Workload};
@@ -256,16 +256,16 @@ impl Lab {
         }
         // `my-binary agent --hub URL`: this binary joins a hub as an agent, and the runs it
         // is sent start this binary again, so this lab's closures run on this host.
-        if let Some(args) = crate::hub::agent_args::command_line() {
+        if let Some(args) = crate::cli::agent::command_line() {
             if !INIT.load(Ordering::SeqCst) {
                 return Err(Error::usage(
                     "an agent runs each share in a fresh process of this binary: call concur::init() first in main",
                 ));
             }
-            let code = match crate::hub::agent_args::run(args) {
+            let code = match crate::cli::agent::run(args) {
                 Ok(code) => code,
                 Err(e) => {
-                    crate::output::fatal(&e);
+                    crate::os::terminal::fatal(&e);
                     e.exit_code()
                 }
             };
@@ -298,7 +298,7 @@ impl Lab {
             Isolation::FreshProcess
         } else {
             if !WARNED.swap(true, Ordering::SeqCst) {
-                crate::output::warn_always(format_args!(
+                crate::os::terminal::warn_always(format_args!(
                     "concur::init() was not called first in main, so every run of lab '{}' happens inside this process (runtimes, pools and the allocator carry over; --timeout cannot stop a run); results say \"isolation\": \"in-process\"",
                     self.name
                 ));
@@ -329,10 +329,10 @@ impl Lab {
 
 /// Performs the one run, task or worker this process was started for, then ends it.
 fn serve_child() -> ! {
-    match study::child::serve() {
+    match crate::runner::child::serve() {
         Ok(()) => std::process::exit(0),
         Err(e) => {
-            crate::output::fatal(&e);
+            crate::os::terminal::fatal(&e);
             std::process::exit(e.exit_code());
         }
     }
@@ -359,7 +359,7 @@ impl LabReport {
     fn empty() -> LabReport {
         LabReport {
             meta: study::meta(
-                crate::study::machine::machine(),
+                crate::runner::machine::machine(),
                 &[],
                 Vec::new(),
                 Vec::new(),
@@ -387,7 +387,7 @@ impl LabReport {
 
     /// Counted runs that failed (a failed task, a crash, a timeout).
     pub fn failed_runs(&self) -> usize {
-        crate::publish::failed_runs(&self.runs).len()
+        crate::report::publish::failed_runs(&self.runs).len()
     }
 
     /// The report in one of the command line's formats (`table`, `markdown`, `csv`, `ruby`,

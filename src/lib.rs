@@ -41,71 +41,41 @@
 //! the [`analysis::advice`], and the comparison with a baseline.
 //!
 //! The pipeline behind it (and behind the command line), one module a step:
-//! [`study::plan`] validates specs and options into a plan once; [`study::execute`] runs
+//! [`plan`] validates specs and options into a plan once; [`study::execute`] runs
 //! every repetition of every cell through an [`study::Executor`] (a fresh child process per
-//! run); [`analysis`] turns run lines into cells and advice; [`publish`] and [`report`] write
+//! run); [`analysis`] turns run lines into cells and advice; [`report::publish`] and [`report`] write
 //! them out. `docs/architecture.md` in the repository draws it.
 
 #![warn(missing_docs)]
 
 pub mod analysis;
-pub(crate) mod app;
-pub(crate) mod bind;
-pub(crate) mod clap_defaults;
+pub mod base;
 pub mod classic;
 #[doc(hidden)]
 pub mod cli;
-pub mod error;
-pub(crate) mod files;
 #[doc(hidden)]
 pub mod fuzzing;
-pub(crate) mod gil;
 pub mod hub;
-pub(crate) mod interrupt;
 pub mod jobs;
 pub mod lab;
 pub mod measure;
 pub mod model;
-pub mod options;
-pub(crate) mod output;
-pub(crate) mod process;
-pub mod publish;
+pub mod os;
+pub mod plan;
 pub mod report;
-pub(crate) mod secret;
-pub(crate) mod selfcall;
+pub(crate) mod runner;
 pub mod server;
-pub(crate) mod stats;
 pub mod study;
-pub mod tls;
-pub mod units;
-pub(crate) mod usage_error;
 pub mod workload;
 
 pub use analysis::results::{CellResult, Isolation, RunResult};
-pub use app::{advise, report_file, run};
-pub use error::{Error, Input};
+pub use base::error::{Error, Input};
 pub use lab::{init, Lab, LabReport};
 pub use model::Model;
-pub use options::StudyOptions;
-pub use publish::Outputs;
+pub use plan::options::StudyOptions;
+pub use report::publish::Outputs;
+pub use study::conduct::{advise, report_file, run};
 pub use workload::custom::TaskOutput;
 pub use workload::{Nature, TaskError, Workload};
 
-/// The version written into every results file.
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
-
-static ALLOCATOR: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
-
-/// Names the process's global allocator for the results' meta line (`allocator`). The `concur`
-/// binary calls it before anything else with `jemalloc`, `mimalloc` or `system` (the C
-/// library's malloc). A program of the user's that runs concur as a library may name its own
-/// (`tcmalloc`, say); its files otherwise say nothing of the allocator, which concur cannot see
-/// from inside. The first name given stays.
-pub fn set_allocator(name: &'static str) {
-    let _ = ALLOCATOR.set(name);
-}
-
-/// The process's global allocator as [`set_allocator`] named it.
-pub fn allocator() -> Option<&'static str> {
-    ALLOCATOR.get().copied()
-}
+pub use base::version::{set_allocator, VERSION};

@@ -629,7 +629,7 @@ fn help_list_and_completions_name_every_registry_entry() {
     for e in concur::workload::REGISTRY {
         assert!(run_help.contains(e.usage), "run --help lacks {}", e.usage);
     }
-    for name in concur::study::presets::study_names() {
+    for name in concur::plan::presets::study_names() {
         assert!(run_help.contains(name), "run --help lacks {name}");
     }
     for f in concur::report::FORMATS {

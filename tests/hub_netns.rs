@@ -110,7 +110,7 @@ fn the_crawl_over_1_2_and_3_hosts_with_the_server_on_a_host_of_its_own() {
             .or_default()
             .push(r);
     }
-    // The crawl's models (src/study/presets.rs), each over 1, 2 and 3 hosts.
+    // The crawl's models (src/plan/presets.rs), each over 1, 2 and 3 hosts.
     let mut models = [
         "seq",
         "thread",

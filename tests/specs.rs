@@ -233,7 +233,7 @@ fn fork_refuses_a_multithreaded_parent() {
             workload: "fib:5".into(),
             options: WorkloadOptions::default(),
             gil: false,
-            settings: concur::options::RunSettings::default(),
+            settings: concur::plan::options::RunSettings::default(),
             jobs_backend: None,
         },
         arrivals: None,

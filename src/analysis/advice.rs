@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use super::{groups, Group};
 use crate::analysis::results::{CellResult, Nature};
 use crate::analysis::{Analysis, TOO_SHORT_S};
-use crate::units::{fmt_kib, fmt_secs};
+use crate::base::units::{fmt_kib, fmt_secs};
 
 /// Effective cores of one task at a time above which a workload is CPU-bound.
 pub const CPU_BOUND: f64 = 0.7;
@@ -87,7 +87,7 @@ fn classify(cells: &[&CellResult], nature: Nature, cores: usize) -> (Class, Opti
             .filter(|c| c.traits.baseline && c.key.gil == gil)
             .filter_map(|c| c.effective_cores)
             .collect();
-        crate::stats::median(&v)
+        crate::base::stats::median(&v)
     };
     let e = seq(false).or_else(|| seq(true)).or_else(|| {
         let per_slot: Vec<f64> = cells
@@ -97,7 +97,7 @@ fn classify(cells: &[&CellResult], nature: Nature, cores: usize) -> (Class, Opti
                 c.effective_cores.map(|e| e / p)
             })
             .collect();
-        crate::stats::median(&per_slot)
+        crate::base::stats::median(&per_slot)
     });
     let declared = match nature {
         Nature::Cpu => Some(Class::Cpu),
@@ -339,7 +339,7 @@ pub fn advise(a: &Analysis) -> Vec<Advice> {
                     (u + s > 0.0).then(|| s / (u + s))
                 })
                 .collect();
-            let kernel = crate::stats::median(&kernel);
+            let kernel = crate::base::stats::median(&kernel);
             // Blocking "I/O" that keeps the kernel busy (reading /dev/urandom) is CPU work.
             let class = match (class, e, kernel) {
                 (Class::Io, Some(e), Some(k)) if e >= 0.5 && k >= 0.5 => Class::Cpu,
@@ -830,8 +830,8 @@ mod tests {
 mod mock_tests {
     use super::*;
     use crate::analysis::analyze;
-    use crate::study::runner::mock::{mock_plan, MockEnd, MockExecutor};
-    use crate::study::runner::Executor;
+    use crate::runner::mock::{mock_plan, MockEnd, MockExecutor};
+    use crate::runner::Executor;
 
     fn advice_for(
         workloads: &[&str],

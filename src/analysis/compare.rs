@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::analysis::results::{CellKey, Machine, RunResult};
-use crate::error::{Error, Result};
-use crate::stats;
-use crate::units::fmt_secs;
+use crate::base::error::{Error, Result};
+use crate::base::stats;
+use crate::base::units::fmt_secs;
 
 /// Where named baselines live, relative to the working directory.
 pub const BASELINE_DIR: &str = "concur-results/baselines";
@@ -481,7 +481,7 @@ pub fn summary_line(c: &Comparison) -> String {
 mod tests {
     use super::*;
     use crate::analysis::results::RunStatus;
-    use crate::study::runner::mock::{mock_plan, MockExecutor};
+    use crate::runner::mock::{mock_plan, MockExecutor};
 
     #[test]
     fn baseline_names() {

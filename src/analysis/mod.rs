@@ -8,7 +8,7 @@ pub mod results;
 
 use std::collections::BTreeMap;
 
-use crate::stats;
+use crate::base::stats;
 use results::{CellKey, CellResult, Machine, RunResult, RunStatus};
 
 /// Runs shorter than this are dominated by start-up noise.
@@ -73,7 +73,7 @@ impl std::fmt::Display for Warning {
             Warning::TooShort { cell, wall_s } => write!(
                 f,
                 "{cell}: runs take {} — too short to time reliably; use more tasks or a bigger task",
-                crate::units::fmt_secs(*wall_s)
+                crate::base::units::fmt_secs(*wall_s)
             ),
             Warning::Varies { cell, cv } => write!(
                 f,
@@ -470,8 +470,8 @@ pub fn groups(a: &Analysis) -> Vec<Group<'_>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::study::runner::mock::{mock_plan, MockEnd, MockExecutor};
-    use crate::study::runner::Executor;
+    use crate::runner::mock::{mock_plan, MockEnd, MockExecutor};
+    use crate::runner::Executor;
 
     fn close(a: Option<f64>, b: f64) -> bool {
         a.is_some_and(|a| (a - b).abs() < 1e-9)

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 pub use crate::measure::conn::Connections;
 use crate::measure::latency::{LatencySummary, LatencyWire};
 use crate::measure::open::OpenStats;
@@ -79,7 +79,7 @@ pub struct Meta {
     /// `system`, or what a program running concur as a library named): what its cells'
     /// memory and CPU were measured under. Agents of a `--hub` study and external programs
     /// have their own. None when concur ran inside a program that did not name its allocator
-    /// ([`crate::set_allocator`]), and in files from before it was recorded.
+    /// ([`crate::base::version::set_allocator`]), and in files from before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allocator: Option<String>,
     /// Notes about the plan (chosen task sizes, scaled cells).
@@ -563,7 +563,7 @@ pub struct ResultsWriter {
 
 impl ResultsWriter {
     /// Creates (truncates) the results file at `path`, by the rule of every output a user
-    /// names (see `files.rs`; `flag` in its errors); `-` means stdout.
+    /// names (see `os/files.rs`; `flag` in its errors); `-` means stdout.
     pub fn create(flag: &str, path: &Path) -> Result<Self> {
         if path == Path::new("-") {
             return Ok(ResultsWriter {
@@ -572,7 +572,7 @@ impl ResultsWriter {
                 flag: flag.to_string(),
             });
         }
-        let file = crate::files::create_output(flag, path)?;
+        let file = crate::os::files::create_output(flag, path)?;
         Ok(ResultsWriter {
             out: Box::new(file),
             path: Some(path.to_path_buf()),
@@ -693,9 +693,9 @@ pub fn parse_line(bytes: &[u8]) -> std::result::Result<Option<Line>, String> {
 }
 
 /// Opens a results file for reading, refusing anything but a regular file
-/// ([`crate::files::open_regular`]: a device never ends, a FIFO would block).
+/// ([`crate::os::files::open_regular`]: a device never ends, a FIFO would block).
 fn open_regular(path: &Path) -> Result<File> {
-    crate::files::open_regular(path).map_err(|why| {
+    crate::os::files::open_regular(path).map_err(|why| {
         let why = if why.starts_with("it is ") {
             format!("{why}; a results file must be a regular file")
         } else {

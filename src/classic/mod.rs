@@ -12,9 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use crate::error::{Error, Result};
-use crate::study::plan::{ClassicSizes, PeerRequest};
-use crate::study::presets;
+use crate::base::error::{Error, Result};
+use crate::plan::{presets, ClassicSizes, PeerRequest};
 
 /// One classic program shipped in the binary.
 pub struct Program {

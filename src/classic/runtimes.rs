@@ -11,8 +11,7 @@ use std::path::Path;
 use std::process::Command;
 
 use super::{on_path, output, python, quoted, Classic, INSTALL};
-use crate::study::plan::{ClassicSizes, PeerRequest};
-use crate::study::presets;
+use crate::plan::{presets, ClassicSizes, PeerRequest};
 
 /// The Debian packages of the other runtimes.
 pub const APT_PACKAGES: &[&str] = &["golang-go", "nodejs", "openjdk-17-jdk-headless", "elixir"];

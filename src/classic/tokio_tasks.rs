@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 use crate::measure::latency::LatencySummary;
 use crate::measure::wakeups::Wakeups;
 

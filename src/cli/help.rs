@@ -5,7 +5,7 @@
 use clap::CommandFactory;
 
 use super::Cli;
-use crate::study::presets;
+use crate::plan::presets;
 
 /// `concur list`: every workload, model, study and output format, with one line each.
 pub(super) fn list() {
@@ -30,7 +30,7 @@ pub(super) fn list() {
 /// Each study's counted runs per cell when `-r` is not given, from the studies themselves:
 /// `gil 5 (--quick 3), …, free-form 5`.
 fn default_repeats() -> String {
-    let defaults = crate::options::StudyOptions::default();
+    let defaults = crate::plan::options::StudyOptions::default();
     let mut parts: Vec<String> = presets::STUDIES
         .iter()
         .filter_map(|s| {
@@ -38,7 +38,7 @@ fn default_repeats() -> String {
             let full = presets::preset(name, &defaults, false).ok()?.repeat;
             let quick = presets::preset(
                 name,
-                &crate::options::StudyOptions {
+                &crate::plan::options::StudyOptions {
                     quick: true,
                     ..defaults.clone()
                 },
@@ -55,7 +55,7 @@ fn default_repeats() -> String {
         .collect();
     parts.push(format!(
         "{} for a free-form study",
-        crate::study::plan::FREEFORM_REPEAT
+        crate::plan::FREEFORM_REPEAT
     ));
     parts.join(", ")
 }
@@ -79,7 +79,7 @@ pub(crate) fn command() -> clap::Command {
     let study_repeats = default_repeats();
     let repeats_of = |command: &str| match command {
         "crawl" => super::CRAWL_REPEAT.to_string(),
-        "advise" => crate::app::ADVISE_REPEAT.to_string(),
+        "advise" => crate::study::conduct::ADVISE_REPEAT.to_string(),
         _ => study_repeats.clone(),
     };
     let fill = |a: clap::Arg, repeats: &str| -> clap::Arg {

@@ -1,11 +1,14 @@
 //! The command line: the subcommands and their flags (the option groups themselves are
-//! defined once, in [`crate::options`]), the help lists filled from the registries, and the
+//! defined once, in [`crate::plan::options`]), the help lists filled from the registries, and the
 //! one call each subcommand makes into the library. The binary is `main() { cli::main() }`.
 
+pub(crate) mod agent;
+mod agents;
+mod classic;
 pub(crate) mod help;
-mod hub;
 mod jobs;
 mod serve;
+pub(crate) mod usage_error;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -13,8 +16,8 @@ use std::process::ExitCode;
 use clap::error::ErrorKind;
 use clap::{Args, FromArgMatches, Parser, Subcommand};
 
-use crate::error::Error;
-use crate::options::{
+use crate::base::error::Error;
+use crate::plan::options::{
     CmdOptions, HubOptions, OpenOptions, OutputOptions, PeerOptions, RepeatArg, RequestOptions,
     StudyOptions,
 };
@@ -53,27 +56,27 @@ enum Command {
     Advise(AdviseArgs),
     /// Background jobs: enqueue, work, stats, retry and dead sets (SQLite or Redis)
     #[command(subcommand)]
-    Jobs(jobs::JobsCommand),
+    Jobs(classic::JobsCommand),
     /// The classic experiments' programs in CPython and MRI that --classic runs: install, show
     #[command(subcommand)]
-    Classic(jobs::ClassicCommand),
+    Classic(classic::ClassicCommand),
     /// Join a hub (a Redis) as an agent: run the shares of studies sent from other hosts until told to leave or Ctrl-C
-    Agent(crate::hub::agent_args::AgentArgs),
+    Agent(crate::cli::agent::AgentArgs),
     /// List a hub's agents (name, address, cores, clock offset, last heartbeat, what each does), or tell them to leave
-    Agents(hub::AgentsArgs),
+    Agents(agents::AgentsArgs),
     /// Print a shell completion script: concur completions bash > /etc/bash_completion.d/concur
     Completions {
         /// The shell
         shell: clap_complete::Shell,
     },
     /// One run of one cell, started by `concur run` (its request comes on fd 4, never argv)
-    #[command(name = crate::selfcall::SelfCall::RUN, hide = true)]
+    #[command(name = crate::model::selfcall::SelfCall::RUN, hide = true)]
     InternalRun(InternalArgs),
     /// One task of the spawn model, started by a run (its request comes on fd 4)
-    #[command(name = crate::selfcall::SelfCall::TASK, hide = true)]
+    #[command(name = crate::model::selfcall::SelfCall::TASK, hide = true)]
     InternalTask(InternalArgs),
     /// One worker process of the jobs-procs model, started by a run (its request comes on fd 4)
-    #[command(name = crate::selfcall::SelfCall::WORKER, hide = true)]
+    #[command(name = crate::model::selfcall::SelfCall::WORKER, hide = true)]
     InternalWorker(InternalArgs),
 }
 
@@ -182,13 +185,15 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
     match cli.command {
         Command::Run(mut a) => {
             a.study.hub = a.study.hub.from_env();
-            crate::app::run(
+            crate::study::conduct::run(
                 &a.study,
                 &a.out.outputs(a.json, a.failures.ignore_failures),
-                crate::app::command_line(),
+                crate::study::conduct::command_line(),
             )
         }
-        Command::Report(a) => crate::app::report_file(&a.file, &a.out.outputs(None, false)),
+        Command::Report(a) => {
+            crate::study::conduct::report_file(&a.file, &a.out.outputs(None, false))
+        }
         Command::Crawl(a) => {
             let takes_workers = crate::model::REGISTRY
                 .iter()
@@ -218,10 +223,10 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
                 hub: a.hub.from_env(),
                 ..StudyOptions::default()
             };
-            crate::app::run(
+            crate::study::conduct::run(
                 &opts,
                 &a.out.outputs(a.json, a.failures.ignore_failures),
-                crate::app::command_line(),
+                crate::study::conduct::command_line(),
             )
         }
         Command::Serve(a) => serve::run(a),
@@ -238,13 +243,13 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
                 open: a.open,
                 ..StudyOptions::default()
             };
-            crate::app::advise(
+            crate::study::conduct::advise(
                 &a.workload,
                 a.tasks,
                 a.repeat.repeat,
                 base,
                 &a.out.outputs(a.results, a.failures.ignore_failures),
-                crate::app::command_line(),
+                crate::study::conduct::command_line(),
             )
         }
         Command::Completions { shell } => {
@@ -256,10 +261,10 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
             );
             Ok(0)
         }
-        Command::Jobs(c) => jobs::jobs(c),
-        Command::Agent(a) => crate::hub::agent_args::agent(a),
-        Command::Agents(a) => hub::agents(a),
-        Command::Classic(c) => jobs::classic(c),
+        Command::Jobs(c) => classic::jobs(c),
+        Command::Agent(a) => crate::cli::agent::agent(a),
+        Command::Agents(a) => agents::agents(a),
+        Command::Classic(c) => classic::classic(c),
         Command::List => {
             help::list();
             Ok(0)
@@ -267,7 +272,7 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
         // Served in `main` before parsing; listed so that `--help` and completions know
         // them as hidden commands.
         Command::InternalRun(_) | Command::InternalTask(_) | Command::InternalWorker(_) => {
-            crate::study::child::serve().map(|_| 0)
+            crate::runner::child::serve().map(|_| 0)
         }
     }
 }
@@ -278,8 +283,8 @@ pub fn main() -> ExitCode {
     // A child of a study (a run, each task of `spawn`, a queue worker) takes nothing from
     // argv: it serves its fd-4 request without building the help texts, which a spawned task
     // would otherwise pay for on every start.
-    let done = if crate::selfcall::SelfCall::started_as_child() {
-        crate::study::child::serve().map(|_| 0)
+    let done = if crate::model::selfcall::SelfCall::started_as_child() {
+        crate::runner::child::serve().map(|_| 0)
     } else {
         let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
         match help::command()
@@ -298,14 +303,14 @@ pub fn main() -> ExitCode {
             {
                 e.exit()
             }
-            Err(e) => Err(Error::usage(crate::usage_error::line(&e, &args))),
+            Err(e) => Err(Error::usage(crate::cli::usage_error::line(&e, &args))),
         }
     };
     match done {
         Ok(code) => ExitCode::from(code as u8),
         Err(Error::ClosedStdout) => ExitCode::SUCCESS,
         Err(e) => {
-            crate::output::fatal(&e);
+            crate::os::terminal::fatal(&e);
             ExitCode::from(e.exit_code() as u8)
         }
     }

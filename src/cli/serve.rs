@@ -1,16 +1,16 @@
-//! `concur serve`: the delay server's flags (its settings are [`crate::options::ServerOptions`];
+//! `concur serve`: the delay server's flags (its settings are [`crate::plan::options::ServerOptions`];
 //! the certificate's flags are `serve`'s own) and its one library call.
 
 use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::error::Error;
+use crate::base::error::Error;
 
 #[derive(Args)]
 pub(super) struct ServeArgs {
     #[command(flatten)]
-    server: crate::options::ServerOptions,
+    server: crate::plan::options::ServerOptions,
     /// Serve HTTPS with this certificate chain (PEM); needs --tls-key
     #[arg(
         long,
@@ -48,7 +48,7 @@ fn serve_tls(
 ) -> Result<Option<crate::server::ServeTls>, Error> {
     Ok(match (cert, key) {
         (Some(c), Some(k)) => Some(crate::server::ServeTls::Files(
-            crate::tls::ServerCert::from_files(&c, &k).map_err(Error::usage)?,
+            crate::os::tls::ServerCert::from_files(&c, &k).map_err(Error::usage)?,
         )),
         _ if self_signed => Some(crate::server::ServeTls::SelfSigned),
         _ => None,

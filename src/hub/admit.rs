@@ -1,7 +1,7 @@
 //! What an agent accepts of the work it takes from the hub. Whoever can write to the hub's
 //! Redis can put work on an agent's list, so every share is outside input: it is checked
 //! again here by the plan's own checks (the cell's workload, model and task count through
-//! [`crate::study::plan::cell`], the `-H` and `--method` checks, the stack size and lock
+//! [`crate::plan::cell`], the `-H` and `--method` checks, the stack size and lock
 //! settings), bounded (its timeout, how far ahead it starts, the size of its body and
 //! certificates), and held to what the agent's operator allows
 //! ([`crate::workload::outside`]: no commands without `--allow-commands`, no files of the
@@ -14,8 +14,8 @@ use std::time::Duration;
 use super::work::{PartWork, Work};
 use super::PREFIX;
 use crate::jobs::BackendUrl;
-use crate::study::plan;
-use crate::study::presets::CellRequest;
+use crate::plan;
+use crate::plan::presets::CellRequest;
 use crate::workload::outside::{self, Allowed};
 use crate::workload::{self, WorkloadOptions};
 

@@ -10,18 +10,18 @@ use std::time::{Duration, Instant};
 
 use redis::Connection;
 
-use super::admit;
-use super::clock;
 use super::work::{PartDone, PartWork, Work};
+use super::{admit, clock};
 use super::{
     agent_key, agents_key, cancel_key, check_name, doing_key, done_key, retrying_mends, work_key,
     AgentInfo, Hub, HubUrl, BEAT, LOST_AFTER,
 };
 use crate::analysis::results::MetaHost;
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 use crate::measure::mono_ns;
-use crate::output::Terminal;
-use crate::study::runner::supervise::{self, Launch};
+use crate::os::terminal::Terminal;
+use crate::runner::supervise;
+use crate::runner::supervise::Launch;
 use crate::workload::outside::Allowed;
 
 /// How long the results of a run stay on the hub for a study that has not read them.
@@ -100,7 +100,7 @@ pub fn run(url: &HubUrl, o: &AgentOptions, terminal: &Terminal) -> Result<i32> {
     let name = o.name.clone().unwrap_or_else(hostname);
     check_name(&name)?;
     let exe = std::env::current_exe().map_err(|e| Error::io("finding our own binary", e))?;
-    crate::interrupt::install_interrupt_handler();
+    crate::os::interrupt::install_interrupt_handler();
     let mut agent = Agent {
         hub,
         name,
@@ -115,7 +115,7 @@ pub fn run(url: &HubUrl, o: &AgentOptions, terminal: &Terminal) -> Result<i32> {
     let mut attempt = 0u32;
     let mut first = true;
     let told = loop {
-        if crate::interrupt::interrupted() {
+        if crate::os::interrupt::interrupted() {
             break false;
         }
         let (mut c, info) = match agent.join(first) {
@@ -185,7 +185,7 @@ impl From<redis::RedisError> for JoinError {
 /// Sleeps `d`, or less if Ctrl-C comes.
 fn interruptible_sleep(d: Duration) {
     let until = Instant::now() + d;
-    while !crate::interrupt::interrupted() && Instant::now() < until {
+    while !crate::os::interrupt::interrupted() && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(20).min(until - Instant::now()));
     }
 }
@@ -209,7 +209,7 @@ impl Agent<'_> {
         let mut c = self.hub.try_connect().map_err(fatal)?;
         redis::cmd("PING").query::<String>(&mut c).map_err(fatal)?;
         let clock = clock::measure(&mut c)?;
-        let machine = crate::study::machine::machine();
+        let machine = crate::runner::machine::machine();
         let addr = self.hub.local_addr();
         let info = AgentInfo {
             meta: MetaHost {
@@ -218,7 +218,7 @@ impl Agent<'_> {
                 addr: addr.map(|a| a.to_string()),
                 cores: machine.cores,
                 mem_total_kib: machine.mem_total_kib,
-                version: crate::VERSION.into(),
+                version: crate::base::version::VERSION.into(),
                 clock_offset_ns: clock.offset_ns,
                 clock_uncertainty_ns: clock.uncertainty_ns,
             },
@@ -273,7 +273,7 @@ impl Agent<'_> {
         let allowed = &self.o.allowed;
         self.terminal.line(format_args!(
             "concur {}: agent '{}' joined the hub {} from {}: {} cores, clock {} against the hub's; {}; load goes to public addresses{}",
-            crate::VERSION,
+            crate::base::version::VERSION,
             self.name,
             self.hub.url(),
             info.addr.as_deref().unwrap_or("an unknown address"),
@@ -298,7 +298,7 @@ impl Agent<'_> {
             ));
         } else {
             // Said whatever --quiet asks (a service runs quiet): it is what its operator must know.
-            crate::output::warn_always(format_args!(
+            crate::os::terminal::warn_always(format_args!(
                 "agent '{}': no hub key ({}): anyone who can write to the hub {} can give this agent work within those limits (docs/security.md)",
                 self.name,
                 super::sign::HUB_KEY_ENV,
@@ -346,7 +346,7 @@ impl Agent<'_> {
                 return Ended::Lost(e);
             }
         }
-        while !crate::interrupt::interrupted() {
+        while !crate::os::interrupt::interrupted() {
             let taken: redis::RedisResult<Option<String>> = redis::cmd("BLMOVE")
                 .arg(work_key(&name))
                 .arg(doing_key(&name))
@@ -357,7 +357,7 @@ impl Agent<'_> {
             let item = match taken {
                 Ok(item) => item,
                 // Ctrl-C or SIGTERM cut the wait short: leave as asked.
-                Err(_) if crate::interrupt::interrupted() => break,
+                Err(_) if crate::os::interrupt::interrupted() => break,
                 Err(e) => return Ended::Lost(e),
             };
             let Some(text) = item else {
@@ -633,10 +633,10 @@ fn run_part(
         ended: None,
         clock,
     };
-    if w.version != crate::VERSION {
+    if w.version != crate::base::version::VERSION {
         return refused(format!(
             "agent '{name}' runs concur {}, the study runs concur {}: every host of a study runs the same version",
-            crate::VERSION,
+            crate::base::version::VERSION,
             w.version.escape_debug()
         ));
     }
@@ -665,7 +665,7 @@ fn run_part(
     }
     let until_start = Duration::from_nanos(part.start_mono_ns.saturating_sub(mono_ns()));
     let limit = until_start + Duration::from_secs_f64(w.timeout_s);
-    let stop = || crate::interrupt::interrupted() || cancel.load(Ordering::SeqCst);
+    let stop = || crate::os::interrupt::interrupted() || cancel.load(Ordering::SeqCst);
     let ended = match supervise::run(
         Launch::Own {
             exe,

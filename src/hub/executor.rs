@@ -27,9 +27,10 @@ use super::{agent_key, cancel_key, done_key, work_key, AgentInfo, Hub};
 use crate::analysis::results::{Machine, MetaHost, PartStatus, RunResult, RunStatus};
 use crate::jobs::BackendUrl;
 use crate::measure::schedule::Segment;
-use crate::selfcall::PartRequest;
-use crate::study::plan::{CellKind, CellPlan, Hook, Plan};
-use crate::study::runner::{self, convert, Executor, Iteration, RunCounters, StudyServer};
+use crate::model::selfcall::PartRequest;
+use crate::plan::{CellKind, CellPlan, Hook, Plan};
+use crate::runner;
+use crate::runner::{convert, Executor, Iteration, RunCounters, StudyServer};
 
 /// How far ahead of now the common start is announced: room for every agent to take its
 /// work, measure its clock and start its run's process.
@@ -103,7 +104,7 @@ impl Waited {
     fn refuse(&mut self, run: &str, why: String) {
         self.junk += 1;
         if self.first_junk.is_none() {
-            crate::output::warn_always(format_args!(
+            crate::os::terminal::warn_always(format_args!(
                 "run {run}: an item on its answer list was refused: {why} (further ones are counted in the run's error)"
             ));
             self.first_junk = Some(why);
@@ -126,9 +127,9 @@ impl<'a> HubExecutor<'a> {
         agents: Vec<AgentInfo>,
         server: Option<StudyServer<'a>>,
         server_cpu: Option<(String, super::server::ServerCpu<'a>)>,
-    ) -> crate::error::Result<Self> {
+    ) -> crate::base::error::Result<Self> {
         let conn = Mutex::new(hub.connect()?);
-        crate::interrupt::install_interrupt_handler();
+        crate::os::interrupt::install_interrupt_handler();
         Ok(HubExecutor {
             hub,
             conn,
@@ -253,7 +254,7 @@ impl<'a> HubExecutor<'a> {
                 run: run.clone(),
                 part: share,
                 of: k,
-                version: crate::VERSION.into(),
+                version: crate::base::version::VERSION.into(),
                 request,
                 start_hub_ns,
                 timeout_s: plan.timeout.as_secs_f64(),
@@ -482,7 +483,7 @@ impl<'a> HubExecutor<'a> {
                     );
                 }
             }
-            if crate::interrupt::interrupted() && cancelled.is_none() {
+            if crate::os::interrupt::interrupted() && cancelled.is_none() {
                 let _: redis::RedisResult<()> = redis::cmd("SET")
                     .arg(cancel_key(run))
                     .arg(1)
@@ -499,7 +500,7 @@ impl<'a> HubExecutor<'a> {
                 } else {
                     format!(
                         "did not answer within the run's timeout ({})",
-                        crate::units::fmt_secs(plan.timeout.as_secs_f64())
+                        crate::base::units::fmt_secs(plan.timeout.as_secs_f64())
                     )
                 };
                 if let Some(e) = &read_failed {
@@ -592,7 +593,7 @@ fn outcome(
         ));
         return o;
     }
-    let ended: crate::study::runner::supervise::Ended = ended.into();
+    let ended: crate::runner::supervise::Ended = ended.into();
     o.first_task_ns = ended.report.as_ref().and_then(|r| r.first_task_ns);
     o.latency = ended.report.as_ref().and_then(|r| r.latency_hdr.clone());
     o.queue_wait = ended.report.as_ref().and_then(|r| r.queue_wait_hdr.clone());
@@ -604,7 +605,7 @@ fn outcome(
 
 impl Executor for HubExecutor<'_> {
     fn machine(&self) -> Machine {
-        crate::study::machine::machine()
+        crate::runner::machine::machine()
     }
 
     fn hosts(&self) -> Vec<MetaHost> {
@@ -639,7 +640,7 @@ impl Executor for HubExecutor<'_> {
     }
 
     fn interrupted(&self) -> bool {
-        crate::interrupt::interrupted()
+        crate::os::interrupt::interrupted()
     }
 
     fn hook(&self, plan: &Plan, cell: &CellPlan, hook: Hook) -> std::result::Result<(), String> {

@@ -525,7 +525,7 @@ mod tests {
     use crate::measure::rusage::ChildUsage;
     use crate::measure::series::SeriesPoint;
     use crate::measure::TIMELINE_CAP;
-    use crate::study::child::ChildReport;
+    use crate::runner::child::ChildReport;
 
     const SHARE: ShareBounds = ShareBounds {
         tasks: 4,
@@ -948,7 +948,7 @@ mod tests {
     /// The cell's run line before any host's figures: `convert::template`'s, for `fib:5`
     /// under `seq` ×8 over 2 hosts.
     fn template() -> RunResult {
-        let req = crate::study::presets::CellRequest {
+        let req = crate::plan::presets::CellRequest {
             study: "s".into(),
             workload: "fib:5".into(),
             model: "seq".into(),
@@ -957,9 +957,9 @@ mod tests {
             http2: false,
             expected_failure: false,
         };
-        let mut cell = crate::study::plan::cell(&req, &Default::default()).unwrap();
+        let mut cell = crate::plan::cell(&req, &Default::default()).unwrap();
         cell.key.hosts = Some(2);
-        crate::study::runner::convert::template(&cell, 0, RunStatus::Ok, 0.0, None)
+        crate::runner::convert::template(&cell, 0, RunStatus::Ok, 0.0, None)
     }
 
     /// Share `share` of `tasks` tasks, answered with `run`.

@@ -15,7 +15,6 @@
 
 pub(crate) mod admit;
 pub(crate) mod agent;
-pub(crate) mod agent_args;
 pub(crate) mod clock;
 pub mod executor;
 pub(crate) mod merge;
@@ -31,11 +30,11 @@ use redis::{Connection, IntoConnectionInfo};
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::results::MetaHost;
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 use crate::jobs::RedisUrl;
 
 /// The environment variable every command that takes `--hub` also reads it from.
-pub use crate::options::HUB_ENV;
+pub use crate::plan::options::HUB_ENV;
 
 /// The forms `--hub` takes.
 pub use crate::jobs::REDIS_URLS as HUB_URLS;
@@ -320,12 +319,12 @@ impl AgentInfo {
 
     /// The refusal of an agent of another version, naming both.
     pub fn version_refusal(&self) -> Option<String> {
-        (self.version != crate::VERSION).then(|| {
+        (self.version != crate::base::version::VERSION).then(|| {
             format!(
                 "agent '{}' runs concur {}, this is concur {}: every host of a study runs the same version",
                 self.name,
                 self.version,
-                crate::VERSION
+                crate::base::version::VERSION
             )
         })
     }

@@ -13,7 +13,7 @@ use redis::Connection;
 
 use super::work::{ServeReady, Work};
 use super::{work_key, Hub, PREFIX};
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 use crate::server::{InProcessServer, ServeTls, ServerOptions};
 
 /// Reads the CPU the study's delay server has used so far, seconds.

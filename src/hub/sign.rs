@@ -15,7 +15,7 @@ use std::time::Duration;
 use aws_lc_rs::hmac;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 
 /// The environment variable that holds the hub key (never a flag: `ps` shows every argv).
 pub const HUB_KEY_ENV: &str = "CONCUR_HUB_KEY";

@@ -4,9 +4,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::measure::rusage::ChildUsage;
-use crate::selfcall::RunRequest;
-use crate::study::child::ChildReport;
-use crate::study::runner::supervise::{Ended, Kill};
+use crate::model::selfcall::RunRequest;
+use crate::runner::child::ChildReport;
+use crate::runner::supervise::{Ended, Kill};
 
 use super::clock::ClockOffset;
 

@@ -10,8 +10,8 @@ use std::str::FromStr;
 use redis::IntoConnectionInfo;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::error::{Error, Result};
-use crate::secret::{mask_credentials, passwords, MASK};
+use crate::base::error::{Error, Result};
+use crate::base::secret::{mask_credentials, passwords, MASK};
 
 /// The environment variable that names the queue when `--jobs-backend` is not given: a
 /// process's environment is readable by its own user only, where its argv is shown to every

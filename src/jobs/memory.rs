@@ -6,7 +6,7 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use super::{now, Backend, Claimed, FailedSet, Job, Stats, DEAD_MAX_JOBS};
-use crate::error::Result;
+use crate::base::error::Result;
 
 #[derive(Default)]
 struct State {

@@ -15,8 +15,8 @@
 //! 5138).
 
 mod backend_url;
-pub(crate) mod cli;
 pub(crate) mod memory;
+pub(crate) mod process;
 pub(crate) mod redis;
 pub(crate) mod sqlite;
 pub mod worker;
@@ -31,7 +31,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
-use crate::error::Result;
+use crate::base::error::Result;
 
 pub use backend_url::{BackendUrl, RedisUrl, SqliteSync, BACKEND_ENV, BACKEND_URLS, REDIS_URLS};
 
@@ -358,7 +358,7 @@ pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 
 /// The default SQLite file.
 pub fn default_sqlite_path() -> PathBuf {
-    PathBuf::from(crate::files::RESULTS_DIR).join("jobs.sqlite")
+    PathBuf::from(crate::os::files::RESULTS_DIR).join("jobs.sqlite")
 }
 
 /// Opens a backend (see [`BackendUrl`]). An unreachable server is a usage error.

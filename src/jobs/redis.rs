@@ -24,7 +24,7 @@ use redis::{Connection, Script};
 use super::{
     now, Backend, Claimed, FailedSet, RedisUrl, Stats, BACKEND_URLS, DEAD_MAX_JOBS, DEAD_TIMEOUT,
 };
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 
 const INFLIGHT: &str = "concur:inflight:";
 const HEARTBEAT: &str = "concur:hb:";

@@ -22,7 +22,7 @@ use rusqlite::{params, Connection, TransactionBehavior};
 use super::{
     now, Backend, Claimed, FailedSet, SqliteSync, Stats, DEAD_MAX_JOBS, DEAD_TIMEOUT, DEFAULT_LEASE,
 };
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 
 const QUEUED: i64 = 0;
 const BUSY: i64 = 1;

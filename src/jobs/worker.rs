@@ -16,7 +16,7 @@ use super::{
     malformed_entry, now, Backend, Claimed, Job, RetrySchedule, DEFAULT_LEASE, DEFAULT_QUEUE,
     NOOP_CLASS, TASK_CLASS,
 };
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 use crate::measure::{mono_ns, TaskError, TaskRecord};
 use crate::workload::outside::{self, Allowed};
 use crate::workload::{self, guarded_run, Workload, WorkloadOptions};

@@ -43,7 +43,7 @@ use super::curl_shards::Shards;
 use super::{Entry, Model, ModelOutcome, RunCtx};
 use crate::measure::conn::{self, ConnSample};
 use crate::measure::{mono_ns, TaskError, TaskRecord};
-use crate::tls;
+use crate::os::tls;
 use crate::workload::{HttpRequest, Workload};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
@@ -96,7 +96,7 @@ fn curl_kind(e: &curl::Error) -> &'static str {
         || e.is_ssl_cacert_badfile()
         || e.is_ssl_certproblem()
     {
-        crate::tls::KIND
+        crate::os::tls::KIND
     } else {
         "read"
     }
@@ -162,10 +162,10 @@ struct CaFile {
 
 impl CaFile {
     fn write(extra: &str) -> Result<CaFile, String> {
-        let system = crate::tls::system_ca_file()
+        let system = crate::os::tls::system_ca_file()
             .and_then(|p| std::fs::read_to_string(p).ok())
             .unwrap_or_default();
-        let dir = crate::files::private_temp_dir("ca")
+        let dir = crate::os::files::private_temp_dir("ca")
             .map_err(|e| format!("cannot make a folder for the CA file: {e}"))?;
         let path = dir.path().join("ca.pem");
         std::fs::write(&path, format!("{system}\n{extra}\n"))

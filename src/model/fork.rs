@@ -11,7 +11,7 @@ use nix::unistd::ForkResult;
 
 use super::{run_task, Entry, Model, ModelOutcome, RunCtx};
 use crate::measure::{describe_exit, rusage, TaskError, TaskRecord};
-use crate::process;
+use crate::os::process;
 
 pub(super) const ENTRY: Entry = Entry {
     name: "fork",

@@ -23,7 +23,7 @@ use super::{never_started, run_task, Entry, Model, ModelOutcome, RunCtx};
 use crate::jobs::worker::{new_worker_id, run_batch, BatchSize, Performed};
 use crate::jobs::{self, Backend, BackendUrl, Claimed, Job, RetrySchedule, DEFAULT_LEASE};
 use crate::measure::TaskRecord;
-use crate::selfcall::SelfCall;
+use crate::model::selfcall::SelfCall;
 use crate::workload::Workload;
 
 pub(super) const ENTRY: Entry = Entry {
@@ -85,7 +85,7 @@ struct TempFile {
 
 impl TempFile {
     fn new(purpose: &str, name: &str) -> Result<TempFile, String> {
-        let dir = crate::files::private_temp_dir(purpose)
+        let dir = crate::os::files::private_temp_dir(purpose)
             .map_err(|e| format!("cannot make a temporary folder: {e}"))?;
         Ok(TempFile {
             path: dir.path().join(name),
@@ -362,7 +362,7 @@ impl Model for Jobs {
                                 }
                             };
                         let mut ended = 0;
-                        let mut each = |_: &Claimed, r: crate::error::Result<Performed>| {
+                        let mut each = |_: &Claimed, r: crate::base::error::Result<Performed>| {
                             if let Err(e) = r {
                                 *error.lock().unwrap_or_else(|p| p.into_inner()) =
                                     Some(e.to_string());

@@ -16,17 +16,18 @@ mod jobs;
 pub(crate) mod os_thread;
 mod pool;
 mod rayon_pool;
+pub(crate) mod selfcall;
 mod seq;
 mod spawn;
 mod thread;
 
 use std::sync::Arc;
 
-use crate::error::{Error, Input};
+use crate::base::error::{Error, Input};
 use crate::measure::{mono_ns, TaskRecord};
 use crate::workload::{self, guarded_run, Workload};
 
-pub use crate::selfcall::WorkloadRecipe;
+pub use crate::model::selfcall::WorkloadRecipe;
 
 /// What a model gets for one run.
 pub struct RunCtx {

@@ -7,8 +7,8 @@ use std::io::Read;
 
 use super::{never_started, Entry, Model, ModelOutcome, RunCtx};
 use crate::measure::{describe_exit, rusage, TaskError, TaskRecord};
-use crate::process;
-use crate::selfcall::SelfCall;
+use crate::model::selfcall::SelfCall;
+use crate::os::process;
 
 pub(super) const ENTRY: Entry = Entry {
     name: "spawn",

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use super::Report;
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 
 /// One output format: renders a whole report (cells, comparison, advice) as text.
 pub trait Exporter: Sync {
@@ -151,7 +151,7 @@ impl ExportManager {
                     outputs.push((f, None));
                 }
                 Target::File(p) => {
-                    let file = crate::files::create_output(e.flag, p)?;
+                    let file = crate::os::files::create_output(e.flag, p)?;
                     outputs.push((f, Some(file)));
                 }
             }

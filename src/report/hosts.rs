@@ -3,7 +3,7 @@
 //! CPU per request beside the clients'. Every run's parts are in the results file.
 
 use crate::analysis::results::{PartStatus, RunResult, SPREAD_WARN_MS};
-use crate::units::{fmt_kib, fmt_secs};
+use crate::base::units::{fmt_kib, fmt_secs};
 
 /// The section, or nothing when no run went over hosts.
 pub fn render(runs: &[RunResult]) -> String {

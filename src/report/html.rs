@@ -9,15 +9,15 @@ use super::charts::{self, Bar, Chart, Curve, HRow};
 use super::{columns, groups, machine_line, FormatEntry, Group, Report};
 use crate::analysis::compare;
 use crate::analysis::results::{CellKey, CellResult};
+use crate::base::units::{fmt_kib, fmt_secs};
 use crate::measure::series::SeriesPoint;
-use crate::units::{fmt_kib, fmt_secs};
 
 /// Escapes text for HTML.
 pub fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     // Control characters (from an agent, or a results file from elsewhere) are shown as
     // escapes, as on the terminal; line breaks are kept.
-    for ch in crate::output::escape_controls_but_newlines(s).chars() {
+    for ch in crate::os::terminal::escape_controls_but_newlines(s).chars() {
         match ch {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
@@ -528,7 +528,7 @@ fn embedded_json(r: &Report) -> String {
         "advice": r.advice,
     });
     let json = serde_json::to_string(&value).unwrap_or_else(|_| "null".into());
-    crate::output::escape_json_controls(&json).replace('<', "\\u003c")
+    crate::os::terminal::escape_json_controls(&json).replace('<', "\\u003c")
 }
 
 /// Renders the whole report as one HTML document.

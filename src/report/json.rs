@@ -27,6 +27,6 @@ impl Exporter for JsonExporter {
         // Serializing plain data cannot fail; an empty document would say so if it did.
         let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
         // The same values, with no raw C1 control or bidirectional override for a terminal.
-        crate::output::escape_json_controls(&text).into_owned() + "\n"
+        crate::os::terminal::escape_json_controls(&text).into_owned() + "\n"
     }
 }

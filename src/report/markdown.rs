@@ -7,7 +7,7 @@ use crate::analysis::Analysis;
 /// A table cell or list item: `|` escaped, and control characters (a line break would end the
 /// row) shown as escapes.
 fn escape(s: &str) -> String {
-    crate::output::escape_controls(s).replace('|', "\\|")
+    crate::os::terminal::escape_controls(s).replace('|', "\\|")
 }
 
 /// Renders every group as a Markdown table, with the warnings at the end.
@@ -62,6 +62,6 @@ struct MarkdownExporter;
 impl Exporter for MarkdownExporter {
     fn render(&self, r: &Report) -> String {
         let text = render(r.analysis, Some(&r.meta.machine)) + &super::extras_markdown(r);
-        crate::output::escape_controls_but_newlines(&text).into_owned()
+        crate::os::terminal::escape_controls_but_newlines(&text).into_owned()
     }
 }

@@ -10,6 +10,7 @@ pub mod hosts;
 pub mod html;
 pub mod json;
 pub mod markdown;
+pub mod publish;
 pub mod ruby;
 pub mod table;
 
@@ -20,7 +21,7 @@ use crate::analysis::compare::Comparison;
 use crate::analysis::results::{CellResult, Machine, Meta, RunResult};
 use crate::analysis::{advice, compare, Analysis};
 pub use crate::analysis::{groups, Group};
-use crate::units::{fmt_kib, fmt_secs};
+use crate::base::units::{fmt_kib, fmt_secs};
 
 /// Column headers of the cell tables (terminal and Markdown).
 pub const HEADERS: &[&str] = &[
@@ -236,7 +237,7 @@ pub fn wait_row(c: &CellResult) -> Vec<String> {
         base[5].clone(),
         base[6].clone(),
         base[7].clone(),
-        opt(c.pss_per_task_b, crate::units::fmt_bytes_signed),
+        opt(c.pss_per_task_b, crate::base::units::fmt_bytes_signed),
         base[11].clone(),
     ]
 }
@@ -267,7 +268,11 @@ pub fn footnotes(g: &Group) -> Vec<String> {
         .filter_map(|c| {
             c.error.as_ref().map(|e| {
                 // A run's error may be an agent's answer: no control reaches a report.
-                format!("{}: {}", c.key.label(), crate::output::escape_controls(e))
+                format!(
+                    "{}: {}",
+                    c.key.label(),
+                    crate::os::terminal::escape_controls(e)
+                )
             })
         })
         .collect();
@@ -282,7 +287,7 @@ pub fn footnotes(g: &Group) -> Vec<String> {
             .filter(|o| o.key.model == c.key.model)
             .filter_map(|o| o.startup_median_s)
             .collect();
-        notes.push(match crate::stats::median(&startups) {
+        notes.push(match crate::base::stats::median(&startups) {
             Some(s) => format!(
                 "{}: external program; wall is the work it reported on its CONCUR line (its start-up and exit took {} more, which its CPU and memory include)",
                 c.key.model,
@@ -305,7 +310,7 @@ pub fn masked_meta(meta: &Meta) -> Meta {
         command: meta
             .command
             .iter()
-            .map(|a| crate::secret::mask_credentials(a))
+            .map(|a| crate::base::secret::mask_credentials(a))
             .collect(),
         ..meta.clone()
     }

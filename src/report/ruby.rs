@@ -52,6 +52,6 @@ struct RubyExporter;
 
 impl Exporter for RubyExporter {
     fn render(&self, r: &Report) -> String {
-        crate::output::escape_controls_but_newlines(&render(r.analysis)).into_owned()
+        crate::os::terminal::escape_controls_but_newlines(&render(r.analysis)).into_owned()
     }
 }

@@ -21,7 +21,7 @@ pub fn styled(headers: &[&str], rows: Vec<Vec<String>>) -> Table {
     for r in rows {
         t.add_row(
             r.iter()
-                .map(|c| crate::output::escape_controls(c).into_owned())
+                .map(|c| crate::os::terminal::escape_controls(c).into_owned())
                 .collect::<Vec<_>>(),
         );
     }
@@ -64,6 +64,6 @@ impl Exporter for TableExporter {
     fn render(&self, r: &Report) -> String {
         let text = render(r.analysis, Some(&r.meta.machine)) + &super::extras_text(r);
         // Whatever a cell did not already escape (a title, a note) is escaped here.
-        crate::output::escape_controls_but_newlines(&text).into_owned()
+        crate::os::terminal::escape_controls_but_newlines(&text).into_owned()
     }
 }

@@ -79,7 +79,7 @@ impl InFlightCap {
 
     /// The 503 a request over the cap gets, handled by no route and costing nothing more.
     fn refused(&self) -> Response<Body> {
-        let mut r = super::routes::error_response(
+        let mut r = super::answer::error_response(
             StatusCode::SERVICE_UNAVAILABLE,
             format!(
                 "the server has {} requests in flight, its limit (--max-in-flight): try again later",
@@ -458,11 +458,11 @@ pub fn service(
             };
             let resp = if body_timed_out.load(Ordering::Acquire) {
                 conn.stats.timed_out(Timeout::Body);
-                let mut r = super::routes::error_response(
+                let mut r = super::answer::error_response(
                     StatusCode::REQUEST_TIMEOUT,
                     format!(
                         "the request body did not arrive within --body-timeout {}",
-                        crate::units::fmt_duration_spec(timeouts.body)
+                        crate::base::units::fmt_duration_spec(timeouts.body)
                     ),
                 );
                 // Said, since hyper closes the connection after it (RFC 9110 §15.5.9). On

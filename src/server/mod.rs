@@ -15,6 +15,7 @@
 //! handled at once, and the bodies `/echo` holds share one `--echo-budget`; beyond either, a
 //! 503 at once (issue 29).
 
+mod answer;
 pub mod conn;
 mod options;
 pub mod routes;
@@ -30,7 +31,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{oneshot, Semaphore};
 use tokio_rustls::TlsAcceptor;
 
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 pub use options::ServerOptions;
 pub use routes::ADD_BODY;
 pub use stats::{Stats, StatsSnapshot};
@@ -67,17 +68,19 @@ fn alpn(http1_only: bool) -> &'static [&'static [u8]] {
 #[derive(Debug, Clone)]
 pub enum ServeTls {
     /// `--tls-cert` and `--tls-key`.
-    Files(crate::tls::ServerCert),
+    Files(crate::os::tls::ServerCert),
     /// `--tls-self-signed`: made when the server binds, for its address and `localhost`.
     SelfSigned,
 }
 
 impl ServeTls {
     /// The certificate for a server bound to `addr`.
-    pub fn cert(&self, addr: SocketAddr) -> Result<crate::tls::ServerCert> {
+    pub fn cert(&self, addr: SocketAddr) -> Result<crate::os::tls::ServerCert> {
         match self {
             ServeTls::Files(c) => Ok(c.clone()),
-            ServeTls::SelfSigned => crate::tls::ServerCert::self_signed(addr).map_err(Error::usage),
+            ServeTls::SelfSigned => {
+                crate::os::tls::ServerCert::self_signed(addr).map_err(Error::usage)
+            }
         }
     }
 }
@@ -100,7 +103,7 @@ const REFUSALS_AT_ONCE: usize = 128;
 /// never runs out of descriptors to accept with (a full descriptor table leaves clients
 /// hanging in the backlog; a cap answers them).
 pub fn default_max_connections() -> usize {
-    let (cur, _) = crate::process::raise_nofile_limit();
+    let (cur, _) = crate::os::process::raise_nofile_limit();
     let cap = if cur >= 2 * FD_RESERVE {
         cur - FD_RESERVE
     } else {
@@ -197,7 +200,7 @@ pub async fn serve(
     let cap = opts.max_connections.unwrap_or_else(default_max_connections);
     let cap = i64::try_from(cap).unwrap_or(i64::MAX);
     let refusals = Arc::new(Semaphore::new(REFUSALS_AT_ONCE));
-    let over_cap = routes::error_body(&format!(
+    let over_cap = answer::error_body(&format!(
         "the server has {cap} connections open, its limit (--max-connections): try again later"
     ));
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
@@ -290,7 +293,7 @@ async fn serve_connection(
             conn::answer_and_close(
                 plain,
                 StatusCode::BAD_REQUEST,
-                &routes::error_body(&why),
+                &answer::error_body(&why),
                 Duration::from_secs(1),
             )
             .await;
@@ -347,7 +350,7 @@ async fn drive<I>(
 /// `concur serve`: runs the server in the foreground until Ctrl-C or SIGTERM.
 pub fn run_foreground(opts: ServerOptions, quiet: bool) -> Result<()> {
     opts.check()?;
-    let (cur, max) = crate::process::raise_nofile_limit();
+    let (cur, max) = crate::os::process::raise_nofile_limit();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -401,7 +404,7 @@ pub fn run_foreground(opts: ServerOptions, quiet: bool) -> Result<()> {
 /// readable by everyone (it is the public certificate, not the key). The folder and the file
 /// are removed when the returned guard drops, when the server stops.
 fn write_cert(
-    cert: &crate::tls::ServerCert,
+    cert: &crate::os::tls::ServerCert,
     addr: SocketAddr,
 ) -> Result<(tempfile::TempDir, std::path::PathBuf)> {
     use std::io::Write;
@@ -455,7 +458,7 @@ pub struct InProcessServer {
     /// Its counters.
     pub stats: Arc<Stats>,
     /// Its certificate, when it serves HTTPS.
-    pub cert: Option<crate::tls::ServerCert>,
+    pub cert: Option<crate::os::tls::ServerCert>,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -465,7 +468,7 @@ impl InProcessServer {
     /// runtime threads.
     pub fn start(opts: ServerOptions, workers: usize) -> Result<Self> {
         opts.check()?;
-        crate::process::raise_nofile_limit();
+        crate::os::process::raise_nofile_limit();
         let std_listener = bind(opts.addr)?;
         let addr = std_listener
             .local_addr()

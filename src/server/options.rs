@@ -16,22 +16,22 @@ pub struct ServerOptions {
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub addr: std::net::SocketAddr,
     /// Longest delay a request may ask for; longer ones get a 400
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::units::parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::base::units::parse_duration)]
     pub max_delay: Duration,
     /// Largest body /bytes/N sends (streamed; at most 64G); larger ones get a 400
-    #[arg(long, value_name = "SIZE", default_value = "10M", value_parser = crate::units::parse_size)]
+    #[arg(long, value_name = "SIZE", default_value = "10M", value_parser = crate::base::units::parse_size)]
     pub max_bytes: u64,
     /// Close a connection whose client sends no complete request headers for this long (counted from the previous answer on a kept-alive connection)
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = crate::units::parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = crate::base::units::parse_duration)]
     pub header_timeout: Duration,
     /// Answer 408 and close when a request's body has not all arrived this long after its headers
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = crate::units::parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = crate::base::units::parse_duration)]
     pub body_timeout: Duration,
     /// Close a connection on which no request starts for this long
-    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = crate::units::parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = crate::base::units::parse_duration)]
     pub idle_timeout: Duration,
     /// Close a connection whose client takes no bytes of an answer for this long
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = crate::units::parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = crate::base::units::parse_duration)]
     pub write_timeout: Duration,
     /// Most connections open at once; beyond, a new one gets a 503 [default: the open-files limit less 256]
     #[arg(long, value_name = "N")]
@@ -46,7 +46,7 @@ pub struct ServerOptions {
     // 64M: 32 bodies at the 2 MiB limit (a crawl posting 1,000 bodies of 64 KiB at once
     // fits). Without it, one h2c connection with 1,000 unfinished 2 MiB bodies took the
     // server to 2 GB (issue 29).
-    #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = crate::units::parse_size)]
+    #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = crate::base::units::parse_size)]
     pub echo_budget: u64,
     /// Serve HTTP/1.1 only: no h2c by prior knowledge, only http/1.1 offered by ALPN
     #[arg(long)]
@@ -62,7 +62,7 @@ pub struct ServerOptions {
 
 impl Default for ServerOptions {
     fn default() -> Self {
-        crate::clap_defaults::defaults()
+        crate::base::clap_defaults::defaults()
     }
 }
 
@@ -100,8 +100,8 @@ impl ServerOptions {
     /// Refuses what cannot work, naming the flag and what is allowed: a zero timeout (it
     /// would close every connection at once), a zero cap, `--max-bytes` above
     /// [`crate::server::MAX_BYTES_CEILING`].
-    pub fn check(&self) -> crate::error::Result<()> {
-        use crate::error::Error;
+    pub fn check(&self) -> crate::base::error::Result<()> {
+        use crate::base::error::Error;
         use crate::server::{
             DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_STREAMS, MAX_BYTES_CEILING, MIN_ECHO_BUDGET,
         };
@@ -114,7 +114,7 @@ impl ServerOptions {
             if d.is_zero() {
                 return Err(Error::usage(format!(
                     "{flag} '{}' must be above 0 (it would close every connection at once)",
-                    crate::units::fmt_duration_spec(d)
+                    crate::base::units::fmt_duration_spec(d)
                 )));
             }
         }

@@ -22,9 +22,10 @@ use hyper::body::{Frame, SizeHint};
 use serde::Serialize;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use super::answer::error_response;
 use super::conn::Peer;
 use super::stats::{Echoed, Stats};
-use crate::units;
+use crate::base::units;
 
 /// What the handlers share.
 #[derive(Clone)]
@@ -129,18 +130,6 @@ impl IntoResponse for BadRequest {
 
 fn bad(parameter: &'static str, error: String) -> BadRequest {
     BadRequest { error, parameter }
-}
-
-/// The JSON body of an error the server sends: `{"error": WHY}`.
-pub fn error_body(error: &str) -> Vec<u8> {
-    serde_json::json!({ "error": error })
-        .to_string()
-        .into_bytes()
-}
-
-/// An error answer: `status` with `{"error": WHY}`.
-pub fn error_response(status: StatusCode, error: String) -> Response {
-    (status, Json(serde_json::json!({ "error": error }))).into_response()
 }
 
 /// The largest request body read (`/echo`); larger ones get a 413.

@@ -1,24 +1,20 @@
 //! Studies: the plan (matrix of cells), the built-in presets, the fresh-process runner, the
 //! child side of a run, machine metadata, and the analysis from runs to cells.
 
-pub(crate) mod child;
-pub(crate) mod machine;
-pub mod plan;
-pub mod presets;
-pub mod rate;
-pub(crate) mod runner;
+pub(crate) mod bind;
+pub(crate) mod conduct;
 pub mod search;
 
-pub use plan::{Plan, StudyOptions};
-pub use runner::in_process::InProcessExecutor;
+pub use crate::plan::{Plan, StudyOptions};
+pub use crate::runner::in_process::InProcessExecutor;
 
-pub use runner::{Executor, Iteration, ProcessExecutor, StudyServer};
+pub use crate::runner::{Executor, Iteration, ProcessExecutor, StudyServer};
 
-pub use crate::output::{Feedback, Terminal};
+pub use crate::os::terminal::{Feedback, Terminal};
 
 use crate::analysis::results::{Line, Meta, ResultsWriter, RunResult, RunStatus, SCHEMA};
 use crate::analysis::{self, Analysis};
-use crate::error::Result;
+use crate::base::error::Result;
 
 /// What a study produced.
 #[derive(Debug, Clone)]
@@ -42,15 +38,15 @@ pub fn meta(
 ) -> Meta {
     Meta {
         schema: SCHEMA,
-        concur: crate::VERSION.into(),
-        started: machine::now_rfc3339(),
+        concur: crate::base::version::VERSION.into(),
+        started: crate::runner::machine::now_rfc3339(),
         machine,
         // The command line may hold a Redis password (--jobs-backend): never recorded.
         command: command
             .iter()
-            .map(|a| crate::secret::mask_credentials(a))
+            .map(|a| crate::base::secret::mask_credentials(a))
             .collect(),
-        allocator: crate::allocator().map(str::to_string),
+        allocator: crate::base::version::allocator().map(str::to_string),
         notes,
         hosts,
     }
@@ -78,7 +74,7 @@ pub fn execute(
     let auto = plan
         .open
         .as_ref()
-        .is_some_and(|o| matches!(o.rate, rate::Rate::Auto(_)));
+        .is_some_and(|o| matches!(o.rate, crate::plan::rate::Rate::Auto(_)));
     // `--rate auto` makes one search per cell, without warm-ups, then `-r N` runs at the rate
     // found, if asked.
     let total = if auto {
@@ -164,14 +160,19 @@ impl<'a> CellHooks<'a> {
 
     /// One run of cell `i` with its hooks; `last` runs `--cleanup` after it.
     fn run(&mut self, i: usize, iteration: Iteration, last: bool) -> RunResult {
-        use plan::Hook;
+        use crate::plan::Hook;
         let cell = &self.plan.cells[i];
         let setup = self.set_up[i]
             .get_or_insert_with(|| self.executor.hook(self.plan, cell, Hook::Setup))
             .clone();
         let failed = |why: String| {
-            let mut run =
-                runner::convert::template(cell, iteration.rep(), RunStatus::Hook, 0.0, Some(why));
+            let mut run = crate::runner::convert::template(
+                cell,
+                iteration.rep(),
+                RunStatus::Hook,
+                0.0,
+                Some(why),
+            );
             run.tasks_failed = cell.key.tasks;
             run
         };
@@ -205,7 +206,7 @@ impl<'a> CellHooks<'a> {
         self.cleaned[i] = true;
         let cell = &self.plan.cells[i];
         self.executor
-            .hook(self.plan, cell, plan::Hook::Cleanup)
+            .hook(self.plan, cell, crate::plan::Hook::Cleanup)
             .err()
     }
 
@@ -264,10 +265,10 @@ fn execute_auto(
             cell.key.workload, cell.key.model
         ));
         let quantile = match plan.open.as_ref().map(|o| &o.rate) {
-            Some(rate::Rate::Auto(slo)) => slo.quantile.name(),
+            Some(crate::plan::rate::Rate::Auto(slo)) => slo.quantile.name(),
             _ => "latency",
         };
-        let mut each = |c: &plan::CellPlan, p: &crate::analysis::results::Probe| {
+        let mut each = |c: &crate::plan::CellPlan, p: &crate::analysis::results::Probe| {
             let text = format!(
                 "rate auto {} {}: {:.1}/s asked, {} achieved, {} {}: {}",
                 c.key.workload,
@@ -276,7 +277,7 @@ fn execute_auto(
                 p.achieved.map_or("-".into(), |a| format!("{a:.1}/s")),
                 quantile,
                 p.latency_us
-                    .map_or("-".into(), |l| crate::units::fmt_secs(l as f64 / 1e6)),
+                    .map_or("-".into(), |l| crate::base::units::fmt_secs(l as f64 / 1e6)),
                 if p.ok { "kept" } else { "missed" }
             );
             terminal.line(text);
@@ -330,8 +331,8 @@ fn execute_auto(
 
 #[cfg(test)]
 mod tests {
-    use super::runner::mock::{mock_plan, MockCall, MockExecutor};
     use super::*;
+    use crate::runner::mock::{mock_plan, MockCall, MockExecutor};
 
     /// Runs `plan` on `mock` into a temporary results file; returns the outcome and the
     /// file's lines.
@@ -479,7 +480,7 @@ mod tests {
     #[test]
     fn a_failing_prepare_hook_fails_every_run_and_the_study_goes_on() {
         let plan = two_cells(2, 1);
-        let mock = MockExecutor::new(2).failing_hook(plan::Hook::Prepare);
+        let mock = MockExecutor::new(2).failing_hook(crate::plan::Hook::Prepare);
         let (out, _) = study(&plan, &mock);
         assert!(
             mock.calls().is_empty(),
@@ -493,7 +494,7 @@ mod tests {
     #[test]
     fn a_failing_cleanup_hook_fails_each_cells_last_run() {
         let plan = two_cells(2, 0);
-        let mock = MockExecutor::new(2).failing_hook(plan::Hook::Cleanup);
+        let mock = MockExecutor::new(2).failing_hook(crate::plan::Hook::Cleanup);
         let (out, _) = study(&plan, &mock);
         let statuses: Vec<RunStatus> = out.runs.iter().map(|r| r.status).collect();
         assert_eq!(
@@ -509,7 +510,7 @@ mod tests {
 
     #[test]
     fn failed_runs_are_written_and_counted() {
-        use super::runner::mock::MockEnd;
+        use crate::runner::mock::MockEnd;
         let plan = mock_plan(&["fib:20"], &["seq", "thread", "fork"], &[4], 2);
         let mock = MockExecutor::new(2)
             .failing("thread", MockEnd::Crash)

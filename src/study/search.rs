@@ -5,10 +5,10 @@
 //! With `-r N` the study then measures the rate found N times afresh ([`run_at`]).
 
 use crate::analysis::results::{Probe, RateSearch, RunResult, RunStatus};
-use crate::error::Result;
-use crate::study::plan::{CellPlan, Plan};
-use crate::study::rate::{Rate, Slo, PROBE_DURATION};
-use crate::study::runner::{Executor, Iteration};
+use crate::base::error::Result;
+use crate::plan::rate::{Rate, Slo, PROBE_DURATION};
+use crate::plan::{CellPlan, Plan};
+use crate::runner::{Executor, Iteration};
 
 /// The first rate probed, tasks per second, when the cell gives no better guess.
 pub const START_RATE: f64 = 10.0;
@@ -83,7 +83,7 @@ pub fn search(
         .delay_s()
         .filter(|d| *d > 0.0)
         .map_or(START_RATE, |d| {
-            (0.5 * slots / d).clamp(MIN_RATE, crate::study::rate::MAX_RATE / 4.0)
+            (0.5 * slots / d).clamp(MIN_RATE, crate::plan::rate::MAX_RATE / 4.0)
         });
     while probes.len() < MAX_PROBES {
         if executor.interrupted() {
@@ -134,8 +134,9 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::study::plan::{self, OpenOptions, StudyOptions};
-    use crate::study::runner::mock::MockExecutor;
+    use crate::plan;
+    use crate::plan::{OpenOptions, StudyOptions};
+    use crate::runner::mock::MockExecutor;
 
     fn auto_plan(models: &[&str], slo: &str) -> Plan {
         auto_plan_repeated(models, slo, None)
@@ -146,7 +147,7 @@ mod tests {
         plan::build(&StudyOptions {
             workloads: vec!["sleep:100ms".into()],
             models: models.iter().map(|m| m.to_string()).collect(),
-            repeat: crate::options::RepeatArg { repeat },
+            repeat: crate::plan::options::RepeatArg { repeat },
             warmup: Some(0),
             timeout: Duration::from_secs(60),
             open: OpenOptions {
@@ -320,7 +321,7 @@ mod tests {
         let err = plan::build(&StudyOptions {
             workloads: vec!["sleep:100ms".into()],
             models: vec!["pool:4".into()],
-            repeat: crate::options::RepeatArg { repeat: Some(0) },
+            repeat: crate::plan::options::RepeatArg { repeat: Some(0) },
             open: OpenOptions {
                 rate: Some("auto".into()),
                 slo: Some("p99<150ms".into()),

@@ -5,7 +5,7 @@
 //! failure of kind `exit:CODE`, a signal `signal:NAME`, each with the first line of stderr.
 //!
 //! Every command is started from the thread that waits for it and dies with it
-//! ([`crate::process::die_with_parent`]), and stays in the run's process group, so the
+//! ([`crate::os::process::die_with_parent`]), and stays in the run's process group, so the
 //! runner's kill at `--timeout` takes the commands' whole trees with the run.
 
 use std::fs::File;
@@ -129,7 +129,7 @@ impl Cmd {
                 Sink::Files { out, err }
             }
         };
-        crate::process::die_with_parent(&mut cmd);
+        crate::os::process::die_with_parent(&mut cmd);
         Ok((cmd, sink))
     }
 }

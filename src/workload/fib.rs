@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::{parse_count, Entry, Nature, TaskError, Workload, WorkloadOptions};
-use crate::gil;
+use crate::workload::gil;
 
 pub(super) const ENTRY: Entry = Entry {
     name: "fib",

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::fib::fib;
 use super::{parse_count, Entry, MailSink, Nature, TaskError, Workload, WorkloadOptions};
-use crate::gil;
+use crate::workload::gil;
 
 pub(super) const ENTRY: Entry = Entry {
     name: "mail",

@@ -10,6 +10,7 @@ mod cmd;
 mod crash;
 pub mod custom;
 mod fib;
+pub(crate) mod gil;
 pub mod http;
 mod mail;
 mod nature;
@@ -29,8 +30,7 @@ use std::task::{Context, Poll};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Input};
-use crate::gil;
+use crate::base::error::{Error, Input};
 pub use crate::measure::TaskError;
 pub use http::HttpRequest;
 
@@ -66,7 +66,7 @@ pub struct WorkloadOptions {
     #[serde(default)]
     pub cmd_shell: bool,
     /// `--cmd-output DIR`: `cmd:` tasks keep their stdout and stderr there as files.
-    #[serde(default, with = "crate::files::path_bytes")]
+    #[serde(default, with = "crate::os::files::path_bytes")]
     pub cmd_output: Option<std::path::PathBuf>,
     /// The task count of the cell being run, for `{n}` in `cmd:` (set for each run).
     #[serde(default)]
@@ -129,7 +129,7 @@ fn default_request_timeout_ms() -> u64 {
     DEFAULT_REQUEST_TIMEOUT.as_millis() as u64
 }
 
-/// `--request-timeout`'s default (options.rs's flag says the same, which its test holds).
+/// `--request-timeout`'s default (plan/options.rs's flag says the same, which its test holds).
 pub const DEFAULT_REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// What one task does.

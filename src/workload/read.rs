@@ -6,7 +6,8 @@ use std::io::Read;
 use std::sync::Arc;
 
 use super::{parse_count, Entry, Nature, TaskError, Workload, WorkloadOptions};
-use crate::{gil, units};
+use crate::base::units;
+use crate::workload::gil;
 
 pub(super) const ENTRY: Entry = Entry {
     name: "read",

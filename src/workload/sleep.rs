@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{Entry, Nature, TaskError, TaskFuture, Workload, WorkloadOptions};
-use crate::{gil, units};
+use crate::base::units;
+use crate::workload::gil;
 
 pub(super) const ENTRY: Entry = Entry {
     name: "sleep",

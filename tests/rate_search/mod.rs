@@ -2,7 +2,7 @@
 //! for a pool of W slots serving tasks of a known delay d: its capacity is W / d.
 
 use concur::measure::open::KEPT_UP;
-use concur::study::rate::PROBE_DURATION;
+use concur::plan::rate::PROBE_DURATION;
 use concur::study::search::{MAX_PROBES, MIN_PROBE_TASKS, PRECISION};
 use serde_json::Value;
 

@@ -16,7 +16,7 @@ use super::request::HttpRequest;
 use super::status_error;
 use crate::measure::conn::ConnSample;
 use crate::measure::{mono_ns, TaskError};
-use crate::tls;
+use crate::os::tls;
 
 /// The ureq agent of one workload, made on first use.
 #[derive(Default)]

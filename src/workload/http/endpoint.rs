@@ -12,7 +12,7 @@ use rustls::pki_types::ServerName;
 use super::spec::Target;
 use crate::measure::conn::ConnRecorder;
 use crate::measure::TaskError;
-use crate::tls;
+use crate::os::tls;
 use crate::workload::WorkloadOptions;
 
 /// The server of an `http:` workload, as every client connects to it.

@@ -12,7 +12,7 @@ use super::status_error;
 use super::wire::{read_response_to, write_request};
 use crate::measure::conn::ConnSample;
 use crate::measure::{mono_ns, TaskError};
-use crate::tls;
+use crate::os::tls;
 
 /// Read buffer of a green connection: a response head and a small body in one read, without
 /// holding 16 KiB per idle connection at ten thousand connections.

@@ -32,10 +32,11 @@ use super::endpoint::{micros, Endpoint};
 use super::request::{HttpRequest, RequestBuilder};
 use super::status_error;
 use super::wire::{read_response_async, request_around_target, write_request};
+use crate::base::units;
 use crate::measure::conn::{ConnRecorder, ConnSample, HttpVersion};
 use crate::measure::{mono_ns, TaskError};
+use crate::os::tls;
 use crate::workload::task_group;
-use crate::{tls, units};
 
 /// A request as h2 sends it: its head, and its body if it has one.
 type Head = (hyper::Request<()>, Option<Bytes>);

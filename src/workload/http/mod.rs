@@ -35,8 +35,8 @@ pub(crate) use wire::write_request;
 pub use wire::{read_response, read_response_to};
 
 use super::{Entry, HttpTasks, Nature, TaskError, TaskFuture, Workload, WorkloadOptions};
-use crate::gil;
 use crate::measure::conn::{ConnRecorder, Connections};
+use crate::workload::gil;
 use endpoint::Endpoint;
 use request::RequestBuilder;
 

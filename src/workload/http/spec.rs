@@ -12,7 +12,7 @@ use hyper::header::{HeaderName, HeaderValue};
 use rustls::pki_types::ServerName;
 
 use super::request::{letters, INDEX, RAND};
-use crate::units;
+use crate::base::units;
 
 /// What an `http:` URL may be, for error messages.
 const ALLOWED: &str =

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use crate::measure::memory::TreeSampler;
 use crate::measure::rusage::{self, ChildUsage};
-use crate::selfcall::{RunRequest, SelfCall};
-use crate::study::child::{ChildReport, LiveLine, LIVE_PREFIX};
+use crate::model::selfcall::{RunRequest, SelfCall};
+use crate::runner::child::{ChildReport, LiveLine, LIVE_PREFIX};
 
 /// The last lines a child wrote on stderr, for crash reasons.
 const STDERR_TAIL: usize = 20;
@@ -44,7 +44,7 @@ pub(crate) struct Started {
 /// The prefix of the line on which an external program reports the work's own measurement.
 pub(crate) const CONCUR_PREFIX: &str = "CONCUR ";
 
-/// Everything the parent saw of a run, before it is judged ([`super::convert::classify`]).
+/// Everything the parent saw of a run, before it is judged ([`crate::runner::convert::classify`]).
 #[derive(Debug)]
 pub(crate) struct Ended {
     /// How the child ended and what it used, or why waiting for it failed.
@@ -131,7 +131,7 @@ fn spawn_external(
         cmd.env(crate::jobs::BACKEND_ENV, b.expose());
     }
     own_group(&mut cmd);
-    crate::process::die_with_parent(&mut cmd);
+    crate::os::process::die_with_parent(&mut cmd);
     let mut child = cmd.spawn()?;
     Ok(Started {
         pid: child.id() as i32,

@@ -3,16 +3,16 @@
 
 use clap::Args;
 
-use crate::error::Error;
-use crate::hub::agent_args::hub_url;
+use crate::base::error::Error;
+use crate::cli::agent::hub_url;
 use crate::hub::{self, agent, clock};
-use crate::output::{escape_controls, escape_json_controls, Escaped};
+use crate::os::terminal::{escape_controls, escape_json_controls, Escaped};
 
 /// `concur agents`.
 #[derive(Args)]
 pub(super) struct AgentsArgs {
     #[command(flatten)]
-    hub: crate::options::HubArg,
+    hub: crate::plan::options::HubArg,
     /// Tell the agent NAME to leave after the work it holds ('all': every agent)
     #[arg(long, value_name = "NAME|all")]
     stop: Option<String>,

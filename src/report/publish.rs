@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use crate::analysis::results::{Line, Meta, ResultsFile, ResultsWriter, RunResult, RunStatus};
 use crate::analysis::{advice, compare, results, Analysis};
-use crate::error::Result;
-use crate::output::Terminal;
+use crate::base::error::Result;
+use crate::os::terminal::Terminal;
 use crate::report::{Export, ExportManager, Report};
 
 /// Where and how results are shown and saved.
@@ -45,7 +45,7 @@ pub struct Prepared {
 /// baseline is read and the gate checked before any file is opened, so a refusal leaves none.
 pub fn prepare(out: &Outputs, planned: Option<&compare::Planned>) -> Result<Prepared> {
     if out.fail_on_regression && out.baseline.is_none() {
-        return Err(crate::error::Error::usage(
+        return Err(crate::base::error::Error::usage(
             "--fail-on-regression needs --baseline NAME|FILE: there is nothing to regress against",
         ));
     }
@@ -57,7 +57,7 @@ pub fn prepare(out: &Outputs, planned: Option<&compare::Planned>) -> Result<Prep
         .as_deref()
         .filter(|p| *p != std::path::Path::new("-"))
     {
-        crate::files::check_output("--json", p)?;
+        crate::os::files::check_output("--json", p)?;
     }
     let baseline = match &out.baseline {
         Some(spec) => {
@@ -168,7 +168,7 @@ fn save_baseline(
     quiet: bool,
 ) -> Result<()> {
     let path = compare::baseline_path(name)?;
-    crate::files::create_default_dir(compare::BASELINE_DIR)?;
+    crate::os::files::create_default_dir(compare::BASELINE_DIR)?;
     let mut w = ResultsWriter::create("--save-baseline", &path)?;
     w.write(&Line::Meta(meta.clone()))?;
     for r in runs {
@@ -291,7 +291,7 @@ fn failure_status(runs: &[RunResult], out: &Outputs) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::study::runner::mock::{mock_plan, MockEnd, MockExecutor};
+    use crate::runner::mock::{mock_plan, MockEnd, MockExecutor};
 
     #[test]
     fn failures_a_study_plans_do_not_count_and_others_do_unless_ignored() {

@@ -9,7 +9,7 @@
 use std::fs::File;
 use std::path::Path;
 
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 
 /// concur's own folder, in the current directory: default results files, saved baselines, the
 /// default SQLite queue.

@@ -191,7 +191,7 @@ mod tests {
         assert!(!state().held, "lock left held");
         configure(
             false,
-            crate::selfcall::RunSettings::default().switch_interval,
+            crate::model::selfcall::RunSettings::default().switch_interval,
         );
     }
 

@@ -6,29 +6,29 @@ use std::ffi::OsString;
 use clap::error::ErrorKind;
 use clap::{Args, FromArgMatches};
 
-use crate::error::Error;
+use crate::base::error::Error;
 use crate::hub::{self, agent, HubUrl};
-use crate::output::{Feedback, Terminal};
+use crate::os::terminal::{Feedback, Terminal};
 
 /// `concur agent`.
 #[derive(Args)]
 pub(crate) struct AgentArgs {
     #[command(flatten)]
-    hub: crate::options::HubArg,
+    hub: crate::plan::options::HubArg,
     /// Its name on the hub (default: the host name); two live agents never share one
     #[arg(long, value_name = "NAME")]
     name: Option<String>,
     #[command(flatten)]
-    allow: crate::options::AllowOptions,
+    allow: crate::plan::options::AllowOptions,
     #[command(flatten)]
-    jobs_backend: crate::options::JobsBackendArg,
+    jobs_backend: crate::plan::options::JobsBackendArg,
     /// No line per share on stderr
     #[arg(long, short)]
     quiet: bool,
 }
 
 /// `--hub`, else `CONCUR_HUB`, parsed; one line when neither is given.
-pub(crate) fn hub_url(arg: crate::options::HubArg) -> Result<HubUrl, Error> {
+pub(crate) fn hub_url(arg: crate::plan::options::HubArg) -> Result<HubUrl, Error> {
     match arg.from_env().hub {
         Some(u) => {
             let url = crate::jobs::RedisUrl::parse_for("--hub", &u)?;
@@ -82,6 +82,6 @@ pub(crate) fn run(args: Vec<OsString>) -> Result<i32, Error> {
         Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
             e.exit()
         }
-        Err(e) => Err(Error::usage(crate::usage_error::line(&e, &args))),
+        Err(e) => Err(Error::usage(crate::cli::usage_error::line(&e, &args))),
     }
 }

@@ -9,7 +9,7 @@ use std::io::Write;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 use std::sync::Arc;
 
 use crate::measure::latency::{LatencyRecorder, LatencySummary};
@@ -17,11 +17,12 @@ use crate::measure::open::OpenStats;
 use crate::measure::wakeups::Wakeups;
 use crate::measure::{self, mono_ns};
 use crate::model::arrivals::Arrivals;
+use crate::model::selfcall::SelfCall;
 use crate::model::{self, run_task, ModelOutcome, RunCtx, WorkloadRecipe};
-use crate::selfcall::SelfCall;
-use crate::{gil, process};
+use crate::os::process;
+use crate::workload::gil;
 
-pub use crate::selfcall::RunRequest;
+pub use crate::model::selfcall::RunRequest;
 
 /// What a `__run` child reports back.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -216,7 +217,7 @@ fn worker_main(recipe: WorkloadRecipe, queue: String, records: std::path::PathBu
         only: Some(own),
         ..Default::default()
     };
-    crate::jobs::cli::work_main(&backend, &opts).map(|_| ())
+    crate::jobs::process::work_main(&backend, &opts).map(|_| ())
 }
 
 /// Runs one repetition of one cell in this process and condenses it into the report: the

@@ -1,8 +1,8 @@
 //! The built-in studies: the three classic experiments' cells (`crawl` joins with the HTTP
 //! work), sized for this kind of machine, and the quick tour that `concur run` runs.
 
-use crate::error::{Error, Result};
-use crate::options::StudyOptions;
+use crate::base::error::{Error, Result};
+use crate::plan::options::StudyOptions;
 
 /// The default study: every built-in study, scaled down (`--quick`).
 pub const TOUR: &str = "tour";
@@ -303,7 +303,7 @@ pub fn tasks_sizes(quick: bool) -> (std::time::Duration, &'static [usize]) {
 
 /// The `tasks` study's workload: `sleep:` its wait.
 pub fn tasks_workload(wait: std::time::Duration) -> String {
-    format!("sleep:{}", crate::units::fmt_duration_spec(wait))
+    format!("sleep:{}", crate::base::units::fmt_duration_spec(wait))
 }
 
 /// Task counts past which a process per task is not tried: fork's and spawn's processes

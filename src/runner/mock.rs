@@ -28,15 +28,16 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::convert::{classify, convert, not_started};
-use super::supervise::{Ended, Kill};
-use super::{Executor, Iteration};
 use crate::analysis::results::{CellKey, Machine, RunResult};
 use crate::measure::latency::LatencySummary;
 use crate::measure::open::OpenStats;
 use crate::measure::rusage::ChildUsage;
-use crate::study::child::ChildReport;
-use crate::study::plan::{self, CellPlan, Hook, Plan, StudyOptions};
+use crate::plan;
+use crate::plan::{CellPlan, Hook, Plan, StudyOptions};
+use crate::runner::child::ChildReport;
+use crate::runner::convert::{classify, convert, not_started};
+use crate::runner::supervise::{Ended, Kill};
+use crate::runner::{Executor, Iteration};
 
 /// Seconds per task of a workload the mock was told nothing about.
 pub(crate) const DEFAULT_TASK_S: f64 = 0.01;
@@ -387,7 +388,7 @@ pub(crate) fn mock_plan(
         workloads: workloads.iter().map(|s| s.to_string()).collect(),
         models: models.iter().map(|s| s.to_string()).collect(),
         tasks: tasks.to_vec(),
-        repeat: crate::options::RepeatArg {
+        repeat: crate::plan::options::RepeatArg {
             repeat: Some(repeat),
         },
         warmup: Some(0),

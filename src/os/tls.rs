@@ -354,7 +354,7 @@ fn san(name: &str) -> String {
 /// a task error's 300 bytes after a client's prefix (ureq's is about 90).
 fn refusal_words(r: &Refusal, host: &str) -> String {
     const SKIP: &str = "or -k to skip verification";
-    let date = |t: &UnixTime| crate::units::rfc3339(t.as_secs());
+    let date = |t: &UnixTime| crate::base::units::rfc3339(t.as_secs());
     match r {
         Refusal::UnknownIssuer => format!(
             "the server's certificate is not signed by a trusted CA: pass its CA with --cacert FILE, {SKIP}"
@@ -510,8 +510,9 @@ impl ServerCert {
     pub fn from_files(cert: &Path, key: &Path) -> Result<ServerCert, String> {
         let read = |p: &Path, what: &str| {
             let allowed = "a PEM file, a regular file of at most 1 MiB";
-            let bytes = crate::files::read_regular(what, p, crate::files::MAX_PEM_FILE, allowed)
-                .map_err(|e| e.to_string())?;
+            let bytes =
+                crate::os::files::read_regular(what, p, crate::os::files::MAX_PEM_FILE, allowed)
+                    .map_err(|e| e.to_string())?;
             String::from_utf8(bytes)
                 .map_err(|_| format!("{what} '{}' is not text (allowed: {allowed})", p.display()))
         };

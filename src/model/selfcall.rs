@@ -24,9 +24,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
-use crate::gil;
-use crate::process;
+use crate::base::error::{Error, Result};
+use crate::os::process;
+use crate::workload::gil;
 use crate::workload::{self, MailSink, Workload, WorkloadOptions};
 
 /// The smallest `--stack-size`.
@@ -43,7 +43,7 @@ pub const STACK_MAX: usize = 1 << 30;
 #[derive(clap::Args, Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct RunSettings {
     /// The emulated lock's switch interval
-    #[arg(long, value_name = "DURATION", default_value = "5ms", value_parser = crate::units::parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "5ms", value_parser = crate::base::units::parse_duration)]
     pub switch_interval: Duration,
     /// Stack size of the threads that models create (thread, pool, rayon, async)
     #[arg(long, value_name = "SIZE", default_value = "2M", value_parser = parse_bytes)]
@@ -52,7 +52,7 @@ pub struct RunSettings {
 
 impl Default for RunSettings {
     fn default() -> Self {
-        crate::clap_defaults::defaults()
+        crate::base::clap_defaults::defaults()
     }
 }
 
@@ -65,7 +65,7 @@ impl RunSettings {
         {
             return Err(Error::usage(format!(
                 "--switch-interval '{}' must be from 1us to 1s",
-                crate::units::fmt_duration_spec(self.switch_interval)
+                crate::base::units::fmt_duration_spec(self.switch_interval)
             )));
         }
         if !(STACK_MIN..=STACK_MAX).contains(&self.stack_size) {
@@ -80,7 +80,7 @@ impl RunSettings {
 
 /// Parses a size flag (`2M`, `64k`) into bytes.
 fn parse_bytes(s: &str) -> std::result::Result<usize, String> {
-    let n = crate::units::parse_size(s)?;
+    let n = crate::base::units::parse_size(s)?;
     usize::try_from(n).map_err(|_| format!("size '{s}' is too large for this machine"))
 }
 
@@ -144,7 +144,7 @@ pub struct PartRequest {
 #[serde(tag = "call", rename_all = "lowercase")]
 pub enum SelfCall {
     /// `concur __run`: one repetition of one cell, in a process group of its own; it reports
-    /// a [`crate::study::child::ChildReport`] on fd 3.
+    /// a [`crate::runner::child::ChildReport`] on fd 3.
     Run(RunRequest),
     /// `concur __task`: task `index` of the workload in `env`; it reports the task's record on
     /// fd 3.

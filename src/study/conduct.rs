@@ -6,13 +6,16 @@ use std::path::{Path, PathBuf};
 
 use crate::analysis::compare;
 use crate::analysis::results::ResultsWriter;
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
+use crate::base::version::VERSION;
 use crate::hub::executor::HubExecutor;
-use crate::options::StudyOptions;
-use crate::output::{Feedback, Terminal};
-use crate::publish::{self, Conclusion, Outputs};
+use crate::model;
+use crate::os::terminal::{Feedback, Terminal};
+use crate::plan::options::StudyOptions;
+use crate::report::publish;
+use crate::report::publish::{Conclusion, Outputs};
+use crate::study::bind;
 use crate::study::{self, Executor, InProcessExecutor, ProcessExecutor, StudyOutcome};
-use crate::{bind, model, VERSION};
 
 /// Where a study's runs happen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,17 +50,17 @@ pub(crate) struct Conducted {
 /// Plans `opts`, checks the outputs, acquires what the plan needs, runs every cell and
 /// publishes: the one path of every study.
 pub(crate) fn conduct(opts: &StudyOptions, out: &Outputs, how: Conduct) -> Result<Conducted> {
-    let plan = study::plan::build(opts)?;
+    let plan = crate::plan::build(opts)?;
     // `--fail-on-regression` is checked against the baseline before any output is opened when
     // the plan's cells are final; those the bind step changes (a hub's host counts, the
     // classic programs' cells) are checked once bound, still before any run.
     let settled = plan.hub.is_none() && plan.needs.classic.is_none();
-    let planned = |p: &study::plan::Plan| {
+    let planned = |p: &crate::plan::Plan| {
         compare::Planned::study(p.cells.iter().map(|c| c.key.clone()), p.repeat)
     };
     let prepared = publish::prepare(out, settled.then(|| planned(&plan)).as_ref())?;
     if let Some(dir) = &plan.options.cmd_output {
-        crate::files::check_output_dir("--cmd-output", dir)?;
+        crate::os::files::check_output_dir("--cmd-output", dir)?;
     }
     let terminal = Terminal::new(how.feedback);
     // Said before bind connects to them.
@@ -79,16 +82,16 @@ pub(crate) fn conduct(opts: &StudyOptions, out: &Outputs, how: Conduct) -> Resul
     let hub = bound.hub.take();
     let plan = &bound.plan;
     if let Some(dir) = &plan.options.cmd_output {
-        crate::files::create_output_dir("--cmd-output", dir)?;
+        crate::os::files::create_output_dir("--cmd-output", dir)?;
     }
     let mut writer = match (&out.results, how.default_results) {
         (Some(p), _) => ResultsWriter::create("--json", p)?,
         (None, true) => {
-            let stamp = study::machine::now_rfc3339().replace([':', '-'], "");
-            crate::files::create_default_dir(crate::files::RESULTS_DIR)?;
+            let stamp = crate::runner::machine::now_rfc3339().replace([':', '-'], "");
+            crate::os::files::create_default_dir(crate::os::files::RESULTS_DIR)?;
             ResultsWriter::create(
                 "--json",
-                &PathBuf::from(crate::files::RESULTS_DIR)
+                &PathBuf::from(crate::os::files::RESULTS_DIR)
                     .join(format!("{}-{stamp}.jsonl", plan.name)),
             )?
         }
@@ -282,7 +285,7 @@ pub fn advise(
             "fork".into(),
         ],
         tasks: tasks.into_iter().collect(),
-        repeat: crate::options::RepeatArg {
+        repeat: crate::plan::options::RepeatArg {
             repeat: repeat.or(base.open.default_repeat(ADVISE_REPEAT)),
         },
         warmup: Some(0),

@@ -1,11 +1,11 @@
 //! Open-model settings (`--rate`, `--duration`, `--interval`, `--slo`): their types and
-//! parsers. [`crate::study::plan::build`] calls these once; nothing downstream re-validates.
+//! parsers. [`crate::plan::build`] calls these once; nothing downstream re-validates.
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 use crate::measure::latency::LatencySummary;
 use crate::measure::schedule::{OpenRun, Schedule};
 
@@ -207,7 +207,7 @@ pub fn parse_slo(text: &str) -> Result<Slo> {
         "max" => Quantile::Max,
         _ => return Err(bad()),
     };
-    let limit = crate::units::parse_duration(limit).map_err(|_| bad())?;
+    let limit = crate::base::units::parse_duration(limit).map_err(|_| bad())?;
     if limit.is_zero() {
         return Err(bad());
     }

@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
-use super::supervise::{Ended, Kill};
 use crate::analysis::results::{RunResult, RunStatus};
-use crate::study::plan::{CellKind, CellPlan};
+use crate::plan::{CellKind, CellPlan};
+use crate::runner::supervise::{Ended, Kill};
 
 /// How a run ended, and why in one line when it did not end well.
 #[derive(Debug, Clone, PartialEq)]
@@ -114,7 +114,7 @@ pub(crate) fn classify(ended: &Ended, timeout: Duration) -> Verdict {
             RunStatus::Timeout,
             Some(format!(
                 "timed out after {}",
-                crate::units::fmt_secs(timeout.as_secs_f64())
+                crate::base::units::fmt_secs(timeout.as_secs_f64())
             )),
         ),
         (Some(Kill::Interrupt), _) => (RunStatus::Interrupted, Some("interrupted".to_string())),
@@ -244,7 +244,7 @@ pub(crate) fn classify_external(ended: &Ended, timeout: Duration) -> Verdict {
             RunStatus::Timeout,
             Some(format!(
                 "timed out after {}",
-                crate::units::fmt_secs(timeout.as_secs_f64())
+                crate::base::units::fmt_secs(timeout.as_secs_f64())
             )),
         ),
         Some(Kill::Interrupt) => (RunStatus::Interrupted, Some("interrupted".to_string())),

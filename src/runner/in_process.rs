@@ -6,14 +6,13 @@
 
 use std::time::Instant;
 
-use super::supervise::Ended;
-use super::{convert, request, run_hook, Executor, Hook, Iteration};
 use crate::analysis::results::{Isolation, Machine, RunResult};
 use crate::measure::memory::TreeSampler;
 use crate::measure::rusage::{self_usage, usage_between};
-use crate::study::child;
-use crate::study::machine;
-use crate::study::plan::{CellPlan, Plan};
+use crate::plan::{CellPlan, Plan};
+use crate::runner::supervise::Ended;
+use crate::runner::{child, machine};
+use crate::runner::{convert, request, run_hook, Executor, Hook, Iteration};
 
 /// Runs every cell in the calling process.
 pub struct InProcessExecutor;
@@ -49,7 +48,7 @@ impl Executor for InProcessExecutor {
     }
 
     fn interrupted(&self) -> bool {
-        crate::interrupt::interrupted()
+        crate::os::interrupt::interrupted()
     }
 
     fn hook(&self, plan: &Plan, cell: &CellPlan, hook: Hook) -> std::result::Result<(), String> {

@@ -4,7 +4,7 @@
 
 use std::ffi::OsString;
 
-/// The one line for a clap error (without the `concur: ` that [`crate::output::fatal`] adds).
+/// The one line for a clap error (without the `concur: ` that [`crate::os::terminal::fatal`] adds).
 pub(crate) fn line(e: &clap::Error, args: &[OsString]) -> String {
     if e.kind() == clap::error::ErrorKind::InvalidUtf8 {
         return not_utf8(args);

@@ -1,14 +1,18 @@
 //! The plan: the validated matrix of cells a study runs, built once from the user's options.
 //! Every check of specs and flags lives here; nothing downstream re-validates.
 
+pub mod options;
+pub mod presets;
+pub mod rate;
+
 use std::time::Duration;
 
 use crate::analysis::results::{CellKey, Traits};
-use crate::error::{Error, Input, Result};
+use crate::base::error::{Error, Input, Result};
 use crate::model::{self, Model, ModelSpec};
-pub use crate::options::{Hook, Hooks, OpenOptions, PeerRequest, StudyOptions};
-use crate::study::presets::{self, CellRequest};
-use crate::study::rate::{self, OpenPlan, Rate};
+pub use crate::plan::options::{Hook, Hooks, OpenOptions, PeerRequest, StudyOptions};
+use crate::plan::presets::CellRequest;
+use crate::plan::rate::{OpenPlan, Rate};
 use crate::workload::{self, Workload, WorkloadOptions};
 
 /// Counted runs per cell of a free-form study when `-r` is not given.
@@ -69,7 +73,7 @@ pub struct Plan {
     /// Per-run timeout.
     pub timeout: Duration,
     /// What every run's child reads besides its workload and model (checked).
-    pub settings: crate::selfcall::RunSettings,
+    pub settings: crate::model::selfcall::RunSettings,
     /// Options the workloads read.
     pub options: WorkloadOptions,
     /// Whether the study's own server (when it starts one) speaks TLS (`--tls`).
@@ -115,7 +119,7 @@ impl std::fmt::Debug for ParsedWorkload {
 }
 
 /// The files and programs a plan names but does not touch: the bind step
-/// (`crate::bind`) reads them, and fails with one line naming the value.
+/// (`crate::study::bind`) reads them, and fails with one line naming the value.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Needs {
     /// `--body`: a file to read, or `@-` for standard input.
@@ -478,7 +482,7 @@ pub fn build(o: &StudyOptions) -> Result<Plan> {
     if o.timeout.is_zero() || o.timeout > MAX_TIMEOUT {
         return Err(Error::usage(format!(
             "--timeout '{}' must be above 0 and at most 24h",
-            crate::units::fmt_duration_spec(o.timeout)
+            crate::base::units::fmt_duration_spec(o.timeout)
         )));
     }
     let options = WorkloadOptions {
@@ -581,7 +585,7 @@ pub fn build(o: &StudyOptions) -> Result<Plan> {
             if n > MAX_TASKS as f64 {
                 return Err(Error::usage(format!(
                     "--rate {mean} for --duration {} is {n} tasks, more than {MAX_TASKS}",
-                    crate::units::fmt_duration_spec(d)
+                    crate::base::units::fmt_duration_spec(d)
                 )));
             }
             for c in &mut requests {
@@ -694,7 +698,7 @@ fn open_plan(all: &StudyOptions, freeform: bool) -> Result<Option<OpenPlan>> {
         if let Some(d) = o.duration {
             return Err(Error::usage(format!(
                 "--duration '{}' applies to open runs: give --rate R too",
-                crate::units::fmt_duration_spec(d)
+                crate::base::units::fmt_duration_spec(d)
             )));
         }
         if let Some(slo) = &o.slo {
@@ -705,7 +709,7 @@ fn open_plan(all: &StudyOptions, freeform: bool) -> Result<Option<OpenPlan>> {
         if let Some(g) = o.grain {
             return Err(Error::usage(format!(
                 "--grain '{}' applies to open runs: give --rate R too",
-                crate::units::fmt_duration_spec(g)
+                crate::base::units::fmt_duration_spec(g)
             )));
         }
         return Ok(None);
@@ -717,13 +721,13 @@ fn open_plan(all: &StudyOptions, freeform: bool) -> Result<Option<OpenPlan>> {
     {
         return Err(Error::usage(format!(
             "--duration '{}' must be above 0 and at most 24h",
-            crate::units::fmt_duration_spec(d)
+            crate::base::units::fmt_duration_spec(d)
         )));
     }
     if o.interval < Duration::from_millis(10) || o.interval > Duration::from_secs(3600) {
         return Err(Error::usage(format!(
             "--interval '{}' must be from 10ms to 1h",
-            crate::units::fmt_duration_spec(o.interval)
+            crate::base::units::fmt_duration_spec(o.interval)
         )));
     }
     if let Some(g) = o
@@ -732,7 +736,7 @@ fn open_plan(all: &StudyOptions, freeform: bool) -> Result<Option<OpenPlan>> {
     {
         return Err(Error::usage(format!(
             "--grain '{}' must be from 1us to 1s (e.g. 1ms, wrk2's grain)",
-            crate::units::fmt_duration_spec(g)
+            crate::base::units::fmt_duration_spec(g)
         )));
     }
     if o.duration.is_some() && !all.tasks.is_empty() {
@@ -822,12 +826,12 @@ mod tests {
             },
             StudyOptions {
                 study: Some("gil".into()),
-                repeat: crate::options::RepeatArg { repeat: Some(0) },
+                repeat: crate::plan::options::RepeatArg { repeat: Some(0) },
                 ..opts()
             },
             StudyOptions {
                 study: Some("gil".into()),
-                lock: crate::options::LockOptions { gil: true },
+                lock: crate::plan::options::LockOptions { gil: true },
                 ..opts()
             },
             StudyOptions {
@@ -837,14 +841,14 @@ mod tests {
             },
             StudyOptions {
                 study: Some("mailer".into()),
-                jobs_backend: crate::options::JobsBackendArg {
+                jobs_backend: crate::plan::options::JobsBackendArg {
                     jobs_backend: Some("mysql://x".into()),
                 },
                 ..opts()
             },
             StudyOptions {
                 study: Some("mailer".into()),
-                jobs_backend: crate::options::JobsBackendArg {
+                jobs_backend: crate::plan::options::JobsBackendArg {
                     jobs_backend: Some("memory".into()),
                 },
                 ..opts()
@@ -902,7 +906,7 @@ mod tests {
             (open(Some("auto"), None, Some("p99<1s"), &[5]), "-n/--tasks"),
             (
                 StudyOptions {
-                    peers: crate::options::PeerOptions {
+                    peers: crate::plan::options::PeerOptions {
                         peers: vec!["p=true".into()],
                         ..Default::default()
                     },
@@ -950,8 +954,8 @@ mod tests {
         );
         // The runner asks each cell's own version of its child.
         for c in &both.cells {
-            let iteration = crate::study::runner::Iteration::Counted(0);
-            let req = crate::study::runner::request(&both, c, iteration);
+            let iteration = crate::runner::Iteration::Counted(0);
+            let req = crate::runner::request(&both, c, iteration);
             assert_eq!(req.recipe.options.http2, c.key.http2, "{}", c.key.label());
         }
     }

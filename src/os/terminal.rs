@@ -7,7 +7,7 @@
 //! Text from outside (an agent's name, host or answer, a results file from elsewhere) may
 //! hold terminal control sequences: [`escape_controls`] shows them as `\x1b` or `\u{9b}`, and
 //! every line a [`Terminal`] prints goes through it and through
-//! [`crate::secret::mask_credentials`].
+//! [`crate::base::secret::mask_credentials`].
 
 use std::borrow::Cow;
 use std::fmt::{self, Display};
@@ -166,7 +166,7 @@ pub fn warn_always(warning: impl Display) {
 /// A line as stderr shows it: credentials masked, control characters escaped (its line
 /// breaks kept: a few messages span lines on purpose).
 fn shown(text: impl Display) -> String {
-    let text = crate::secret::mask_credentials(&text.to_string());
+    let text = crate::base::secret::mask_credentials(&text.to_string());
     escape_controls_but_newlines(&text).into_owned()
 }
 

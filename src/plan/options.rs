@@ -13,7 +13,7 @@ use std::time::Duration;
 use clap::Args;
 
 pub use crate::jobs::BACKEND_ENV;
-pub use crate::selfcall::RunSettings;
+pub use crate::model::selfcall::RunSettings;
 pub use crate::server::ServerOptions;
 
 pub use crate::workload::MailSink;
@@ -21,7 +21,7 @@ pub use crate::workload::MailSink;
 /// What a study shows and writes besides its results file: renderings, the baseline, stderr's
 /// quiet. `run`, `crawl`, `advise` and `report` flatten it; a library [`crate::Lab`] holds it
 /// too (nothing on stdout, quiet), and [`OutputOptions::outputs`] makes either into the
-/// [`crate::publish::Outputs`] that publishing takes.
+/// [`crate::report::publish::Outputs`] that publishing takes.
 #[derive(Args, Debug, Clone, PartialEq)]
 pub struct OutputOptions {
     /// Also write a CSV of the cells to FILE ('-' for stdout)
@@ -75,7 +75,7 @@ impl OutputOptions {
         self,
         results: Option<PathBuf>,
         ignore_failures: bool,
-    ) -> crate::publish::Outputs {
+    ) -> crate::report::publish::Outputs {
         use crate::report::{Export, Target};
         let exports: Vec<Export> = [
             ("csv", "--csv", self.csv),
@@ -92,7 +92,7 @@ impl OutputOptions {
         })
         .chain(self.export)
         .collect();
-        crate::publish::Outputs {
+        crate::report::publish::Outputs {
             results,
             exports,
             stdout_format: self.format,
@@ -105,11 +105,11 @@ impl OutputOptions {
     }
 }
 
-pub use crate::clap_defaults::defaults;
+pub use crate::base::clap_defaults::defaults;
 
 /// Parses a duration flag (`5ms`, `2s`, `1m`).
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    crate::units::parse_duration(s)
+    crate::base::units::parse_duration(s)
 }
 
 /// Parses a count (`-n`, `-r`, `--warmup`): a whole number, with what was wrong when it is not.
@@ -221,12 +221,12 @@ pub struct AllowOptions {
 
 impl AllowOptions {
     /// The checked policy; a bad item is one line naming it.
-    pub fn allowed(&self) -> crate::error::Result<crate::workload::outside::Allowed> {
+    pub fn allowed(&self) -> crate::base::error::Result<crate::workload::outside::Allowed> {
         let mut targets = crate::workload::outside::Targets::default();
         for list in &self.allow_targets {
             targets.extend(
                 crate::workload::outside::Targets::parse(list)
-                    .map_err(crate::error::Error::usage)?,
+                    .map_err(crate::base::error::Error::usage)?,
             );
         }
         Ok(crate::workload::outside::Allowed {
@@ -260,17 +260,17 @@ pub struct JobsBackendArg {
 
 impl JobsBackendArg {
     /// The queue named, parsed (`None`: not named); a bad one is one line naming the flag.
-    pub fn parsed(&self) -> crate::error::Result<Option<crate::jobs::BackendUrl>> {
+    pub fn parsed(&self) -> crate::base::error::Result<Option<crate::jobs::BackendUrl>> {
         self.jobs_backend
             .as_deref()
             .map(str::parse::<crate::jobs::BackendUrl>)
             .transpose()
-            .map_err(|e| crate::error::Error::usage(format!("--jobs-backend: {e}")))
+            .map_err(|e| crate::base::error::Error::usage(format!("--jobs-backend: {e}")))
     }
 
     /// The queue named, else the default one (`sqlite`: what [`crate::jobs::BackendUrl::Sqlite`]
     /// with no path means where it is used).
-    pub fn or_default(&self) -> crate::error::Result<crate::jobs::BackendUrl> {
+    pub fn or_default(&self) -> crate::base::error::Result<crate::jobs::BackendUrl> {
         Ok(self.parsed()?.unwrap_or(crate::jobs::BackendUrl::Sqlite(
             None,
             crate::jobs::SqliteSync::default(),

@@ -5,8 +5,10 @@
 //! `convert::convert`. A child that crashes, times out or cannot start becomes a run with
 //! that status and reason; the study goes on. Tests use the deterministic `mock` instead.
 
+pub(crate) mod child;
 pub(crate) mod convert;
 pub mod in_process;
+pub(crate) mod machine;
 #[cfg(test)]
 pub(crate) mod mock;
 pub(crate) mod supervise;
@@ -14,15 +16,14 @@ pub(crate) mod supervise;
 use std::path::{Path, PathBuf};
 
 use crate::analysis::results::{Machine, RunResult};
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
+use crate::model::selfcall::RunRequest;
 use crate::model::WorkloadRecipe;
-use crate::output::Terminal;
-use crate::selfcall::RunRequest;
+use crate::os::terminal::Terminal;
+use crate::plan::{CellKind, CellPlan, Hook, Plan};
+use crate::runner::child::LiveLine;
+use crate::runner::supervise::Launch;
 use crate::server::Stats;
-use crate::study::child::LiveLine;
-use crate::study::machine;
-use crate::study::plan::{CellKind, CellPlan, Hook, Plan};
-use supervise::Launch;
 
 /// Which of a cell's runs an executor is asked for (hyperfine's `BenchmarkIteration`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,7 +138,7 @@ impl<'a> ProcessExecutor<'a> {
     /// counters, each run records the server's peak in-flight.
     pub fn new(server: Option<StudyServer<'a>>) -> Result<Self> {
         let exe = std::env::current_exe().map_err(|e| Error::io("finding our own binary", e))?;
-        crate::interrupt::install_interrupt_handler();
+        crate::os::interrupt::install_interrupt_handler();
         Ok(ProcessExecutor {
             exe,
             server,
@@ -166,7 +167,7 @@ impl Executor for ProcessExecutor<'_> {
     }
 
     fn interrupted(&self) -> bool {
-        crate::interrupt::interrupted()
+        crate::os::interrupt::interrupted()
     }
 
     fn show_live(&self, terminal: Terminal) {
@@ -196,7 +197,7 @@ pub(crate) fn run_hook(
         command: &line,
         backend: plan.jobs_backend.as_ref(),
     };
-    let ended = supervise::run(launch, timeout, &crate::interrupt::interrupted, &|_| {})
+    let ended = supervise::run(launch, timeout, &crate::os::interrupt::interrupted, &|_| {})
         .map_err(|e| fail(format!("could not start: {e}")))?;
     let usage = ended
         .waited
@@ -204,7 +205,7 @@ pub(crate) fn run_hook(
     let how = match (ended.killed_for, usage.exit_code, usage.signal) {
         (Some(_), _, _) => format!(
             "was killed after {}",
-            crate::units::fmt_secs(timeout.as_secs_f64())
+            crate::base::units::fmt_secs(timeout.as_secs_f64())
         ),
         (None, Some(0), _) => return Ok(()),
         (None, Some(code), _) => format!("exited with code {code}"),
@@ -292,7 +293,12 @@ fn run_child(
         exe,
         request: Box::new(request(plan, cell, iteration)),
     };
-    let ended = supervise::run(launch, plan.timeout, &crate::interrupt::interrupted, live);
+    let ended = supervise::run(
+        launch,
+        plan.timeout,
+        &crate::os::interrupt::interrupted,
+        live,
+    );
     convert::judge(cell, iteration.rep(), ended, plan.timeout)
 }
 
@@ -320,7 +326,7 @@ fn run_external(command: &str, plan: &Plan, cell: &CellPlan, rep: usize) -> RunR
     let ended = supervise::run(
         launch,
         plan.timeout,
-        &crate::interrupt::interrupted,
+        &crate::os::interrupt::interrupted,
         &|_| {},
     );
     convert::judge(cell, rep, ended, plan.timeout)

@@ -4,10 +4,10 @@
 //! in-process delay server — acquired once, each failure one line naming the value. Nothing
 //! here re-validates what the plan checked.
 
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
+use crate::plan::Plan;
+use crate::runner::StudyServer;
 use crate::server::{InProcessServer, ServeTls, ServerOptions};
-use crate::study::plan::Plan;
-use crate::study::runner::StudyServer;
 
 /// A plan with what it needs from the world: its files read, its services reached.
 pub struct Bound {
@@ -160,7 +160,7 @@ pub fn bind(mut plan: Plan) -> Result<Bound> {
 /// version, too few for `--hosts`, or one without `--allow-commands` for a `cmd:` cell is one
 /// line, before any run. Returns the host counts to run each cell over.
 fn reach_hub(
-    h: &crate::study::plan::HubPlan,
+    h: &crate::plan::HubPlan,
     plan: &Plan,
 ) -> Result<(crate::hub::Hub, Vec<crate::hub::AgentInfo>, Vec<usize>)> {
     let hub = crate::hub::Hub::open(&h.url.clone().into())?;
@@ -255,9 +255,9 @@ fn reach_hub(
 const STUDY_MAX_STREAMS: u32 = 1000;
 
 /// `--body`: the file's bytes, or standard input's for `@-`; a regular file (or standard
-/// input) of at most [`crate::files::MAX_BODY_FILE`].
+/// input) of at most [`crate::os::files::MAX_BODY_FILE`].
 fn read_body(source: &str) -> Result<Vec<u8>> {
-    use crate::files::MAX_BODY_FILE;
+    use crate::os::files::MAX_BODY_FILE;
     let allowed = "a regular file of at most 64 MiB, or @- for standard input";
     if source == "@-" {
         let mut b = Vec::new();
@@ -273,16 +273,16 @@ fn read_body(source: &str) -> Result<Vec<u8>> {
         }
         return Ok(b);
     }
-    crate::files::read_regular("--body", source.as_ref(), MAX_BODY_FILE, allowed)
+    crate::os::files::read_regular("--body", source.as_ref(), MAX_BODY_FILE, allowed)
 }
 
-/// `--cacert`: the PEM text (a regular file of at most [`crate::files::MAX_PEM_FILE`]),
+/// `--cacert`: the PEM text (a regular file of at most [`crate::os::files::MAX_PEM_FILE`]),
 /// checked to hold certificates.
 fn read_cacert(path: &std::path::Path) -> Result<String> {
-    let bytes = crate::files::read_regular(
+    let bytes = crate::os::files::read_regular(
         "--cacert",
         path,
-        crate::files::MAX_PEM_FILE,
+        crate::os::files::MAX_PEM_FILE,
         "a PEM file of CA certificates, a regular file of at most 1 MiB",
     )?;
     let text = String::from_utf8(bytes).map_err(|_| {
@@ -291,7 +291,7 @@ fn read_cacert(path: &std::path::Path) -> Result<String> {
             path.display()
         ))
     })?;
-    crate::tls::certs_from_pem(&text)
+    crate::os::tls::certs_from_pem(&text)
         .map_err(|why| Error::usage(format!("--cacert '{}' {why}", path.display())))?;
     Ok(text)
 }

@@ -39,7 +39,7 @@ pub fn machine() -> Machine {
     }
 }
 
-pub use crate::units::now_rfc3339;
+pub use crate::base::units::now_rfc3339;
 
 /// Busy and total jiffies over all CPUs, from the first line of `/proc/stat`.
 fn cpu_jiffies() -> Option<(u64, u64)> {
@@ -72,14 +72,20 @@ pub fn busy_fraction(window: std::time::Duration) -> Option<f64> {
 mod tests {
     #[test]
     fn known_dates() {
-        assert_eq!(crate::units::rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(crate::units::rfc3339(951_782_400), "2000-02-29T00:00:00Z");
-        assert_eq!(crate::units::rfc3339(1_796_000_000), "2026-11-30T00:53:20Z");
+        assert_eq!(crate::base::units::rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(
+            crate::base::units::rfc3339(951_782_400),
+            "2000-02-29T00:00:00Z"
+        );
+        assert_eq!(
+            crate::base::units::rfc3339(1_796_000_000),
+            "2026-11-30T00:53:20Z"
+        );
     }
 
     #[test]
     fn machine_has_cores_and_kernel() {
-        let m = super::machine();
+        let m = crate::runner::machine::machine();
         assert!(m.cores >= 1);
         assert_ne!(m.kernel, "unknown");
     }

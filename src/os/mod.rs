@@ -1,0 +1,8 @@
+//! What concur uses of the machine it runs on: child processes and their descriptors, the
+//! files it writes, Ctrl-C, the terminal, and TLS configurations.
+
+pub(crate) mod files;
+pub(crate) mod interrupt;
+pub(crate) mod process;
+pub(crate) mod terminal;
+pub mod tls;
