@@ -524,3 +524,107 @@ fn ruby_format_prints_every_line_in_benchmark_layout() {
     assert_eq!(got, want, "{text}");
     assert_eq!(text.matches(" failed: ").count(), 4, "{text}");
 }
+
+/// Review row 10: a results file's text written into CSV as it was. A cell a spreadsheet reads
+/// as a formula (`=`, `+`, `-`, `@`, tab, carriage return first) gets a `'` before it (OWASP's
+/// rule), and control and bidirectional characters (U+200E and U+200F too) are escaped, in
+/// CSV and in every other format that shows the text.
+#[test]
+fn csv_cells_cannot_be_formulas_and_no_format_passes_control_or_bidi_characters() {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/quoting.jsonl");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("hostile.jsonl");
+    let hostile_error = "=HYPERLINK(\"http://x\",\"y\")\u{1b}[31m\u{200f}\u{200e}\u{202e}\u{9b}";
+    let lines: Vec<String> = read_lines(&data)
+        .into_iter()
+        .map(|mut v| {
+            if v["type"] == "run" {
+                v["study"] = "@SUM(1+1)".into();
+                v["error"] = hostile_error.into();
+            }
+            v.to_string()
+        })
+        .collect();
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let text = stdout_of(&["--csv", "-"], &file);
+    let rows: Vec<csv::StringRecord> = csv::Reader::from_reader(text.as_bytes())
+        .records()
+        .map(|r| r.unwrap())
+        .collect();
+    assert!(!rows.is_empty());
+    for row in &rows {
+        assert_eq!(&row[0], "'@SUM(1+1)", "{row:?}");
+        assert!(row[25].starts_with("'=HYPERLINK("), "{row:?}");
+    }
+    for args in [
+        &["--csv", "-"][..],
+        &["--format", "table"][..],
+        &["--format", "markdown"][..],
+        &["--format", "json"][..],
+    ] {
+        let out = stdout_of(args, &file);
+        for c in ['\u{1b}', '\u{200e}', '\u{200f}', '\u{202e}', '\u{9b}'] {
+            assert!(
+                !out.contains(c),
+                "{args:?} passed U+{:04X} through: {out}",
+                c as u32
+            );
+        }
+    }
+}
+
+/// Review row 8: a run line with `wall_s` 1.7e308 (valid JSON) made the sums infinite and
+/// `concur report --html` loop forever in the chart's axis. Such a line is refused, naming the
+/// file, the line and the field, in every format, at once.
+#[test]
+fn a_figure_no_run_can_produce_is_refused_naming_file_line_and_field() {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/quoting.jsonl");
+    let dir = tempfile::tempdir().unwrap();
+    for (field, value) in [
+        ("wall_s", serde_json::json!(1.7e308)),
+        ("max_rss_kib", serde_json::json!(u64::MAX)),
+        ("user_s", serde_json::json!(-1e300)),
+    ] {
+        let file = dir.path().join(format!("{field}.jsonl"));
+        let mut lines = read_lines(&data);
+        let second_run = lines
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| v["type"] == "run")
+            .nth(1)
+            .map(|(i, _)| i)
+            .unwrap();
+        lines[second_run][field] = value.clone();
+        let text: Vec<String> = lines.iter().map(|v| v.to_string()).collect();
+        std::fs::write(&file, text.join("\n") + "\n").unwrap();
+        for format in ["html", "table", "csv", "json"] {
+            let out_file = dir.path().join(format!("out.{format}"));
+            let mut child = common::concur_process()
+                .arg("report")
+                .arg(&file)
+                .arg("--export")
+                .arg(format!("{format}={}", out_file.display()))
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            let status = loop {
+                if let Some(s) = child.try_wait().unwrap() {
+                    break s;
+                }
+                if std::time::Instant::now() > deadline {
+                    let _ = child.kill();
+                    panic!("concur report --export {format} did not end within 60 s for {field} {value}");
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            };
+            let mut err = String::new();
+            std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+            assert_eq!(status.code(), Some(2), "{format} {field}: {err}");
+            let want = format!("line {}: field {field} is", second_run + 1);
+            assert!(err.contains(&want), "{format} {field}: {err}");
+            assert!(err.contains(&file.display().to_string()), "{err}");
+        }
+    }
+}

@@ -668,6 +668,46 @@ fn legacy_traits(r: &mut RunResult) {
     t.family = family;
 }
 
+/// The largest magnitude a figure of a results line may have: 1e18 (31 years in ns, an
+/// exabyte in bytes) is past anything a run measures, and far enough below `f64::MAX` that
+/// sums and charts of a million such figures stay finite (a `wall_s` of 1.7e308 made the sums
+/// infinite and the HTML chart's axis loop forever).
+pub const MAX_FIGURE: f64 = 1e18;
+
+/// Refuses a line holding a number no run can produce (beyond [`MAX_FIGURE`] either way),
+/// naming its field (`wall_s`, `latency_us.p99`, `series[3].p50`).
+fn check_figures(v: &serde_json::Value, at: &mut String) -> std::result::Result<(), String> {
+    use serde_json::Value;
+    match v {
+        Value::Number(n) => match n.as_f64() {
+            Some(x) if x.is_finite() && x.abs() <= MAX_FIGURE => Ok(()),
+            _ => Err(format!(
+                "field {} is {n}, beyond what a run can produce (at most {MAX_FIGURE:e} either way)",
+                // The field's name came with the file: shown short and escaped.
+                crate::os::terminal::escape_controls(&at.chars().take(120).collect::<String>())
+            )),
+        },
+        Value::Array(items) => items.iter().enumerate().try_for_each(|(i, x)| {
+            let len = at.len();
+            at.push_str(&format!("[{i}]"));
+            let r = check_figures(x, at);
+            at.truncate(len);
+            r
+        }),
+        Value::Object(fields) => fields.iter().try_for_each(|(k, x)| {
+            let len = at.len();
+            if !at.is_empty() {
+                at.push('.');
+            }
+            at.push_str(k);
+            let r = check_figures(x, at);
+            at.truncate(len);
+            r
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// Parses one line of a results file, its line end removed: `None` for a blank line. A run
 /// line of an old file gets its traits; a meta line of a newer schema is refused. The error
 /// says what is wrong, for the caller to put after the file and line number.
@@ -677,8 +717,11 @@ pub fn parse_line(bytes: &[u8]) -> std::result::Result<Option<Line>, String> {
     if text.trim().is_empty() {
         return Ok(None);
     }
-    let mut line: Line =
+    let value: serde_json::Value =
         serde_json::from_str(text).map_err(|e| format!("not a concur results line ({e})"))?;
+    check_figures(&value, &mut String::new())?;
+    let mut line: Line =
+        serde_json::from_value(value).map_err(|e| format!("not a concur results line ({e})"))?;
     match &mut line {
         Line::Meta(m) if m.schema > SCHEMA => {
             return Err(format!(

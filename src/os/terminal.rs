@@ -221,6 +221,9 @@ pub fn escape_json_controls(json: &str) -> Cow<'_, str> {
 /// Whether `c` is shown escaped.
 fn needs_escape(c: char) -> bool {
     c.is_control()
+        // The left-to-right and right-to-left marks reorder what follows them too.
+        || c == '\u{200e}'
+        || c == '\u{200f}'
         || ('\u{202a}'..='\u{202e}').contains(&c)
         || ('\u{2066}'..='\u{2069}').contains(&c)
 }

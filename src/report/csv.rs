@@ -2,6 +2,7 @@
 
 use super::{Exporter, FormatEntry, Report};
 use crate::analysis::Analysis;
+use crate::os::terminal::escape_controls;
 
 /// The CSV columns, in order.
 pub const COLUMNS: &[&str] = &[
@@ -45,6 +46,19 @@ pub const COLUMNS: &[&str] = &[
     "hosts",
 ];
 
+/// A text cell as a spreadsheet cannot act on it: control and bidirectional characters
+/// escaped (as every format escapes them), and a cell that a spreadsheet would read as a
+/// formula (beginning with `=`, `+`, `-`, `@`, a tab or a carriage return) prefixed with a
+/// `'`, OWASP's rule against CSV injection. Numbers are written by [`f`] and [`u`], never here.
+fn text(v: &str) -> String {
+    let v = escape_controls(v);
+    if v.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        format!("'{v}")
+    } else {
+        v.into_owned()
+    }
+}
+
 fn f(v: Option<f64>) -> String {
     v.map(|x| format!("{x}")).unwrap_or_default()
 }
@@ -59,9 +73,9 @@ pub fn render(a: &Analysis) -> String {
     let mut rows: Vec<Vec<String>> = vec![COLUMNS.iter().map(|s| s.to_string()).collect()];
     for c in &a.cells {
         rows.push(vec![
-            c.key.study.clone(),
-            c.key.workload.clone(),
-            c.key.model.clone(),
+            text(&c.key.study),
+            text(&c.key.workload),
+            text(&c.key.model),
             c.workers.map(|w| w.to_string()).unwrap_or_default(),
             c.key.tasks.to_string(),
             c.key.gil.to_string(),
@@ -84,7 +98,7 @@ pub fn render(a: &Analysis) -> String {
             f(c.ideal_s),
             f(c.vs_ideal),
             u(c.bytes),
-            c.error.clone().unwrap_or_default(),
+            text(c.error.as_deref().unwrap_or_default()),
             u(c.latency_us.map(|l| l.p50)),
             u(c.latency_us.map(|l| l.p99)),
             // Open-model cells only (`--rate`): empty for closed ones.

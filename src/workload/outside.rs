@@ -187,12 +187,45 @@ fn in_range(ip: IpAddr, net: IpAddr, len: u8) -> bool {
 }
 
 /// Whether `ip` is a public unicast address: not loopback, private (RFC 1918, unique local),
-/// link-local, shared (RFC 6598), unspecified, broadcast, multicast or documentation.
+/// link-local, shared (RFC 6598), unspecified, broadcast, multicast or documentation. An IPv6
+/// address that carries an IPv4 address (mapped, compatible, translated, NAT64, 6to4, Teredo)
+/// is judged by every IPv4 address inside it too: `[::127.0.0.1]` and `[64:ff9b::7f00:1]`
+/// reach this host's loopback on a stack that routes them.
 pub fn is_public(ip: IpAddr) -> bool {
     match canonical(ip) {
         IpAddr::V4(v4) => !is_local_v4(v4),
-        IpAddr::V6(v6) => !is_local_v6(v6),
+        IpAddr::V6(v6) => !is_local_v6(v6) && embedded_v4(v6).iter().all(|v4| !is_local_v4(*v4)),
     }
+}
+
+/// The IPv4 addresses an IPv6 address carries: IPv4-compatible (`::a.b.c.d`, RFC 4291),
+/// IPv4-translated (`::ffff:0:a.b.c.d`, RFC 2765), NAT64's well-known prefix
+/// (`64:ff9b::/96`, RFC 6052), 6to4 (`2002:AABB:CCDD::/48`, RFC 3056), and Teredo's server and
+/// client (`2001:0::/32`, RFC 4380: the client's address stored inverted). Mapped addresses
+/// (`::ffff:a.b.c.d`) are turned into IPv4 by [`canonical`] before this is asked.
+fn embedded_v4(ip: Ipv6Addr) -> Vec<Ipv4Addr> {
+    let bits = u128::from(ip);
+    let low32 = Ipv4Addr::from(bits as u32);
+    let s = ip.segments();
+    let mut out = Vec::new();
+    // ::/96 but not :: and ::1, which is_local_v6 judges as they are.
+    if bits >> 32 == 0 && bits > 1 {
+        out.push(low32);
+    }
+    if bits >> 32 == 0xffff_0000 {
+        out.push(low32);
+    }
+    if bits >> 32 == u128::from(u32::from_be_bytes([0, 0x64, 0xff, 0x9b])) << 64 {
+        out.push(low32);
+    }
+    if s[0] == 0x2002 {
+        out.push(Ipv4Addr::from(((s[1] as u32) << 16) | s[2] as u32));
+    }
+    if s[0] == 0x2001 && s[1] == 0 {
+        out.push(Ipv4Addr::from(((s[2] as u32) << 16) | s[3] as u32));
+        out.push(Ipv4Addr::from(!(bits as u32)));
+    }
+    out
 }
 
 fn is_local_v4(ip: Ipv4Addr) -> bool {
@@ -219,12 +252,14 @@ fn is_local_v4(ip: Ipv4Addr) -> bool {
 }
 
 fn is_local_v6(ip: Ipv6Addr) -> bool {
-    let ranges: [(Ipv6Addr, u8); 5] = [
+    let ranges: [(Ipv6Addr, u8); 6] = [
         (Ipv6Addr::UNSPECIFIED, 128),
         (Ipv6Addr::LOCALHOST, 128),
         (Ipv6Addr::new(0xfc00, 0, 0, 0, 0, 0, 0, 0), 7),
         (Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 0), 10),
         (Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0), 32),
+        // NAT64's local-use prefix (RFC 8215): translated by a local gateway.
+        (Ipv6Addr::new(0x64, 0xff9b, 1, 0, 0, 0, 0, 0), 48),
     ];
     ip.is_multicast()
         || ranges
@@ -375,5 +410,38 @@ mod tests {
                 .to_string(),
             "10.0.0.0/8,fd00::/8,::1/128,h.example"
         );
+    }
+
+    /// Review row 11: an IPv6 spelling of a private IPv4 address passed as public.
+    #[test]
+    fn ipv6_addresses_are_judged_by_the_ipv4_addresses_they_carry() {
+        let public = |a: &str| is_public(a.parse::<IpAddr>().unwrap());
+        for local in [
+            "::127.0.0.1",
+            "::ffff:127.0.0.1",
+            "::ffff:0:7f00:1",
+            "64:ff9b::7f00:1",
+            "64:ff9b::a00:1",
+            "64:ff9b:1::808:808",
+            "2002:7f00:1::1",
+            "2002:c0a8:101::",
+            // Teredo: server 8.8.8.8, client 127.0.0.1 (stored inverted: 0x80ff_fffe).
+            "2001:0:808:808::80ff:fffe",
+            // Teredo: server 10.0.0.1, client 8.8.8.8.
+            "2001:0:a00:1::f7f7:f7f7",
+        ] {
+            assert!(!public(local), "{local} passed as public");
+        }
+        for p in [
+            "64:ff9b::808:808",
+            "2002:808:808::1",
+            "2001:0:808:808::f7f7:f7f7",
+            "2606:4700::1111",
+            "8.8.8.8",
+        ] {
+            assert!(public(p), "{p} refused as local");
+        }
+        assert!(!public("::"));
+        assert!(!public("::1"));
     }
 }
