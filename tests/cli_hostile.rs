@@ -350,3 +350,66 @@ fn the_files_concur_makes_for_a_run_live_in_private_folders_and_go_with_it() {
         .collect();
     assert!(left.is_empty(), "left behind in TMPDIR: {left:?}");
 }
+
+/// Review row 9: a `concur-results/` folder planted by someone else, or links planted where
+/// concur writes, made a run overwrite a file its user did not name. The default folder is
+/// refused when it is a link or everybody may write to it (another user's is refused alike,
+/// by owner), and a named output that is a symbolic link is not followed: the file it points
+/// at is left as it was.
+#[test]
+fn planted_results_folders_and_links_are_refused_and_their_targets_left_alone() {
+    use std::os::unix::fs::{symlink, PermissionsExt};
+    let run = |cwd: &std::path::Path, extra: &[&std::ffi::OsStr]| {
+        concur()
+            .current_dir(cwd)
+            .args(["run", "-w", "fib:5", "-m", "seq", "-n", "1", "-r", "1"])
+            .args(["--warmup", "0", "-q"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    // The folder is a link to one elsewhere.
+    let shared = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    symlink(elsewhere.path(), shared.path().join("concur-results")).unwrap();
+    let out = run(shared.path(), &[]);
+    let err = one_line_exit_2(&out);
+    assert!(
+        err.contains("concur-results") && err.contains("symbolic link"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
+    // The folder is writable by everybody.
+    let shared = tempfile::tempdir().unwrap();
+    let dir = shared.path().join("concur-results");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = run(shared.path(), &[]);
+    let err = one_line_exit_2(&out);
+    assert!(err.contains("everybody may write"), "{err}");
+    // A named output that is a link to a file of the user's: not followed, not truncated.
+    let shared = tempfile::tempdir().unwrap();
+    let victim = shared.path().join("precious");
+    std::fs::write(&victim, "keep me").unwrap();
+    let link = shared.path().join("out.jsonl");
+    symlink(&victim, &link).unwrap();
+    let out = run(shared.path(), &["--json".as_ref(), link.as_os_str()]);
+    let err = one_line_exit_2(&out);
+    assert!(err.contains("symbolic link"), "{err}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
+    // An honest folder still works.
+    let fresh = tempfile::tempdir().unwrap();
+    let out = run(fresh.path(), &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_dir(fresh.path().join("concur-results"))
+            .unwrap()
+            .count(),
+        1
+    );
+}

@@ -28,15 +28,44 @@ pub fn check_output(flag: &str, path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Creates (or truncates) the file `flag` names at `path`.
+/// Creates (or truncates) the file `flag` names at `path`. A symbolic link there is not
+/// followed (`O_NOFOLLOW`), and a file that another user owns is not truncated: in a folder
+/// others can write to, either could have been planted to make concur overwrite a file of its
+/// user's (or root's) choosing. A device (`/dev/null`) is written as it is.
 pub fn create_output(flag: &str, path: &Path) -> Result<File> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     check_output(flag, path)?;
-    std::fs::OpenOptions::new()
+    let cannot = |e: std::io::Error| {
+        let why = if e.raw_os_error() == Some(libc::ELOOP) {
+            "it is a symbolic link, which concur does not follow for what it writes; name the file itself".to_string()
+        } else {
+            e.to_string()
+        };
+        Error::usage(format!(
+            "{flag} '{}': cannot write it: {why}",
+            path.display()
+        ))
+    };
+    let file = std::fs::OpenOptions::new()
         .create(true)
         .write(true)
-        .truncate(true)
+        .custom_flags(libc::O_NOFOLLOW)
         .open(path)
-        .map_err(|e| Error::usage(format!("{flag} '{}': cannot write it: {e}", path.display())))
+        .map_err(cannot)?;
+    let meta = file.metadata().map_err(cannot)?;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if meta.is_file() {
+        if meta.uid() != me {
+            return Err(Error::usage(format!(
+                "{flag} '{}': cannot write it: it belongs to another user (uid {}); concur does not overwrite a file it does not own",
+                path.display(),
+                meta.uid()
+            )));
+        }
+        file.set_len(0).map_err(cannot)?;
+    }
+    Ok(file)
 }
 
 /// Checks, without creating it, that [`create_output_dir`] could make the folder.
@@ -80,11 +109,43 @@ fn check_parent(flag: &str, path: &Path) -> Result<()> {
     }
 }
 
-/// Creates concur's own default folder (`concur-results`, its `baselines`) with its parents.
+/// Creates concur's own default folder (`concur-results`, its `baselines`) with its parents,
+/// and refuses it when it is not concur's user's to trust: a symbolic link, a folder another
+/// user owns, or one everybody may write to (without the sticky bit). Another user who made
+/// `concur-results/` first in a shared directory could otherwise fill it with links that
+/// make the next run overwrite files of their choosing.
 pub fn create_default_dir(dir: impl AsRef<Path>) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
     let dir = dir.as_ref();
     std::fs::create_dir_all(dir)
-        .map_err(|e| Error::usage(format!("cannot create the folder '{}': {e}", dir.display())))
+        .map_err(|e| Error::usage(format!("cannot create the folder '{}': {e}", dir.display())))?;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    // The default folder and every folder of it below the current directory.
+    for part in dir.ancestors().filter(|p| !p.as_os_str().is_empty()) {
+        let meta = std::fs::symlink_metadata(part).map_err(|e| {
+            Error::usage(format!("cannot read the folder '{}': {e}", part.display()))
+        })?;
+        let why = if meta.file_type().is_symlink() {
+            Some("it is a symbolic link".to_string())
+        } else if meta.uid() != me {
+            Some(format!("it belongs to another user (uid {})", meta.uid()))
+        } else if meta.mode() & 0o1002 == 0o002 {
+            Some("everybody may write to it".to_string())
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(Error::usage(format!(
+                "the results folder '{}' cannot be trusted: {why}; remove it, or name the outputs with --json/--export",
+                part.display()
+            )));
+        }
+        if part == Path::new(RESULTS_DIR) {
+            break;
+        }
+    }
+    Ok(())
 }
 
 /// A new folder of concur's own in the temporary directory, readable by its owner only
