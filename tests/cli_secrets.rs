@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::hub::Hub;
-use common::{concur, of_type, read_lines, results_path, succeeds};
+use common::{concur, of_type, read_lines, results_path, succeeds, Serve};
 use serde_json::Value;
 
 /// The secrets the study's headers carry; none may be shown or stored.
@@ -406,4 +406,45 @@ fn a_planted_dead_jobs_escape_sequences_are_listed_escaped() {
         shown.contains("\\x1b]0;pwned\\x07\\x1b[2J\\u009b2J"),
         "{shown}"
     );
+}
+
+/// Review row 12: a credential in a workload's query string stayed in the results file and the
+/// tables; the hub's key reached the environment of the programs concur starts.
+#[test]
+fn query_credentials_stay_out_of_results_and_hub_secrets_out_of_children() {
+    let server = Serve::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("r.jsonl");
+    let env_file = dir.path().join("hook-env");
+    let out = concur()
+        .env("CONCUR_HUB_KEY", "sekrit-hub-key-0123456789abcdef")
+        .args(["run", "-m", "seq", "-n", "2", "-r", "1", "--warmup", "0"])
+        .arg("-w")
+        .arg(format!("http:{}/add?access_token=sekrit-query", server.url))
+        .arg("-w")
+        .arg("cmd:sh -c 'echo \"x${CONCUR_HUB_KEY}${CONCUR_HUB}x\"'")
+        .arg("--setup")
+        .arg(format!("env > {}", env_file.display()))
+        .arg("--json")
+        .arg(&results)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let text = std::fs::read_to_string(&results).unwrap();
+    for shown in [&text, &stdout.to_string(), &stderr.to_string()] {
+        assert!(!shown.contains("sekrit-query"), "{shown}");
+        assert!(!shown.contains("sekrit-hub-key"), "{shown}");
+    }
+    assert!(text.contains("access_token=***"), "{text}");
+    // The cmd: task printed `xx` and a line end: 3 bytes, no key between the x's.
+    let cmd_run = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|v| v["type"] == "run" && v["workload"].as_str().unwrap().starts_with("cmd:"))
+        .unwrap();
+    assert_eq!(cmd_run["bytes"], 6, "{cmd_run}");
+    let env = std::fs::read_to_string(&env_file).unwrap();
+    assert!(!env.contains("CONCUR_HUB_KEY"), "{env}");
 }

@@ -328,7 +328,11 @@ fn echo_last_redacts_credential_headers() {
         X-AUTH-TOKEN: sekrit-6\r\n\
         Client-Secret: sekrit-7\r\n\
         X-Monkey: banana\r\n\
-        X-Token-Count: 3\r\n\
+        X-Token-Count: sekrit-8\r\n\
+        Token: sekrit-9\r\n\
+        Apikey: sekrit-10\r\n\
+        X-Password: sekrit-11\r\n\
+        Author: ann\r\n\
         Content-Length: 5\r\nConnection: close\r\n\r\nhello";
     let (status, _, body) = exchange(s.addr, raw.as_bytes());
     assert_eq!((status, body.as_str()), (200, "hello"));
@@ -345,15 +349,40 @@ fn echo_last_redacts_credential_headers() {
         "x-api-key",
         "x-auth-token",
         "client-secret",
+        "x-token-count",
+        "token",
+        "apikey",
+        "x-password",
     ] {
         assert_eq!(h[name], "[redacted]", "{name}: {last}");
     }
     // Names that only look alike are kept, and so is the rest of the request.
     assert_eq!(h["x-monkey"], "banana", "{last}");
-    assert_eq!(h["x-token-count"], "3", "{last}");
+    assert_eq!(h["author"], "ann", "{last}");
     assert_eq!(last["method"], "POST", "{last}");
     assert_eq!(last["target"], "/echo?q=1", "{last}");
     assert_eq!(last["body"], "hello", "{last}");
+}
+
+/// Review row 12: a credential in the query or in a form body stayed in `/echo/last`.
+#[test]
+fn echo_last_masks_credential_query_parameters_and_form_fields() {
+    let s = Serve::start(&[]);
+    let body = "user=ann&password=sekrit-1&remember=1";
+    let raw = format!(
+        "POST /echo?access_token=sekrit-2&page=2 HTTP/1.1\r\nHost: x\r\n\
+         Content-Type: application/x-www-form-urlencoded\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let (status, _, echoed) = exchange(s.addr, raw.as_bytes());
+    assert_eq!((status, echoed.as_str()), (200, body));
+    let (status, _, text) = get(s.addr, "/echo/last");
+    assert_eq!(status, 200);
+    assert!(!text.contains("sekrit"), "{text}");
+    let last: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(last["target"], "/echo?access_token=***&page=2", "{last}");
+    assert_eq!(last["body"], "user=ann&password=***&remember=1", "{last}");
 }
 
 /// An address of this machine that is not loopback, to be a peer that is not loopback: the

@@ -1,6 +1,7 @@
-//! Keeping secrets out of what we show: the password of a URL (`redis://:PASSWORD@host`) and
-//! the value of a credential header (`-H 'Authorization: Bearer TOKEN'`) are replaced by `***`
-//! in every message, table and recorded command line. Only what is shown or stored is masked:
+//! Keeping secrets out of what we show: the password of a URL (`redis://:PASSWORD@host`),
+//! the value of a credential header (`-H 'Authorization: Bearer TOKEN'`) and of a
+//! credential-named query parameter or form field (`?access_token=T`) are replaced by `***`
+//! in every message, table, results line and recorded command line. Only what is shown or stored is masked:
 //! what is sent (the header, the URL given to the Redis client) is never rewritten.
 
 use std::ops::Range;
@@ -18,6 +19,7 @@ pub const MASK: &str = "***";
 pub fn mask_credentials(arg: &str) -> String {
     let mut spans = password_spans(arg);
     spans.extend(header_value_spans(arg));
+    spans.extend(field_value_spans(arg));
     spans.sort_by_key(|s| s.start);
     let mut out = String::with_capacity(arg.len());
     let mut last = 0;
@@ -35,15 +37,90 @@ pub fn mask_credentials(arg: &str) -> String {
     out
 }
 
-/// Whether a request header's value is a credential, masked wherever it is shown:
-/// `Authorization`, `Proxy-Authorization`, `Cookie`, and every name ending in `-Key`, `-Token`
-/// or `-Secret` (`X-Api-Key`, `X-Auth-Token`, `X-Client-Secret`), in any case.
+/// The environment variables that carry a hub's secrets (its key, its URL with a Redis
+/// password): concur reads them and removes them from the environment of every program it
+/// starts (`cmd:` tasks, hooks, peers, the classic programs).
+pub const CHILD_ENV_SECRETS: &[&str] = &["CONCUR_HUB_KEY", "CONCUR_HUB"];
+
+/// The words of a name that say it holds a credential.
+const CREDENTIAL_WORDS: &[&str] = &["token", "key", "secret", "password", "passwd", "auth"];
+
+/// Names of one word that hold a credential although no word of [`CREDENTIAL_WORDS`] stands
+/// alone in them.
+const CREDENTIAL_NAMES: &[&str] = &[
+    "authorization",
+    "authentication",
+    "cookie",
+    "apikey",
+    "accesstoken",
+    "authtoken",
+    "sessionid",
+    "pwd",
+];
+
+/// Whether a name (a header, a query parameter, a form field) says its value is a
+/// credential, to be masked wherever it is shown: its words, split on `-`, `_`, `.` and where
+/// a lower-case letter meets a capital, include `token`, `key`, `secret`, `password`,
+/// `passwd` or `auth` (`X-Api-Key`, `auth_token`, `accessToken`, `X-Password`), or it is one
+/// of a few one-word names (`Authorization`, `Cookie`, `Set-Cookie`, `Apikey`); `author`,
+/// `keyboard` and `x-monkey` are not.
+pub fn is_credential_name(name: &str) -> bool {
+    let mut words: Vec<String> = Vec::new();
+    let mut word = String::new();
+    let mut prev_lower = false;
+    for c in name.chars() {
+        if matches!(c, '-' | '_' | '.' | ' ') || (prev_lower && c.is_uppercase()) {
+            if !word.is_empty() {
+                words.push(std::mem::take(&mut word));
+            }
+        }
+        if !matches!(c, '-' | '_' | '.' | ' ') {
+            word.extend(c.to_lowercase());
+        }
+        prev_lower = c.is_lowercase() || c.is_ascii_digit();
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    let whole: String = words.concat();
+    words
+        .iter()
+        .any(|w| CREDENTIAL_WORDS.contains(&w.as_str()) || CREDENTIAL_NAMES.contains(&w.as_str()))
+        || CREDENTIAL_NAMES.contains(&whole.as_str())
+}
+
+/// Whether a request header's value is a credential, masked wherever it is shown
+/// ([`is_credential_name`]).
 pub fn is_credential_header(name: &str) -> bool {
-    let name = name.to_ascii_lowercase();
-    ["authorization", "proxy-authorization", "cookie"].contains(&name.as_str())
-        || ["-key", "-token", "-secret"]
-            .iter()
-            .any(|end| name.len() > end.len() && name.ends_with(end))
+    is_credential_name(name)
+}
+
+/// Where the value of each credential-named query parameter or form field (`name=value`
+/// after the start, `?`, `&` or `;`) in `text` is: `?access_token=T&x=1` hides `T`. The value
+/// runs to the next `&`, `;`, `#`, blank or quote.
+fn field_value_spans(text: &str) -> Vec<Range<usize>> {
+    let mut spans = Vec::new();
+    for (eq, _) in text.match_indices('=') {
+        let start = text[..eq]
+            .char_indices()
+            .rev()
+            .find(|&(_, c)| {
+                matches!(c, '?' | '&' | ';') || c.is_whitespace() || c == '\'' || c == '"'
+            })
+            .map_or(0, |(p, c)| p + c.len_utf8());
+        let name = &text[start..eq];
+        if name.is_empty() || name.contains(['=', '/', ':']) || !is_credential_name(name) {
+            continue;
+        }
+        let rest = &text[eq + 1..];
+        let end = rest
+            .find(|c: char| matches!(c, '&' | ';' | '#' | '\'' | '"') || c.is_whitespace())
+            .unwrap_or(rest.len());
+        if end > 0 {
+            spans.push(eq + 1..eq + 1 + end);
+        }
+    }
+    spans
 }
 
 /// Where the value of each credential header written as `Name: value` in `text` is.
@@ -311,19 +388,80 @@ mod tests {
         for same in [
             "Accept: */*",
             "Content-Type: text/plain",
-            "Key: k",
-            "Token: t",
-            "-key: k",
             "Keyboard: k",
             "X-Keys: k",
             "Authorization:",
             "Cookie:   ",
-            "http:http://127.0.0.1:8080/add?key=a:b",
+            "http:http://127.0.0.1:8080/add?monkey=a:b",
             "-H",
         ] {
             assert_eq!(mask_credentials(same), same);
         }
         assert!(is_credential_header("X-API-KEY") && is_credential_header("Proxy-Authorization"));
-        assert!(!is_credential_header("Set-Cookie") && !is_credential_header("-Key"));
+        // A name of the one word `Key` or `Token` is a credential's since review row 12.
+        for (shown, masked) in [
+            ("Key: k", "Key: ***"),
+            ("Token: t", "Token: ***"),
+            ("-key: k", "-key: ***"),
+            (
+                "http:http://127.0.0.1:8080/add?key=a:b",
+                "http:http://127.0.0.1:8080/add?key=***",
+            ),
+        ] {
+            assert_eq!(mask_credentials(shown), masked);
+        }
+        assert!(is_credential_header("Set-Cookie") && is_credential_header("-Key"));
+    }
+
+    /// Review row 12: names whose words say credential, in every spelling the review tried.
+    #[test]
+    fn credential_names_are_known_by_their_words() {
+        for name in [
+            "Authorization",
+            "Proxy-Authorization",
+            "Cookie",
+            "set-cookie",
+            "X-Api-Key",
+            "x-auth-token",
+            "Client-Secret",
+            "Token",
+            "Apikey",
+            "X-Password",
+            "access_token",
+            "auth_token",
+            "accessToken",
+            "password",
+            "passwd",
+            "api.key",
+        ] {
+            assert!(is_credential_name(name), "{name}");
+        }
+        for name in [
+            "author",
+            "keyboard",
+            "x-monkey",
+            "accept",
+            "x-secrets",
+            "q",
+            "page",
+        ] {
+            assert!(!is_credential_name(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn credential_query_parameters_and_form_fields_are_masked() {
+        assert_eq!(
+            mask_credentials("http:/echo?access_token=abc123&page=2#top"),
+            "http:/echo?access_token=***&page=2#top"
+        );
+        assert_eq!(
+            mask_credentials("user=ann&password=hunter2&remember=1"),
+            "user=ann&password=***&remember=1"
+        );
+        assert_eq!(
+            mask_credentials("http:/add?a=1,2&author=me"),
+            "http:/add?a=1,2&author=me"
+        );
     }
 }

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::base::error::{Error, Result};
 
 /// The environment variable that holds the hub key (never a flag: `ps` shows every argv).
-pub const HUB_KEY_ENV: &str = "CONCUR_HUB_KEY";
+pub const HUB_KEY_ENV: &str = crate::base::secret::CHILD_ENV_SECRETS[0];
 
 /// The shortest key accepted.
 pub const MIN_KEY_BYTES: usize = 16;

@@ -26,8 +26,12 @@ pub(crate) fn template(
     wall_s: f64,
     error: Option<String>,
 ) -> RunResult {
+    // What the results, the tables and the reports show of the spec: a credential in its
+    // query (`?access_token=`) masked; the plan keeps the spec the tasks run.
+    let mut key = cell.key.clone();
+    key.workload = crate::base::secret::mask_credentials(&key.workload);
     RunResult {
-        key: cell.key.clone(),
+        key,
         workers: cell.workers,
         parallelism: cell.parallelism,
         traits: cell.traits.clone(),

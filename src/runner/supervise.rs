@@ -127,6 +127,9 @@ fn spawn_external(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    for secret in crate::base::secret::CHILD_ENV_SECRETS {
+        cmd.env_remove(secret);
+    }
     if let Some(b) = backend {
         cmd.env(crate::jobs::BACKEND_ENV, b.expose());
     }

@@ -117,6 +117,9 @@ impl Cmd {
         cmd.arg0(&self.argv[0]);
         cmd.args(self.argv[1..].iter().map(|w| subst(w)));
         cmd.stdin(Stdio::null());
+        for secret in crate::base::secret::CHILD_ENV_SECRETS {
+            cmd.env_remove(secret);
+        }
         let sink = match &self.output {
             None => {
                 cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
