@@ -69,10 +69,10 @@ pub fn is_credential_name(name: &str) -> bool {
     let mut word = String::new();
     let mut prev_lower = false;
     for c in name.chars() {
-        if matches!(c, '-' | '_' | '.' | ' ') || (prev_lower && c.is_uppercase()) {
-            if !word.is_empty() {
-                words.push(std::mem::take(&mut word));
-            }
+        if (matches!(c, '-' | '_' | '.' | ' ') || (prev_lower && c.is_uppercase()))
+            && !word.is_empty()
+        {
+            words.push(std::mem::take(&mut word));
         }
         if !matches!(c, '-' | '_' | '.' | ' ') {
             word.extend(c.to_lowercase());
