@@ -234,7 +234,7 @@ impl Lab {
     /// started on its host as `my-binary agent --hub URL` (its `main` calls [`init`] and then
     /// a lab's `run`, which becomes the agent): the closures run there as they would here.
     pub fn hub(mut self, url: &str) -> Lab {
-        self.options.hub.hub.hub = Some(url.to_string());
+        self.options.hub.set_url(url);
         self
     }
 

@@ -675,8 +675,13 @@ fn legacy_traits(r: &mut RunResult) {
 pub const MAX_FIGURE: f64 = 1e18;
 
 /// Refuses a line holding a number no run can produce (beyond [`MAX_FIGURE`] either way),
-/// naming its field (`wall_s`, `latency_us.p99`, `series[3].p50`).
-fn check_figures(v: &serde_json::Value, at: &mut String) -> std::result::Result<(), String> {
+/// naming its field (`wall_s`, `latency_us.p99`, `series[3].p50`): a results line, and the
+/// `CONCUR` line of an external program, whose figures become one.
+pub fn check_figures(v: &serde_json::Value) -> std::result::Result<(), String> {
+    check_figures_at(v, &mut String::new())
+}
+
+fn check_figures_at(v: &serde_json::Value, at: &mut String) -> std::result::Result<(), String> {
     use serde_json::Value;
     match v {
         Value::Number(n) => match n.as_f64() {
@@ -690,7 +695,7 @@ fn check_figures(v: &serde_json::Value, at: &mut String) -> std::result::Result<
         Value::Array(items) => items.iter().enumerate().try_for_each(|(i, x)| {
             let len = at.len();
             at.push_str(&format!("[{i}]"));
-            let r = check_figures(x, at);
+            let r = check_figures_at(x, at);
             at.truncate(len);
             r
         }),
@@ -700,7 +705,7 @@ fn check_figures(v: &serde_json::Value, at: &mut String) -> std::result::Result<
                 at.push('.');
             }
             at.push_str(k);
-            let r = check_figures(x, at);
+            let r = check_figures_at(x, at);
             at.truncate(len);
             r
         }),
@@ -719,7 +724,7 @@ pub fn parse_line(bytes: &[u8]) -> std::result::Result<Option<Line>, String> {
     }
     let value: serde_json::Value =
         serde_json::from_str(text).map_err(|e| format!("not a concur results line ({e})"))?;
-    check_figures(&value, &mut String::new())?;
+    check_figures(&value)?;
     let mut line: Line =
         serde_json::from_value(value).map_err(|e| format!("not a concur results line ({e})"))?;
     match &mut line {

@@ -29,7 +29,7 @@ pub(crate) struct AgentArgs {
 
 /// `--hub`, else `CONCUR_HUB`, parsed; one line when neither is given.
 pub(crate) fn hub_url(arg: crate::plan::options::HubArg) -> Result<HubUrl, Error> {
-    match arg.from_env().hub {
+    match arg.from_env().url {
         Some(u) => {
             let url = crate::jobs::RedisUrl::parse_for("--hub", &u)?;
             // Said whatever --quiet asks: the password is already on its way.

@@ -660,7 +660,7 @@ pub fn build(o: &StudyOptions) -> Result<Plan> {
 
 /// Validates `--hub` and `--hosts` (the agents themselves are reached by the bind step).
 fn hub_plan(o: &StudyOptions, cells: &[CellPlan]) -> Result<Option<HubPlan>> {
-    let Some(url) = &o.hub.hub.hub else {
+    let Some(url) = o.hub.url() else {
         if !o.hub.hosts.is_empty() || o.hub.server_host.is_some() {
             return Err(Error::usage(
                 "--hosts and --server-host place work on agents of a hub: they need --hub URL (or CONCUR_HUB)",

@@ -285,16 +285,16 @@ impl JobsBackendArg {
 #[derive(Args, Debug, Clone, PartialEq, Default)]
 pub struct HubArg {
     /// The hub, a Redis URL (redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], rediss:// for TLS): `concur agent --hub URL` joins it; a study given it runs every cell's work on its agents; also read from CONCUR_HUB
-    #[arg(long, value_name = "URL")]
-    pub hub: Option<String>,
+    #[arg(long = "hub", value_name = "URL")]
+    pub url: Option<String>,
 }
 
 impl HubArg {
     /// `--hub`, else `CONCUR_HUB` (read here, by the command line, rather than by clap, so
     /// that a library's defaults never pick it up from the environment).
     pub fn from_env(mut self) -> HubArg {
-        if self.hub.is_none() {
-            self.hub = std::env::var(HUB_ENV).ok().filter(|s| !s.is_empty());
+        if self.url.is_none() {
+            self.url = std::env::var(HUB_ENV).ok().filter(|s| !s.is_empty());
         }
         self
     }
@@ -316,6 +316,17 @@ pub struct HubOptions {
 }
 
 impl HubOptions {
+    /// The hub's URL (`--hub` or, from the command line, `CONCUR_HUB`), if a study is to run
+    /// over hosts.
+    pub fn url(&self) -> Option<&str> {
+        self.hub.url.as_deref()
+    }
+
+    /// Sets the hub's URL (the library's `Lab::hub`).
+    pub fn set_url(&mut self, url: &str) {
+        self.hub.url = Some(url.to_string());
+    }
+
     /// `--hub`, else `CONCUR_HUB` ([`HubArg::from_env`]).
     pub fn from_env(mut self) -> HubOptions {
         self.hub = self.hub.from_env();

@@ -219,6 +219,14 @@ struct PeerReport {
 
 fn peer_report(ended: &Ended) -> Option<Result<PeerReport, String>> {
     let text = ended.concur_line.as_ref()?;
+    // Its figures are held to what a results line may hold, so the run line made of them
+    // reads back (a `wall_s` of 1e308 would be refused by `concur report`).
+    if let Err(why) = serde_json::from_str::<serde_json::Value>(text)
+        .map_err(|e| e.to_string())
+        .and_then(|v| crate::analysis::results::check_figures(&v))
+    {
+        return Some(Err(format!("its CONCUR line: {why}")));
+    }
     Some(
         serde_json::from_str::<PeerReport>(text)
             .ok()
