@@ -652,7 +652,13 @@ fn audit(log: &Path, jids: &[String], url: &str) -> usize {
 }
 
 /// Sends `sig` to the worker `w`.
+/// Sends `sig` to a `concur jobs work` process and its descendants: the command is a
+/// supervisor whose child does the work, so freezing the worker means freezing both (the
+/// child first, so that nothing runs on once the supervisor is stopped).
 fn signal(w: &Proc, sig: nix::sys::signal::Signal) {
+    for (pid, _) in descendants(w.id() as i32).into_iter().rev() {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig);
+    }
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(w.id() as i32), sig).unwrap();
 }
 
