@@ -1583,3 +1583,28 @@ fn jobs_work_prints_one_line_per_refused_job() {
         "oversized payloads are cut"
     );
 }
+
+/// `--job-timeout`: a job running past it fails (its worker process is stopped, the job goes
+/// the way of any failure: here `retry: 0`, so the dead set), and the jobs beside it run.
+#[test]
+fn a_job_past_its_timeout_fails_and_frees_its_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_url(dir.path());
+    let b = open(&url);
+    let slow = enqueue(&*b, "sleep:20s", 1, Value::from(0));
+    enqueue(&*b, "sleep:50ms", 3, Value::Bool(true));
+    let started = Instant::now();
+    let (code, err) = work_to_end(&url, &["-c", "4", "--until-empty", "--job-timeout", "1s"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(15), "{err}");
+    let s = b.stats().unwrap();
+    assert_eq!(
+        (s.processed, s.dead, s.enqueued, s.busy),
+        (3, 1, 0, 0),
+        "{err}"
+    );
+    let dead: Value = serde_json::from_str(&b.list(FailedSet::Dead, 10).unwrap()[0]).unwrap();
+    assert_eq!(dead["jid"], slow[0].as_str());
+    assert_eq!(dead["error_class"], "Concur::Timeout", "{dead}");
+    assert!(err.contains("ran longer than --job-timeout 1s"), "{err}");
+}

@@ -73,6 +73,9 @@ pub(super) enum JobsCommand {
         /// Exit once the queues, in-flight jobs and retries are empty
         #[arg(long)]
         until_empty: bool,
+        /// A job running longer fails (retried as any failure): its worker process is stopped and the other jobs it ran go back to their queues
+        #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = parse_duration)]
+        job_timeout: std::time::Duration,
         /// Append each task job's record (JSON line) to FILE once acknowledged (for jobs-procs:W)
         #[arg(long, value_name = "FILE", hide = true)]
         records: Option<PathBuf>,
@@ -172,6 +175,7 @@ pub(super) fn jobs(c: JobsCommand) -> Result<i32, Error> {
             retry_delay,
             done_log,
             until_empty,
+            job_timeout,
             records,
             allow,
             b,
@@ -194,6 +198,7 @@ pub(super) fn jobs(c: JobsCommand) -> Result<i32, Error> {
                 allow_targets: allow.allow_targets,
                 worker: String::new(),
                 alone: None,
+                job_timeout,
             };
             let exe = std::env::current_exe()
                 .map_err(|e| Error::Internal(format!("finding our own binary: {e}")))?;

@@ -27,6 +27,11 @@
 //!    (signal SIGABRT)", and a line says so on stderr.
 //! 5. Then the normal worker starts again.
 //!
+//! `--job-timeout`: a job that runs longer (timed from its start line) fails like any
+//! failure (`Concur::Timeout`, retried or buried by its `retry`); the child is killed to free
+//! its slot, and the other jobs it held go back to their queues unchanged, then the worker
+//! starts again.
+//!
 //! The count lives in this parent while it runs a suspect alone and is written into the job
 //! when it goes to the dead set; a supervisor killed in between loses it (the job goes back
 //! to its queue when the claim's lease expires, as any held job does).
@@ -48,7 +53,9 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::worker::{handle, job_key, new_worker_id, persist, refused_line, Performed, Performer};
+use super::worker::{
+    fail, handle, job_key, new_worker_id, persist, refused_line, tell, Performed, Performer,
+};
 use super::worker::{WorkOptions, PATIENCE};
 use super::{now, Backend, BackendUrl, Claimed, Job, RetrySchedule};
 use crate::base::error::{Error, Result};
@@ -91,9 +98,17 @@ pub struct ChildRequest {
     pub worker: String,
     /// Run only this job (held under `worker`), then exit.
     pub alone: Option<Claimed>,
+    /// `--job-timeout`: a job running longer has its worker stopped (SIGKILL) and fails.
+    pub job_timeout: Duration,
 }
 
 impl ChildRequest {
+    /// When failed jobs are retried.
+    fn schedule(&self) -> RetrySchedule {
+        self.retry_delay
+            .map_or(RetrySchedule::Sidekiq, RetrySchedule::Fixed)
+    }
+
     /// The worker's options, its progress going to `progress`.
     fn options(&self, progress: Option<Arc<File>>) -> Result<WorkOptions> {
         let mut targets = crate::workload::outside::Targets::default();
@@ -151,7 +166,13 @@ pub fn run_alone(
         worker,
         claimed,
         opts.schedule,
-        &|j: &Job| performer.perform(j),
+        &|j: &Job| {
+            // Told like the normal worker's jobs, so that the parent can time it.
+            if let Some(p) = &opts.progress {
+                tell(p, b'S', &j.jid);
+            }
+            performer.perform(j)
+        },
         &|_| {},
         &mut ran,
     )?;
@@ -176,7 +197,11 @@ pub fn supervise(template: ChildRequest, spawn: &Spawn) -> Result<i32> {
             alone: None,
             ..template.clone()
         };
-        let (status, running) = run_child(&req, spawn, None)?;
+        let (status, running, late) = run_child(&req, spawn, None)?;
+        if !late.is_empty() {
+            time_out(&*backend, &req, &late, true)?;
+            continue;
+        }
         let Some(sig) = status.signal() else {
             return Ok(status.code().unwrap_or(1));
         };
@@ -201,19 +226,25 @@ pub fn supervise(template: ChildRequest, spawn: &Spawn) -> Result<i32> {
         }
         empty_deaths = 0;
         recover(&*backend, &req, &running, sig, spawn)?;
+        // Stopped while a job ran alone: it went back to its queue unfinished.
+        if interrupted() {
+            return Ok(1);
+        }
     }
 }
 
-/// A child's end: its status and the jobs it was running when it ended (key → start order).
-fn run_child(
-    req: &ChildRequest,
-    spawn: &Spawn,
-    beat: Option<&dyn Backend>,
-) -> Result<(ExitStatus, HashMap<u64, usize>)> {
+/// What a child left: its status, the jobs it was running when it ended (key → start
+/// order), and those that ran past `--job-timeout` (the child was killed for them).
+type ChildEnd = (ExitStatus, HashMap<u64, usize>, Vec<u64>);
+
+/// Runs a child to its end; stops it (SIGKILL) when a job of it runs past the job timeout.
+fn run_child(req: &ChildRequest, spawn: &Spawn, beat: Option<&dyn Backend>) -> Result<ChildEnd> {
     let (mut child, pipe) =
         spawn(req).map_err(|e| Error::Internal(format!("starting the worker process: {e}")))?;
     // The pipe is read on a thread of its own, so the child never blocks on a full pipe; it
     // ends when the child's end closes (at its death: the write end is close-on-exec in it).
+    let started: Arc<std::sync::Mutex<HashMap<u64, Instant>>> = Default::default();
+    let starts = started.clone();
     let reader = std::thread::spawn(move || {
         let mut running = HashMap::new();
         let mut seq = 0;
@@ -231,9 +262,11 @@ fn run_child(
                 b'S' => {
                     seq += 1;
                     running.insert(key, seq);
+                    lock(&starts).insert(key, Instant::now());
                 }
                 b'E' => {
                     running.remove(&key);
+                    lock(&starts).remove(&key);
                 }
                 _ => {}
             }
@@ -243,6 +276,7 @@ fn run_child(
     let beat_every = (req.lease / 3).max(Duration::from_millis(50));
     let mut last_beat = Instant::now();
     let mut forwarded = false;
+    let mut late = Vec::new();
     let status = loop {
         match child.try_wait() {
             Ok(Some(s)) => break s,
@@ -255,6 +289,17 @@ fn run_child(
             // SAFETY: kill only sends a signal to our own child, which we have not reaped.
             unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
         }
+        // A job of a lone run is timed from the child's start (it starts no other).
+        if late.is_empty() {
+            late = lock(&started)
+                .iter()
+                .filter(|(_, at)| at.elapsed() > req.job_timeout)
+                .map(|(k, _)| *k)
+                .collect();
+            if !late.is_empty() {
+                let _ = child.kill();
+            }
+        }
         if let Some(b) = beat {
             if last_beat.elapsed() >= beat_every && b.heartbeat(&req.worker, req.lease).is_ok() {
                 last_beat = Instant::now();
@@ -263,7 +308,49 @@ fn run_child(
         std::thread::sleep(Duration::from_millis(20));
     };
     let running = reader.join().unwrap_or_default();
-    Ok((status, running))
+    Ok((status, running, late))
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// After a child was stopped for jobs that ran past `--job-timeout` (`late`): those fail (a
+/// retry, as Sidekiq counts failures), every other job it held goes back to its queue
+/// unchanged (innocent: it runs again) when `release` (a lone run's suspects wait their turn).
+fn time_out(backend: &dyn Backend, dead: &ChildRequest, late: &[u64], release: bool) -> Result<()> {
+    let _ = backend.heartbeat(&dead.worker, dead.lease);
+    let held = persist(PATIENCE, || backend.claimed_by(&dead.worker))?;
+    let limit = crate::base::units::fmt_duration_spec(dead.job_timeout);
+    for c in &held {
+        let Ok(job) = Job::parse(&c.raw) else {
+            continue;
+        };
+        if !late.contains(&job_key(&job.jid)) {
+            continue;
+        }
+        let why = format!("ran longer than --job-timeout {limit}; its worker was stopped");
+        fail(
+            backend,
+            &dead.worker,
+            c,
+            &job,
+            "Concur::Timeout",
+            &why,
+            dead.schedule(),
+        )?;
+        eprintln!(
+            "{}",
+            crate::os::terminal::escape_controls(&format!(
+                "concur jobs work: job {} {why} (failed)",
+                job.jid
+            ))
+        );
+    }
+    if release {
+        persist(PATIENCE, || backend.release(&dead.worker))?;
+    }
+    Ok(())
 }
 
 /// After the normal worker died by signal `sig` with `running` jobs running: counts, runs
@@ -312,7 +399,11 @@ fn recover(
                 alone: Some(claimed.clone()),
                 ..dead.clone()
             };
-            let (status, _) = run_child(&alone, spawn, Some(backend))?;
+            let (status, _, late) = run_child(&alone, spawn, Some(backend))?;
+            if !late.is_empty() {
+                time_out(backend, dead, &late, false)?;
+                break;
+            }
             match status.signal() {
                 Some(s) if !interrupted() => {
                     deaths += 1;

@@ -189,29 +189,43 @@ pub fn handle(
             persist(PATIENCE, || backend.kill(worker, claimed, Some(&entry)))?;
         }
         Performed::Failed(kind, message) => {
-            let mut failed = job.clone();
-            let t = now();
-            let count = job.retry_count.map_or(0, |c| c.saturating_add(1));
-            failed.retry_count = Some(count);
-            failed.error_class = Some(kind.clone());
-            failed.error_message = Some(message.clone());
-            if failed.failed_at.is_none() {
-                failed.failed_at = Some(t);
-            } else {
-                failed.retried_at = Some(t);
-            }
-            let payload = failed.to_json();
-            match job.max_retries() {
-                None => persist(PATIENCE, || backend.kill(worker, claimed, None))?,
-                Some(max) if count < max => {
-                    let at = t + schedule.delay(count).as_secs_f64();
-                    persist(PATIENCE, || backend.retry(worker, claimed, &payload, at))?
-                }
-                Some(_) => persist(PATIENCE, || backend.kill(worker, claimed, Some(&payload)))?,
-            }
+            fail(backend, worker, claimed, &job, kind, message, schedule)?
         }
     }
     Ok(outcome)
+}
+
+/// A claimed job failed with `kind` and `message`: into the retry set with its count, or the
+/// dead set (or dropped, `retry: false`) once out of retries, as Sidekiq does.
+pub fn fail(
+    backend: &dyn Backend,
+    worker: &str,
+    claimed: &Claimed,
+    job: &Job,
+    kind: &str,
+    message: &str,
+    schedule: RetrySchedule,
+) -> Result<()> {
+    let mut failed = job.clone();
+    let t = now();
+    let count = job.retry_count.map_or(0, |c| c.saturating_add(1));
+    failed.retry_count = Some(count);
+    failed.error_class = Some(kind.to_string());
+    failed.error_message = Some(message.to_string());
+    if failed.failed_at.is_none() {
+        failed.failed_at = Some(t);
+    } else {
+        failed.retried_at = Some(t);
+    }
+    let payload = failed.to_json();
+    match job.max_retries() {
+        None => persist(PATIENCE, || backend.kill(worker, claimed, None)),
+        Some(max) if count < max => {
+            let at = t + schedule.delay(count).as_secs_f64();
+            persist(PATIENCE, || backend.retry(worker, claimed, &payload, at))
+        }
+        Some(_) => persist(PATIENCE, || backend.kill(worker, claimed, Some(&payload))),
+    }
 }
 
 /// The most jobs a worker thread claims at once.
@@ -301,7 +315,7 @@ pub fn job_key(jid: &str) -> u64 {
 
 /// Tells the supervisor that job `jid` starts (`S`) or ended (`E`): one write of 19 bytes,
 /// under `PIPE_BUF`, so lines from several threads never interleave and no lock is needed.
-fn tell(progress: &File, what: u8, jid: &str) {
+pub(super) fn tell(progress: &File, what: u8, jid: &str) {
     let line = format!("{} {:016x}\n", what as char, job_key(jid));
     let _ = (&*progress).write_all(line.as_bytes());
 }
