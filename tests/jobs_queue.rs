@@ -652,7 +652,13 @@ fn audit(log: &Path, jids: &[String], url: &str) -> usize {
 }
 
 /// Sends `sig` to the worker `w`.
+/// Sends `sig` to a `concur jobs work` process and its descendants: the command is a
+/// supervisor whose child does the work, so freezing the worker means freezing both (the
+/// child first, so that nothing runs on once the supervisor is stopped).
 fn signal(w: &Proc, sig: nix::sys::signal::Signal) {
+    for (pid, _) in descendants(w.id() as i32).into_iter().rev() {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig);
+    }
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(w.id() as i32), sig).unwrap();
 }
 
@@ -1459,4 +1465,146 @@ fn cli_lists_and_requeues_the_retry_and_dead_sets_on_redis() {
     let dir = tempfile::tempdir().unwrap();
     let redis = RedisServer::start();
     failed_sets_from_the_cli(&redis.url(), dir.path());
+}
+
+/// Runs `concur jobs work ARGS --jobs-backend URL` to its end (a minute at most, then it is
+/// killed and the test fails): exit code and stderr.
+fn work_to_end(url: &str, args: &[&str]) -> (Option<i32>, String) {
+    let mut c = common::concur_process()
+        .args(["jobs", "work"])
+        .args(args)
+        .args(["--jobs-backend", url])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("concur runs");
+    let mut err = c.stderr.take().expect("stderr");
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut err, &mut s);
+        s
+    });
+    let status = wait_exit(&mut c, Duration::from_secs(60));
+    (status.code(), reader.join().unwrap())
+}
+
+/// Issue 42: a job that kills its worker process (here `crash:abort`) is counted on that job
+/// alone and goes to the dead set at its third death, while the jobs running beside it finish
+/// and the command drains its queue and exits 0.
+fn a_poison_pill_goes_to_the_dead_set(url: &str, kind: &str, signal: &str) {
+    let b = open(url);
+    let crash = enqueue(&*b, &format!("crash:{kind}"), 1, Value::Bool(true));
+    enqueue(&*b, "sleep:50ms", 3, Value::Bool(true));
+    let (code, err) = work_to_end(url, &["-c", "4", "--until-empty"]);
+    assert_eq!(code, Some(0), "{err}");
+    let s = b.stats().unwrap();
+    assert_eq!(
+        (s.processed, s.dead, s.enqueued, s.busy, s.retry),
+        (3, 1, 0, 0, 0),
+        "{url}: {err}"
+    );
+    let dead: Value = serde_json::from_str(&b.list(FailedSet::Dead, 10).unwrap()[0]).unwrap();
+    assert_eq!(dead["jid"], crash[0].as_str(), "{dead}");
+    assert_eq!(
+        dead["error_message"],
+        format!("killed its worker 3 times (signal {signal})"),
+        "{dead}"
+    );
+    assert_eq!(dead["error_class"], "Concur::WorkerKilled");
+    assert_eq!(
+        (dead["crash_count"].as_u64(), dead["crash_signal"].as_str()),
+        (Some(3), Some(signal))
+    );
+    assert!(
+        err.contains(&format!("job {} killed its worker 3 times", crash[0])),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_job_that_kills_its_worker_goes_to_the_dead_set_and_the_rest_run() {
+    let dir = tempfile::tempdir().unwrap();
+    a_poison_pill_goes_to_the_dead_set(&sqlite_url(dir.path()), "abort", "SIGABRT");
+    let dir = tempfile::tempdir().unwrap();
+    a_poison_pill_goes_to_the_dead_set(&sqlite_url(dir.path()), "segv", "SIGSEGV");
+}
+
+#[test]
+#[ignore = "full tier: needs redis-server"]
+fn a_job_that_kills_its_worker_goes_to_the_dead_set_and_the_rest_run_on_redis() {
+    common::require(&[common::Need::Redis]);
+    a_poison_pill_goes_to_the_dead_set(&RedisServer::start().url(), "abort", "SIGABRT");
+}
+
+/// A refused job (malformed, oversized, or asking for what the worker does not allow) is one
+/// line on stderr naming its id and reason, control characters escaped.
+#[test]
+fn jobs_work_prints_one_line_per_refused_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_url(dir.path());
+    let b = open(&url);
+    let mut planted = Job::task("cmd:true", 0, "default");
+    planted.jid = "evil\u{1b}[2Jjid".into();
+    let huge = format!(
+        r#"{{"class":"Concur::Noop","args":["{}"],"jid":"big","queue":"default","created_at":1}}"#,
+        "x".repeat(70_000)
+    );
+    b.enqueue("default", &[planted.to_json(), huge, "not json".into()])
+        .unwrap();
+    let (code, err) = work_to_end(&url, &["-c", "1", "--until-empty"]);
+    assert_eq!(code, Some(0), "{err}");
+    let refused: Vec<&str> = err.lines().filter(|l| l.contains(" refused: ")).collect();
+    assert_eq!(refused.len(), 3, "{err}");
+    assert!(
+        refused.iter().any(
+            |l| l.starts_with(r"concur jobs work: job evil\x1b[2Jjid refused: ")
+                && l.contains("--allow-commands")
+                && l.ends_with("(moved to the dead set)")
+        ),
+        "{err}"
+    );
+    assert!(
+        refused
+            .iter()
+            .any(|l| l.contains(" refused: payload of 70") && l.contains("64 KiB limit")),
+        "{err}"
+    );
+    assert!(!err.contains('\u{1b}'), "{err}");
+    let dead = b.list(FailedSet::Dead, 10).unwrap();
+    assert_eq!(dead.len(), 3);
+    // The jid a line names is the one the dead set shows, also for a payload that had none.
+    for d in &dead {
+        let jid = serde_json::from_str::<Value>(d).unwrap()["jid"].clone();
+        let jid = jid.as_str().unwrap().replace('\u{1b}', r"\x1b");
+        assert!(err.contains(&format!("job {jid} refused")), "{jid}: {err}");
+    }
+    assert!(
+        dead.iter().all(|d| d.len() < 4096),
+        "oversized payloads are cut"
+    );
+}
+
+/// `--job-timeout`: a job running past it fails (its worker process is stopped, the job goes
+/// the way of any failure: here `retry: 0`, so the dead set), and the jobs beside it run.
+#[test]
+fn a_job_past_its_timeout_fails_and_frees_its_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_url(dir.path());
+    let b = open(&url);
+    let slow = enqueue(&*b, "sleep:20s", 1, Value::from(0));
+    enqueue(&*b, "sleep:50ms", 3, Value::Bool(true));
+    let started = Instant::now();
+    let (code, err) = work_to_end(&url, &["-c", "4", "--until-empty", "--job-timeout", "1s"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(15), "{err}");
+    let s = b.stats().unwrap();
+    assert_eq!(
+        (s.processed, s.dead, s.enqueued, s.busy),
+        (3, 1, 0, 0),
+        "{err}"
+    );
+    let dead: Value = serde_json::from_str(&b.list(FailedSet::Dead, 10).unwrap()[0]).unwrap();
+    assert_eq!(dead["jid"], slow[0].as_str());
+    assert_eq!(dead["error_class"], "Concur::Timeout", "{dead}");
+    assert!(err.contains("ran longer than --job-timeout 1s"), "{err}");
 }

@@ -73,6 +73,9 @@ pub(super) enum JobsCommand {
         /// Exit once the queues, in-flight jobs and retries are empty
         #[arg(long)]
         until_empty: bool,
+        /// A job running longer fails (retried as any failure): its worker process is stopped and the other jobs it ran go back to their queues
+        #[arg(long, value_name = "DURATION", default_value = "30m", value_parser = parse_duration)]
+        job_timeout: std::time::Duration,
         /// Append each task job's record (JSON line) to FILE once acknowledged (for jobs-procs:W)
         #[arg(long, value_name = "FILE", hide = true)]
         records: Option<PathBuf>,
@@ -152,8 +155,9 @@ pub(super) struct FailedSetArgs {
 
 pub(super) fn jobs(c: JobsCommand) -> Result<i32, Error> {
     use super::jobs;
-    use crate::jobs::worker::WorkOptions;
-    use crate::jobs::{FailedSet, RetrySchedule};
+    use crate::jobs::supervisor::ChildRequest;
+    use crate::jobs::FailedSet;
+    use crate::model::selfcall::SelfCall;
     match c {
         JobsCommand::Enqueue {
             workload,
@@ -171,24 +175,40 @@ pub(super) fn jobs(c: JobsCommand) -> Result<i32, Error> {
             retry_delay,
             done_log,
             until_empty,
+            job_timeout,
             records,
             allow,
             b,
         } => {
-            let opts = WorkOptions {
+            let queues = jobs::queues_or_default(queues);
+            crate::jobs::process::check_work(&queues, concurrency)?;
+            // Checked here, so a bad list is one line before any child starts.
+            allow.allowed()?;
+            let template = ChildRequest {
+                backend: b.url()?,
                 concurrency,
-                queues: jobs::queues_or_default(queues),
+                queues,
                 lease,
-                schedule: retry_delay.map_or(RetrySchedule::Sidekiq, RetrySchedule::Fixed),
+                retry_delay,
                 shutdown_deadline: shutdown_timeout,
                 done_log,
                 until_empty,
                 records,
-                workload_options: crate::workload::WorkloadOptions::default(),
-                allowed: allow.allowed()?,
-                only: None,
+                allow_commands: allow.allow_commands,
+                allow_targets: allow.allow_targets,
+                worker: String::new(),
+                alone: None,
+                job_timeout,
             };
-            crate::jobs::process::work_main(&b.url()?, &opts)
+            let exe = std::env::current_exe()
+                .map_err(|e| Error::Internal(format!("finding our own binary: {e}")))?;
+            // Started and waited for on this thread, as the children's death-with-parent
+            // signal requires.
+            crate::jobs::supervisor::supervise(template, &|req: &ChildRequest| {
+                let (child, pipe) = SelfCall::QueueWorker(req.clone()).spawn(&exe)?;
+                let pipe = pipe.ok_or_else(|| std::io::Error::other("no progress pipe"))?;
+                Ok((child, pipe))
+            })
         }
         JobsCommand::Stats { json, b } => jobs::stats(&b.url()?, json),
         JobsCommand::Retry(a) => {

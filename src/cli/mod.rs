@@ -78,6 +78,9 @@ enum Command {
     /// One worker process of the jobs-procs model, started by a run (its request comes on fd 4)
     #[command(name = crate::model::selfcall::SelfCall::WORKER, hide = true)]
     InternalWorker(InternalArgs),
+    /// The worker process of `concur jobs work`, started by it (its request comes on fd 4)
+    #[command(name = crate::model::selfcall::SelfCall::QUEUE_WORKER, hide = true)]
+    InternalQueueWorker(InternalArgs),
 }
 
 /// The hidden commands take nothing on argv (their request comes on fd 4). Whatever is given
@@ -271,9 +274,10 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
         }
         // Served in `main` before parsing; listed so that `--help` and completions know
         // them as hidden commands.
-        Command::InternalRun(_) | Command::InternalTask(_) | Command::InternalWorker(_) => {
-            crate::runner::child::serve().map(|_| 0)
-        }
+        Command::InternalRun(_)
+        | Command::InternalTask(_)
+        | Command::InternalWorker(_)
+        | Command::InternalQueueWorker(_) => crate::runner::child::serve().map(|_| 0),
     }
 }
 

@@ -149,6 +149,18 @@ impl Backend for Memory {
         Ok(n)
     }
 
+    fn claimed_by(&self, worker: &str) -> Result<Vec<Claimed>> {
+        let s = self.lock();
+        let mut held: Vec<Claimed> = s
+            .busy
+            .values()
+            .filter(|(w, _)| w == worker)
+            .map(|(_, c)| c.clone())
+            .collect();
+        held.sort_by_key(|c| c.token);
+        Ok(held)
+    }
+
     fn release(&self, worker: &str) -> Result<usize> {
         let mut s = self.lock();
         let mine: Vec<i64> = s

@@ -19,6 +19,7 @@ pub(crate) mod memory;
 pub(crate) mod process;
 pub(crate) mod redis;
 pub(crate) mod sqlite;
+pub mod supervisor;
 pub mod worker;
 
 use std::collections::hash_map::RandomState;
@@ -49,6 +50,13 @@ pub const DEAD_MAX_JOBS: usize = 10_000;
 pub const DEAD_TIMEOUT: Duration = Duration::from_secs(180 * 24 * 3600);
 /// The queue used when none is named.
 pub const DEFAULT_QUEUE: &str = "default";
+/// The largest job payload a worker parses, in bytes. A job comes from whoever can write to
+/// the queue, so its size is checked before `serde_json` allocates anything for it; a larger
+/// one goes to the dead set with the reason. 64 KiB is over a hundred times our own jobs
+/// (about 200 bytes) and Sidekiq's advice to pass ids, not data, as arguments.
+pub const MAX_PAYLOAD: usize = 64 << 10;
+/// How much of an oversized payload its dead-set entry keeps (the rest is dropped).
+const OVERSIZED_KEPT: usize = 1 << 10;
 
 /// Now, in float epoch seconds (Sidekiq 6.x's format).
 pub fn now() -> f64 {
@@ -178,8 +186,9 @@ impl Job {
         Job::new(TASK_CLASS, vec![workload.into(), index.into()], queue)
     }
 
-    /// Parses a payload; the error says what is wrong with it.
+    /// Parses a payload of at most [`MAX_PAYLOAD`] bytes; the error says what is wrong with it.
     pub fn parse(raw: &str) -> std::result::Result<Job, String> {
+        check_size(raw)?;
         let job: Job = serde_json::from_str(raw).map_err(|e| e.to_string())?;
         if job.class.is_empty() {
             return Err("empty class".into());
@@ -204,25 +213,58 @@ impl Job {
     }
 }
 
+/// Refuses a payload over [`MAX_PAYLOAD`] bytes, before anything parses it.
+pub fn check_size(raw: &str) -> std::result::Result<(), String> {
+    if raw.len() > MAX_PAYLOAD {
+        return Err(format!(
+            "payload of {} bytes is over the {} KiB limit",
+            raw.len(),
+            MAX_PAYLOAD >> 10
+        ));
+    }
+    Ok(())
+}
+
 /// The dead-set entry for a payload that is not a job: the payload is kept (as the only
-/// argument when it is not a JSON object) with the parse error.
+/// argument when it is not a JSON object) with the parse error. A payload over
+/// [`MAX_PAYLOAD`] is not parsed: its first KiB is kept as the argument.
 pub fn malformed_entry(raw: &str, queue: &str, error: &str) -> String {
     let t = now();
-    let mut obj = match serde_json::from_str::<Value>(raw) {
-        Ok(Value::Object(m)) => m,
+    let parsed = match check_size(raw) {
+        Ok(()) => serde_json::from_str::<Value>(raw).ok(),
+        Err(_) => None,
+    };
+    let mut obj = match parsed {
+        Some(Value::Object(m)) => m,
         _ => {
+            let mut kept = raw.len().min(OVERSIZED_KEPT);
+            while !raw.is_char_boundary(kept) {
+                kept -= 1;
+            }
             let mut m = serde_json::Map::new();
             m.insert("class".into(), MALFORMED_CLASS.into());
-            m.insert("args".into(), Value::Array(vec![raw.into()]));
+            m.insert("args".into(), Value::Array(vec![raw[..kept].into()]));
             m
         }
     };
-    obj.entry("jid").or_insert_with(|| new_jid().into());
+    obj.entry("jid").or_insert_with(|| fallback_jid(raw).into());
     obj.entry("queue").or_insert_with(|| queue.into());
     obj.insert("error_class".into(), "Concur::ParseError".into());
     obj.insert("error_message".into(), error.into());
     obj.insert("failed_at".into(), t.into());
     Value::Object(obj).to_string()
+}
+
+/// The job id given to a refused payload that has none: derived from the payload (24 hex
+/// characters), so that the line that reports it and its dead-set entry name the same id.
+pub fn fallback_jid(raw: &str) -> String {
+    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+    let h = BuildHasherDefault::<DefaultHasher>::default();
+    format!(
+        "{:016x}{:08x}",
+        h.hash_one(raw),
+        h.hash_one((raw, 1u8)) as u32
+    )
 }
 
 /// When the `count`-th retry (0-based) of a failed job runs.
@@ -268,7 +310,7 @@ impl FailedSet {
 }
 
 /// A job a worker holds: it stays the worker's until acknowledged, failed or returned.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Claimed {
     /// The queue it came from.
     pub queue: String,
@@ -340,6 +382,9 @@ pub trait Backend: Send + Sync {
     fn promote(&self) -> Result<usize>;
     /// The worker stops: its unacknowledged jobs go back to their queues; returns how many.
     fn release(&self, worker: &str) -> Result<usize>;
+    /// The jobs `worker` holds now (claimed, not yet acknowledged), oldest claim first: what
+    /// a supervisor finds in the hands of a worker process that died.
+    fn claimed_by(&self, worker: &str) -> Result<Vec<Claimed>>;
     /// The counts.
     fn stats(&self) -> Result<Stats>;
     /// Up to `limit` payloads of a failed set, oldest first.
@@ -376,6 +421,25 @@ pub fn open(url: &BackendUrl) -> Result<Arc<dyn Backend>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_payload_over_the_cap_is_refused_before_it_is_parsed() {
+        let job = Job::task("fib:5", 0, "q");
+        let mut big = job.clone();
+        big.args = vec!["x".repeat(MAX_PAYLOAD).into(), 0.into()];
+        let raw = big.to_json();
+        let e = Job::parse(&raw).unwrap_err();
+        assert!(e.contains("over the 64 KiB limit"), "{e}");
+        // Whitespace counts too: the cap is on bytes, before any parsing.
+        let padded = format!("{}{}", job.to_json(), " ".repeat(MAX_PAYLOAD));
+        assert!(Job::parse(&padded).unwrap_err().contains("64 KiB"));
+        assert!(Job::parse(&job.to_json()).is_ok());
+        // Its dead-set entry keeps a first KiB, not the payload.
+        let entry: Value = serde_json::from_str(&malformed_entry(&raw, "q", &e)).unwrap();
+        assert_eq!(entry["class"], MALFORMED_CLASS);
+        assert_eq!(entry["args"][0].as_str().unwrap().len(), OVERSIZED_KEPT);
+        assert_eq!(entry["error_message"], e.as_str());
+    }
 
     #[test]
     fn timestamps_read_the_same_when_written_back() {

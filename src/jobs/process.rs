@@ -35,18 +35,23 @@ pub fn check_queue(q: &str) -> Result<()> {
     Ok(())
 }
 
-/// `concur jobs work`: runs until SIGTERM or Ctrl-C (or the queues drain, with
-/// `until_empty`), then stops gracefully.
-pub fn work_main(url: &BackendUrl, opts: &WorkOptions) -> Result<i32> {
-    for q in &opts.queues {
+/// Checks `concur jobs work`'s queues and `-c`.
+pub fn check_work(queues: &[String], concurrency: usize) -> Result<()> {
+    for q in queues {
         check_queue(q)?;
     }
-    if opts.concurrency == 0 || opts.concurrency > 10_000 {
+    if concurrency == 0 || concurrency > 10_000 {
         return Err(Error::usage(format!(
-            "-c '{}' must be from 1 to 10000",
-            opts.concurrency
+            "-c '{concurrency}' must be from 1 to 10000"
         )));
     }
+    Ok(())
+}
+
+/// `concur jobs work`'s worker: runs until SIGTERM or Ctrl-C (or the queues drain, with
+/// `until_empty`), then stops gracefully.
+pub fn work_main(url: &BackendUrl, opts: &WorkOptions) -> Result<i32> {
+    check_work(&opts.queues, opts.concurrency)?;
     let backend = open_shared(url)?;
     install_interrupt_handler();
     let stop = Arc::new(AtomicBool::new(false));

@@ -549,6 +549,25 @@ impl Backend for Redis {
         Ok(n)
     }
 
+    fn claimed_by(&self, worker: &str) -> Result<Vec<Claimed>> {
+        let prefix = format!("{INFLIGHT}{worker}:");
+        self.with(|c| {
+            let mut held = Vec::new();
+            for key in Self::inflight_lists(c)? {
+                let Some(queue) = key.strip_prefix(&prefix) else {
+                    continue;
+                };
+                let items: Vec<String> = redis::cmd("LRANGE").arg(&key).arg(0).arg(-1).query(c)?;
+                held.extend(items.into_iter().map(|raw| Claimed {
+                    queue: queue.to_string(),
+                    raw,
+                    token: 0,
+                }));
+            }
+            Ok(held)
+        })
+    }
+
     fn release(&self, worker: &str) -> Result<usize> {
         let n = self.return_lists(Some(worker))?;
         let prefix = format!("{INFLIGHT}{worker}:");

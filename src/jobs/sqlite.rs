@@ -416,6 +416,22 @@ impl Backend for Sqlite {
         })
     }
 
+    fn claimed_by(&self, worker: &str) -> Result<Vec<Claimed>> {
+        self.with(|c| {
+            let mut q = c.prepare_cached(
+                "SELECT id, queue, payload FROM jobs WHERE worker = ?1 AND state = 1 ORDER BY id",
+            )?;
+            let rows = q.query_map(params![worker], |r| {
+                Ok(Claimed {
+                    token: r.get(0)?,
+                    queue: r.get(1)?,
+                    raw: r.get(2)?,
+                })
+            })?;
+            rows.collect()
+        })
+    }
+
     fn release(&self, worker: &str) -> Result<usize> {
         self.write(|tx| {
             let n = tx.execute(

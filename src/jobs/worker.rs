@@ -41,8 +41,14 @@ pub fn new_worker_id() -> String {
     )
 }
 
+/// The most parsed workloads a [`Performer`] keeps: the specs come from the queue, so a
+/// writer could send a new one with every job; when the cache is full it is emptied (a worker
+/// that runs a handful of specs, the usual case, keeps them all; one fed a stream of distinct
+/// specs parses each, as it would have without a cache).
+pub const SPEC_CACHE_MAX: usize = 64;
+
 /// Runs the jobs this crate knows: [`TASK_CLASS`] (`[workload_spec, index]`) and
-/// [`NOOP_CLASS`]; parsed workloads are cached by spec. A job's spec comes from whoever can
+/// [`NOOP_CLASS`]; parsed workloads are cached by spec (at most [`SPEC_CACHE_MAX`]). A job's spec comes from whoever can
 /// write to the queue, so it is held to what the worker's operator allows
 /// ([`outside::check`]: no commands without `--allow-commands`, no files, no local targets
 /// unless listed) before it is parsed; a `jobs-procs` worker runs its own run's spec only.
@@ -95,8 +101,16 @@ impl<'a> Performer<'a> {
         // Parsed and its files and program looked up as a user's spec is (plan, then bind).
         let w = workload::parse(&spec, self.options).map_err(|e| e.to_string())?;
         workload::acquire(&*w).map_err(|e| e.to_string())?;
+        if cache.len() >= SPEC_CACHE_MAX {
+            cache.clear();
+        }
         cache.insert(spec, w.clone());
         Ok((w, index))
+    }
+
+    /// How many parsed workloads the cache holds.
+    pub fn cached(&self) -> usize {
+        self.cache.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 
     /// Performs one job.
@@ -139,8 +153,9 @@ pub fn persist<T>(patience: Duration, mut f: impl FnMut() -> Result<T>) -> Resul
     }
 }
 
-/// How long a worker keeps retrying an acknowledgement or failure report.
-const PATIENCE: Duration = Duration::from_secs(60);
+/// How long a worker keeps retrying an acknowledgement or failure report (and a supervisor
+/// its calls).
+pub const PATIENCE: Duration = Duration::from_secs(60);
 
 /// Handles one claimed job end to end: parse, perform (`perform`), then retry or bury it if it
 /// failed; a job that ran is pushed onto `ran` for its acknowledgement ([`run_batch`] sends
@@ -174,29 +189,43 @@ pub fn handle(
             persist(PATIENCE, || backend.kill(worker, claimed, Some(&entry)))?;
         }
         Performed::Failed(kind, message) => {
-            let mut failed = job.clone();
-            let t = now();
-            let count = job.retry_count.map_or(0, |c| c.saturating_add(1));
-            failed.retry_count = Some(count);
-            failed.error_class = Some(kind.clone());
-            failed.error_message = Some(message.clone());
-            if failed.failed_at.is_none() {
-                failed.failed_at = Some(t);
-            } else {
-                failed.retried_at = Some(t);
-            }
-            let payload = failed.to_json();
-            match job.max_retries() {
-                None => persist(PATIENCE, || backend.kill(worker, claimed, None))?,
-                Some(max) if count < max => {
-                    let at = t + schedule.delay(count).as_secs_f64();
-                    persist(PATIENCE, || backend.retry(worker, claimed, &payload, at))?
-                }
-                Some(_) => persist(PATIENCE, || backend.kill(worker, claimed, Some(&payload)))?,
-            }
+            fail(backend, worker, claimed, &job, kind, message, schedule)?
         }
     }
     Ok(outcome)
+}
+
+/// A claimed job failed with `kind` and `message`: into the retry set with its count, or the
+/// dead set (or dropped, `retry: false`) once out of retries, as Sidekiq does.
+pub fn fail(
+    backend: &dyn Backend,
+    worker: &str,
+    claimed: &Claimed,
+    job: &Job,
+    kind: &str,
+    message: &str,
+    schedule: RetrySchedule,
+) -> Result<()> {
+    let mut failed = job.clone();
+    let t = now();
+    let count = job.retry_count.map_or(0, |c| c.saturating_add(1));
+    failed.retry_count = Some(count);
+    failed.error_class = Some(kind.to_string());
+    failed.error_message = Some(message.to_string());
+    if failed.failed_at.is_none() {
+        failed.failed_at = Some(t);
+    } else {
+        failed.retried_at = Some(t);
+    }
+    let payload = failed.to_json();
+    match job.max_retries() {
+        None => persist(PATIENCE, || backend.kill(worker, claimed, None)),
+        Some(max) if count < max => {
+            let at = t + schedule.delay(count).as_secs_f64();
+            persist(PATIENCE, || backend.retry(worker, claimed, &payload, at))
+        }
+        Some(_) => persist(PATIENCE, || backend.kill(worker, claimed, Some(&payload))),
+    }
 }
 
 /// The most jobs a worker thread claims at once.
@@ -276,6 +305,52 @@ fn report_lost(queue: &str, e: &Error) {
     );
 }
 
+/// The key under which a worker process tells its supervisor which job it runs: a hash of
+/// the job id under fixed keys (the same in every process of one binary), so that a line on
+/// the pipe is short and fixed-size whatever id a queue's writer chose.
+pub fn job_key(jid: &str) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+    BuildHasherDefault::<DefaultHasher>::default().hash_one(jid)
+}
+
+/// Tells the supervisor that job `jid` starts (`S`) or ended (`E`): one write of 19 bytes,
+/// under `PIPE_BUF`, so lines from several threads never interleave and no lock is needed.
+pub(super) fn tell(progress: &File, what: u8, jid: &str) {
+    let line = format!("{} {:016x}\n", what as char, job_key(jid));
+    let _ = (&*progress).write_all(line.as_bytes());
+}
+
+/// The id the dead-set entry of a refused payload has: its own `jid` when it has one, else
+/// the one [`super::malformed_entry`] derives from it.
+pub fn refused_jid(raw: &str) -> String {
+    let parsed = match super::check_size(raw) {
+        Ok(()) => serde_json::from_str::<Value>(raw).ok(),
+        Err(_) => None,
+    };
+    match parsed.as_ref().and_then(|v| v.as_object()?.get("jid")) {
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => super::fallback_jid(raw),
+    }
+}
+
+/// The line `concur jobs work` prints on stderr for a refused job: the job id and reason as a
+/// queue's writer chose them, shortened and with control characters escaped.
+pub fn refused_line(raw: &str, why: &str) -> String {
+    fn cut(s: &str, max: usize) -> String {
+        match s.char_indices().nth(max) {
+            Some((i, _)) => format!("{}...", &s[..i]),
+            None => s.to_string(),
+        }
+    }
+    let text = format!(
+        "concur jobs work: job {} refused: {} (moved to the dead set)",
+        cut(&refused_jid(raw), 64),
+        cut(why, 300)
+    );
+    crate::os::terminal::escape_controls(&text).into_owned()
+}
+
 /// Appends the task record of a `Concur::Task` job that ran (or failed) to `f`.
 fn write_record(f: &Mutex<File>, c: &Claimed, outcome: &Performed, (start, end): (u64, u64)) {
     let Some(index) = Job::parse(&c.raw)
@@ -333,6 +408,11 @@ pub struct WorkOptions {
     /// The one spec this worker runs (a `jobs-procs` worker: its run's own); `None` runs any
     /// spec that `allowed` admits.
     pub only: Option<String>,
+    /// The worker id to claim jobs under (`None`: a new one); a supervised worker process
+    /// gets it from its supervisor, which looks up what it held if it dies.
+    pub worker_id: Option<String>,
+    /// Where each job's start and end are told to the supervisor ([`job_key`] lines).
+    pub progress: Option<Arc<File>>,
 }
 
 impl Default for WorkOptions {
@@ -349,6 +429,8 @@ impl Default for WorkOptions {
             workload_options: WorkloadOptions::default(),
             allowed: Allowed::default(),
             only: None,
+            worker_id: None,
+            progress: None,
         }
     }
 }
@@ -375,7 +457,7 @@ pub fn work(
     opts: &WorkOptions,
     stop: &AtomicBool,
 ) -> Result<WorkSummary> {
-    let id = new_worker_id();
+    let id = opts.worker_id.clone().unwrap_or_else(new_worker_id);
     backend.heartbeat(&id, opts.lease)?;
     let append = |p: &Option<PathBuf>, flag: &str| -> Result<Option<Mutex<File>>> {
         let Some(p) = p else { return Ok(None) };
@@ -410,9 +492,15 @@ pub fn work(
                 // When the last job ran (start and end on the monotonic clock), for records.
                 let timing = std::cell::Cell::new((0, 0));
                 let perform = |j: &Job| {
+                    if let Some(p) = &opts.progress {
+                        tell(p, b'S', &j.jid);
+                    }
                     let start = mono_ns();
                     let out = performer.perform(j);
                     timing.set((start, mono_ns()));
+                    if let Some(p) = &opts.progress {
+                        tell(p, b'E', &j.jid);
+                    }
                     out
                 };
                 let mut size = BatchSize::default();
@@ -435,6 +523,10 @@ pub fn work(
                                 match outcome {
                                     Ok(Performed::Ok(_)) => {
                                         processed.fetch_add(1, Ordering::Relaxed);
+                                    }
+                                    Ok(Performed::Malformed(why)) => {
+                                        eprintln!("{}", refused_line(&c.raw, &why));
+                                        failed.fetch_add(1, Ordering::Relaxed);
                                     }
                                     Ok(_) => {
                                         failed.fetch_add(1, Ordering::Relaxed);
@@ -570,6 +662,40 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(!marker.exists());
+    }
+
+    #[test]
+    fn the_spec_cache_holds_at_most_its_bound() {
+        let opts = WorkloadOptions::default();
+        let allowed = Allowed::default();
+        let p = Performer::new(&opts, &allowed, None);
+        // A writer sending a new spec with every job: the cache never passes its bound.
+        for n in 0..(3 * SPEC_CACHE_MAX) {
+            let job = Job::task(&format!("sleep:{}ms", n + 1), 0, "q");
+            let _ = p.task_of(&job).unwrap();
+            assert!(p.cached() <= SPEC_CACHE_MAX, "{} at {n}", p.cached());
+        }
+        assert!(p.cached() > 0);
+    }
+
+    #[test]
+    fn a_refused_line_names_the_job_and_escapes_controls() {
+        let raw =
+            r#"{"class":"Concur::Task","args":[],"jid":"a\u001b[31mb","queue":"q","created_at":1}"#;
+        let line = refused_line(raw, "bad\u{7}args");
+        assert_eq!(
+            line,
+            r"concur jobs work: job a\x1b[31mb refused: bad\x07args (moved to the dead set)"
+        );
+        // No jid, not JSON, or too large to parse: the id its dead-set entry gets.
+        for raw in [
+            "not json".to_string(),
+            "y".repeat(super::super::MAX_PAYLOAD + 1),
+        ] {
+            let entry: Value =
+                serde_json::from_str(&super::super::malformed_entry(&raw, "q", "x")).unwrap();
+            assert_eq!(entry["jid"].as_str().unwrap(), refused_jid(&raw));
+        }
     }
 
     #[test]

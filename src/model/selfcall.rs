@@ -164,6 +164,9 @@ pub enum SelfCall {
         /// The file the records go to.
         records: PathBuf,
     },
+    /// `concur __jobs-work`: the worker of `concur jobs work`, run by its supervisor
+    /// ([`crate::jobs::supervisor`]), telling it on fd 3 which jobs it runs.
+    QueueWorker(crate::jobs::supervisor::ChildRequest),
 }
 
 impl SelfCall {
@@ -173,8 +176,10 @@ impl SelfCall {
     pub const TASK: &'static str = "__task";
     /// The hidden subcommand that receives a `JobsWorker`.
     pub const WORKER: &'static str = "__worker";
+    /// The hidden subcommand that receives a `QueueWorker`.
+    pub const QUEUE_WORKER: &'static str = "__jobs-work";
     /// Every hidden subcommand: a process started with one of them serves its request.
-    pub const NAMES: [&'static str; 3] = [Self::RUN, Self::TASK, Self::WORKER];
+    pub const NAMES: [&'static str; 4] = [Self::RUN, Self::TASK, Self::WORKER, Self::QUEUE_WORKER];
 
     /// Starts this call as a child of `exe` (our own binary), its request on fd 4. `Run` and
     /// `Task` report on a pipe at fd 3, whose read end is returned; a `JobsWorker` reports
@@ -211,6 +216,11 @@ impl SelfCall {
                     .stdout(Stdio::null())
                     .stderr(Stdio::null());
             }
+            // The worker of `concur jobs work` keeps the command's stdout and stderr (its lines
+            // are the command's) and its process group (Ctrl-C reaches both).
+            SelfCall::QueueWorker(_) => {
+                cmd.arg(Self::QUEUE_WORKER);
+            }
         }
         process::die_with_parent(&mut cmd);
         let request = serde_json::to_vec(self).map_err(io::Error::other)?;
@@ -242,6 +252,7 @@ impl SelfCall {
             SelfCall::Task { recipe, .. } | SelfCall::JobsWorker { recipe, .. } => {
                 Some(&recipe.workload)
             }
+            SelfCall::QueueWorker(_) => None,
         }
     }
 

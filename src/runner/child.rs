@@ -187,6 +187,7 @@ pub fn serve() -> Result<()> {
             queue,
             records,
         } => worker_main(recipe, queue, records),
+        SelfCall::QueueWorker(req) => crate::jobs::supervisor::child_main(req, pipe()?).map(|_| ()),
     }
 }
 
