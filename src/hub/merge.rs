@@ -170,6 +170,19 @@ pub(crate) fn check_ended(e: &mut PartEnded, share: ShareBounds) -> Result<(), S
             crate::measure::TIMELINE_CAP as u64,
         )?;
     }
+    // The tasks behind the timeline are not merged (the hosts' lanes would collide), but
+    // an answer is bounded whole before anything is kept of it.
+    if let Some(t) = &r.timeline_tasks {
+        let longest = [t.index.len(), t.worker.len(), t.bytes.len(), t.error.len()]
+            .into_iter()
+            .max()
+            .unwrap_or(0);
+        count(
+            "timeline_tasks's length",
+            longest as u64,
+            crate::measure::TIMELINE_CAP as u64,
+        )?;
+    }
     if let Some(c) = &r.connections {
         count(
             "connections opened",
