@@ -35,7 +35,10 @@ impl Exporter for TraceExporter {
         }
         let doc = json!({ "traceEvents": events, "displayTimeUnit": "ms" });
         // Serializing plain data cannot fail; an empty document would say so if it did.
-        serde_json::to_string(&doc).unwrap_or_default() + "\n"
+        let text = serde_json::to_string(&doc).unwrap_or_default();
+        // The same values, with no raw C1 control or bidirectional override (a workload's
+        // spec is in the names) for a terminal it may be written to (`--format trace`).
+        crate::os::terminal::escape_json_controls(&text).into_owned() + "\n"
     }
 }
 
