@@ -289,9 +289,22 @@ fn every_format_renders_a_results_file_through_export() {
     let names: Vec<&str> = concur::report::FORMATS.iter().map(|f| f.name).collect();
     assert_eq!(
         names,
-        ["table", "markdown", "csv", "ruby", "json", "html"],
+        ["table", "markdown", "csv", "ruby", "json", "html", "trace"],
         "a new format needs its check here"
     );
+
+    // trace: one process per cell (its first run keeps the timeline), a slice per task
+    // (tests/cli_trace.rs checks every model's lanes).
+    let trace: serde_json::Value = serde_json::from_str(&export("trace")).unwrap();
+    let events = trace["traceEvents"].as_array().unwrap();
+    let count = |ph: &str| events.iter().filter(|e| e["ph"] == ph).count();
+    assert_eq!(count("X"), 2 * 4, "{trace}");
+    let names: Vec<&str> = events
+        .iter()
+        .filter(|e| e["name"] == "process_name")
+        .map(|e| e["args"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["seq ×4 run 1 · fib:22", "pool:2 ×4 run 1 · fib:22"]);
 
     // csv: raw numbers, exactly the runs' (a median of three is one of them).
     let text = export("csv");

@@ -300,6 +300,11 @@ pub struct RunResult {
     /// first counted run (rep 0), evenly sampled down to 2,000 tasks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeline_us: Option<Vec<[u64; 2]>>,
+    /// The tasks behind `timeline_us`, span by span (index, lane, bytes, failure kind), what
+    /// a lane is, and how many tasks the run had and the timeline kept; absent in files
+    /// from before it was added and in runs merged over several hosts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline_tasks: Option<crate::measure::lanes::TimelineTasks>,
     /// External cells with a `CONCUR` line: the process's wall minus the work's own wall
     /// (interpreter start-up, imports, teardown); null for every other run.
     #[serde(default, skip_serializing_if = "Option::is_none")]

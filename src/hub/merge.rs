@@ -170,6 +170,22 @@ pub(crate) fn check_ended(e: &mut PartEnded, share: ShareBounds) -> Result<(), S
             crate::measure::TIMELINE_CAP as u64,
         )?;
     }
+    // The tasks behind the timeline are not merged (the hosts' lanes would collide), but
+    // an answer is bounded whole before anything is kept of it.
+    if let Some(t) = &r.timeline_tasks {
+        let longest = [t.index.len(), t.worker.len(), t.bytes.len(), t.error.len()]
+            .into_iter()
+            .max()
+            .unwrap_or(0);
+        count(
+            "timeline_tasks's length",
+            longest as u64,
+            crate::measure::TIMELINE_CAP as u64,
+        )?;
+        if t.error.iter().flatten().any(|k| k.len() > 200) {
+            return Err("a kind in timeline_tasks longer than 200 bytes (allowed: kinds of at most 200 bytes)".into());
+        }
+    }
     if let Some(c) = &r.connections {
         count(
             "connections opened",
@@ -905,7 +921,7 @@ mod tests {
     }
 
     /// The largest answer an honest agent sends (its 20 stderr lines of 1000 four-byte
-    /// characters, a full timeline, two histograms spread over the whole range, an hour's
+    /// characters, a full timeline and its tasks, two histograms spread over the whole range, an hour's
     /// series of an open run), sealed with a hub key, is read whole.
     #[test]
     fn the_largest_honest_answer_fits_in_answer_max_bytes() {
@@ -923,6 +939,15 @@ mod tests {
         let r = e.report.as_mut().unwrap();
         r.tasks_ok = tasks as usize;
         r.timeline_us = Some(vec![[u64::MAX; 2]; TIMELINE_CAP]);
+        r.timeline_tasks = Some(crate::measure::lanes::TimelineTasks {
+            tasks: usize::MAX,
+            kept: TIMELINE_CAP,
+            lanes: crate::measure::lanes::Lanes::Worker,
+            index: vec![usize::MAX; TIMELINE_CAP],
+            worker: vec![u32::MAX; TIMELINE_CAP],
+            bytes: vec![u64::MAX; TIMELINE_CAP],
+            error: vec![Some("😀".repeat(50)); TIMELINE_CAP],
+        });
         r.latency_hdr = wide.to_wire();
         r.queue_wait_hdr = wide.to_wire();
         r.open = Some(o);

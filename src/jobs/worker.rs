@@ -351,6 +351,12 @@ pub fn refused_line(raw: &str, why: &str) -> String {
     crate::os::terminal::escape_controls(&text).into_owned()
 }
 
+/// This process's id, asked of the kernel once.
+fn own_pid() -> u32 {
+    static PID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *PID.get_or_init(std::process::id)
+}
+
 /// Appends the task record of a `Concur::Task` job that ran (or failed) to `f`.
 fn write_record(f: &Mutex<File>, c: &Claimed, outcome: &Performed, (start, end): (u64, u64)) {
     let Some(index) = Job::parse(&c.raw)
@@ -372,6 +378,9 @@ fn write_record(f: &Mutex<File>, c: &Claimed, outcome: &Performed, (start, end):
         bytes,
         error: error.map(Box::new),
         sched_ns: None,
+        // The process's id (read once): `jobs-procs` maps it to the worker's number, since a
+        // worker process runs one queue worker and does not know its number among them.
+        worker: own_pid(),
     };
     let _ = f
         .lock()

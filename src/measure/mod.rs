@@ -2,6 +2,7 @@
 //! histograms, per-child rusage and process-tree memory.
 
 pub mod conn;
+pub mod lanes;
 pub mod latency;
 pub mod live;
 pub mod memory;
@@ -85,6 +86,10 @@ pub struct TaskRecord {
     /// latency is measured from here, queueing is `start_ns - sched_ns`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sched_ns: Option<u64>,
+    /// The lane that ran it: a worker's number, or the task's own index for a thread or a
+    /// process per task, or a slot assigned after the run ([`lanes::Lanes`] says which).
+    #[serde(default)]
+    pub worker: u32,
 }
 
 impl TaskRecord {
@@ -98,6 +103,7 @@ impl TaskRecord {
             bytes: 0,
             error: None,
             sched_ns: None,
+            worker: 0,
         }
     }
 
@@ -111,6 +117,7 @@ impl TaskRecord {
             bytes: 0,
             error: Some(Box::new(error)),
             sched_ns: None,
+            worker: 0,
         }
     }
 }

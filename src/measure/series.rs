@@ -99,6 +99,7 @@ mod tests {
             bytes: 1,
             error: None,
             sched_ns: Some(sched),
+            worker: 0,
         };
         let s = series(
             &[rec(0, 0, 200_000_000), rec(1, 500_000_000, 1_500_000_000)],

@@ -19,6 +19,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::async_mt::build_counted;
 use super::{cores, never_started, run_task_async, Entry, Model, ModelOutcome, RunCtx};
+use crate::measure::lanes::Lanes;
 use crate::measure::{TaskError, TaskRecord};
 use crate::workload::Workload;
 
@@ -45,9 +46,12 @@ struct Deliver {
 }
 
 /// An actor's life: take messages from its mailbox one at a time until every sender is gone.
-async fn actor(w: Arc<dyn Workload>, mut mailbox: mpsc::UnboundedReceiver<Deliver>) {
+async fn actor(w: Arc<dyn Workload>, k: u32, mut mailbox: mpsc::UnboundedReceiver<Deliver>) {
     while let Some(Deliver { index, reply }) = mailbox.recv().await {
-        let rec = run_task_async(w.clone(), index).await;
+        let rec = TaskRecord {
+            worker: k,
+            ..run_task_async(w.clone(), index).await
+        };
         // The caller may have stopped waiting; the task ran either way.
         let _ = reply.send(rec);
     }
@@ -62,6 +66,9 @@ impl Model for ActorPool {
     }
     fn parallelism(&self, tasks: usize) -> usize {
         self.actors.min(tasks)
+    }
+    fn lanes(&self) -> Lanes {
+        Lanes::Worker
     }
     fn run(&self, ctx: &RunCtx) -> ModelOutcome {
         let mut builder = tokio::runtime::Builder::new_multi_thread();
@@ -83,9 +90,9 @@ impl Model for ActorPool {
         };
         let records = rt.block_on(async {
             let mailboxes: Vec<_> = (0..self.actors)
-                .map(|_| {
+                .map(|k| {
                     let (tx, rx) = mpsc::unbounded_channel();
-                    tokio::spawn(actor(ctx.workload.clone(), rx));
+                    tokio::spawn(actor(ctx.workload.clone(), k as u32, rx));
                     tx
                 })
                 .collect();

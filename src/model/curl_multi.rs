@@ -834,6 +834,7 @@ impl Model for CurlMulti {
                     bytes: if ok { bytes } else { 0 },
                     error: error.map(Box::new),
                     sched_ns: None,
+                    worker: 0,
                 });
                 crate::measure::live::ended(ok);
                 shards.put_free(shard, easy);

@@ -91,6 +91,9 @@ impl Model for Fork {
     fn parallelism(&self, tasks: usize) -> usize {
         tasks
     }
+    fn lanes(&self) -> super::Lanes {
+        super::Lanes::Process
+    }
     fn task_processes(&self) -> bool {
         true
     }

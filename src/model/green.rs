@@ -140,6 +140,7 @@ impl Model for Green {
                         bytes,
                         error: None,
                         sched_ns: None,
+                        worker: 0,
                     },
                     Err(e) => TaskRecord {
                         index: i,
@@ -148,6 +149,7 @@ impl Model for Green {
                         bytes: 0,
                         error: Some(Box::new(e)),
                         sched_ns: None,
+                        worker: 0,
                     },
                 };
                 records.lock().unwrap_or_else(|p| p.into_inner()).push(rec);

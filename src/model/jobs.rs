@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use super::{never_started, run_task, Entry, Model, ModelOutcome, RunCtx};
 use crate::jobs::worker::{new_worker_id, run_batch, BatchSize, Performed};
 use crate::jobs::{self, Backend, BackendUrl, Claimed, Job, RetrySchedule, DEFAULT_LEASE};
+use crate::measure::lanes::Lanes;
 use crate::measure::TaskRecord;
 use crate::model::selfcall::SelfCall;
 use crate::workload::Workload;
@@ -102,6 +103,13 @@ fn failed_run(tasks: usize, why: String) -> ModelOutcome {
     }
 }
 
+std::thread_local! {
+    /// The number of the queue worker thread running here: `perform` is one closure shared
+    /// by every worker thread, and this tells it whose task it records (a thread-local read,
+    /// no system call).
+    static WORKER: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
 impl Jobs {
     /// Starts the worker processes, waits until they have reported every task (each record is
     /// written after the job's acknowledgement), then kills them: they are idle by then.
@@ -174,6 +182,13 @@ impl Jobs {
             .lines()
             .filter_map(TaskRecord::from_line)
             .collect();
+        // A worker process's records carry its process id: its lane is its number here.
+        let pids: Vec<u32> = children.iter().map(|c| c.id()).collect();
+        for r in &mut records {
+            if let Some(k) = pids.iter().position(|&p| p == r.worker) {
+                r.worker = k as u32;
+            }
+        }
         let mut seen = vec![false; ctx.tasks];
         records.retain(|r| r.index < ctx.tasks && !std::mem::replace(&mut seen[r.index], true));
         let why = error.clone().unwrap_or_else(|| "the job never ran".into());
@@ -211,6 +226,9 @@ impl Model for Jobs {
             ));
         }
         Ok(())
+    }
+    fn lanes(&self) -> Lanes {
+        Lanes::Worker
     }
     fn is_queue(&self) -> bool {
         true
@@ -317,6 +335,7 @@ impl Model for Jobs {
             };
             let mut rec = run_task(&*ctx.workload, index as usize);
             rec.sched_ns = enqueued_ns;
+            rec.worker = WORKER.with(std::cell::Cell::get);
             let out = match &rec.error {
                 None => Performed::Ok(rec.bytes),
                 Some(e) => Performed::Failed(e.kind.clone(), e.message.clone()),
@@ -340,6 +359,7 @@ impl Model for Jobs {
             }
             let mut threads = Vec::new();
             for k in 0..self.workers {
+                let lane = k as u32;
                 let body = || {
                     let mut size = BatchSize::default();
                     let done = || all_done.load(Ordering::SeqCst);
@@ -391,8 +411,10 @@ impl Model for Jobs {
                 // Scoped std threads (they borrow the run's state), with the run's stack size.
                 match std::thread::Builder::new()
                     .stack_size(ctx.recipe.settings.stack_size)
-                    .spawn_scoped(s, body)
-                {
+                    .spawn_scoped(s, move || {
+                        WORKER.with(|w| w.set(lane));
+                        body()
+                    }) {
                     Ok(t) => threads.push(t),
                     Err(e) => {
                         *error.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!(

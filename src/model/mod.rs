@@ -24,6 +24,7 @@ mod thread;
 use std::sync::Arc;
 
 use crate::base::error::{Error, Input};
+use crate::measure::lanes::Lanes;
 use crate::measure::{mono_ns, TaskRecord};
 use crate::workload::{self, guarded_run, Workload};
 
@@ -91,6 +92,12 @@ pub trait Model: Send + Sync {
     fn needs_redis(&self) -> bool {
         false
     }
+    /// What a task's lane (its worker in a trace) is. The default, slots assigned after the
+    /// run, is right for any model that bounds tasks in flight; a model that knows its
+    /// worker records it and says [`Lanes::Worker`].
+    fn lanes(&self) -> Lanes {
+        Lanes::Slot
+    }
     /// Whether the model's HTTP client speaks HTTP/2 (`--http2`): one of [`HTTP2_MODELS`].
     fn speaks_http2(&self) -> bool {
         HTTP2_MODELS.contains(&self.family().as_str())
@@ -145,6 +152,7 @@ fn record(index: usize, start_ns: u64, result: Result<u64, workload::TaskError>)
             bytes,
             error: None,
             sched_ns: None,
+            worker: 0,
         },
         Err(e) => TaskRecord {
             index,
@@ -153,6 +161,7 @@ fn record(index: usize, start_ns: u64, result: Result<u64, workload::TaskError>)
             bytes: 0,
             error: Some(Box::new(e)),
             sched_ns: None,
+            worker: 0,
         },
     }
 }

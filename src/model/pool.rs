@@ -3,6 +3,7 @@
 
 use super::os_thread;
 use super::{never_started, run_task, Entry, Model, ModelOutcome, RunCtx};
+use crate::measure::lanes::Lanes;
 use crate::measure::TaskRecord;
 
 pub(super) const ENTRY: Entry = Entry {
@@ -31,6 +32,9 @@ impl Model for Pool {
     fn parallelism(&self, tasks: usize) -> usize {
         self.workers.min(tasks)
     }
+    fn lanes(&self) -> Lanes {
+        Lanes::Worker
+    }
     fn run(&self, ctx: &RunCtx) -> ModelOutcome {
         let (tx, rx) = crossbeam_channel::unbounded::<usize>();
         if ctx.arrivals.is_none() {
@@ -43,8 +47,14 @@ impl Model for Pool {
         let mut error = None;
         for k in 0..self.workers {
             let (rx, w) = (rx.clone(), ctx.workload.clone());
+            let lane = k as u32;
             match os_thread::spawn(ctx.recipe.settings.stack_size, move || {
-                rx.iter().map(|i| run_task(&*w, i)).collect::<Vec<_>>()
+                rx.iter()
+                    .map(|i| TaskRecord {
+                        worker: lane,
+                        ..run_task(&*w, i)
+                    })
+                    .collect::<Vec<_>>()
             }) {
                 Ok(t) => threads.push(t),
                 Err(e) => {

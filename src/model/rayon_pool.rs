@@ -2,7 +2,20 @@
 
 use rayon::prelude::*;
 
-use super::{run_task, Entry, Model, ModelOutcome, RunCtx};
+use super::{Entry, Model, ModelOutcome, RunCtx};
+use crate::measure::lanes::Lanes;
+use crate::measure::TaskRecord;
+use crate::workload::Workload;
+
+/// Runs task `i` on a thread of the pool and records that thread's index as its worker
+/// (rayon keeps it in a thread-local: no system call).
+fn run_task(w: &dyn Workload, i: usize) -> TaskRecord {
+    let rec = super::run_task(w, i);
+    TaskRecord {
+        worker: rayon::current_thread_index().unwrap_or(0) as u32,
+        ..rec
+    }
+}
 
 pub(super) const ENTRY: Entry = Entry {
     name: "rayon",
@@ -29,6 +42,9 @@ impl Model for RayonPool {
     }
     fn parallelism(&self, tasks: usize) -> usize {
         self.workers.min(tasks)
+    }
+    fn lanes(&self) -> Lanes {
+        Lanes::Worker
     }
     fn run(&self, ctx: &RunCtx) -> ModelOutcome {
         let pool = match rayon::ThreadPoolBuilder::new()

@@ -23,6 +23,10 @@ impl Model for Seq {
     fn parallelism(&self, _tasks: usize) -> usize {
         1
     }
+    /// One worker, the calling thread: every record's worker is 0.
+    fn lanes(&self) -> super::Lanes {
+        super::Lanes::Worker
+    }
     fn is_baseline(&self) -> bool {
         true
     }

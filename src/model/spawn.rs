@@ -64,6 +64,9 @@ impl Model for Spawn {
     fn parallelism(&self, tasks: usize) -> usize {
         tasks
     }
+    fn lanes(&self) -> super::Lanes {
+        super::Lanes::Process
+    }
     fn task_processes(&self) -> bool {
         true
     }

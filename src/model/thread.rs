@@ -69,6 +69,9 @@ impl Model for ThreadPerTask {
     fn parallelism(&self, tasks: usize) -> usize {
         tasks
     }
+    fn lanes(&self) -> super::Lanes {
+        super::Lanes::Thread
+    }
     fn run(&self, ctx: &RunCtx) -> ModelOutcome {
         if let Some(a) = &ctx.arrivals {
             return open(ctx, a);

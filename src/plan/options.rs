@@ -33,6 +33,9 @@ pub struct OutputOptions {
     /// Also write one self-contained HTML report with charts to FILE
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// Also write the task timelines, a lane per worker, as a Trace Event Format file for Perfetto or chrome://tracing to FILE (each cell's first run; the same as --export trace=FILE)
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
     /// Compare with a baseline: a name saved with --save-baseline, or a results file
     #[arg(long, value_name = "NAME|FILE")]
     pub baseline: Option<String>,
@@ -81,6 +84,7 @@ impl OutputOptions {
             ("csv", "--csv", self.csv),
             ("markdown", "--markdown", self.markdown),
             ("html", "--html", self.html),
+            ("trace", "--trace", self.trace),
         ]
         .into_iter()
         .filter_map(|(format, flag, file)| {

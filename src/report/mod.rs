@@ -13,6 +13,7 @@ pub mod markdown;
 pub mod publish;
 pub mod ruby;
 pub mod table;
+pub mod trace;
 
 pub use export::{Export, ExportManager, Exporter, FormatEntry, Target};
 
@@ -341,6 +342,7 @@ pub const FORMATS: &[FormatEntry] = &[
     ruby::FORMAT,
     json::FORMAT,
     html::FORMAT,
+    trace::FORMAT,
 ];
 
 /// The names of every format, for help and errors.

@@ -54,6 +54,10 @@ pub struct ChildReport {
     /// [`crate::measure::TIMELINE_CAP`] of them.
     #[serde(default)]
     pub timeline_us: Option<Vec<[u64; 2]>>,
+    /// The tasks behind `timeline_us`, span by span: index, lane, outcome; and how many
+    /// tasks the run had.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline_tasks: Option<measure::lanes::TimelineTasks>,
     /// Open-model runs: rates, service, queue, lag and the series (`latency_us` is then
     /// corrected for coordinated omission).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -267,7 +271,7 @@ pub fn run_cell(req: RunRequest) -> Result<ChildReport> {
         crate::model::arrivals::sleep_until(at);
     }
     let t0 = mono_ns();
-    let outcome = model.run(&ctx);
+    let mut outcome = model.run(&ctx);
     let first_task_ns = start_at.and_then(|at| {
         let first = outcome.records.iter().map(|r| r.start_ns).min()?;
         Some(first as i64 - at as i64)
@@ -277,13 +281,19 @@ pub fn run_cell(req: RunRequest) -> Result<ChildReport> {
         drop(stop);
         let _ = handle.join();
     }
-    let timeline = measure::timeline(&outcome.records, t0, measure::TIMELINE_CAP);
+    // Each task's lane, where the model could not record it as it ran, then the sampled
+    // timeline with the tasks behind it (one sort of the records, after the run).
+    let lanes = model.lanes();
+    lanes.assign(&mut outcome.records);
+    let (timeline, tasks) =
+        measure::lanes::sample(&outcome.records, t0, measure::TIMELINE_CAP, lanes);
     let wakeups = match (ctx.workload.wait(), &arrivals) {
         (Some(d), None) => Wakeups::measure(&outcome.records, t0, d.as_nanos() as u64),
         _ => None,
     };
     let mut rep = report_open(outcome, wall_s, arrivals.as_ref().map(|(a, i)| (&**a, *i)));
     rep.timeline_us = Some(timeline);
+    rep.timeline_tasks = Some(tasks);
     rep.connections = ctx.workload.http().and_then(|h| h.connections());
     rep.pid = std::process::id();
     rep.first_task_ns = first_task_ns;

@@ -58,6 +58,7 @@ pub(crate) fn template(
         server_peak_in_flight: None,
         conn: Default::default(),
         timeline_us: None,
+        timeline_tasks: None,
         startup_s: None,
         open: None,
         rate_search: None,
@@ -191,6 +192,7 @@ pub(crate) fn convert(cell: &CellPlan, rep: usize, ended: Ended, verdict: Verdic
             // One representative run per cell keeps its timeline: the results file stays small.
             if rep == 0 {
                 run.timeline_us = r.timeline_us;
+                run.timeline_tasks = r.timeline_tasks;
             }
         }
         _ => run.tasks_failed = cell.key.tasks,

@@ -265,6 +265,8 @@ impl MockExecutor {
                     })
                     .collect(),
             ),
+            // The mock's timeline is waves, not tasks it ran: no lanes to tell.
+            timeline_tasks: None,
         };
         if let (Some(l), true) = (latency_override, ok > 0) {
             report.latency_us = Some(l);
