@@ -289,7 +289,7 @@ impl JobsBackendArg {
 #[derive(Args, Debug, Clone, PartialEq, Default)]
 pub struct HubArg {
     /// The hub, a Redis URL (redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], rediss:// for TLS): `concur agent --hub URL` joins it; a study given it runs every cell's work on its agents; also read from CONCUR_HUB
-    #[arg(long = "hub", value_name = "URL")]
+    #[arg(id = "hub", long = "hub", value_name = "URL")]
     pub url: Option<String>,
 }
 
