@@ -532,3 +532,38 @@ fn slow_clients_by_the_hundred_leave_stats_answering_and_memory_bounded() {
         slow.len()
     );
 }
+
+/// Review row 6 (issue 42): connections each sending hundreds of KB of an unfinished header
+/// line held them all (2,000 of them: 826 MB). A head past 16 KiB is now answered 431 and its
+/// connection closed, so the bytes held are bounded per connection; a head under it is served.
+#[test]
+fn a_request_head_past_16_kib_is_refused_and_its_connection_closed() {
+    let s = Serve::start(&[]);
+    let mut c = TcpStream::connect(s.addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    c.write_all(b"GET /add HTTP/1.1\r\nHost: x\r\nX-Long: ")
+        .unwrap();
+    // 400 KB of one header line, never finished: the server must stop reading long before.
+    let chunk = vec![b'a'; 16 * 1024];
+    let mut sent = 0;
+    for _ in 0..25 {
+        if c.write_all(&chunk).is_err() {
+            break;
+        }
+        sent += chunk.len();
+    }
+    let mut answer = Vec::new();
+    let _ = c.read_to_end(&mut answer);
+    let text = String::from_utf8_lossy(&answer);
+    assert!(
+        text.starts_with("HTTP/1.1 431"),
+        "after {sent} bytes: {text}"
+    );
+    // A long head within the limit is still served.
+    let head = format!(
+        "GET /add HTTP/1.1\r\nHost: x\r\nX-Long: {}\r\nConnection: close\r\n\r\n",
+        "b".repeat(12 * 1024)
+    );
+    let (status, _, _) = exchange(s.addr, &head);
+    assert_eq!(status, 200);
+}

@@ -98,6 +98,14 @@ pub const FD_RESERVE: u64 = 256;
 /// cap is closed without one (each answer holds a descriptor for up to a second).
 const REFUSALS_AT_ONCE: usize = 128;
 
+/// The most an HTTP/1.1 connection buffers of what it reads (hyper's `max_buf_size`): a
+/// request head longer than this is answered 431 and the connection closed. hyper's default,
+/// about 400 KB, let 2,000 connections sending an unfinished header line hold 826 MB of the
+/// server; at 16 KiB (twice Apache's limit on one header field) the heads of every connection
+/// the cap allows stay bounded together (16 KiB × `--max-connections`). Bodies stream through
+/// it in pieces and are not limited by it.
+pub const HEAD_BUF: usize = 16 * 1024;
+
 /// The connection cap when none is given: the open-files limit (as raised at start) less
 /// [`FD_RESERVE`], or half the limit when it is below twice the reserve, so that the server
 /// never runs out of descriptors to accept with (a full descriptor table leaves clients
@@ -170,6 +178,7 @@ pub async fn serve(
     http1
         .timer(TokioTimer::new())
         .header_read_timeout(opts.header_timeout)
+        .max_buf_size(HEAD_BUF)
         .keep_alive(true);
     // No keep-alive pings: a connection with no stream open is closed by the idle deadline
     // (conn.rs), and one with streams open lives no longer than its delays and answers.
