@@ -332,7 +332,7 @@ fn judge_work(body: &str) {
     };
     match &work {
         Work::Part(w) => {
-            let command = w.command().is_some();
+            let command = w.request.recipe.workload.starts_with("cmd:");
             // An `http:` target named by a host name would be resolved (DNS): a fuzz run
             // checks only shares whose target is an address.
             if resolves_offline(w) && admit::check_part(w, &Allowed::default(), TEST_HUB_NS).is_ok()

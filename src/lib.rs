@@ -53,6 +53,7 @@ pub mod base;
 pub mod classic;
 #[doc(hidden)]
 pub mod cli;
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod hub;

@@ -69,15 +69,6 @@ pub struct PartWork {
     pub timeout_s: f64,
 }
 
-impl PartWork {
-    /// The command of others this work would run, if any (`cmd:` workloads): an agent runs
-    /// it only with `--allow-commands`.
-    pub fn command(&self) -> Option<&str> {
-        let w = &self.request.recipe.workload;
-        w.starts_with("cmd:").then_some(w.as_str())
-    }
-}
-
 /// What a share became, pushed on the run's list by the agent that ran it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PartDone {

@@ -31,6 +31,7 @@ use std::time::Duration;
 pub use request::{letters, HttpRequest, INDEX, RAND, USER_AGENT};
 pub(crate) use spec::connect_address;
 pub use spec::{check_header, check_method};
+#[cfg(feature = "fuzzing")]
 pub(crate) use wire::write_request;
 pub use wire::{read_response, read_response_to};
 
