@@ -12,7 +12,7 @@ compile_error!(
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// jemalloc, the process's allocator by default: chosen by measurement against glibc's malloc
-/// and mimalloc (bench/allocators.sh, docs/benchmarks.md §20).
+/// and mimalloc (bench/allocators.sh).
 #[cfg(feature = "alloc-jemalloc")]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;

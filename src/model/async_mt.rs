@@ -216,10 +216,8 @@ const WHEEL_HOLD: std::time::Duration = std::time::Duration::from_millis(250);
 /// than the earliest deadline the driver parked with, and always when it parked with none. An
 /// HTTP request registers its timeout, and when requests do not overlap (an open run of a few
 /// thousand a second, a closed one with few in flight) the wheel is empty each time: every
-/// request wrote the eventfd, and the driver's next `epoll_wait` returned for it alone (one
-/// write and one `epoll_wait` a request at 4,000/s, `perf record -e syscalls:sys_enter_write`,
-/// docs/benchmarks.md §22). With this
-/// deadline in the wheel, a timeout later than it (the request timeout's default is 30 s)
+/// request would write the eventfd, and the driver's next `epoll_wait` return for it alone.
+/// With this deadline in the wheel, a timeout later than it (the request timeout's default is 30 s)
 /// registers without a wake-up; the hold itself wakes the runtime four times a second.
 async fn hold_timer_wheel() {
     loop {

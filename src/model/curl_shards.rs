@@ -4,8 +4,7 @@
 //! Why several multi handles: for each new transfer libcurl looks for a connection to reuse by
 //! walking the pool of the destination's connections (`Curl_cpool_find` calling
 //! `url_match_conn` on each, string comparisons included), so with 10,000 connections to one
-//! server every request walked thousands of them: two thirds of the client's CPU
-//! (docs/benchmarks.md §16). A multi handle has a pool of its own, so W transfers split over
+//! server every request would walk thousands of them. A multi handle has a pool of its own, so W transfers split over
 //! ceil(W / [`SHARD`]) handles walk at most [`SHARD`] connections each. Why the socket
 //! interface: `curl_multi_perform` and `curl_multi_wait` visit every transfer of their handle
 //! at each call; `socket_action` is called for the sockets that are ready, and libcurl's timer

@@ -24,10 +24,9 @@ use rustls::{
 /// The provider every config here uses (libcurl's rustls-ffi links the same aws-lc).
 ///
 /// Its random generator is seeded here, when the first configuration is made, before any
-/// measurement: aws-lc seeds it once a process, on its first use, from CPU timing jitter, about
-/// 20 ms of one core's time. Left to the first handshake, that seeding stalled the worker thread
-/// that met it, and every handshake queued behind it, at the start of a TLS run
-/// (docs/benchmarks.md §21: 30% of a 100-handshake client's samples).
+/// measurement: aws-lc seeds it once a process, on its first use, from CPU timing jitter (tens
+/// of milliseconds of one core). Left to the first handshake, that seeding would stall the
+/// worker thread that met it, and every handshake queued behind it, at the start of a TLS run.
 pub fn provider() -> Arc<CryptoProvider> {
     static PROVIDER: OnceLock<Arc<CryptoProvider>> = OnceLock::new();
     PROVIDER

@@ -13,7 +13,7 @@
 //! `--max-connections` a new connection gets a 503. Memory is bounded across connections
 //! too: at most `--max-in-flight` requests (HTTP/1.1 requests and HTTP/2 streams alike) are
 //! handled at once, and the bodies `/echo` holds share one `--echo-budget`; beyond either, a
-//! 503 at once (issue 29).
+//! 503 at once.
 
 mod answer;
 pub mod conn;
@@ -37,11 +37,10 @@ pub use routes::ADD_BODY;
 pub use stats::{Stats, StatsSnapshot};
 
 /// `--max-streams` when none is given: nginx's `http2_max_concurrent_streams` (128). RFC 9113
-/// §6.5.2 asks for no fewer than 100; hyper's default is 200, nghttp2's 100. It was 1000 (a
-/// crawl's `async:1000` on one connection), but each open stream costs the server its handler
-/// task and buffers, about 4.8 KB for a `/delay` (1,000 streams: 4.8 MB per connection, 95 GB
-/// at the connection cap, issue 29): a client wanting more streams opens more connections,
-/// and [`DEFAULT_MAX_IN_FLIGHT`] bounds them all.
+/// §6.5.2 asks for no fewer than 100; hyper's default is 200, nghttp2's 100. Each open stream
+/// costs the server its handler task and buffers (about 4.8 KB for a `/delay`), so the bound
+/// per connection times the connection cap must stay within memory: a client wanting more
+/// streams opens more connections, and [`DEFAULT_MAX_IN_FLIGHT`] bounds them all.
 pub const DEFAULT_MAX_STREAMS: u32 = 128;
 
 /// `--max-in-flight` when none is given: 16,384 requests at once, over every connection and

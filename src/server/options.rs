@@ -8,7 +8,7 @@ use clap::Args;
 /// The delay server's settings: `concur serve`'s flags, and what the study's in-process
 /// server and an agent's server start with ([`ServerOptions::ephemeral`]: the same defaults
 /// on a free port). No client can hold more than one connection's worth of memory beyond a
-/// timeout, and the caps bound memory across connections (issue 29); the rationale of the
+/// timeout, and the caps bound memory across connections; the rationale of the
 /// stream and in-flight defaults is at their constants in [`crate::server`].
 #[derive(Args, Debug, Clone)]
 pub struct ServerOptions {
@@ -45,7 +45,7 @@ pub struct ServerOptions {
     /// Most bytes of request bodies /echo holds at once over all connections (at least 4M); beyond, a 503
     // 64M: 32 bodies at the 2 MiB limit (a crawl posting 1,000 bodies of 64 KiB at once
     // fits). Without it, one h2c connection with 1,000 unfinished 2 MiB bodies took the
-    // server to 2 GB (issue 29).
+    // server to 2 GB.
     #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = crate::base::units::parse_size)]
     pub echo_budget: u64,
     /// Serve HTTP/1.1 only: no h2c by prior knowledge, only http/1.1 offered by ALPN

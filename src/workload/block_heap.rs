@@ -1,8 +1,7 @@
 //! A binary min-heap kept in blocks of a fixed size instead of one vector that doubles: it grows
 //! a block at a time and frees nothing when it grows. A doubling vector frees its old buffer at
 //! every growth (half of the new one), and an allocator that keeps freed pages for a while
-//! (jemalloc: 10 s) then counts them in the process's memory: the precise timer's deadlines at
-//! 1,000,000 waiting tasks are 32 MB, and their freed halves 32 MB more (docs/benchmarks.md §20).
+//! (jemalloc: 10 s) then counts them in the process's memory, as much again as the heap holds.
 
 /// Entries a block holds: 4,096 of the timer's 32-byte entries is 128 KiB.
 const BLOCK: usize = 4096;

@@ -6,8 +6,8 @@
 //! streams over connection `g` only, and that connection's driver (h2's connection future) joins
 //! the group through [`spawn`]. One connection's streams and its driver then run on one thread,
 //! and the connections spread over the runtime's workers. Left as separate tasks, the driver
-//! and the streams woke each other from both workers (context switches 9.1% and h2's stream
-//! store's lock contended 3.0% of the client's samples; docs/benchmarks.md §13 and §21).
+//! and the streams would wake each other from both workers: context switches, and h2's stream
+//! store's lock contended between them.
 
 use std::future::Future;
 use std::pin::Pin;

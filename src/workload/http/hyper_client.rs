@@ -6,7 +6,7 @@
 //! client's): no connection task, no channel between the two, no header map parsed from each
 //! response. hyper's client drove each connection from a task of its own and handed every
 //! request and response across a channel: two or three wake-ups a request, often from one
-//! worker thread to the other (docs/benchmarks.md §16 measured the difference). HTTP/2
+//! worker thread to the other. HTTP/2
 //! (`--http2`): the requests in flight are streams over `--connections` connections (1 unless
 //! given), shared by cloning the sender and opened again when one dies (GOAWAY, closed);
 //! h2c by prior knowledge over TCP, `h2` by ALPN over TLS. A TLS server that chooses
@@ -15,7 +15,7 @@
 //! HTTP/2 goes through the `h2` crate directly (the one hyper drives): hyper's HTTP/2 client
 //! hands each request to the connection's task over a channel and spawns one more task per
 //! request to carry its response back, two wake-ups and a task's allocation per request that
-//! h2's own handles do without (docs/benchmarks.md §13 measured the difference).
+//! h2's own handles do without.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
