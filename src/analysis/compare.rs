@@ -39,17 +39,21 @@ pub fn resolve_baseline(spec: &str) -> Result<PathBuf> {
         return Ok(as_file.to_path_buf());
     }
     let named = baseline_path(spec).map_err(|_| {
-        Error::usage(format!(
-            "no baseline '{spec}': not a file, nor a valid baseline name"
-        ))
+        Error::flag(
+            "--baseline",
+            format!("no baseline '{spec}': not a file, nor a valid baseline name"),
+        )
     })?;
     if named.is_file() {
         Ok(named)
     } else {
-        Err(Error::usage(format!(
-            "no baseline '{spec}': neither a file nor {}",
-            named.display()
-        )))
+        Err(Error::flag(
+            "--baseline",
+            format!(
+                "no baseline '{spec}': neither a file nor {}",
+                named.display()
+            ),
+        ))
     }
 }
 
@@ -370,7 +374,7 @@ pub fn check_gate(label: &str, base_runs: &[RunResult], planned: &Planned) -> Re
                 _ => format!("{count}: {}{more}", names.join(", ")),
             }
         };
-        return Err(Error::usage(format!(
+        return Err(Error::flag("--fail-on-regression", format!(
             "--fail-on-regression: no cell of {new_side} is in baseline '{label}', so the gate could never fail (cells here {}; in the baseline {})",
             some(&mut planned.cells.iter().map(|(k, _)| k), planned.cells.len()),
             some(&mut base_order.iter(), base_order.len())
@@ -403,7 +407,7 @@ pub fn check_gate(label: &str, base_runs: &[RunResult], planned: &Planned) -> Re
             cell_name(key)
         ),
     };
-    Err(Error::usage(format!(
+    Err(Error::flag("--fail-on-regression", format!(
         "--fail-on-regression cannot fail {sizes}: Mann-Whitney's smallest p is {p:.3} ≥ {ALPHA}; {}",
         remedy(blind.iter().map(|c| c.2))
     )))

@@ -754,10 +754,11 @@ fn open_regular(path: &Path) -> Result<File> {
         } else {
             why
         };
-        Error::usage(format!(
-            "cannot read results file '{}': {why}",
-            path.display()
-        ))
+        Error::file(
+            path,
+            None,
+            format!("cannot read results file '{}': {why}", path.display()),
+        )
     })
 }
 
@@ -769,13 +770,15 @@ pub fn read_results(path: &Path) -> Result<ResultsFile> {
     let mut reader = BufReader::new(open_regular(path)?);
     let mut out = ResultsFile::default();
     let mut bytes = Vec::new();
-    for number in 1.. {
+    for number in 1usize.. {
         bytes.clear();
         let got = reader
             .by_ref()
             .take(MAX_LINE as u64 + 1)
             .read_until(b'\n', &mut bytes)
-            .map_err(|e| Error::usage(format!("cannot read '{}': {e}", path.display())))?;
+            .map_err(|e| {
+                Error::file(path, None, format!("cannot read '{}': {e}", path.display()))
+            })?;
         if got == 0 {
             break;
         }
@@ -783,11 +786,15 @@ pub fn read_results(path: &Path) -> Result<ResultsFile> {
         if ended {
             bytes.pop();
         } else if bytes.len() > MAX_LINE {
-            return Err(Error::usage(format!(
-                "'{}' line {number}: longer than the {} MiB a results line may hold",
-                path.display(),
-                MAX_LINE >> 20
-            )));
+            return Err(Error::file(
+                path,
+                Some(number as u64),
+                format!(
+                    "'{}' line {number}: longer than the {} MiB a results line may hold",
+                    path.display(),
+                    MAX_LINE >> 20
+                ),
+            ));
         }
         match parse_line(&bytes) {
             Ok(Some(Line::Meta(m))) => out.meta = Some(m),
@@ -806,20 +813,25 @@ pub fn read_results(path: &Path) -> Result<ResultsFile> {
                 break;
             }
             Err(why) => {
-                return Err(Error::usage(format!(
-                    "'{}' line {number}: {why}",
-                    path.display()
-                )))
+                return Err(Error::file(
+                    path,
+                    Some(number as u64),
+                    format!("'{}' line {number}: {why}", path.display()),
+                ))
             }
         }
     }
     if out.meta.is_none() {
         // The meta line names the machine the runs were made on, which the analysis needs
         // (its cores): a file without one was not written by concur.
-        return Err(Error::usage(format!(
-            "'{}' holds no concur results (no meta line)",
-            path.display()
-        )));
+        return Err(Error::file(
+            path,
+            None,
+            format!(
+                "'{}' holds no concur results (no meta line)",
+                path.display()
+            ),
+        ));
     }
     Ok(out)
 }

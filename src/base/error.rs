@@ -41,40 +41,45 @@ pub enum Input {
     Model,
     /// A task count (`-n`).
     Tasks,
-    /// A flag, by its long name (`--rate`): every refusal of a flag's value starts with it.
+    /// A flag, by the name the message gives it (`--rate`, `-n`): the refusal of its value, or
+    /// of it beside another flag it contradicts (then the flag the message starts with).
     Flag(String),
-    /// Anything else: a combination of values, a file's content, a subcommand's argument.
+    /// An environment variable the user set (`CONCUR_HUB_KEY`).
+    Env(String),
+    /// A file the user named, and the line of it at fault when one is (a results file's
+    /// line, from 1).
+    File {
+        /// The file, as the user named it.
+        path: std::path::PathBuf,
+        /// Its line at fault, from 1; `None` when the whole file is (unreadable, empty).
+        line: Option<u64>,
+    },
+    /// Anything else: a combination of values, a subcommand's argument.
     Other,
 }
 
-impl Input {
-    /// The input a message is about when nothing more is known: the flag it starts with
-    /// (`--rate 'x': ...`), else [`Input::Other`].
-    fn of_message(message: &str) -> Input {
-        let Some(rest) = message.strip_prefix("--") else {
-            return Input::Other;
-        };
-        let name: String = rest
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
-            .collect();
-        if name.is_empty() {
-            Input::Other
-        } else {
-            Input::Flag(format!("--{name}"))
-        }
-    }
-}
-
 impl Error {
-    /// Builds a usage error from its one-line message; the input it refuses is the flag the
-    /// message starts with, if any (see [`Error::bad`] for a spec).
+    /// Builds a usage error about no one value ([`Input::Other`]) from its one-line message:
+    /// a combination of values, a subcommand's argument. A value the error can name is given
+    /// with [`Error::flag`], [`Error::file`] or [`Error::bad`].
     pub fn usage(msg: impl Into<String>) -> Self {
-        let message = msg.into();
-        Error::Usage {
-            input: Input::of_message(&message),
-            message,
-        }
+        Error::bad(Input::Other, msg)
+    }
+
+    /// Builds a usage error refusing flag `flag`'s value (`--rate`); the message names it.
+    pub fn flag(flag: &str, msg: impl Into<String>) -> Self {
+        Error::bad(Input::Flag(flag.to_string()), msg)
+    }
+
+    /// Builds a usage error about a file the user named, at `line` (from 1) when one is at fault.
+    pub fn file(path: &std::path::Path, line: Option<u64>, msg: impl Into<String>) -> Self {
+        Error::bad(
+            Input::File {
+                path: path.to_path_buf(),
+                line,
+            },
+            msg,
+        )
     }
 
     /// Builds a usage error about `input` (a workload or model spec, a task count).
@@ -129,15 +134,33 @@ mod tests {
 
     #[test]
     fn a_usage_error_says_which_input_it_refuses_and_keeps_its_line() {
-        let e = Error::usage("--rate 'x': not a rate (allowed: a number of tasks a second)");
+        let e = Error::flag(
+            "--rate",
+            "--rate 'x': not a rate (allowed: a number of tasks a second)",
+        );
         assert_eq!(e.input(), Some(&Input::Flag("--rate".into())));
         assert_eq!(
             e.to_string(),
             "--rate 'x': not a rate (allowed: a number of tasks a second)"
         );
         assert_eq!(e.exit_code(), 2);
-        assert_eq!(Error::usage("-- alone").input(), Some(&Input::Other));
-        assert_eq!(Error::usage("two flags clash").input(), Some(&Input::Other));
+        // The input is what the error was built with, never read back from its text.
+        assert_eq!(
+            Error::usage("--rate is not read from here").input(),
+            Some(&Input::Other)
+        );
+        let f = Error::file(
+            std::path::Path::new("r.jsonl"),
+            Some(3),
+            "'r.jsonl' line 3: bad",
+        );
+        assert_eq!(
+            f.input(),
+            Some(&Input::File {
+                path: "r.jsonl".into(),
+                line: Some(3)
+            })
+        );
         let w = Error::bad(Input::Workload, "bad workload 'fib:x'");
         assert_eq!((w.input(), w.exit_code()), (Some(&Input::Workload), 2));
         assert_eq!(Error::Internal("x".into()).input(), None);

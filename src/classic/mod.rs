@@ -256,7 +256,7 @@ pub fn prepare(study: &str, o: &ClassicSizes, redis: bool) -> Result<Classic> {
             runtimes::crawl(&mut c, true, false, o);
         }
         other => {
-            return Err(Error::usage(format!(
+            return Err(Error::flag("--classic", format!(
                 "--classic adds the classic programs to the gil, mailer, crawl and tasks studies and the tour, not to '{other}'"
             )))
         }

@@ -18,14 +18,16 @@ pub const WAIT_MS_MAX: u64 = 3_600_000;
 /// Runs `n` tasks that each wait `wait_ms` and returns the `CONCUR` line's JSON.
 pub fn run(n: usize, wait_ms: u64) -> Result<String> {
     if n == 0 || n > TASKS_MAX {
-        return Err(Error::usage(format!(
-            "--tasks {n} is out of range: 1 to {TASKS_MAX}"
-        )));
+        return Err(Error::flag(
+            "--tasks",
+            format!("--tasks {n} is out of range: 1 to {TASKS_MAX}"),
+        ));
     }
     if wait_ms > WAIT_MS_MAX {
-        return Err(Error::usage(format!(
-            "--wait-ms {wait_ms} is out of range: 0 to {WAIT_MS_MAX} (an hour)"
-        )));
+        return Err(Error::flag(
+            "--wait-ms",
+            format!("--wait-ms {wait_ms} is out of range: 0 to {WAIT_MS_MAX} (an hour)"),
+        ));
     }
     let wait = Duration::from_millis(wait_ms);
     let rt = tokio::runtime::Builder::new_multi_thread()

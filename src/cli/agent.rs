@@ -38,11 +38,14 @@ pub(crate) fn hub_url(arg: crate::plan::options::HubArg) -> Result<HubUrl, Error
             }
             Ok(HubUrl::from(url))
         }
-        None => Err(Error::usage(format!(
-            "--hub: which hub? give --hub URL or set {} (allowed: {})",
-            hub::HUB_ENV,
-            hub::HUB_URLS
-        ))),
+        None => Err(Error::flag(
+            "--hub",
+            format!(
+                "--hub: which hub? give --hub URL or set {} (allowed: {})",
+                hub::HUB_ENV,
+                hub::HUB_URLS
+            ),
+        )),
     }
 }
 
@@ -82,6 +85,6 @@ pub(crate) fn run(args: Vec<OsString>) -> Result<i32, Error> {
         Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
             e.exit()
         }
-        Err(e) => Err(Error::usage(crate::cli::usage_error::line(&e, &args))),
+        Err(e) => Err(crate::cli::usage_error::error(&e, &args)),
     }
 }

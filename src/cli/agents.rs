@@ -24,10 +24,13 @@ pub(super) struct AgentsArgs {
 /// Runs `concur agents`.
 pub(super) fn agents(a: AgentsArgs) -> Result<i32, Error> {
     if !["table", "json"].contains(&a.format.as_str()) {
-        return Err(Error::usage(format!(
-            "--format '{}': not a format of concur agents (allowed: table, json)",
-            a.format
-        )));
+        return Err(Error::flag(
+            "--format",
+            format!(
+                "--format '{}': not a format of concur agents (allowed: table, json)",
+                a.format
+            ),
+        ));
     }
     let url = hub_url(a.hub)?;
     let hub = hub::Hub::open(&url)?;

@@ -22,7 +22,10 @@ pub fn enqueue(
         None => None,
     };
     if n == 0 || n > 10_000_000 {
-        return Err(Error::usage(format!("-n '{n}' must be from 1 to 10000000")));
+        return Err(Error::flag(
+            "-n",
+            format!("-n '{n}' must be from 1 to 10000000"),
+        ));
     }
     let backend = open_shared(url)?;
     let mut batch = Vec::with_capacity(n.min(10_000));

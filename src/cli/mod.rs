@@ -307,7 +307,7 @@ pub fn main() -> ExitCode {
             {
                 e.exit()
             }
-            Err(e) => Err(Error::usage(crate::cli::usage_error::line(&e, &args))),
+            Err(e) => Err(crate::cli::usage_error::error(&e, &args)),
         }
     };
     match done {

@@ -4,6 +4,25 @@
 
 use std::ffi::OsString;
 
+/// A clap error as a usage error: its one [`line`], and the flag it refuses when clap names
+/// one (its `InvalidArg` context, `--rate <RATE>`: the flag is the name before the value).
+pub(crate) fn error(e: &clap::Error, args: &[OsString]) -> crate::base::error::Error {
+    use clap::error::{ContextKind, ContextValue};
+    let text = line(e, args);
+    let flag = match e.get(ContextKind::InvalidArg) {
+        Some(ContextValue::String(arg)) => arg
+            .split([' ', '=', '<'])
+            .next()
+            .filter(|f| f.starts_with('-'))
+            .map(str::to_string),
+        _ => None,
+    };
+    match flag {
+        Some(f) => crate::base::error::Error::flag(&f, text),
+        None => crate::base::error::Error::usage(text),
+    }
+}
+
 /// The one line for a clap error (without the `concur: ` that [`crate::os::terminal::fatal`] adds).
 pub(crate) fn line(e: &clap::Error, args: &[OsString]) -> String {
     if e.kind() == clap::error::ErrorKind::InvalidUtf8 {
@@ -100,6 +119,27 @@ mod tests {
             assert!(!l.contains("-- -"), "{args:?}: {l}");
         }
         assert!(parse(&["concur", "run", "--bogus"]).ends_with("see 'concur run --help'"));
+    }
+
+    #[test]
+    fn a_clap_error_carries_the_flag_it_refuses_as_a_value() {
+        use crate::base::error::Input;
+        let input = |args: &[&str]| {
+            let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+            match crate::cli::help::command().try_get_matches_from(&args) {
+                Ok(_) => panic!("{args:?} parsed"),
+                Err(e) => error(&e, &args).input().cloned(),
+            }
+        };
+        assert_eq!(
+            input(&["concur", "run", "--interval", "soon"]),
+            Some(Input::Flag("--interval".into()))
+        );
+        assert_eq!(
+            input(&["concur", "serve", "--addr", "nope"]),
+            Some(Input::Flag("--addr".into()))
+        );
+        assert_eq!(input(&["concur", "frob"]), Some(Input::Other));
     }
 
     #[test]

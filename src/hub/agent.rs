@@ -199,11 +199,14 @@ impl Agent<'_> {
             if retrying_mends(&e) {
                 JoinError::Retry(e)
             } else {
-                JoinError::Fatal(Error::usage(format!(
-                    "--hub '{}': the hub refuses this agent: {}",
-                    self.hub.url(),
-                    self.hub.url().scrub(&e.to_string())
-                )))
+                JoinError::Fatal(Error::flag(
+                    "--hub",
+                    format!(
+                        "--hub '{}': the hub refuses this agent: {}",
+                        self.hub.url(),
+                        self.hub.url().scrub(&e.to_string())
+                    ),
+                ))
             }
         };
         let mut c = self.hub.try_connect().map_err(fatal)?;
@@ -244,7 +247,7 @@ impl Agent<'_> {
                 .and_then(|t| serde_json::from_str::<AgentInfo>(&t).ok())
                 .is_some_and(|a| !first && a.pid == info.pid && a.host == info.host);
             if !ours {
-                return Err(JoinError::Fatal(Error::usage(format!(
+                return Err(JoinError::Fatal(Error::flag("--name", format!(
                     "--name '{}': an agent of that name is already on the hub '{}' (allowed: a name no live agent has; give this one another --name)",
                     self.name,
                     self.hub.url()
@@ -696,19 +699,22 @@ pub fn stop(hub: &Hub, c: &mut Connection, name: Option<&str>) -> Result<Vec<Str
         .filter(|a| name.is_none_or(|n| a.name == n))
         .collect();
     if let (Some(n), true) = (name, chosen.is_empty()) {
-        return Err(Error::usage(format!(
-            "--stop '{n}': no agent of that name is alive on the hub '{}' (allowed: {})",
-            hub.url(),
-            if agents.is_empty() {
-                "none is".to_string()
-            } else {
-                agents
-                    .iter()
-                    .map(|a| a.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            }
-        )));
+        return Err(Error::flag(
+            "--stop",
+            format!(
+                "--stop '{n}': no agent of that name is alive on the hub '{}' (allowed: {})",
+                hub.url(),
+                if agents.is_empty() {
+                    "none is".to_string()
+                } else {
+                    agents
+                        .iter()
+                        .map(|a| a.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                }
+            ),
+        ));
     }
     let text = serde_json::to_string(&Work::Stop).map_err(|e| Error::Internal(e.to_string()))?;
     for a in &chosen {

@@ -123,8 +123,12 @@ impl Hub {
     /// A hub not yet asked anything: only the URL and the hub key ([`sign::HUB_KEY_ENV`])
     /// are checked (an agent waits for its hub).
     pub fn new(url: &HubUrl) -> Result<Hub> {
-        let client = redis::Client::open(url.expose())
-            .map_err(|e| Error::usage(format!("--hub '{url}': {}", url.scrub(&e.to_string()))))?;
+        let client = redis::Client::open(url.expose()).map_err(|e| {
+            Error::flag(
+                "--hub",
+                format!("--hub '{url}': {}", url.scrub(&e.to_string())),
+            )
+        })?;
         Ok(Hub {
             url: url.clone(),
             client,
@@ -182,11 +186,14 @@ impl Hub {
     }
 
     fn unreachable(&self, e: redis::RedisError) -> Error {
-        Error::usage(format!(
-            "--hub '{}': the hub does not answer: {}",
-            self.url,
-            self.url.scrub(&e.to_string())
-        ))
+        Error::flag(
+            "--hub",
+            format!(
+                "--hub '{}': the hub does not answer: {}",
+                self.url,
+                self.url.scrub(&e.to_string())
+            ),
+        )
     }
 
     /// A new connection (3 s to connect, 10 s per reply).
@@ -371,9 +378,12 @@ pub fn check_name(name: &str) -> Result<()> {
     if ok {
         Ok(())
     } else {
-        Err(Error::usage(format!(
+        Err(Error::flag(
+            "--name",
+            format!(
             "--name '{name}': not an agent name (allowed: 1 to 64 letters, digits, '.', '_' or '-')"
-        )))
+        ),
+        ))
     }
 }
 

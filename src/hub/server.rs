@@ -143,14 +143,18 @@ impl RemoteServer {
         let ready: ServeReady = ask(hub, &mut c, agent, &work, &reply)
             .map_err(|e| hub.failed("starting the server", e))?
             .ok_or_else(|| {
-                Error::usage(format!(
-                    "--server-host '{agent}': the agent did not start the server within 10 s"
-                ))
+                Error::flag(
+                    "--server-host",
+                    format!(
+                        "--server-host '{agent}': the agent did not start the server within 10 s"
+                    ),
+                )
             })?;
         let base_url = ready.base_url.map_err(|why| {
-            Error::usage(format!(
-                "--server-host '{agent}': the agent could not start the server: {why}"
-            ))
+            Error::flag(
+                "--server-host",
+                format!("--server-host '{agent}': the agent could not start the server: {why}"),
+            )
         })?;
         let stop = Arc::new(AtomicBool::new(false));
         let renew = {

@@ -46,7 +46,7 @@ impl HubKey {
     /// A key from its text; shorter than [`MIN_KEY_BYTES`] is refused.
     pub fn new(text: &str) -> Result<HubKey> {
         if text.len() < MIN_KEY_BYTES {
-            return Err(Error::usage(format!(
+            return Err(Error::bad(crate::base::error::Input::Env(HUB_KEY_ENV.into()), format!(
                 "{HUB_KEY_ENV}: a key of {} bytes (allowed: at least {MIN_KEY_BYTES}; e.g. `openssl rand -hex 32`)",
                 text.len()
             )));

@@ -72,10 +72,13 @@ impl RedisUrl {
     /// flag and the value (its password masked) when it is not.
     pub fn parse_for(flag: &str, s: &str) -> Result<Self> {
         let bad = |why: String| {
-            Error::usage(format!(
-                "{flag} '{}': {why} (allowed: {REDIS_URLS})",
-                shown_refused(s)
-            ))
+            Error::flag(
+                flag,
+                format!(
+                    "{flag} '{}': {why} (allowed: {REDIS_URLS})",
+                    shown_refused(s)
+                ),
+            )
         };
         if !(s.starts_with("redis://") || s.starts_with("rediss://")) {
             return Err(bad("not a Redis URL".into()));

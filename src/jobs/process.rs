@@ -28,9 +28,10 @@ pub fn open_shared(url: &BackendUrl) -> Result<Arc<dyn Backend>> {
 /// Checks a queue name (Redis keys embed it after a `:`).
 pub fn check_queue(q: &str) -> Result<()> {
     if q.is_empty() || q.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(Error::usage(format!(
-            "bad queue '{q}': a queue name is non-empty and has no spaces"
-        )));
+        return Err(Error::flag(
+            "--queue",
+            format!("bad queue '{q}': a queue name is non-empty and has no spaces"),
+        ));
     }
     Ok(())
 }
@@ -41,9 +42,10 @@ pub fn check_work(queues: &[String], concurrency: usize) -> Result<()> {
         check_queue(q)?;
     }
     if concurrency == 0 || concurrency > 10_000 {
-        return Err(Error::usage(format!(
-            "-c '{concurrency}' must be from 1 to 10000"
-        )));
+        return Err(Error::flag(
+            "-c",
+            format!("-c '{concurrency}' must be from 1 to 10000"),
+        ));
     }
     Ok(())
 }

@@ -475,7 +475,7 @@ pub fn work(
             .append(true)
             .open(p)
             .map(|f| Some(Mutex::new(f)))
-            .map_err(|e| Error::usage(format!("cannot open {flag} '{}': {e}", p.display())))
+            .map_err(|e| Error::flag(flag, format!("cannot open {flag} '{}': {e}", p.display())))
     };
     let done_log = append(&opts.done_log, "--done-log")?;
     let records = append(&opts.records, "--records")?;

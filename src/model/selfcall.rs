@@ -63,16 +63,19 @@ impl RunSettings {
         if self.switch_interval < Duration::from_micros(1)
             || self.switch_interval > Duration::from_secs(1)
         {
-            return Err(Error::usage(format!(
-                "--switch-interval '{}' must be from 1us to 1s",
-                crate::base::units::fmt_duration_spec(self.switch_interval)
-            )));
+            return Err(Error::flag(
+                "--switch-interval",
+                format!(
+                    "--switch-interval '{}' must be from 1us to 1s",
+                    crate::base::units::fmt_duration_spec(self.switch_interval)
+                ),
+            ));
         }
         if !(STACK_MIN..=STACK_MAX).contains(&self.stack_size) {
-            return Err(Error::usage(format!(
-                "--stack-size '{}' must be from 16k to 1G",
-                self.stack_size
-            )));
+            return Err(Error::flag(
+                "--stack-size",
+                format!("--stack-size '{}' must be from 16k to 1G", self.stack_size),
+            ));
         }
         Ok(())
     }

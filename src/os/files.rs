@@ -20,10 +20,10 @@ pub const RESULTS_DIR: &str = "concur-results";
 pub fn check_output(flag: &str, path: &Path) -> Result<()> {
     check_parent(flag, path)?;
     if path.is_dir() {
-        return Err(Error::usage(format!(
-            "{flag} '{}' is a folder; give a file name",
-            path.display()
-        )));
+        return Err(Error::flag(
+            flag,
+            format!("{flag} '{}' is a folder; give a file name", path.display()),
+        ));
     }
     Ok(())
 }
@@ -41,10 +41,10 @@ pub fn create_output(flag: &str, path: &Path) -> Result<File> {
         } else {
             e.to_string()
         };
-        Error::usage(format!(
-            "{flag} '{}': cannot write it: {why}",
-            path.display()
-        ))
+        Error::flag(
+            flag,
+            format!("{flag} '{}': cannot write it: {why}", path.display()),
+        )
     };
     let file = std::fs::OpenOptions::new()
         .create(true)
@@ -57,7 +57,7 @@ pub fn create_output(flag: &str, path: &Path) -> Result<File> {
     let me = unsafe { libc::geteuid() };
     if meta.is_file() {
         if meta.uid() != me {
-            return Err(Error::usage(format!(
+            return Err(Error::flag(flag, format!(
                 "{flag} '{}': cannot write it: it belongs to another user (uid {}); concur does not overwrite a file it does not own",
                 path.display(),
                 meta.uid()
@@ -72,10 +72,10 @@ pub fn create_output(flag: &str, path: &Path) -> Result<File> {
 pub fn check_output_dir(flag: &str, path: &Path) -> Result<()> {
     check_parent(flag, path)?;
     if path.exists() && !path.is_dir() {
-        return Err(Error::usage(format!(
-            "{flag} '{}' is not a folder",
-            path.display()
-        )));
+        return Err(Error::flag(
+            flag,
+            format!("{flag} '{}' is not a folder", path.display()),
+        ));
     }
     Ok(())
 }
@@ -86,25 +86,28 @@ pub fn create_output_dir(flag: &str, path: &Path) -> Result<()> {
     match std::fs::create_dir(path) {
         Ok(()) => Ok(()),
         Err(_) if path.is_dir() => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(Error::usage(format!(
-            "{flag} '{}' is not a folder",
-            path.display()
-        ))),
-        Err(e) => Err(Error::usage(format!(
-            "{flag} '{}': cannot create the folder: {e}",
-            path.display()
-        ))),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(Error::flag(
+            flag,
+            format!("{flag} '{}' is not a folder", path.display()),
+        )),
+        Err(e) => Err(Error::flag(
+            flag,
+            format!("{flag} '{}': cannot create the folder: {e}", path.display()),
+        )),
     }
 }
 
 /// The folder a named output goes in must exist.
 fn check_parent(flag: &str, path: &Path) -> Result<()> {
     match path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        Some(dir) if !dir.is_dir() => Err(Error::usage(format!(
-            "{flag} '{}': the folder '{}' does not exist (create it first)",
-            path.display(),
-            dir.display()
-        ))),
+        Some(dir) if !dir.is_dir() => Err(Error::flag(
+            flag,
+            format!(
+                "{flag} '{}': the folder '{}' does not exist (create it first)",
+                path.display(),
+                dir.display()
+            ),
+        )),
         _ => Ok(()),
     }
 }
@@ -214,10 +217,13 @@ pub fn open_regular(path: &Path) -> std::result::Result<File, String> {
 pub fn read_regular(flag: &str, path: &Path, max: u64, allowed: &str) -> Result<Vec<u8>> {
     use std::io::Read;
     let refuse = |why: String| {
-        Error::usage(format!(
-            "{flag} '{}' cannot be read: {why} (allowed: {allowed})",
-            path.display()
-        ))
+        Error::flag(
+            flag,
+            format!(
+                "{flag} '{}' cannot be read: {why} (allowed: {allowed})",
+                path.display()
+            ),
+        )
     };
     let file = open_regular(path).map_err(refuse)?;
     let over = |n: u64| {

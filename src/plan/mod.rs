@@ -251,17 +251,23 @@ pub(crate) fn checked_cell(
     })?;
     if opts.http2 {
         if w.http().is_none() {
-            return Err(Error::usage(format!(
-                "--http2 applies to http: workloads; '{}' is not one",
-                req.workload
-            )));
+            return Err(Error::flag(
+                "--http2",
+                format!(
+                    "--http2 applies to http: workloads; '{}' is not one",
+                    req.workload
+                ),
+            ));
         }
         if !m.speaks_http2() {
-            return Err(Error::usage(format!(
-                "--http2: model '{}' speaks only HTTP/1.1 (models that speak HTTP/2: {})",
-                req.model,
-                model::HTTP2_MODELS.join(", ")
-            )));
+            return Err(Error::flag(
+                "--http2",
+                format!(
+                    "--http2: model '{}' speaks only HTTP/1.1 (models that speak HTTP/2: {})",
+                    req.model,
+                    model::HTTP2_MODELS.join(", ")
+                ),
+            ));
         }
     }
     if req.tasks == 0 || req.tasks > MAX_TASKS {
@@ -301,22 +307,26 @@ fn peer_cells(
 ) -> Result<Vec<CellPlan>> {
     let label = &peer.label;
     if label.contains(char::is_whitespace) || label.contains('=') {
-        return Err(Error::usage(format!(
-            "--peer label '{label}' must be one word without '=' (e.g. parallel:4)"
-        )));
+        return Err(Error::flag(
+            "--peer",
+            format!("--peer label '{label}' must be one word without '=' (e.g. parallel:4)"),
+        ));
     }
     if model::REGISTRY
         .iter()
         .any(|e| e.name == label.split(':').next().unwrap_or(""))
     {
-        return Err(Error::usage(format!(
+        return Err(Error::flag(
+            "--peer",
+            format!(
             "--peer label '{label}' names one of concur's models; choose another (e.g. my-{label})"
-        )));
+        ),
+        ));
     }
     let workers = match label.rsplit_once(':') {
         Some((_, w)) if w.chars().all(|c| c.is_ascii_digit()) && !w.is_empty() => Some(
             model::parse_workers(w)
-                .map_err(|why| Error::usage(format!("--peer label '{label}': {why}")))?,
+                .map_err(|why| Error::flag("--peer", format!("--peer label '{label}': {why}")))?,
         ),
         _ => None,
     };
@@ -326,10 +336,13 @@ fn peer_cells(
         .filter(|c| peer.workload.as_ref().is_none_or(|w| *w == c.key.workload))
         .collect();
     let Some(first) = group.first() else {
-        return Err(Error::usage(format!(
-            "--peer '{label}' has no table to join: the study has no cell of workload {}",
-            peer.workload.as_deref().unwrap_or("(any)")
-        )));
+        return Err(Error::flag(
+            "--peer",
+            format!(
+                "--peer '{label}' has no table to join: the study has no cell of workload {}",
+                peer.workload.as_deref().unwrap_or("(any)")
+            ),
+        ));
     };
     let workload = first.key.workload.clone();
     let mut tasks: Vec<usize> = match &peer.tasks {
@@ -399,9 +412,10 @@ fn traits(w: &dyn Workload, m: &dyn Model, expected_failure: bool) -> Traits {
 
 fn check_range(flag: &str, value: usize, lo: usize, hi: usize) -> Result<usize> {
     if value < lo || value > hi {
-        return Err(Error::usage(format!(
-            "{flag} '{value}' must be from {lo} to {hi}"
-        )));
+        return Err(Error::flag(
+            flag,
+            format!("{flag} '{value}' must be from {lo} to {hi}"),
+        ));
     }
     Ok(value)
 }
@@ -420,7 +434,7 @@ pub fn check_classic(o: &StudyOptions) -> Result<()> {
     // An unknown study is the registry's to refuse (with the names allowed).
     let known = presets::STUDIES.iter().any(|s| s.name == name);
     if o.is_freeform() || (known && !with_classic.contains(&name)) {
-        return Err(Error::usage(format!(
+        return Err(Error::flag("--classic", format!(
             "--classic adds the classic programs to these studies: {}; a free-form study takes --peer LABEL=COMMAND instead",
             with_classic.join(", ")
         )));
@@ -448,13 +462,14 @@ pub fn request_options(o: &StudyOptions) -> Result<WorkloadOptions> {
         .collect::<std::result::Result<Vec<_>, _>>()
         .map_err(Error::usage)?;
     if let (true, Some(ca)) = (o.request.insecure, &o.request.cacert) {
-        return Err(Error::usage(format!(
+        return Err(Error::flag("--insecure", format!(
             "--insecure and --cacert '{}' contradict each other: -k trusts every certificate, --cacert one more CA; give one of them",
             ca.display()
         )));
     }
     if o.request.connections == Some(0) {
-        return Err(Error::usage(
+        return Err(Error::flag(
+            "--connections",
             "--connections '0' must be at least 1 (the connections that carry the HTTP/2 streams)",
         ));
     }
@@ -480,10 +495,13 @@ pub fn build(o: &StudyOptions) -> Result<Plan> {
     }
     o.run.check()?;
     if o.timeout.is_zero() || o.timeout > MAX_TIMEOUT {
-        return Err(Error::usage(format!(
-            "--timeout '{}' must be above 0 and at most 24h",
-            crate::base::units::fmt_duration_spec(o.timeout)
-        )));
+        return Err(Error::flag(
+            "--timeout",
+            format!(
+                "--timeout '{}' must be above 0 and at most 24h",
+                crate::base::units::fmt_duration_spec(o.timeout)
+            ),
+        ));
     }
     let options = WorkloadOptions {
         mail_sink: o.mail_sink,
@@ -495,13 +513,14 @@ pub fn build(o: &StudyOptions) -> Result<Plan> {
         ..request_options(o)?
     };
     if o.tls && o.url.is_some() {
-        return Err(Error::usage(
+        return Err(Error::flag(
+            "--tls",
             "--tls runs the study's own server over TLS; with --url give an https:// URL instead",
         ));
     }
     let jobs_backend = o.jobs_backend.parsed()?;
     if jobs_backend == Some(crate::jobs::BackendUrl::Memory) {
-        return Err(Error::usage(
+        return Err(Error::flag("--jobs-backend",
             "--jobs-backend 'memory': the in-process queue is the jobs-memory:W model; --jobs-backend takes sqlite:PATH (for jobs:W) or redis://HOST:PORT/DB (for jobs-redis:W)",
         ));
     }
@@ -520,14 +539,14 @@ pub fn build(o: &StudyOptions) -> Result<Plan> {
             .map(|p| format!("--peer '{p}'"))
             .or(o.classic.then(|| "--classic".to_string()));
         if let Some(what) = external {
-            return Err(Error::usage(format!(
+            return Err(Error::flag("--rate", format!(
                 "--rate auto searches the rate concur's models sustain; {what} runs an external program, which follows no arrival schedule: give a fixed --rate, or leave the external cells out"
             )));
         }
     }
     let preset = if freeform {
         if o.quick || o.stress {
-            return Err(Error::usage(
+            return Err(Error::flag("--quick",
                 "--quick and --stress scale the built-in studies; a free-form study runs exactly the --tasks given",
             ));
         }
@@ -583,10 +602,13 @@ pub fn build(o: &StudyOptions) -> Result<Plan> {
         if let Some(d) = o.duration {
             let n = (mean * d.as_secs_f64()).ceil().max(1.0);
             if n > MAX_TASKS as f64 {
-                return Err(Error::usage(format!(
-                    "--rate {mean} for --duration {} is {n} tasks, more than {MAX_TASKS}",
-                    crate::base::units::fmt_duration_spec(d)
-                )));
+                return Err(Error::flag(
+                    "--rate",
+                    format!(
+                        "--rate {mean} for --duration {} is {n} tasks, more than {MAX_TASKS}",
+                        crate::base::units::fmt_duration_spec(d)
+                    ),
+                ));
             }
             for c in &mut requests {
                 c.tasks = n as usize;
@@ -615,7 +637,7 @@ pub fn build(o: &StudyOptions) -> Result<Plan> {
         ));
     }
     if o.tls && !cells.iter().any(|c| c.needs_server) {
-        return Err(Error::usage(
+        return Err(Error::flag("--tls",
             "--tls runs the study's own delay server over TLS, and this study starts none (it applies to http:/PATH workloads without --url, and to the crawl study)",
         ));
     }
@@ -662,7 +684,7 @@ pub fn build(o: &StudyOptions) -> Result<Plan> {
 fn hub_plan(o: &StudyOptions, cells: &[CellPlan]) -> Result<Option<HubPlan>> {
     let Some(url) = o.hub.url() else {
         if !o.hub.hosts.is_empty() || o.hub.server_host.is_some() {
-            return Err(Error::usage(
+            return Err(Error::flag("--hosts",
                 "--hosts and --server-host place work on agents of a hub: they need --hub URL (or CONCUR_HUB)",
             ));
         }
@@ -673,14 +695,14 @@ fn hub_plan(o: &StudyOptions, cells: &[CellPlan]) -> Result<Option<HubPlan>> {
         check_range("--hosts", k, 1, 1000)?;
     }
     if o.classic || cells.iter().any(|c| !c.is_concur()) {
-        return Err(Error::usage(
+        return Err(Error::flag("--hub",
             "--hub: --peer and --classic programs run on this machine only; run them in a study without --hub",
         ));
     }
     let mut hosts = o.hub.hosts.clone();
     hosts.dedup();
     if let (Some(name), false) = (&o.hub.server_host, cells.iter().any(|c| c.needs_server)) {
-        return Err(Error::usage(format!(
+        return Err(Error::flag("--server-host", format!(
             "--server-host '{name}': this study starts no delay server (it applies to http:/PATH workloads without --url, and to the crawl study)"
         )));
     }
@@ -696,21 +718,28 @@ fn open_plan(all: &StudyOptions, freeform: bool) -> Result<Option<OpenPlan>> {
     let o = &all.open;
     let Some(text) = &o.rate else {
         if let Some(d) = o.duration {
-            return Err(Error::usage(format!(
-                "--duration '{}' applies to open runs: give --rate R too",
-                crate::base::units::fmt_duration_spec(d)
-            )));
+            return Err(Error::flag(
+                "--duration",
+                format!(
+                    "--duration '{}' applies to open runs: give --rate R too",
+                    crate::base::units::fmt_duration_spec(d)
+                ),
+            ));
         }
         if let Some(slo) = &o.slo {
-            return Err(Error::usage(format!(
-                "--slo '{slo}' applies to --rate auto only"
-            )));
+            return Err(Error::flag(
+                "--slo",
+                format!("--slo '{slo}' applies to --rate auto only"),
+            ));
         }
         if let Some(g) = o.grain {
-            return Err(Error::usage(format!(
-                "--grain '{}' applies to open runs: give --rate R too",
-                crate::base::units::fmt_duration_spec(g)
-            )));
+            return Err(Error::flag(
+                "--grain",
+                format!(
+                    "--grain '{}' applies to open runs: give --rate R too",
+                    crate::base::units::fmt_duration_spec(g)
+                ),
+            ));
         }
         return Ok(None);
     };
@@ -719,39 +748,49 @@ fn open_plan(all: &StudyOptions, freeform: bool) -> Result<Option<OpenPlan>> {
         .duration
         .filter(|d| d.is_zero() || *d > Duration::from_secs(86_400))
     {
-        return Err(Error::usage(format!(
-            "--duration '{}' must be above 0 and at most 24h",
-            crate::base::units::fmt_duration_spec(d)
-        )));
+        return Err(Error::flag(
+            "--duration",
+            format!(
+                "--duration '{}' must be above 0 and at most 24h",
+                crate::base::units::fmt_duration_spec(d)
+            ),
+        ));
     }
     if o.interval < Duration::from_millis(10) || o.interval > Duration::from_secs(3600) {
-        return Err(Error::usage(format!(
-            "--interval '{}' must be from 10ms to 1h",
-            crate::base::units::fmt_duration_spec(o.interval)
-        )));
+        return Err(Error::flag(
+            "--interval",
+            format!(
+                "--interval '{}' must be from 10ms to 1h",
+                crate::base::units::fmt_duration_spec(o.interval)
+            ),
+        ));
     }
     if let Some(g) = o
         .grain
         .filter(|g| *g < Duration::from_micros(1) || *g > Duration::from_secs(1))
     {
-        return Err(Error::usage(format!(
-            "--grain '{}' must be from 1us to 1s (e.g. 1ms, wrk2's grain)",
-            crate::base::units::fmt_duration_spec(g)
-        )));
+        return Err(Error::flag(
+            "--grain",
+            format!(
+                "--grain '{}' must be from 1us to 1s (e.g. 1ms, wrk2's grain)",
+                crate::base::units::fmt_duration_spec(g)
+            ),
+        ));
     }
     if o.duration.is_some() && !all.tasks.is_empty() {
-        return Err(Error::usage(
+        return Err(Error::flag(
+            "-n",
             "-n/--tasks and --duration both size an open run: give one or the other",
         ));
     }
     let auto = matches!(rate, Rate::Auto(_));
     if auto && !all.tasks.is_empty() {
-        return Err(Error::usage(
+        return Err(Error::flag("--rate",
             "--rate auto sizes each probe from its rate and --duration (2 s by default): -n/--tasks does not apply",
         ));
     }
     if auto && all.warmup.is_some_and(|w| w > 0) {
-        return Err(Error::usage(
+        return Err(Error::flag("--rate",
             "--rate auto runs no warm-up (its search probes each cell before the runs at the rate found): --warmup does not apply",
         ));
     }

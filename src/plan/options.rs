@@ -269,7 +269,9 @@ impl JobsBackendArg {
             .as_deref()
             .map(str::parse::<crate::jobs::BackendUrl>)
             .transpose()
-            .map_err(|e| crate::base::error::Error::usage(format!("--jobs-backend: {e}")))
+            .map_err(|e| {
+                crate::base::error::Error::flag("--jobs-backend", format!("--jobs-backend: {e}"))
+            })
     }
 
     /// The queue named, else the default one (`sqlite`: what [`crate::jobs::BackendUrl::Sqlite`]

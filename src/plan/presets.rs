@@ -321,7 +321,8 @@ fn tasks_process_max(quick: bool) -> usize {
 /// worker (`async:N` has N in flight), the models past their limits kept as expected failures.
 fn tasks(o: &StudyOptions, _redis: bool) -> Result<Preset> {
     if o.lock.gil {
-        return Err(Error::usage(
+        return Err(Error::flag(
+            "--gil",
             "the tasks study waits, and an interpreter lock is released while waiting; drop --gil",
         ));
     }
@@ -372,7 +373,8 @@ fn tasks(o: &StudyOptions, _redis: bool) -> Result<Preset> {
 
 fn gil(o: &StudyOptions, _redis: bool) -> Result<Preset> {
     if o.lock.gil {
-        return Err(Error::usage(
+        return Err(Error::flag(
+            "--gil",
             "the gil study runs every cell with and without the lock already; drop --gil",
         ));
     }
@@ -381,7 +383,8 @@ fn gil(o: &StudyOptions, _redis: bool) -> Result<Preset> {
 
 fn tour(o: &StudyOptions, redis: bool) -> Result<Preset> {
     if o.lock.gil {
-        return Err(Error::usage(
+        return Err(Error::flag(
+            "--gil",
             "the tour runs the gil study, which runs with and without the lock already; drop --gil",
         ));
     }
@@ -402,17 +405,21 @@ fn tour(o: &StudyOptions, redis: bool) -> Result<Preset> {
 /// adds its `jobs-redis:10` cell.
 pub fn preset(name: &str, o: &StudyOptions, redis: bool) -> Result<Preset> {
     if o.full && name != "crawl" && name != TOUR {
-        return Err(Error::usage(
+        return Err(Error::flag(
+            "--full",
             "--full runs the crawl study's seq cell at full size; it applies to crawl only",
         ));
     }
     if o.stress && (name == "gil" || name == "crawl" || name == "tasks") {
-        return Err(Error::usage(format!(
+        return Err(Error::flag(
+            "--stress",
+            format!(
             "--stress adds the 30,000-thread cell to the mailer study; the {name} study has none"
-        )));
+        ),
+        ));
     }
     if o.request.http2 && (name == "gil" || name == "mailer" || name == "tasks") {
-        return Err(Error::usage(format!(
+        return Err(Error::flag("--http2", format!(
             "--http2 adds HTTP/2 rows to the crawl study (and the tour's crawl); the {name} study makes no HTTP requests"
         )));
     }

@@ -147,9 +147,10 @@ const RATE_FORM: &str = "a rate in tasks per second above 0 (e.g. 500 or 2.5), a
 fn number(text: &str, whole: &str) -> Result<f64> {
     match text.trim().parse::<f64>() {
         Ok(r) if r.is_finite() && r > 0.0 && r <= MAX_RATE => Ok(r),
-        _ => Err(Error::usage(format!(
-            "--rate '{whole}': must be {RATE_FORM}; at most {MAX_RATE}"
-        ))),
+        _ => Err(Error::flag(
+            "--rate",
+            format!("--rate '{whole}': must be {RATE_FORM}; at most {MAX_RATE}"),
+        )),
     }
 }
 
@@ -158,24 +159,27 @@ pub fn parse_rate(text: &str, slo: Option<&str>) -> Result<Rate> {
     let t = text.trim();
     if t == "auto" {
         let Some(slo) = slo else {
-            return Err(Error::usage(
+            return Err(Error::flag(
+                "--rate",
                 "--rate auto needs --slo, the latency to keep (e.g. --slo 'p99<100ms')",
             ));
         };
         return Ok(Rate::Auto(parse_slo(slo)?));
     }
     if slo.is_some() {
-        return Err(Error::usage(format!(
-            "--slo applies to --rate auto only, not to --rate '{text}'"
-        )));
+        return Err(Error::flag(
+            "--slo",
+            format!("--slo applies to --rate auto only, not to --rate '{text}'"),
+        ));
     }
     match t.split_once("..") {
         Some((a, b)) => {
             let (a, b) = (number(a, text)?, number(b, text)?);
             if b < a {
-                return Err(Error::usage(format!(
-                    "--rate '{text}': a ramp A..B rises (or stays): B must be at least A"
-                )));
+                return Err(Error::flag(
+                    "--rate",
+                    format!("--rate '{text}': a ramp A..B rises (or stays): B must be at least A"),
+                ));
             }
             Ok(if a == b {
                 Rate::Fixed(a)
@@ -190,7 +194,7 @@ pub fn parse_rate(text: &str, slo: Option<&str>) -> Result<Rate> {
 /// Parses an SLO: `p50|p90|p99|p999|max` then `<` or `<=` then a duration (`p99<100ms`).
 pub fn parse_slo(text: &str) -> Result<Slo> {
     let bad = || {
-        Error::usage(format!(
+        Error::flag("--slo", format!(
             "--slo '{text}': must be PERCENTILE<DURATION with PERCENTILE one of p50, p90, p99, p999, max (e.g. 'p99<100ms')"
         ))
     };

@@ -139,7 +139,7 @@ impl ExportManager {
             match &e.target {
                 Target::Stdout => {
                     if !f.stdout {
-                        return Err(Error::usage(format!(
+                        return Err(Error::flag(e.flag, format!(
                             "{} {}: the {} report needs a file name, not stdout (formats for stdout: {})",
                             e.flag,
                             f.name,

@@ -45,7 +45,8 @@ pub struct Prepared {
 /// baseline is read and the gate checked before any file is opened, so a refusal leaves none.
 pub fn prepare(out: &Outputs, planned: Option<&compare::Planned>) -> Result<Prepared> {
     if out.fail_on_regression && out.baseline.is_none() {
-        return Err(crate::base::error::Error::usage(
+        return Err(crate::base::error::Error::flag(
+            "--fail-on-regression",
             "--fail-on-regression needs --baseline NAME|FILE: there is nothing to regress against",
         ));
     }

@@ -112,47 +112,59 @@ impl ServerOptions {
             (server_flag!(write_timeout), self.write_timeout),
         ] {
             if d.is_zero() {
-                return Err(Error::usage(format!(
-                    "{flag} '{}' must be above 0 (it would close every connection at once)",
-                    crate::base::units::fmt_duration_spec(d)
-                )));
+                return Err(Error::flag(
+                    &flag,
+                    format!(
+                        "{flag} '{}' must be above 0 (it would close every connection at once)",
+                        crate::base::units::fmt_duration_spec(d)
+                    ),
+                ));
             }
         }
         if self.max_bytes > MAX_BYTES_CEILING {
-            return Err(Error::usage(format!(
-                "{} '{}' must be from 0 to {}",
-                server_flag!(max_bytes),
-                size_spec(self.max_bytes),
-                size_spec(MAX_BYTES_CEILING)
-            )));
+            let flag = server_flag!(max_bytes);
+            return Err(Error::flag(
+                &flag,
+                format!(
+                    "{flag} '{}' must be from 0 to {}",
+                    size_spec(self.max_bytes),
+                    size_spec(MAX_BYTES_CEILING)
+                ),
+            ));
         }
         if self.max_streams == 0 {
-            return Err(Error::usage(format!(
-                "{} '0' must be at least 1 (default {DEFAULT_MAX_STREAMS}; it bounds the requests open at once on one HTTP/2 connection)",
-                server_flag!(max_streams)
+            let flag = server_flag!(max_streams);
+            return Err(Error::flag(&flag, format!(
+                "{flag} '0' must be at least 1 (default {DEFAULT_MAX_STREAMS}; it bounds the requests open at once on one HTTP/2 connection)"
             )));
         }
         if self.max_in_flight == 0 {
-            return Err(Error::usage(format!(
-                "{} '0' must be at least 1 (default {DEFAULT_MAX_IN_FLIGHT}; it bounds the requests handled at once over all connections)",
-                server_flag!(max_in_flight)
+            let flag = server_flag!(max_in_flight);
+            return Err(Error::flag(&flag, format!(
+                "{flag} '0' must be at least 1 (default {DEFAULT_MAX_IN_FLIGHT}; it bounds the requests handled at once over all connections)"
             )));
         }
         if !(MIN_ECHO_BUDGET..=MAX_BYTES_CEILING).contains(&self.echo_budget) {
-            return Err(Error::usage(format!(
-                "{} '{}' must be from {} (two /echo bodies at their 2M limit) to {}",
-                server_flag!(echo_budget),
-                size_spec(self.echo_budget),
-                size_spec(MIN_ECHO_BUDGET),
-                size_spec(MAX_BYTES_CEILING)
-            )));
+            let flag = server_flag!(echo_budget);
+            return Err(Error::flag(
+                &flag,
+                format!(
+                    "{flag} '{}' must be from {} (two /echo bodies at their 2M limit) to {}",
+                    size_spec(self.echo_budget),
+                    size_spec(MIN_ECHO_BUDGET),
+                    size_spec(MAX_BYTES_CEILING)
+                ),
+            ));
         }
         if self.max_connections == Some(0) {
-            return Err(Error::usage(format!(
-                "{} '0' must be at least 1 (leave it out for the open-files limit less {})",
-                server_flag!(max_connections),
-                crate::server::FD_RESERVE
-            )));
+            let flag = server_flag!(max_connections);
+            return Err(Error::flag(
+                &flag,
+                format!(
+                    "{flag} '0' must be at least 1 (leave it out for the open-files limit less {})",
+                    crate::server::FD_RESERVE
+                ),
+            ));
         }
         Ok(())
     }

@@ -67,7 +67,8 @@ pub fn bind(mut plan: Plan) -> Result<Bound> {
     // jobs-redis:W needs a Redis, which must answer now rather than fail every run later.
     if plan.cells.iter().any(|c| c.needs_redis) {
         if let Some(url) = plan.jobs_backend.as_ref().filter(|u| u.is_redis()) {
-            crate::jobs::open(url).map_err(|e| Error::usage(format!("--jobs-backend: {e}")))?;
+            crate::jobs::open(url)
+                .map_err(|e| Error::flag("--jobs-backend", format!("--jobs-backend: {e}")))?;
         }
     }
     let classic = if let Some(sizes) = plan.needs.classic.clone() {
@@ -113,7 +114,7 @@ pub fn bind(mut plan: Plan) -> Result<Bound> {
         let mut o = ServerOptions::ephemeral();
         if let Some((hub, _)) = &hub {
             let ip = hub.local_addr().ok_or_else(|| {
-                Error::usage(format!(
+                Error::flag("--hub", format!(
                     "--hub '{}': this machine's address towards the hub cannot be found, so the agents could not reach the study's server (give --url of a server they reach)",
                     hub.url()
                 ))
@@ -168,7 +169,7 @@ fn reach_hub(
     let all = hub.agents(&mut c)?;
     if let Some(name) = &h.server_host {
         if !all.iter().any(|a| &a.name == name) {
-            return Err(Error::usage(format!(
+            return Err(Error::flag("--server-host", format!(
                 "--server-host '{name}': no agent of that name is alive on the hub '{}' (allowed: {})",
                 h.url,
                 all.iter()
@@ -185,7 +186,7 @@ fn reach_hub(
         .cloned()
         .collect();
     if let Some(why) = all.iter().find_map(|a| a.version_refusal()) {
-        return Err(Error::usage(format!("--hub '{}': {why}", h.url)));
+        return Err(Error::flag("--hub", format!("--hub '{}': {why}", h.url)));
     }
     // Shares go to idle agents only: one busy with another study's share (or serving one)
     // would take ours after it, late, or never.
@@ -195,7 +196,7 @@ fn reach_hub(
         .filter(|a| crate::hub::executor::is_idle(a))
         .count();
     if !agents.is_empty() && asked <= agents.len() && asked > idle {
-        return Err(Error::usage(format!(
+        return Err(Error::flag("--hosts", format!(
             "--hosts {asked}: the hub '{}' has {idle} idle agent{} of {}; busy: {} (wait for them, or ask for fewer with --hosts)",
             h.url,
             if idle == 1 { "" } else { "s" },
@@ -216,7 +217,7 @@ fn reach_hub(
     };
     let most = h.hosts.iter().copied().max().unwrap_or(agents.len());
     if agents.is_empty() || most > agents.len() {
-        return Err(Error::usage(format!(
+        return Err(Error::flag("--hosts", format!(
             "--hosts {most}: the hub '{}' has {} agent{} alive{} (start one on each host with: concur agent --hub URL)",
             h.url,
             agents.len(),
@@ -234,7 +235,7 @@ fn reach_hub(
         .find(|c| c.key.workload.starts_with("cmd:"));
     if let Some(cell) = commands {
         if let Some(a) = agents.iter().take(most).find(|a| !a.allow_commands) {
-            return Err(Error::usage(format!(
+            return Err(Error::flag("--hub", format!(
                 "--hub: agent '{}' runs no commands of others ('{}'): start it with concur agent --allow-commands",
                 a.name, cell.key.workload
             )));
@@ -265,11 +266,17 @@ fn read_body(source: &str) -> Result<Vec<u8>> {
             &mut std::io::Read::take(std::io::stdin(), MAX_BODY_FILE + 1),
             &mut b,
         )
-        .map_err(|e| Error::usage(format!("--body '@-': standard input cannot be read: {e}")))?;
+        .map_err(|e| {
+            Error::flag(
+                "--body",
+                format!("--body '@-': standard input cannot be read: {e}"),
+            )
+        })?;
         if b.len() as u64 > MAX_BODY_FILE {
-            return Err(Error::usage(format!(
-                "--body '@-': standard input holds more than 64 MiB (allowed: {allowed})"
-            )));
+            return Err(Error::flag(
+                "--body",
+                format!("--body '@-': standard input holds more than 64 MiB (allowed: {allowed})"),
+            ));
         }
         return Ok(b);
     }
@@ -286,12 +293,15 @@ fn read_cacert(path: &std::path::Path) -> Result<String> {
         "a PEM file of CA certificates, a regular file of at most 1 MiB",
     )?;
     let text = String::from_utf8(bytes).map_err(|_| {
-        Error::usage(format!(
-            "--cacert '{}' is not text (allowed: a PEM file of CA certificates)",
-            path.display()
-        ))
+        Error::flag(
+            "--cacert",
+            format!(
+                "--cacert '{}' is not text (allowed: a PEM file of CA certificates)",
+                path.display()
+            ),
+        )
     })?;
     crate::os::tls::certs_from_pem(&text)
-        .map_err(|why| Error::usage(format!("--cacert '{}' {why}", path.display())))?;
+        .map_err(|why| Error::flag("--cacert", format!("--cacert '{}' {why}", path.display())))?;
     Ok(text)
 }

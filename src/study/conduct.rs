@@ -230,7 +230,8 @@ pub fn run(opts: &StudyOptions, out: &Outputs, command: Vec<String>) -> Result<i
 /// the test) is refused before anything is shown: 2.
 pub fn report_file(path: &Path, out: &Outputs) -> Result<i32> {
     if out.results.is_some() {
-        return Err(Error::usage(
+        return Err(Error::flag(
+            "--json",
             "report reads a results file; --json does not apply",
         ));
     }
@@ -241,7 +242,7 @@ pub fn report_file(path: &Path, out: &Outputs) -> Result<i32> {
     publish::warn_if_cut(&results, out.quiet);
     let meta = results
         .meta
-        .ok_or_else(|| Error::usage(format!("'{}' has no meta line", path.display())))?;
+        .ok_or_else(|| Error::file(path, None, format!("'{}' has no meta line", path.display())))?;
     let analysis = crate::analysis::analyze(&results.runs, &meta.machine);
     let conclusion = publish::publish(&analysis, &meta, &results.runs, prepared, out)?;
     let accepted = Outputs {
