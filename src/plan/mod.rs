@@ -484,112 +484,26 @@ pub fn request_options(o: &StudyOptions) -> Result<WorkloadOptions> {
     })
 }
 
-/// Builds the plan from the user's options; every bad value is a usage error naming it.
+/// Builds the plan from the user's options; every bad value is a usage error naming it. The
+/// checks run in this order, so that a command line with several mistakes is refused for the
+/// same one each time: the options alone, the workload options, the queue, the open model, the
+/// cells, the peers, what the cells need, the repetitions, the hub.
 pub fn build(o: &StudyOptions) -> Result<Plan> {
-    check_classic(o)?;
     let freeform = o.is_freeform();
-    if let (Some(study), true) = (&o.study, freeform) {
-        return Err(Error::usage(format!(
-            "the '{study}' study has fixed cells; --workload/--model/--tasks build a free-form study instead: use one or the other"
-        )));
-    }
-    o.run.check()?;
-    if o.timeout.is_zero() || o.timeout > MAX_TIMEOUT {
-        return Err(Error::flag(
-            "--timeout",
-            format!(
-                "--timeout '{}' must be above 0 and at most 24h",
-                crate::base::units::fmt_duration_spec(o.timeout)
-            ),
-        ));
-    }
-    let options = WorkloadOptions {
-        mail_sink: o.mail_sink,
-        base_url: o.url.clone(),
-        request_timeout_ms: o.request.request_timeout.as_millis().max(1) as u64,
-        cmd_shell: o.cmd.shell,
-        cmd_output: o.cmd.cmd_output.clone(),
-        cell_tasks: None,
-        ..request_options(o)?
-    };
+    check_study_options(o, freeform)?;
+    let options = workload_options(o)?;
     if o.tls && o.url.is_some() {
         return Err(Error::flag(
             "--tls",
             "--tls runs the study's own server over TLS; with --url give an https:// URL instead",
         ));
     }
-    let jobs_backend = o.jobs_backend.parsed()?;
-    if jobs_backend == Some(crate::jobs::BackendUrl::Memory) {
-        return Err(Error::flag("--jobs-backend",
-            "--jobs-backend 'memory': the in-process queue is the jobs-memory:W model; --jobs-backend takes sqlite:PATH (for jobs:W) or redis://HOST:PORT/DB (for jobs-redis:W)",
-        ));
-    }
+    let jobs_backend = checked_jobs_backend(o)?;
     let redis_url = jobs_backend.as_ref().filter(|u| u.is_redis());
     let open = open_plan(o, freeform)?;
-    // The search probes a model at rates it releases tasks on; an external program brings its
-    // own concurrency and follows no arrival schedule, so there is nothing to search.
-    if open
-        .as_ref()
-        .is_some_and(|p| matches!(p.rate, Rate::Auto(_)))
-    {
-        let external = o
-            .peers
-            .peers
-            .first()
-            .map(|p| format!("--peer '{p}'"))
-            .or(o.classic.then(|| "--classic".to_string()));
-        if let Some(what) = external {
-            return Err(Error::flag("--rate", format!(
-                "--rate auto searches the rate concur's models sustain; {what} runs an external program, which follows no arrival schedule: give a fixed --rate, or leave the external cells out"
-            )));
-        }
-    }
+    refuse_search_of_external(o, open.as_ref())?;
     let preset = if freeform {
-        if o.quick || o.stress {
-            return Err(Error::flag("--quick",
-                "--quick and --stress scale the built-in studies; a free-form study runs exactly the --tasks given",
-            ));
-        }
-        if o.workloads.is_empty() || o.models.is_empty() {
-            return Err(Error::usage(
-                "a free-form study needs at least one --workload and one --model (e.g. --workload fib:30 --model seq --model pool:4)",
-            ));
-        }
-        let tasks = match (&open, o.tasks.is_empty()) {
-            // An open run without -n lasts --duration (5 s by default); its task count is
-            // set below from the rate.
-            (Some(_), true) => vec![1],
-            (None, true) => vec![10],
-            (_, false) => o.tasks.clone(),
-        };
-        let name = o.name.clone().unwrap_or_else(|| "custom".into());
-        let mut models = Vec::new();
-        for m in &o.models {
-            models.extend(model::expand_scan(m)?);
-        }
-        let mut cells = Vec::new();
-        for w in &o.workloads {
-            for m in &models {
-                for &n in &tasks {
-                    cells.push(CellRequest {
-                        study: name.clone(),
-                        workload: w.clone(),
-                        model: m.clone(),
-                        tasks: n,
-                        gil: o.lock.gil,
-                        http2: o.request.http2,
-                        expected_failure: false,
-                    });
-                }
-            }
-        }
-        presets::Preset {
-            name,
-            cells,
-            repeat: FREEFORM_REPEAT,
-            warmup: 1,
-            notes: vec![],
-        }
+        freeform_preset(o, open.is_some())?
     } else {
         presets::preset(
             o.study.as_deref().unwrap_or(presets::TOUR),
@@ -597,72 +511,23 @@ pub fn build(o: &StudyOptions) -> Result<Plan> {
             redis_url.is_some(),
         )?
     };
-    let mut requests = preset.cells.clone();
-    if let (Some(o), Some(mean)) = (&open, open.as_ref().and_then(OpenPlan::mean_rate)) {
-        if let Some(d) = o.duration {
-            let n = (mean * d.as_secs_f64()).ceil().max(1.0);
-            if n > MAX_TASKS as f64 {
-                return Err(Error::flag(
-                    "--rate",
-                    format!(
-                        "--rate {mean} for --duration {} is {n} tasks, more than {MAX_TASKS}",
-                        crate::base::units::fmt_duration_spec(d)
-                    ),
-                ));
-            }
-            for c in &mut requests {
-                c.tasks = n as usize;
-            }
-        }
-    }
-    let mut cells = Vec::with_capacity(requests.len());
-    let mut workloads: Vec<ParsedWorkload> = Vec::new();
-    for r in &requests {
-        let (c, w) = checked_cell(r, &options)?;
-        if !workloads.iter().any(|k| k.0.spec() == c.key.workload) {
-            workloads.push(w);
-        }
-        cells.push(c);
-    }
+    let requests = sized_by_duration(preset.cells.clone(), open.as_ref())?;
+    let (mut cells, workloads) = checked_cells(&requests, &options)?;
     let mut peers = Vec::new();
     for p in &o.peers.peers {
         let p = PeerRequest::parse(p).map_err(Error::usage)?;
         peers.extend(peer_cells(&p, &cells, &preset.name, &options)?);
     }
     cells.extend(peers);
-    // jobs-redis:W needs a Redis (the bind step checks that it answers).
-    if cells.iter().any(|c| c.needs_redis) && redis_url.is_none() {
-        return Err(Error::usage(
-            "jobs-redis:W needs --jobs-backend redis://HOST:PORT/DB",
-        ));
-    }
-    if o.tls && !cells.iter().any(|c| c.needs_server) {
-        return Err(Error::flag("--tls",
-            "--tls runs the study's own delay server over TLS, and this study starts none (it applies to http:/PATH workloads without --url, and to the crawl study)",
-        ));
-    }
-    // --rate auto: the search's probes are the runs, unless -r N asks for N more at the rate
-    // found (see OpenPlan::remeasure); its row is then their median.
-    let auto = open.as_ref().is_some_and(OpenPlan::is_auto);
-    let repeat = match (o.repeat.repeat, auto) {
-        (Some(n), _) => check_range("--repeat", n, 1, 1000)?,
-        (None, true) => 1,
-        (None, false) => check_range("--repeat", preset.repeat, 1, 1000)?,
-    };
-    let needs = Needs {
-        body: o.request.body.clone(),
-        cacert: o.request.cacert.clone(),
-        classic: o.classic.then(|| ClassicSizes {
-            quick: o.quick,
-            full: o.full,
-            gil: o.lock.gil,
-            cacert: o.request.cacert.clone(),
-            insecure: o.request.insecure,
-        }),
-    };
+    check_cells_needs(o, &cells, redis_url.is_some())?;
+    let repeat = repeat_of(
+        o,
+        open.as_ref().is_some_and(OpenPlan::is_auto),
+        preset.repeat,
+    )?;
     let hub = hub_plan(o, &cells)?;
     Ok(Plan {
-        needs,
+        needs: needs_of(o),
         workloads,
         hub,
         tls: o.tls,
@@ -678,6 +543,208 @@ pub fn build(o: &StudyOptions) -> Result<Plan> {
         hooks: o.peers.hooks.clone(),
         open,
     })
+}
+
+/// The checks of the options on their own: `--classic`'s study, a study beside free-form
+/// cells, the run settings, `--timeout`.
+fn check_study_options(o: &StudyOptions, freeform: bool) -> Result<()> {
+    check_classic(o)?;
+    if let (Some(study), true) = (&o.study, freeform) {
+        return Err(Error::usage(format!(
+            "the '{study}' study has fixed cells; --workload/--model/--tasks build a free-form study instead: use one or the other"
+        )));
+    }
+    o.run.check()?;
+    if o.timeout.is_zero() || o.timeout > MAX_TIMEOUT {
+        return Err(Error::flag(
+            "--timeout",
+            format!(
+                "--timeout '{}' must be above 0 and at most 24h",
+                crate::base::units::fmt_duration_spec(o.timeout)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// What every workload of the study is built with: the request's options and the study's.
+fn workload_options(o: &StudyOptions) -> Result<WorkloadOptions> {
+    Ok(WorkloadOptions {
+        mail_sink: o.mail_sink,
+        base_url: o.url.clone(),
+        request_timeout_ms: o.request.request_timeout.as_millis().max(1) as u64,
+        cmd_shell: o.cmd.shell,
+        cmd_output: o.cmd.cmd_output.clone(),
+        cell_tasks: None,
+        ..request_options(o)?
+    })
+}
+
+/// `--jobs-backend`, parsed; `memory` is refused (it is the `jobs-memory:W` model's own queue).
+fn checked_jobs_backend(o: &StudyOptions) -> Result<Option<crate::jobs::BackendUrl>> {
+    let jobs_backend = o.jobs_backend.parsed()?;
+    if jobs_backend == Some(crate::jobs::BackendUrl::Memory) {
+        return Err(Error::flag("--jobs-backend",
+            "--jobs-backend 'memory': the in-process queue is the jobs-memory:W model; --jobs-backend takes sqlite:PATH (for jobs:W) or redis://HOST:PORT/DB (for jobs-redis:W)",
+        ));
+    }
+    Ok(jobs_backend)
+}
+
+/// The search probes a model at rates it releases tasks on; an external program brings its
+/// own concurrency and follows no arrival schedule, so there is nothing to search.
+fn refuse_search_of_external(o: &StudyOptions, open: Option<&OpenPlan>) -> Result<()> {
+    if !open.is_some_and(|p| matches!(p.rate, Rate::Auto(_))) {
+        return Ok(());
+    }
+    let external = o
+        .peers
+        .peers
+        .first()
+        .map(|p| format!("--peer '{p}'"))
+        .or(o.classic.then(|| "--classic".to_string()));
+    match external {
+        Some(what) => Err(Error::flag("--rate", format!(
+            "--rate auto searches the rate concur's models sustain; {what} runs an external program, which follows no arrival schedule: give a fixed --rate, or leave the external cells out"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// A free-form study's cells: every workload under every model (scans expanded) at every task
+/// count. An open run without `-n` starts at 1 task, sized later from its rate and duration.
+fn freeform_preset(o: &StudyOptions, open: bool) -> Result<presets::Preset> {
+    if o.quick || o.stress {
+        return Err(Error::flag("--quick",
+            "--quick and --stress scale the built-in studies; a free-form study runs exactly the --tasks given",
+        ));
+    }
+    if o.workloads.is_empty() || o.models.is_empty() {
+        return Err(Error::usage(
+            "a free-form study needs at least one --workload and one --model (e.g. --workload fib:30 --model seq --model pool:4)",
+        ));
+    }
+    let tasks = match (open, o.tasks.is_empty()) {
+        // An open run without -n lasts --duration (5 s by default); its task count is
+        // set below from the rate.
+        (true, true) => vec![1],
+        (false, true) => vec![10],
+        (_, false) => o.tasks.clone(),
+    };
+    let name = o.name.clone().unwrap_or_else(|| "custom".into());
+    let mut models = Vec::new();
+    for m in &o.models {
+        models.extend(model::expand_scan(m)?);
+    }
+    let mut cells = Vec::new();
+    for w in &o.workloads {
+        for m in &models {
+            for &n in &tasks {
+                cells.push(CellRequest {
+                    study: name.clone(),
+                    workload: w.clone(),
+                    model: m.clone(),
+                    tasks: n,
+                    gil: o.lock.gil,
+                    http2: o.request.http2,
+                    expected_failure: false,
+                });
+            }
+        }
+    }
+    Ok(presets::Preset {
+        name,
+        cells,
+        repeat: FREEFORM_REPEAT,
+        warmup: 1,
+        notes: vec![],
+    })
+}
+
+/// An open run of a given `--duration` releases rate × duration tasks: every cell's count.
+fn sized_by_duration(
+    mut requests: Vec<CellRequest>,
+    open: Option<&OpenPlan>,
+) -> Result<Vec<CellRequest>> {
+    let Some((o, mean)) = open.and_then(|o| Some((o, o.mean_rate()?))) else {
+        return Ok(requests);
+    };
+    if let Some(d) = o.duration {
+        let n = (mean * d.as_secs_f64()).ceil().max(1.0);
+        if n > MAX_TASKS as f64 {
+            return Err(Error::flag(
+                "--rate",
+                format!(
+                    "--rate {mean} for --duration {} is {n} tasks, more than {MAX_TASKS}",
+                    crate::base::units::fmt_duration_spec(d)
+                ),
+            ));
+        }
+        for c in &mut requests {
+            c.tasks = n as usize;
+        }
+    }
+    Ok(requests)
+}
+
+/// Each request checked into a cell, and each workload parsed once.
+fn checked_cells(
+    requests: &[CellRequest],
+    options: &WorkloadOptions,
+) -> Result<(Vec<CellPlan>, Vec<ParsedWorkload>)> {
+    let mut cells = Vec::with_capacity(requests.len());
+    let mut workloads: Vec<ParsedWorkload> = Vec::new();
+    for r in requests {
+        let (c, w) = checked_cell(r, options)?;
+        if !workloads.iter().any(|k| k.0.spec() == c.key.workload) {
+            workloads.push(w);
+        }
+        cells.push(c);
+    }
+    Ok((cells, workloads))
+}
+
+/// What the cells need that the options must give: a Redis for `jobs-redis:W` (the bind step
+/// checks that it answers), a server of the study's own for `--tls`.
+fn check_cells_needs(o: &StudyOptions, cells: &[CellPlan], redis: bool) -> Result<()> {
+    if cells.iter().any(|c| c.needs_redis) && !redis {
+        return Err(Error::usage(
+            "jobs-redis:W needs --jobs-backend redis://HOST:PORT/DB",
+        ));
+    }
+    if o.tls && !cells.iter().any(|c| c.needs_server) {
+        return Err(Error::flag("--tls",
+            "--tls runs the study's own delay server over TLS, and this study starts none (it applies to http:/PATH workloads without --url, and to the crawl study)",
+        ));
+    }
+    Ok(())
+}
+
+/// The counted runs of each cell. Under `--rate auto` the search's probes are the runs, unless
+/// `-r N` asks for N more at the rate found (see OpenPlan::remeasure); its row is then their
+/// median.
+fn repeat_of(o: &StudyOptions, auto: bool, preset: usize) -> Result<usize> {
+    match (o.repeat.repeat, auto) {
+        (Some(n), _) => check_range("--repeat", n, 1, 1000),
+        (None, true) => Ok(1),
+        (None, false) => check_range("--repeat", preset, 1, 1000),
+    }
+}
+
+/// What the bind step must read or prepare before the runs: the body file, the CA file, the
+/// classic programs' sizes.
+fn needs_of(o: &StudyOptions) -> Needs {
+    Needs {
+        body: o.request.body.clone(),
+        cacert: o.request.cacert.clone(),
+        classic: o.classic.then(|| ClassicSizes {
+            quick: o.quick,
+            full: o.full,
+            gil: o.lock.gil,
+            cacert: o.request.cacert.clone(),
+            insecure: o.request.insecure,
+        }),
+    }
 }
 
 /// Validates `--hub` and `--hosts` (the agents themselves are reached by the bind step).
