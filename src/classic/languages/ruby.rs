@@ -1,0 +1,144 @@
+//! MRI: the classic mailer experiment's own program (`mailer.rb`: sequential, fork, threads, a
+//! pool, Celluloid, Sidekiq) and the tasks study's threads (`tasks.rb`), with the `ruby` on
+//! `PATH`.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use super::{Classic, Language, Part, Program, Programs, Sizes, Study, INSTALL};
+use crate::classic::toolchain::{on_path, output, quoted};
+use crate::plan::presets;
+
+/// The language.
+pub(super) const LANGUAGE: Language = Language {
+    name: "ruby",
+    apt: &["ruby", "ruby-celluloid", "ruby-sidekiq"],
+    parts: &[
+        Part {
+            study: Study::Mailer,
+            place: 10,
+            programs: Programs::Shipped(&[Program {
+                name: "mailer",
+                file: "mailer.rb",
+                help: "MRI: N deliveries (mail + fib) sequentially, forked, in threads, a thread pool, Celluloid or Sidekiq; bm: the classic's Benchmark.bm table",
+                text: include_str!("../mailer.rb"),
+            }]),
+            rows: &[
+                "rb:seq",
+                "rb:fork",
+                "rb:threads",
+                "rb:pool:10",
+                "rb:celluloid:10",
+                "rb:sidekiq:10",
+            ],
+            classic: true,
+            threads: &[],
+            add: mailer,
+        },
+        Part {
+            study: Study::Tasks,
+            place: 70,
+            programs: Programs::Shipped(&[Program {
+                name: "tasks-ruby",
+                file: "tasks.rb",
+                help: "MRI: N threads that each sleep (the tasks study)",
+                text: include_str!("../tasks.rb"),
+            }]),
+            rows: &["rb:threads"],
+            classic: false,
+            threads: &["rb:threads"],
+            add: tasks,
+        },
+    ],
+};
+
+/// Whether `ruby` can load the gem `name`.
+fn has_gem(ruby: &Path, name: &str) -> bool {
+    Command::new(ruby)
+        .args(["-e", &format!("require '{name}'")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// The mailer's rows (label, mode) that this Ruby can run: the four of the standard library,
+/// Celluloid's and Sidekiq's where their gems are installed (Sidekiq on the study's Redis);
+/// a note for each left out.
+fn mailer_rows(c: &mut Classic, ruby: &Path, redis: bool) -> Vec<(&'static str, &'static str)> {
+    let mut rows = vec![
+        ("rb:seq", "seq"),
+        ("rb:fork", "fork"),
+        ("rb:threads", "threads"),
+        ("rb:pool:10", "pool"),
+    ];
+    if has_gem(ruby, "celluloid") {
+        rows.push(("rb:celluloid:10", "celluloid"));
+    } else {
+        c.notes.push(format!(
+            "classic: rb:celluloid:10 left out: the celluloid gem is missing (apt-get install ruby-celluloid, or {INSTALL})"
+        ));
+    }
+    match (has_gem(ruby, "sidekiq"), on_path("sidekiq"), redis) {
+        (true, Some(_), true) => rows.push(("rb:sidekiq:10", "sidekiq")),
+        (true, Some(_), false) => c.notes.push(
+            "classic: rb:sidekiq:10 left out: it needs the study's Redis (--jobs-backend redis://HOST:PORT/DB)".into(),
+        ),
+        _ => c.notes.push(format!(
+            "classic: rb:sidekiq:10 left out: the sidekiq gem or command is missing (apt-get install ruby-sidekiq, or {INSTALL})"
+        )),
+    }
+    rows
+}
+
+/// `mailer`: MRI's sequential, fork, threads and pool of 10, plus Celluloid and Sidekiq
+/// where their gems are installed.
+fn mailer(c: &mut Classic, s: &Sizes) {
+    let Some(ruby) = on_path("ruby") else {
+        c.notes.push(format!(
+            "classic: ruby is not on PATH, so the rb: cells of mailer are left out (apt-get install ruby, or {INSTALL})"
+        ));
+        return;
+    };
+    let (workload, fib) = presets::mailer_task(s.quick);
+    let script = c.path("mailer.rb");
+    let version =
+        output(Command::new(&ruby).args(["-e", "print RUBY_VERSION"])).unwrap_or_default();
+    for (label, mode) in mailer_rows(c, &ruby, s.redis) {
+        // rb:sidekiq:10 finds the study's Redis in CONCUR_JOBS_BACKEND, which every external
+        // cell gets: a password on its command line would show in `ps`.
+        let cmd = format!(
+            "{} {} {mode} --tasks {{tasks}} --fib {fib} --workers 10",
+            quoted(&ruby),
+            quoted(&script)
+        );
+        let tasks = [presets::MAILER_TASKS];
+        if label == "rb:seq" {
+            c.serial_row(label, cmd, workload, s.gil, &tasks);
+        } else {
+            c.row(label, cmd, workload, s.gil, &tasks);
+        }
+    }
+    c.notes.push(format!(
+        "classic: MRI {version} ({}), each delivery computes fib({fib}) like concur's {workload}",
+        ruby.display()
+    ));
+}
+
+/// `tasks`: N threads, up to [`super::THREADS_MAX`] tasks; MRI has no fibers' row.
+fn tasks(c: &mut Classic, s: &Sizes) {
+    let Some(ruby) = on_path("ruby") else {
+        return c.missing("rb:threads", "ruby", "ruby");
+    };
+    let command = format!(
+        "{} {} {}",
+        quoted(&ruby),
+        quoted(&c.path("tasks.rb")),
+        s.tasks_args()
+    );
+    c.tasks_row("rb:threads", command, &s.thread_counts(), s);
+    c.version_note("rb:threads", &ruby, Command::new(&ruby).arg("--version"));
+    c.notes.push(
+        "runtimes: rb:fibers left out: MRI has no fiber scheduler of its own (the async gem brings one)".into(),
+    );
+}
