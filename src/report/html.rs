@@ -462,7 +462,35 @@ fn latency_section(
     Some(out)
 }
 
-fn timelines(g: &Group, runs: &BTreeMap<&CellKey, &RunResult>) -> String {
+/// One time axis per workload (study and workload spec, with and without `--gil`): the end
+/// of the last task any of its traced runs kept.
+fn timeline_axes<'a>(
+    runs: &BTreeMap<&'a CellKey, &RunResult>,
+) -> BTreeMap<(&'a str, &'a str), timeline::Axis> {
+    let mut last: BTreeMap<(&str, &str), u64> = BTreeMap::new();
+    for (key, run) in runs {
+        let end = run
+            .timeline_us
+            .iter()
+            .flatten()
+            .map(|s| s[1])
+            .max()
+            .unwrap_or(0);
+        let m = last
+            .entry((key.study.as_str(), key.workload.as_str()))
+            .or_default();
+        *m = (*m).max(end);
+    }
+    last.into_iter()
+        .map(|(k, end)| (k, timeline::Axis::to(end)))
+        .collect()
+}
+
+fn timelines(
+    g: &Group,
+    runs: &BTreeMap<&CellKey, &RunResult>,
+    axes: &BTreeMap<(&str, &str), timeline::Axis>,
+) -> String {
     let read: Vec<(&CellResult, &RunResult, timeline::RunTimeline)> = g
         .cells
         .iter()
@@ -474,14 +502,18 @@ fn timelines(g: &Group, runs: &BTreeMap<&CellKey, &RunResult>) -> String {
     if read.is_empty() {
         return String::new();
     }
-    // One time axis for the group (one workload under one lock setting): pool, async and
-    // fork are compared by the length of their timelines at a glance.
+    // One time axis for the workload, with and without the lock: pool, async and fork, or
+    // threads with and without --gil, are compared by the length of their rows at a glance.
     let last = read
         .iter()
         .flat_map(|(_, _, t)| t.spans.iter().map(|s| s.end))
         .max()
         .unwrap_or(0);
-    let axis = timeline::Axis::to(last);
+    let axis = read
+        .first()
+        .and_then(|(c, _, _)| axes.get(&(c.key.study.as_str(), c.key.workload.as_str())))
+        .copied()
+        .unwrap_or_else(|| timeline::Axis::to(last));
     let mut inner = String::new();
     let mut shaded = false;
     for (c, run, t) in &read {
@@ -504,7 +536,7 @@ fn timelines(g: &Group, runs: &BTreeMap<&CellKey, &RunResult>) -> String {
     format!(
         "<figure class=\"chart\" data-kind=\"timeline\"><figcaption>{}{}</figcaption>\n{inner}</figure>\n",
         escape(&format!(
-            "Timeline of each cell's first run: a row per lane (the worker, thread, process or in-flight slot that ran the task), a bar per task from its start to its end, on one time axis for the group (0 to {} {}). Gaps in a row are a lane waiting; rows that end early are work that was not shared out evenly.",
+            "Timeline of each cell's first run: a row per lane (the worker, thread, process or in-flight slot that ran the task), a bar per task from its start to its end, on one time axis for the workload, with and without --gil (0 to {} {}). Gaps in a row are a lane waiting; rows that end early are work that was not shared out evenly.",
             axis.label(axis.end_us),
             axis.unit
         )),
@@ -634,6 +666,7 @@ pub fn render(r: &Report) -> String {
             series.entry(&run.key).or_insert(&o.series);
         }
     }
+    let axes = timeline_axes(&traced);
     let gs = groups(r.analysis);
     let mut h = String::from("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>concur report</title>\n");
     h.push_str(&format!(
@@ -724,7 +757,7 @@ pub fn render(r: &Report) -> String {
             h.push_str(&l);
         }
         h.push_str(&series_charts(g, &series));
-        h.push_str(&timelines(g, &traced));
+        h.push_str(&timelines(g, &traced, &axes));
         h.push_str("</section>\n");
     }
     h.push_str("<h2 id=\"data\">Raw data</h2>\n<p>The results (meta line, every run, the cells, the comparison and the advice) are embedded below as JSON in the element <code>#concur-data</code>; copy them out of the page source to re-use them.</p>\n");
