@@ -202,12 +202,205 @@ fn headless_chromium_opens_the_report() {
     let dom = chromium(browser, &["--dump-dom"], &page);
     let text = String::from_utf8_lossy(&dom.stdout);
     assert!(text.contains("concur-data"), "{text}");
-    assert_eq!(text.matches("<svg").count(), 13, "every chart parsed");
+    let page_text = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(
+        text.matches("<svg").count(),
+        page_text.matches("<svg").count(),
+        "every chart parsed"
+    );
     let log = String::from_utf8_lossy(&dom.stderr);
     assert!(
         !log.lines()
             .any(|l| l.contains("CONSOLE") || l.contains("Uncaught")),
         "console errors: {log}"
+    );
+}
+
+/// A cell's timeline in a report (or a DOM dump of one): the `<svg>` start tag and the whole
+/// element, found by the cell's `data-cell`.
+fn timeline_of<'a>(html: &'a str, cell: &str) -> (&'a str, &'a str) {
+    let open = format!("<div class=\"tl\" data-cell=\"{cell}\">");
+    let at = html
+        .find(&open)
+        .unwrap_or_else(|| panic!("no timeline for {cell}"));
+    let rest = &html[at..];
+    let svg = &rest[rest.find("<svg").expect("an svg")..];
+    let svg = &svg[..svg.find("</svg>").expect("a closed svg")];
+    let tag = &svg[..svg.find('>').expect("a start tag")];
+    (tag, svg)
+}
+
+/// The value of attribute `name` in an element's text.
+fn attr<'a>(text: &'a str, name: &str) -> &'a str {
+    let key = format!(" {name}=\"");
+    let at = text
+        .find(&key)
+        .unwrap_or_else(|| panic!("no {name} in {text}"))
+        + key.len();
+    &text[at..at + text[at..].find('"').unwrap()]
+}
+
+/// Every `data-task` a timeline draws, sorted.
+fn drawn_tasks(svg: &str) -> Vec<usize> {
+    let mut v: Vec<usize> = svg
+        .split(" data-task=\"")
+        .skip(1)
+        .map(|s| s.split('"').next().unwrap().parse().unwrap())
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+/// Runs `pool:4` and `async:4` on 40 tasks of 5 ms with `--html`: (dir, results, html).
+fn pool_and_async() -> (tempfile::TempDir, PathBuf, PathBuf, String) {
+    let (dir, json) = results_path();
+    let html = dir.path().join("report.html");
+    concur()
+        .args([
+            "run",
+            "-w",
+            "sleep:5ms",
+            "-m",
+            "pool:4",
+            "-m",
+            "async:4",
+            "-n",
+            "40",
+            "-r",
+            "1",
+            "--warmup",
+            "0",
+            "-q",
+            "--json",
+        ])
+        .arg(&json)
+        .arg("--html")
+        .arg(&html)
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&html).unwrap();
+    (dir, json, html, text)
+}
+
+#[test]
+fn the_timeline_has_a_row_per_worker_and_every_task_once() {
+    let (dir, json, _html, text) = pool_and_async();
+    let mut ends = Vec::new();
+    for (cell, kind) in [("pool:4 ×40", "worker"), ("async:4 ×40", "slot")] {
+        let (tag, svg) = timeline_of(&text, cell);
+        assert_eq!(attr(tag, "data-lane-kind"), kind, "{tag}");
+        assert_eq!(attr(tag, "data-lanes"), "4", "{tag}");
+        assert_eq!(attr(tag, "data-rows"), "4", "{tag}");
+        assert_eq!(attr(tag, "data-tasks"), "40", "{tag}");
+        assert_eq!(attr(tag, "data-of"), "40", "{tag}");
+        assert_eq!(attr(tag, "data-mode"), "bars", "{tag}");
+        assert_eq!(svg.matches("<g class=\"lane\"").count(), 4);
+        for lane in 0..4 {
+            assert!(svg.contains(&format!("<title>{kind} {lane}: ")), "{svg}");
+        }
+        // Every task once, and each on the lane the run recorded for it.
+        assert_eq!(drawn_tasks(svg), (0..40).collect::<Vec<_>>(), "{cell}");
+        let lanes: usize = svg
+            .split("<g class=\"lane\"")
+            .skip(1)
+            .map(|g| attr(g, "data-tasks").parse::<usize>().unwrap())
+            .sum();
+        assert_eq!(lanes, 40);
+        ends.push(attr(tag, "data-axis-end-us").to_string());
+    }
+    assert_eq!(ends[0], ends[1], "the cells of one workload share an axis");
+    let lines = read_lines(&json);
+    let run = of_type(&lines, "run")
+        .into_iter()
+        .find(|r| r["model"] == "pool:4")
+        .unwrap();
+    let (_, svg) = timeline_of(&text, "pool:4 ×40");
+    let t = &run["timeline_tasks"];
+    for (i, task) in t["index"].as_array().unwrap().iter().enumerate() {
+        let lane = t["worker"][i].as_u64().unwrap();
+        let group = svg
+            .split("<g class=\"lane\"")
+            .skip(1)
+            .find(|g| attr(g, "data-lane") == lane.to_string())
+            .unwrap();
+        assert!(
+            group.contains(&format!(" data-task=\"{task}\"")),
+            "task {task} on worker {lane}"
+        );
+    }
+
+    // A results file from before lanes were recorded still draws: its spans coloured into
+    // slots, each drawn once by position.
+    let old = dir.path().join("old.jsonl");
+    let lines: Vec<String> = read_lines(&json)
+        .into_iter()
+        .map(|mut l| {
+            if let Some(o) = l.as_object_mut() {
+                o.remove("timeline_tasks");
+            }
+            l.to_string()
+        })
+        .collect();
+    std::fs::write(&old, lines.join("\n") + "\n").unwrap();
+    let page = dir.path().join("old.html");
+    concur()
+        .arg("report")
+        .arg(&old)
+        .arg("--html")
+        .arg(&page)
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&page).unwrap();
+    for cell in ["pool:4 ×40", "async:4 ×40"] {
+        let (tag, svg) = timeline_of(&text, cell);
+        assert_eq!(attr(tag, "data-lanes-recorded"), "false", "{tag}");
+        assert_eq!(attr(tag, "data-lane-kind"), "slot", "{tag}");
+        let lanes: usize = attr(tag, "data-lanes").parse().unwrap();
+        assert!((1..=4).contains(&lanes), "{tag}");
+        assert_eq!(drawn_tasks(svg), (0..40).collect::<Vec<_>>(), "{cell}");
+    }
+    assert!(text.contains("the run recorded no lanes"));
+}
+
+#[test]
+fn a_thread_per_task_past_64_lanes_is_drawn_in_bands() {
+    let (dir, json) = results_path();
+    let html = dir.path().join("report.html");
+    concur()
+        .args([
+            "run", "-w", "fib:5", "-m", "thread", "-n", "2500", "-r", "1", "--warmup", "0", "-q",
+            "--json",
+        ])
+        .arg(&json)
+        .arg("--html")
+        .arg(&html)
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&html).unwrap();
+    let (tag, svg) = timeline_of(&text, "thread ×2500");
+    assert_eq!(attr(tag, "data-lane-kind"), "thread", "{tag}");
+    // The timeline keeps 2,000 of the 2,500 tasks, each on a thread of its own.
+    assert_eq!(attr(tag, "data-lanes"), "2000", "{tag}");
+    assert_eq!(attr(tag, "data-rows"), "64", "{tag}");
+    assert_eq!(attr(tag, "data-tasks"), "2000", "{tag}");
+    assert_eq!(attr(tag, "data-of"), "2500", "{tag}");
+    assert_eq!(attr(tag, "data-mode"), "occupancy", "{tag}");
+    let bands: Vec<&str> = svg.split("<g class=\"lane\"").skip(1).collect();
+    assert_eq!(bands.len(), 64);
+    let held: usize = bands
+        .iter()
+        .map(|g| attr(g, "data-lanes").parse::<usize>().unwrap())
+        .sum();
+    let tasks: usize = bands
+        .iter()
+        .map(|g| attr(g, "data-tasks").parse::<usize>().unwrap())
+        .sum();
+    assert_eq!((held, tasks), (2000, 2000));
+    assert!(
+        text.contains(
+            "2,000 of 2,500 tasks, sampled evenly · 2,000 threads · grouped into 64 bands"
+        ),
+        "{tag}"
     );
 }
 
@@ -509,6 +702,31 @@ fn the_quick_tour_report_parses_in_chromium() {
     );
     let log = String::from_utf8_lossy(&dom.stderr);
     assert!(!log.lines().any(|l| l.contains("CONSOLE")), "{log}");
+}
+
+#[test]
+#[ignore = "full tier: needs chromium"]
+fn chromium_draws_the_timeline_with_a_row_per_worker() {
+    common::require(&[common::Need::Chromium]);
+    let (_dir, _json, html, _text) = pool_and_async();
+    let dom = chromium(BROWSER, &["--dump-dom"], &html);
+    let text = String::from_utf8_lossy(&dom.stdout);
+    // What the browser built from the page: the timeline's element, its lanes, its bars.
+    for (cell, kind) in [("pool:4 ×40", "worker"), ("async:4 ×40", "slot")] {
+        let (tag, svg) = timeline_of(&text, cell);
+        assert_eq!(attr(tag, "data-lanes"), "4", "{tag}");
+        assert_eq!(svg.matches("<g class=\"lane\"").count(), 4, "{svg}");
+        for lane in 0..4 {
+            assert!(svg.contains(&format!("<title>{kind} {lane}: ")), "{svg}");
+        }
+        assert_eq!(drawn_tasks(svg), (0..40).collect::<Vec<_>>(), "{cell}");
+    }
+    let log = String::from_utf8_lossy(&dom.stderr);
+    assert!(
+        !log.lines()
+            .any(|l| l.contains("CONSOLE") || l.contains("Uncaught")),
+        "console errors: {log}"
+    );
 }
 
 #[test]

@@ -6,9 +6,10 @@
 use std::collections::BTreeMap;
 
 use super::charts::{self, Bar, Chart, Curve, HRow};
+use super::timeline;
 use super::{columns, groups, machine_line, FormatEntry, Group, Report};
 use crate::analysis::compare;
-use crate::analysis::results::{CellKey, CellResult};
+use crate::analysis::results::{CellKey, CellResult, RunResult};
 use crate::base::units::{fmt_kib, fmt_secs};
 use crate::measure::series::SeriesPoint;
 
@@ -50,6 +51,7 @@ svg { max-width: 100%; height: auto; display: block; }
 .improved { color: #007a4d; font-weight: 600; } .regressed { color: #c0392b; font-weight: 600; }
 nav a { margin-right: 1em; } .err { color: #c0392b; }
 .note { font-size: 13px; color: #555; }
+.tl-cap { font-size: 13px; margin: .9em 0 2px; }
 .sw { display: inline-block; width: 10px; height: 10px; margin: 0 3px 0 10px; }
 @media (max-width: 600px) { body { font-size: 14px; padding: 8px; } }
 ";
@@ -206,6 +208,75 @@ fn throughput(c: &CellResult) -> String {
     }
 }
 
+/// How far a row of a bar chart reaches: its longest bar, whisker or mark.
+fn extent(r: &HRow) -> f64 {
+    r.bars
+        .iter()
+        .map(|b| b.to)
+        .chain(r.whisker.map(|w| w.1))
+        .chain(r.mark.map(|m| m.0))
+        .fold(0.0f64, f64::max)
+}
+
+/// The rows one bar chart's axis would flatten the others with: the longest rows, at most a
+/// third of them, when they reach 5× or more the longest of the rest (which would then be
+/// under a fifth of the axis). None when no such gap exists.
+fn flattening(rows: &[HRow]) -> Option<(Vec<bool>, f64)> {
+    let mut e: Vec<f64> = rows.iter().map(extent).collect();
+    e.sort_by(|a, b| b.total_cmp(a));
+    let best = (1..=rows.len() / 3)
+        .filter(|&k| e[k] > 0.0)
+        .map(|k| (k, e[k - 1] / e[k]))
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    if best.1 < 5.0 {
+        return None;
+    }
+    let cut = e[best.0 - 1];
+    Some((rows.iter().map(|r| extent(r) >= cut).collect(), best.1))
+}
+
+/// Horizontal bars, with the rows that would flatten the rest in a panel of their own below,
+/// on their own scale; the second value is what the caption adds to say so. Chosen over a
+/// log axis: CPU time is drawn stacked (user, then sys), and stacked lengths do not add on
+/// a log axis; a log axis also shrinks a 2× difference to a few pixels within a decade.
+fn hbars_panels(
+    x_desc: &str,
+    fmt: &dyn Fn(f64) -> String,
+    rows: Vec<HRow>,
+    slots: usize,
+) -> (Chart, String) {
+    let Some((big, ratio)) = flattening(&rows) else {
+        return (charts::hbars(x_desc, fmt, &rows, slots), String::new());
+    };
+    let (mut large, mut small) = (Vec::new(), Vec::new());
+    for (r, b) in rows.into_iter().zip(big) {
+        if b {
+            large.push(r);
+        } else {
+            small.push(r);
+        }
+    }
+    let names: Vec<String> = large.iter().map(|r| r.label.clone()).collect();
+    let one = names.len() == 1;
+    let note = format!(
+        " {} {} at least {ratio:.0}× the rest, so {} drawn below in a panel of {} own, on {} own scale.",
+        names.join(", "),
+        if one { "is" } else { "are" },
+        if one { "it is" } else { "they are" },
+        if one { "its" } else { "their" },
+        if one { "its" } else { "their" },
+    );
+    let chart = charts::hbars(x_desc, fmt, &small, slots).and_then(|a| {
+        charts::hbars(x_desc, fmt, &large, slots).map(|b| {
+            format!(
+                "{a}\n<p class=\"note\" data-panel=\"own-scale\">On a scale of {}:</p>\n{b}",
+                if one { "its own" } else { "their own" }
+            )
+        })
+    });
+    (chart, note)
+}
+
 fn wall_chart(g: &Group) -> String {
     let rows: Vec<HRow> = g
         .cells
@@ -248,15 +319,16 @@ fn wall_chart(g: &Group) -> String {
             }
         })
         .collect();
+    let (chart, note) = hbars_panels("seconds", &|v| fmt_secs(v), rows, 2);
     figure_with_legend(
         "wall",
-        "Wall time per cell (median, whisker: 95% CI; red tick: the ideal), and CPU time below it (user, then sys stacked).",
+        &format!("Wall time per cell (median, whisker: 95% CI; red tick: the ideal), and CPU time below it (user, then sys stacked).{note}"),
         &[
             ("wall", charts::color(0)),
             ("user CPU", charts::color(1)),
             ("sys CPU", charts::color(5)),
         ],
-        charts::hbars("seconds", &|v| fmt_secs(v), &rows, 2),
+        chart,
     )
 }
 
@@ -292,14 +364,15 @@ fn memory_chart(g: &Group) -> String {
             }
         })
         .collect();
+    let (chart, note) = hbars_panels("memory", &|v| fmt_kib(v.max(0.0) as u64), rows, 2);
     figure_with_legend(
         "memory",
-        "Peak memory per cell (medians): RSS of the largest single process, and PSS of the whole process tree (shared pages counted once).",
+        &format!("Peak memory per cell (medians): RSS of the largest single process, and PSS of the whole process tree (shared pages counted once).{note}"),
         &[
             ("largest process RSS", charts::color(4)),
             ("process tree PSS", charts::color(2)),
         ],
-        charts::hbars("memory", &|v| fmt_kib(v.max(0.0) as u64), &rows, 2),
+        chart,
     )
 }
 
@@ -343,11 +416,12 @@ fn latency_section(
             })
         })
         .collect();
+    let (chart, note) = hbars_panels("task latency", &|v| fmt_secs(v / 1e6), rows, 2);
     let mut out = figure_with_legend(
         "latency",
-        "Task latency (start to end of each task) in the median run: p50, p99, and a whisker from p50 to the slowest task.",
+        &format!("Task latency (start to end of each task) in the median run: p50, p99, and a whisker from p50 to the slowest task.{note}"),
         &[("p50", charts::color(0)), ("p99", charts::color(3))],
-        charts::hbars("task latency", &|v| fmt_secs(v / 1e6), &rows, 2),
+        chart,
     );
     out.push_str("<div class=\"scroll\"><table><tr><th>cell</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th></tr>\n");
     for c in &cells {
@@ -388,41 +462,85 @@ fn latency_section(
     Some(out)
 }
 
-fn timelines(g: &Group, spans: &BTreeMap<&CellKey, &Vec<[u64; 2]>>) -> String {
-    // One time axis per task count: models running the same N compare at a glance, and a
-    // 10,000-task cell does not squash the 10-task ones.
-    let mut xmax: BTreeMap<usize, u64> = BTreeMap::new();
-    for c in &g.cells {
-        let end = spans
-            .get(&c.key)
-            .and_then(|v| v.iter().map(|s| s[1]).max())
+/// One time axis per workload (study and workload spec, with and without `--gil`): the end
+/// of the last task any of its traced runs kept.
+fn timeline_axes<'a>(
+    runs: &BTreeMap<&'a CellKey, &RunResult>,
+) -> BTreeMap<(&'a str, &'a str), timeline::Axis> {
+    let mut last: BTreeMap<(&str, &str), u64> = BTreeMap::new();
+    for (key, run) in runs {
+        let end = run
+            .timeline_us
+            .iter()
+            .flatten()
+            .map(|s| s[1])
+            .max()
             .unwrap_or(0);
-        let m = xmax.entry(c.key.tasks).or_default();
+        let m = last
+            .entry((key.study.as_str(), key.workload.as_str()))
+            .or_default();
         *m = (*m).max(end);
     }
-    let colors = model_colors(g);
-    let mut inner = String::new();
-    let mut drawn = 0;
-    for c in &g.cells {
-        let i = colors.get(&c.key.model_label()).copied().unwrap_or(0);
-        let Some(v) = spans.get(&c.key) else { continue };
-        let caption = if v.len() < c.key.tasks {
-            format!("{}: {} of {} tasks", c.key.label(), v.len(), c.key.tasks)
-        } else {
-            c.key.label()
-        };
-        let x = xmax.get(&c.key.tasks).copied().unwrap_or(0) as f64;
-        match charts::timeline(&caption, v, x, charts::color(i)) {
-            Ok(svg) => inner.push_str(&format!("<div>{svg}</div>\n")),
-            Err(e) => inner.push_str(&format!("<p class=\"err\">{}</p>", escape(&e))),
-        }
-        drawn += 1;
-    }
-    if drawn == 0 {
+    last.into_iter()
+        .map(|(k, end)| (k, timeline::Axis::to(end)))
+        .collect()
+}
+
+fn timelines(
+    g: &Group,
+    runs: &BTreeMap<&CellKey, &RunResult>,
+    axes: &BTreeMap<(&str, &str), timeline::Axis>,
+) -> String {
+    let read: Vec<(&CellResult, &RunResult, timeline::RunTimeline)> = g
+        .cells
+        .iter()
+        .filter_map(|c| {
+            let run = runs.get(&c.key)?;
+            Some((*c, *run, timeline::read(run)?))
+        })
+        .collect();
+    if read.is_empty() {
         return String::new();
     }
+    // One time axis for the workload, with and without the lock: pool, async and fork, or
+    // threads with and without --gil, are compared by the length of their rows at a glance.
+    let last = read
+        .iter()
+        .flat_map(|(_, _, t)| t.spans.iter().map(|s| s.end))
+        .max()
+        .unwrap_or(0);
+    let axis = read
+        .first()
+        .and_then(|(c, _, _)| axes.get(&(c.key.study.as_str(), c.key.workload.as_str())))
+        .copied()
+        .unwrap_or_else(|| timeline::Axis::to(last));
+    let mut inner = String::new();
+    let mut shaded = false;
+    for (c, run, t) in &read {
+        let d = timeline::draw(t, run.workers, &axis);
+        shaded |= d.occupancy;
+        let label = escape(&c.key.label());
+        inner.push_str(&format!(
+            "<div class=\"tl\" data-cell=\"{label}\"><p class=\"tl-cap\"><b>{label}</b> · {}</p>\n{}\n</div>\n",
+            escape(&d.caption),
+            d.svg
+        ));
+    }
+    let mut legend = vec![
+        ("task", charts::color(0)),
+        ("failed task", charts::color(5)),
+    ];
+    if shaded {
+        legend[0].0 = "task (shade: share of time busy)";
+    }
     format!(
-        "<figure class=\"chart\" data-kind=\"timeline\"><figcaption>Timeline of each cell's first run: one bar per task from its start to its end, tasks in start order, on one time axis per task count. Overlap is concurrency; a staircase is tasks waiting their turn.</figcaption>\n<div class=\"grid\">{inner}</div></figure>\n"
+        "<figure class=\"chart\" data-kind=\"timeline\"><figcaption>{}{}</figcaption>\n{inner}</figure>\n",
+        escape(&format!(
+            "Timeline of each cell's first run: a row per lane (the worker, thread, process or in-flight slot that ran the task), a bar per task from its start to its end, on one time axis for the workload, with and without --gil (0 to {} {}). Gaps in a row are a lane waiting; rows that end early are work that was not shared out evenly.",
+            axis.label(axis.end_us),
+            axis.unit
+        )),
+        swatches(&legend)
     )
 }
 
@@ -537,15 +655,18 @@ pub fn render(r: &Report) -> String {
     let r = &Report { meta: &meta, ..*r };
     let cores = r.analysis.cores;
     let mut spans: BTreeMap<&CellKey, &Vec<[u64; 2]>> = BTreeMap::new();
+    let mut traced: BTreeMap<&CellKey, &RunResult> = BTreeMap::new();
     let mut series: BTreeMap<&CellKey, &Vec<SeriesPoint>> = BTreeMap::new();
     for run in r.runs {
         if let Some(t) = &run.timeline_us {
             spans.entry(&run.key).or_insert(t);
+            traced.entry(&run.key).or_insert(run);
         }
         if let Some(o) = run.open.as_ref().filter(|o| !o.series.is_empty()) {
             series.entry(&run.key).or_insert(&o.series);
         }
     }
+    let axes = timeline_axes(&traced);
     let gs = groups(r.analysis);
     let mut h = String::from("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>concur report</title>\n");
     h.push_str(&format!(
@@ -636,7 +757,7 @@ pub fn render(r: &Report) -> String {
             h.push_str(&l);
         }
         h.push_str(&series_charts(g, &series));
-        h.push_str(&timelines(g, &spans));
+        h.push_str(&timelines(g, &traced, &axes));
         h.push_str("</section>\n");
     }
     h.push_str("<h2 id=\"data\">Raw data</h2>\n<p>The results (meta line, every run, the cells, the comparison and the advice) are embedded below as JSON in the element <code>#concur-data</code>; copy them out of the page source to re-use them.</p>\n");
@@ -661,5 +782,45 @@ struct HtmlExporter;
 impl super::Exporter for HtmlExporter {
     fn render(&self, r: &Report) -> String {
         render(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(label: &str, to: f64) -> HRow {
+        HRow {
+            label: label.into(),
+            bars: vec![Bar {
+                from: 0.0,
+                to,
+                color: charts::color(0),
+                slot: 0,
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn one_cell_far_past_the_rest_gets_a_panel_of_its_own() {
+        // The mailer's shape: ten cells near a second, thread ×10000 at forty.
+        let mut rows: Vec<HRow> = (0..10)
+            .map(|i| row(&format!("m{i}"), 1.0 + 0.1 * i as f64))
+            .collect();
+        rows.insert(3, row("thread ×10000", 40.0));
+        let (big, ratio) = flattening(&rows).expect("split");
+        assert_eq!(big.iter().filter(|b| **b).count(), 1);
+        assert!(big[3] && (ratio - 40.0 / 1.9).abs() < 1e-9);
+        let (chart, note) = hbars_panels("seconds", &|v| fmt_secs(v), rows, 1);
+        let svg = chart.unwrap();
+        assert_eq!(svg.matches("<svg").count(), 2);
+        assert!(
+            note.contains("thread ×10000 is at least 21× the rest"),
+            "{note}"
+        );
+        // Cells within 5× of each other share one axis.
+        let rows: Vec<HRow> = (1..6).map(|i| row(&format!("m{i}"), i as f64)).collect();
+        assert!(flattening(&rows).is_none());
     }
 }

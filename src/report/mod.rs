@@ -13,6 +13,7 @@ pub mod markdown;
 pub mod publish;
 pub mod ruby;
 pub mod table;
+pub mod timeline;
 pub mod trace;
 
 pub use export::{Export, ExportManager, Exporter, FormatEntry, Target};

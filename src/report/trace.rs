@@ -11,9 +11,9 @@
 
 use serde_json::{json, Value};
 
+use super::timeline;
 use super::{Exporter, FormatEntry, Report};
 use crate::analysis::results::RunResult;
-use crate::measure::lanes::{colour, Lanes};
 
 /// The `trace` format.
 pub(super) const FORMAT: FormatEntry = FormatEntry {
@@ -42,54 +42,11 @@ impl Exporter for TraceExporter {
     }
 }
 
-/// What the trace shows of one span: its task's name and arguments, its lane.
-struct Span {
-    name: String,
-    args: Value,
-    lane: u32,
-}
-
-/// What a run's `timeline_tasks` says about each span, or, for an older file, positions and
-/// coloured slots.
-fn spans(run: &RunResult, timeline: &[[u64; 2]]) -> (Lanes, Vec<Span>) {
-    match &run.timeline_tasks {
-        Some(t) if t.index.len() == timeline.len() && t.worker.len() == timeline.len() => {
-            let spans = (0..timeline.len())
-                .map(|i| {
-                    let outcome = t.error.get(i).cloned().flatten();
-                    Span {
-                        name: format!("task {}", t.index[i]),
-                        args: json!({
-                            "task": t.index[i],
-                            "outcome": outcome.as_deref().unwrap_or("ok"),
-                            "bytes": t.bytes.get(i),
-                        }),
-                        lane: t.worker[i],
-                    }
-                })
-                .collect();
-            (t.lanes, spans)
-        }
-        _ => {
-            let lanes = colour(timeline.iter().map(|s| (s[0], s[1])));
-            let spans = lanes
-                .into_iter()
-                .enumerate()
-                .map(|(i, lane)| Span {
-                    name: format!("span {i}"),
-                    args: json!({ "span": i }),
-                    lane,
-                })
-                .collect();
-            (Lanes::Slot, spans)
-        }
-    }
-}
-
 /// One run's events: its process and thread names, a slice per task, the in-flight counter.
 fn run_events(run: &RunResult, pid: u64, out: &mut Vec<Value>) {
-    let timeline = run.timeline_us.as_deref().unwrap_or_default();
-    let (lanes, spans) = spans(run, timeline);
+    let Some(t) = timeline::read(run) else {
+        return;
+    };
     let mut name = format!(
         "{} run {} · {}",
         run.key.label(),
@@ -99,23 +56,23 @@ fn run_events(run: &RunResult, pid: u64, out: &mut Vec<Value>) {
     if run.key.gil {
         name.push_str(" · gil");
     }
-    if let Some(t) = &run.timeline_tasks {
-        if t.kept < t.tasks {
+    if let Some(kept) = &run.timeline_tasks {
+        if kept.kept < kept.tasks {
             name.push_str(&format!(
                 " · {} of {} tasks, sampled evenly",
-                t.kept, t.tasks
+                kept.kept, kept.tasks
             ));
         }
     }
     let meta = |what: &str, tid: u64, args: Value| json!({ "ph": "M", "name": what, "ts": 0, "pid": pid, "tid": tid, "args": args });
     out.push(meta("process_name", 0, json!({ "name": name })));
     out.push(meta("process_sort_index", 0, json!({ "sort_index": pid })));
-    let mut seen: Vec<u32> = spans.iter().map(|s| s.lane).collect();
+    let mut seen: Vec<u32> = t.spans.iter().map(|s| s.lane).collect();
     seen.sort_unstable();
     seen.dedup();
     for lane in seen {
         let tid = u64::from(lane);
-        let label = format!("{} {lane}", lanes.word());
+        let label = format!("{} {lane}", t.lanes.word());
         out.push(meta("thread_name", tid, json!({ "name": label })));
         out.push(meta(
             "thread_sort_index",
@@ -123,19 +80,32 @@ fn run_events(run: &RunResult, pid: u64, out: &mut Vec<Value>) {
             json!({ "sort_index": lane }),
         ));
     }
-    for (span, [start, end]) in spans.into_iter().zip(timeline) {
+    for (i, span) in t.spans.iter().enumerate() {
+        // A span whose task the run recorded is named by it; an older file's by position.
+        let (name, args) = match span.task {
+            Some(task) => (
+                format!("task {task}"),
+                json!({
+                    "task": task,
+                    "outcome": span.error.as_deref().unwrap_or("ok"),
+                    "bytes": span.bytes,
+                }),
+            ),
+            None => (format!("span {i}"), json!({ "span": i })),
+        };
         out.push(json!({
             "ph": "X",
-            "name": span.name,
+            "name": name,
             "cat": "task",
-            "ts": start,
-            "dur": end.saturating_sub(*start),
+            "ts": span.start,
+            "dur": span.end.saturating_sub(span.start),
             "pid": pid,
             "tid": u64::from(span.lane),
-            "args": span.args,
+            "args": args,
         }));
     }
-    out.extend(in_flight(timeline, pid));
+    let spans: Vec<[u64; 2]> = t.spans.iter().map(|s| [s.start, s.end]).collect();
+    out.extend(in_flight(&spans, pid));
 }
 
 /// The counter of tasks in flight: its value after each instant at which a task of the
