@@ -436,25 +436,7 @@ fn reach(
 fn every_import_runs_down_the_table() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let src = root.join("src");
-    let doc = std::fs::read_to_string(root.join("docs/architecture.md")).expect("the doc");
-    let table = doc
-        .split("## Which module may import which")
-        .nth(1)
-        .expect("the import table's section");
-    // Rows `| N | `a`, `b` | ... |`: layer N holds modules a and b.
-    let mut layer: std::collections::BTreeMap<String, usize> = Default::default();
-    for line in table.lines().take_while(|l| !l.starts_with("## ")) {
-        let cols: Vec<&str> = line.split('|').map(str::trim).collect();
-        let Some(n) = cols.get(1).and_then(|c| c.parse::<usize>().ok()) else {
-            continue;
-        };
-        for m in cols[2].split(',').map(|m| m.trim().trim_matches('`')) {
-            assert!(
-                layer.insert(m.to_string(), n).is_none(),
-                "the import table names `{m}` twice"
-            );
-        }
-    }
+    let layer = layers(root);
     assert!(layer.len() > 15, "too few modules read: {layer:?}");
     let mut files = BTreeSet::new();
     sources(&src, &src, &mut files);
@@ -505,4 +487,113 @@ fn every_import_runs_down_the_table() {
     }
     assert!(seen > 500, "too few paths read: {seen}");
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The import table's layers (docs/architecture.md, "Which module may import which"): each
+/// module's layer, from 1 at the top.
+fn layers(root: &Path) -> std::collections::BTreeMap<String, usize> {
+    let doc = std::fs::read_to_string(root.join("docs/architecture.md")).expect("the doc");
+    let table = doc
+        .split("## Which module may import which")
+        .nth(1)
+        .expect("the import table's section");
+    // Rows `| N | `a`, `b` | ... |`: layer N holds modules a and b.
+    let mut layer: std::collections::BTreeMap<String, usize> = Default::default();
+    for line in table.lines().take_while(|l| !l.starts_with("## ")) {
+        let cols: Vec<&str> = line.split('|').map(str::trim).collect();
+        let Some(n) = cols.get(1).and_then(|c| c.parse::<usize>().ok()) else {
+            continue;
+        };
+        for m in cols[2].split(',').map(|m| m.trim().trim_matches('`')) {
+            assert!(
+                layer.insert(m.to_string(), n).is_none(),
+                "the import table names `{m}` twice"
+            );
+        }
+    }
+    layer
+}
+
+/// The floors' drawing in docs/architecture.md, between its two markers, is drawn from the
+/// code: which floor imports from which, read from every `crate::`, `super::` and `self::`
+/// path. A stale drawing fails here; `UPDATE_ARCHITECTURE=1 cargo test --test architecture`
+/// draws it again.
+#[test]
+fn the_floors_drawing_is_drawn_from_the_code() {
+    const BEGIN: &str = "<!-- floors: drawn by tests/architecture.rs -->";
+    const END: &str = "<!-- floors: end -->";
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let src = root.join("src");
+    let layer = layers(root);
+    let floors = layer.values().copied().max().unwrap_or(0);
+    let mut files = BTreeSet::new();
+    sources(&src, &src, &mut files);
+    // imports[a][b]: how many paths floor a names in floor b.
+    let mut imports = vec![vec![0usize; floors + 1]; floors + 1];
+    for rel in &files {
+        let module = module_of(rel);
+        let own = match rel.as_str() {
+            "main.rs" => "main".to_string(),
+            "lib.rs" => "lib".to_string(),
+            _ => unit_of(&module, &src),
+        };
+        let mine = layer[&own];
+        let text = std::fs::read_to_string(src.join(rel)).expect("a source");
+        for (_, path) in named_paths(&text, &module) {
+            if let Some(&theirs) = layer.get(&unit_of(&path, &src)) {
+                if theirs != mine {
+                    imports[mine][theirs] += 1;
+                }
+            }
+        }
+    }
+    let mut names = vec![Vec::new(); floors + 1];
+    for (m, &n) in &layer {
+        names[n].push(m.as_str());
+    }
+    let mut drawing = String::from("```\n");
+    drawing.push_str(&format!("{:<30}imports from floor\n", ""));
+    drawing.push_str(&format!("{:<30}", "floor"));
+    for b in 1..=floors {
+        drawing.push_str(&format!("{b:>3}"));
+    }
+    drawing.push('\n');
+    let mut up = 0;
+    for (a, row) in imports.iter().enumerate().skip(1) {
+        let label = format!("{a:>2} {}", names[a].join(" "));
+        drawing.push_str(&format!("{label:<30}"));
+        for (b, &n) in row.iter().enumerate().skip(1) {
+            let mark = match (b.cmp(&a), n) {
+                (std::cmp::Ordering::Equal, _) => "\\",
+                (_, 0) => ".",
+                (std::cmp::Ordering::Greater, _) => "●",
+                _ => {
+                    up += 1;
+                    "▲"
+                }
+            };
+            drawing.push_str(&format!("{mark:>3}"));
+        }
+        drawing.push('\n');
+    }
+    drawing.push_str(&format!(
+        "\n● a floor imports from one below it; ▲ from one above it (imports back up: {up})\n```\n"
+    ));
+    let doc_path = root.join("docs/architecture.md");
+    let doc = std::fs::read_to_string(&doc_path).expect("the doc");
+    let (Some(b), Some(e)) = (doc.find(BEGIN), doc.find(END)) else {
+        panic!("docs/architecture.md has no floors drawing between {BEGIN} and {END}");
+    };
+    let shown = &doc[b + BEGIN.len() + 1..e];
+    if std::env::var_os("UPDATE_ARCHITECTURE").is_some() {
+        let new = format!("{}{BEGIN}\n{drawing}{}", &doc[..b], &doc[e..]);
+        std::fs::write(&doc_path, new).expect("the doc written");
+        return;
+    }
+    assert_eq!(up, 0, "imports back up the floors:\n{drawing}");
+    assert_eq!(
+        shown, drawing,
+        "docs/architecture.md's floors drawing is not the code's; draw it again with \
+         UPDATE_ARCHITECTURE=1 cargo test --release --test architecture"
+    );
 }
