@@ -618,261 +618,370 @@ impl Model for CurlMulti {
             ..Default::default()
         };
         let options = &ctx.recipe.options;
-        let n = ctx.tasks;
-        let (connections, stream_cap) = caps(self.workers, options.http2, options.connections);
-        let handles = self.workers.min(n).max(1);
-        let mut shards = match Shards::new(handles, connections.min(handles), stream_cap, || {
-            Easy2::new(Counter::default())
-        }) {
-            Ok(s) => s,
-            Err(e) => return fail(e),
-        };
-        let timeout = Duration::from_millis(options.request_timeout_ms.max(1));
         let trust = match Trust::for_run(options.ca_pem.as_deref(), options.insecure) {
             Ok(t) => t,
             Err(e) => return fail(e),
         };
         let conn = Connection {
-            timeout,
+            timeout: Duration::from_millis(options.request_timeout_ms.max(1)),
             keepalive: options.keepalive,
             http2: options.http2,
             insecure: options.insecure,
             trust: &trust,
         };
-        let mut records = Vec::with_capacity(n);
-        // Transfers in flight in a slab: libcurl hands back each finished transfer's token (its
-        // index here). Scanning every transfer for every message instead cost O(W) per
-        // finished request: at W = 10,000 it took most of a 54 s run of 100,000 requests.
-        let mut active: Vec<Option<Slot>> = Vec::with_capacity(self.workers);
-        let mut vacant: Vec<usize> = Vec::new();
-        let mut live = 0usize;
-        let mut retries: VecDeque<Retry> = VecDeque::new();
-        let mut server_seen = false;
-        let http = ctx.workload.http();
-        let only_url = http.is_some_and(|h| h.only_url_varies());
-        let recorder = http.and_then(|h| h.connection_recorder());
-        let mut streams = Streams::default();
-        let mut next = 0usize;
-        // Open model: `due` counts the tasks released so far; a transfer is added for each
-        // released one as soon as a handle is free (at most W at once).
-        let mut due = if ctx.arrivals.is_some() { 0 } else { n };
-        // Open model: a timer at the next release that ends the wait for sockets, so responses
-        // are read while a release is awaited and the release is not late.
+        let mut run = match Transfers::new(self.workers, ctx, &conn) {
+            Ok(r) => r,
+            Err(e) => return fail(e),
+        };
+        match run.drive() {
+            Ok(()) => run.outcome(),
+            Err(e) => fail(e),
+        }
+    }
+}
+
+/// One run's transfers: the handles free and in flight, the connects to retry, and the tasks
+/// released and started so far. [`Transfers::drive`] loops over its phases: release what is
+/// due, start a transfer on every free handle, take the finished ones, wait for sockets.
+struct Transfers<'a> {
+    ctx: &'a RunCtx,
+    conn: &'a Connection<'a>,
+    http: Option<&'a dyn crate::workload::HttpTasks>,
+    /// The workload's requests differ only by their URL (see [`Transfers::start_one`]).
+    only_url: bool,
+    recorder: Option<&'a conn::ConnRecorder>,
+    shards: Shards<Counter>,
+    /// Transfers in flight in a slab: libcurl hands back each finished transfer's token (its
+    /// index here), so a finished transfer is found in O(1), not by scanning all W.
+    active: Vec<Option<Slot>>,
+    vacant: Vec<usize>,
+    live: usize,
+    retries: VecDeque<Retry>,
+    /// A response came: from then on a refused connect means an overloaded server, not an
+    /// absent one.
+    server_seen: bool,
+    streams: Streams,
+    records: Vec<TaskRecord>,
+    /// The next task to start.
+    next: usize,
+    /// Open model: the tasks released so far (all of them in a closed run); a transfer is
+    /// added for each released one as soon as a handle is free (at most W at once).
+    due: usize,
+    /// Open model: a timer at the next release that ends the wait for sockets, so responses
+    /// are read while a release is awaited and the release is not late.
+    release_timer: Option<super::arrivals::ReleaseTimer>,
+}
+
+impl<'a> Transfers<'a> {
+    /// The run's multi handles and, for an open run, its release timer.
+    fn new(
+        workers: usize,
+        ctx: &'a RunCtx,
+        conn: &'a Connection<'a>,
+    ) -> Result<Transfers<'a>, String> {
+        let options = &ctx.recipe.options;
+        let n = ctx.tasks;
+        let (connections, stream_cap) = caps(workers, options.http2, options.connections);
+        let handles = workers.min(n).max(1);
+        let mut shards = Shards::new(handles, connections.min(handles), stream_cap, || {
+            Easy2::new(Counter::default())
+        })?;
         let mut release_timer = None;
         if ctx.arrivals.is_some() {
-            let timer = match super::arrivals::ReleaseTimer::new() {
-                Ok(t) => t,
-                Err(e) => return fail(format!("cannot create the release timer: {e}")),
-            };
-            if let Err(e) = shards.wake_on(std::os::fd::AsRawFd::as_raw_fd(&timer)) {
-                return fail(format!("cannot wait on the release timer: {e}"));
-            }
+            let timer = super::arrivals::ReleaseTimer::new()
+                .map_err(|e| format!("cannot create the release timer: {e}"))?;
+            shards
+                .wake_on(std::os::fd::AsRawFd::as_raw_fd(&timer))
+                .map_err(|e| format!("cannot wait on the release timer: {e}"))?;
             release_timer = Some(timer);
         }
+        let http = ctx.workload.http();
+        Ok(Transfers {
+            ctx,
+            conn,
+            http,
+            only_url: http.is_some_and(|h| h.only_url_varies()),
+            recorder: http.and_then(|h| h.connection_recorder()),
+            shards,
+            active: Vec::with_capacity(workers),
+            vacant: Vec::new(),
+            live: 0,
+            retries: VecDeque::new(),
+            server_seen: false,
+            streams: Streams::default(),
+            records: Vec::with_capacity(n),
+            next: 0,
+            due: if ctx.arrivals.is_some() { 0 } else { n },
+            release_timer,
+        })
+    }
+
+    /// The loop, until every task has ended.
+    fn drive(&mut self) -> Result<(), String> {
+        let n = self.ctx.tasks;
         loop {
-            if let Some(a) = &ctx.arrivals {
-                let now = mono_ns();
-                while due < n && a.release_ns(due) <= now {
-                    a.released(due);
-                    due += 1;
-                }
-            }
-            let now = mono_ns();
-            while shards.has_free() {
-                // Due retries first (they are the oldest tasks), then new tasks.
-                let task = match retries.front() {
-                    Some(r) if r.due_ns <= now => retries
-                        .pop_front()
-                        .map(|r| (r.index, r.start_ns, r.attempts)),
-                    _ if next < due => {
-                        next += 1;
-                        Some((next - 1, mono_ns(), 0))
-                    }
-                    _ => None,
-                };
-                let Some(task) = task else { break };
-                let Some((shard, easy)) = shards.take_free() else {
-                    break;
-                };
-                let no_url = || {
-                    fail(
-                        "the workload has no URL (curl runs http workloads only, with a server)"
-                            .into(),
-                    )
-                };
-                let Some(h) = http else { return no_url() };
-                let multi = shards.multi(shard);
-                // A handle set up for this workload's plain-HTTP request before takes the next
-                // task's by its URL alone: nothing else of the request differs between tasks, so
-                // building and comparing the whole request again would be work for nothing.
-                let started = if only_url && easy.get_ref().shape.is_some() {
-                    let Some(url) = h.url(task.0) else {
-                        return no_url();
-                    };
-                    Self::start(multi, shard, easy, task, false, |easy| {
-                        easy.get_mut().bytes = 0;
-                        easy.url(&url)
-                    })
-                } else {
-                    let Some(req) = h.http_request(task.0) else {
-                        return no_url();
-                    };
-                    let https = req.url.starts_with("https:");
-                    Self::start(multi, shard, easy, task, https, |easy| {
-                        Self::configure(easy, &req, &conn)
-                    })
-                };
-                match started {
-                    Ok(mut slot) => {
-                        let id = vacant.pop().unwrap_or(active.len());
-                        if let Err(e) = slot.handle.set_token(id) {
-                            return fail(format!("libcurl multi failed: {e}"));
-                        }
-                        if id == active.len() {
-                            active.push(Some(slot));
-                        } else {
-                            active[id] = Some(slot);
-                        }
-                        live += 1;
-                    }
-                    Err((e, easy)) => {
-                        records.push(TaskRecord::not_started(task.0, e));
-                        shards.put_free(shard, easy);
-                    }
-                }
-            }
-            if live == 0 && retries.is_empty() {
-                match &ctx.arrivals {
-                    Some(a) if due < n => {
-                        super::arrivals::sleep_until(a.release_ns(due));
+            self.release_due();
+            self.start_free()?;
+            if self.live == 0 && self.retries.is_empty() {
+                match &self.ctx.arrivals {
+                    Some(a) if self.due < n => {
+                        super::arrivals::sleep_until(a.release_ns(self.due));
                         continue;
                     }
-                    _ => break,
+                    _ => return Ok(()),
                 }
             }
             // Transfers just added start on their handle's timer, due at once.
-            if let Err(e) = shards.serve_timers() {
-                return fail(format!("libcurl multi failed: {e}"));
-            }
-            let mut done: Vec<(usize, Result<(), curl::Error>)> = Vec::new();
-            shards.messages(|_, m| {
-                let Ok(id) = m.token() else { return };
-                if let Some(Some(slot)) = active.get(id) {
-                    if let Some(result) = m.result_for2(&slot.handle) {
-                        done.push((id, result));
-                    }
-                }
-            });
-            let finished = done.len();
-            for (id, result) in done {
-                let Some(slot) = active.get_mut(id).and_then(Option::take) else {
-                    continue;
-                };
-                vacant.push(id);
-                live -= 1;
-                let end_ns = mono_ns();
-                let shard = slot.shard;
-                let easy = match shards.remove(shard, slot.handle) {
-                    Ok(e) => e,
-                    Err(e) => return fail(format!("libcurl multi failed: {e}")),
-                };
-                // A connect refused at once, within the request's time: pace and try again.
-                if let Err(e) = &result {
-                    let waited = Duration::from_nanos(end_ns.saturating_sub(slot.start_ns));
-                    let refused = easy.os_errno().ok() == Some(libc::ECONNREFUSED);
-                    if e.is_couldnt_connect() && (server_seen || !refused) && waited < timeout {
-                        let pause = RETRY_FIRST
-                            .saturating_mul(1 << slot.attempts.min(6))
-                            .min(RETRY_MAX);
-                        retries.push_back(Retry {
-                            index: slot.index,
-                            start_ns: slot.start_ns,
-                            attempts: slot.attempts + 1,
-                            due_ns: end_ns + pause.as_nanos() as u64,
-                        });
-                        shards.put_free(shard, easy);
-                        continue;
-                    }
-                }
-                // A response proves the server is there: from then on a refused connect means
-                // it is overloaded, not absent.
-                server_seen |= result.is_ok();
-                if let Some(r) = recorder {
-                    let sample = conn_sample(&easy, slot.https);
-                    r.record(sample);
-                    let version = http_version(&easy);
-                    if let Some(v) = version.filter(|_| sample.opened) {
-                        r.http_version(v);
-                    }
-                    if version == Some(conn::HttpVersion::Http2) {
-                        streams.add(&easy, slot.added_ns);
-                    }
-                }
-                let code = easy.response_code().unwrap_or(0);
-                let bytes = easy.get_ref().bytes;
-                let error = match result {
-                    Err(e) => Some(transfer_error(
-                        &easy,
-                        &e,
-                        http.and_then(|h| h.http_request(slot.index))
-                            .as_ref()
-                            .map(|r| r.url.as_str()),
-                    )),
-                    Ok(()) if code >= 500 => {
-                        Some(TaskError::new("http_5xx", format!("HTTP {code}")))
-                    }
-                    Ok(()) if code >= 400 => {
-                        Some(TaskError::new("http_4xx", format!("HTTP {code}")))
-                    }
-                    Ok(()) => None,
-                };
-                let ok = error.is_none();
-                records.push(TaskRecord {
-                    index: slot.index,
-                    start_ns: slot.start_ns,
-                    end_ns,
-                    bytes: if ok { bytes } else { 0 },
-                    error: error.map(Box::new),
-                    sched_ns: None,
-                    worker: 0,
-                });
-                crate::measure::live::ended(ok);
-                shards.put_free(shard, easy);
-            }
+            self.shards
+                .serve_timers()
+                .map_err(|e| format!("libcurl multi failed: {e}"))?;
             // A transfer finished: start the next ones before waiting again.
-            if finished > 0 {
+            if self.take_finished()? > 0 {
                 continue;
             }
-            // The wait returns on socket activity or when a libcurl timer is due; its cap bounds
-            // how late our connect retries and releases are served.
-            let mut cap = Duration::from_millis(10);
-            if let Some(r) = retries.front() {
-                cap = cap.min(Duration::from_nanos(r.due_ns.saturating_sub(mono_ns())));
-            }
-            if let (Some(a), Some(timer)) = (&ctx.arrivals, release_timer.as_mut()) {
-                if due < n {
-                    // The wait counts in libcurl's whole milliseconds; the release timer, one
-                    // of its descriptors, ends it at the release itself.
-                    let at = a.release_ns(due);
-                    if let Err(e) = timer.arm(at) {
-                        return fail(format!("cannot arm the release timer: {e}"));
-                    }
-                    cap = cap.min(Duration::from_nanos(at.saturating_sub(mono_ns())));
-                } else {
-                    timer.clear();
-                }
-            }
-            if live == 0 {
-                std::thread::sleep(cap);
-            } else if let Err(e) = shards.wait(cap) {
-                return fail(format!("libcurl multi failed: {e}"));
+            self.wait()?;
+        }
+    }
+
+    /// Open model: counts the tasks whose release time has come.
+    fn release_due(&mut self) {
+        if let Some(a) = &self.ctx.arrivals {
+            let now = mono_ns();
+            while self.due < self.ctx.tasks && a.release_ns(self.due) <= now {
+                a.released(self.due);
+                self.due += 1;
             }
         }
-        if let (Some(r), Some(peak)) = (recorder, streams.peak()) {
+    }
+
+    /// Starts a transfer on every free handle: due retries first (they are the oldest
+    /// tasks), then released tasks in order.
+    fn start_free(&mut self) -> Result<(), String> {
+        let now = mono_ns();
+        while self.shards.has_free() {
+            let task = match self.retries.front() {
+                Some(r) if r.due_ns <= now => self
+                    .retries
+                    .pop_front()
+                    .map(|r| (r.index, r.start_ns, r.attempts)),
+                _ if self.next < self.due => {
+                    self.next += 1;
+                    Some((self.next - 1, mono_ns(), 0))
+                }
+                _ => None,
+            };
+            let Some(task) = task else { break };
+            let Some((shard, easy)) = self.shards.take_free() else {
+                break;
+            };
+            match self.start_one(shard, easy, task)? {
+                Ok(mut slot) => {
+                    let id = self.vacant.pop().unwrap_or(self.active.len());
+                    slot.handle
+                        .set_token(id)
+                        .map_err(|e| format!("libcurl multi failed: {e}"))?;
+                    if id == self.active.len() {
+                        self.active.push(Some(slot));
+                    } else {
+                        self.active[id] = Some(slot);
+                    }
+                    self.live += 1;
+                }
+                Err((e, easy)) => {
+                    self.records.push(TaskRecord::not_started(task.0, e));
+                    self.shards.put_free(shard, easy);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Sets a free handle up for `task` and adds it to its multi handle; the outer error ends
+    /// the run (no URL), the inner one the task.
+    #[allow(clippy::type_complexity)]
+    fn start_one(
+        &self,
+        shard: usize,
+        easy: Easy2<Counter>,
+        task: (usize, u64, u32),
+    ) -> Result<Result<Slot, (TaskError, Easy2<Counter>)>, String> {
+        let no_url = || "the workload has no URL (curl runs http workloads only, with a server)";
+        let Some(h) = self.http else {
+            return Err(no_url().into());
+        };
+        let multi = self.shards.multi(shard);
+        // A handle set up for this workload's plain-HTTP request before takes the next
+        // task's by its URL alone: nothing else of the request differs between tasks, so
+        // building and comparing the whole request again would be work for nothing.
+        if self.only_url && easy.get_ref().shape.is_some() {
+            let url = h.url(task.0).ok_or_else(no_url)?;
+            return Ok(CurlMulti::start(multi, shard, easy, task, false, |easy| {
+                easy.get_mut().bytes = 0;
+                easy.url(&url)
+            }));
+        }
+        let req = h.http_request(task.0).ok_or_else(no_url)?;
+        let https = req.url.starts_with("https:");
+        let conn = self.conn;
+        Ok(CurlMulti::start(multi, shard, easy, task, https, |easy| {
+            CurlMulti::configure(easy, &req, conn)
+        }))
+    }
+
+    /// Takes every transfer libcurl says has finished; how many there were.
+    fn take_finished(&mut self) -> Result<usize, String> {
+        let mut done: Vec<(usize, Result<(), curl::Error>)> = Vec::new();
+        let active = &self.active;
+        self.shards.messages(|_, m| {
+            let Ok(id) = m.token() else { return };
+            if let Some(Some(slot)) = active.get(id) {
+                if let Some(result) = m.result_for2(&slot.handle) {
+                    done.push((id, result));
+                }
+            }
+        });
+        let finished = done.len();
+        for (id, result) in done {
+            self.finish(id, result)?;
+        }
+        Ok(finished)
+    }
+
+    /// One finished transfer: its handle back on the free list, and either a retry (a
+    /// connect refused at once) or the task's record.
+    fn finish(&mut self, id: usize, result: Result<(), curl::Error>) -> Result<(), String> {
+        let Some(slot) = self.active.get_mut(id).and_then(Option::take) else {
+            return Ok(());
+        };
+        self.vacant.push(id);
+        self.live -= 1;
+        let end_ns = mono_ns();
+        let shard = slot.shard;
+        let easy = self
+            .shards
+            .remove(shard, slot.handle)
+            .map_err(|e| format!("libcurl multi failed: {e}"))?;
+        if let Some(pause) = self.retry_pause(&result, &easy, slot.start_ns, slot.attempts, end_ns)
+        {
+            self.retries.push_back(Retry {
+                index: slot.index,
+                start_ns: slot.start_ns,
+                attempts: slot.attempts + 1,
+                due_ns: end_ns + pause.as_nanos() as u64,
+            });
+            self.shards.put_free(shard, easy);
+            return Ok(());
+        }
+        self.server_seen |= result.is_ok();
+        if let Some(r) = self.recorder {
+            let sample = conn_sample(&easy, slot.https);
+            r.record(sample);
+            let version = http_version(&easy);
+            if let Some(v) = version.filter(|_| sample.opened) {
+                r.http_version(v);
+            }
+            if version == Some(conn::HttpVersion::Http2) {
+                self.streams.add(&easy, slot.added_ns);
+            }
+        }
+        let error = self.task_error(&easy, result, slot.index);
+        let ok = error.is_none();
+        self.records.push(TaskRecord {
+            index: slot.index,
+            start_ns: slot.start_ns,
+            end_ns,
+            bytes: if ok { easy.get_ref().bytes } else { 0 },
+            error: error.map(Box::new),
+            sched_ns: None,
+            worker: 0,
+        });
+        crate::measure::live::ended(ok);
+        self.shards.put_free(shard, easy);
+        Ok(())
+    }
+
+    /// A connect refused at once, within the request's time, is paced and tried again (with
+    /// a pause doubling from [`RETRY_FIRST`] to [`RETRY_MAX`]); `None` for any other ending.
+    /// Before any response, a refused connect means no server: it is not retried.
+    fn retry_pause(
+        &self,
+        result: &Result<(), curl::Error>,
+        easy: &Easy2<Counter>,
+        start_ns: u64,
+        attempts: u32,
+        end_ns: u64,
+    ) -> Option<Duration> {
+        let e = result.as_ref().err()?;
+        let waited = Duration::from_nanos(end_ns.saturating_sub(start_ns));
+        let refused = easy.os_errno().ok() == Some(libc::ECONNREFUSED);
+        (e.is_couldnt_connect() && (self.server_seen || !refused) && waited < self.conn.timeout)
+            .then(|| {
+                RETRY_FIRST
+                    .saturating_mul(1 << attempts.min(6))
+                    .min(RETRY_MAX)
+            })
+    }
+
+    /// What failed in a finished transfer: libcurl's error, or a 4xx or 5xx status.
+    fn task_error(
+        &self,
+        easy: &Easy2<Counter>,
+        result: Result<(), curl::Error>,
+        index: usize,
+    ) -> Option<TaskError> {
+        let code = easy.response_code().unwrap_or(0);
+        match result {
+            Err(e) => Some(transfer_error(
+                easy,
+                &e,
+                self.http
+                    .and_then(|h| h.http_request(index))
+                    .as_ref()
+                    .map(|r| r.url.as_str()),
+            )),
+            Ok(()) if code >= 500 => Some(TaskError::new("http_5xx", format!("HTTP {code}"))),
+            Ok(()) if code >= 400 => Some(TaskError::new("http_4xx", format!("HTTP {code}"))),
+            Ok(()) => None,
+        }
+    }
+
+    /// Waits for socket activity or a libcurl timer, at most until the next connect retry or
+    /// release is due (the cap bounds how late they are served) and at most 10 ms.
+    fn wait(&mut self) -> Result<(), String> {
+        let mut cap = Duration::from_millis(10);
+        if let Some(r) = self.retries.front() {
+            cap = cap.min(Duration::from_nanos(r.due_ns.saturating_sub(mono_ns())));
+        }
+        if let (Some(a), Some(timer)) = (&self.ctx.arrivals, self.release_timer.as_mut()) {
+            if self.due < self.ctx.tasks {
+                // The wait counts in libcurl's whole milliseconds; the release timer, one
+                // of its descriptors, ends it at the release itself.
+                let at = a.release_ns(self.due);
+                timer
+                    .arm(at)
+                    .map_err(|e| format!("cannot arm the release timer: {e}"))?;
+                cap = cap.min(Duration::from_nanos(at.saturating_sub(mono_ns())));
+            } else {
+                timer.clear();
+            }
+        }
+        if self.live == 0 {
+            std::thread::sleep(cap);
+            Ok(())
+        } else {
+            self.shards
+                .wait(cap)
+                .map_err(|e| format!("libcurl multi failed: {e}"))
+        }
+    }
+
+    /// The run's records, and the most streams one connection carried at once.
+    fn outcome(self) -> ModelOutcome {
+        if let (Some(r), Some(peak)) = (self.recorder, self.streams.peak()) {
             r.streams_open(peak);
         }
         ModelOutcome {
-            records,
+            records: self.records,
             threads_created: 0,
             processes_created: 0,
             error: None,
