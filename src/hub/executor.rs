@@ -27,7 +27,7 @@ use super::{agent_key, cancel_key, done_key, work_key, AgentInfo, Hub};
 use crate::analysis::results::{Machine, MetaHost, PartStatus, RunResult, RunStatus};
 use crate::jobs::BackendUrl;
 use crate::measure::schedule::Segment;
-use crate::model::selfcall::PartRequest;
+use crate::model::selfcall::{PartRequest, RunRequest};
 use crate::plan::{CellKind, CellPlan, Hook, Plan};
 use crate::runner;
 use crate::runner::{convert, Executor, Iteration, RunCounters, StudyServer};
@@ -113,7 +113,7 @@ impl Waited {
 }
 
 /// One share sent and not yet answered.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 struct Sent<'a> {
     agent: &'a AgentInfo,
     bounds: ShareBounds,
@@ -168,169 +168,133 @@ impl<'a> HubExecutor<'a> {
     ) -> RunResult {
         let rep = iteration.rep();
         let k = cell.key.hosts.unwrap_or(1).max(1);
-        let alive: Vec<AgentInfo> = match self.hub.agents(c) {
-            Ok(a) => a,
-            Err(e) => return self.not_run(cell, rep, e.to_string()),
+        let chosen = match self.choose(c, k) {
+            Ok(chosen) => chosen,
+            Err(why) => return self.not_run(cell, rep, why),
         };
-        let now = |a: &AgentInfo| alive.iter().find(|b| b.name == a.name);
-        let chosen: Vec<&AgentInfo> = self
-            .agents
-            .iter()
-            .filter(|a| now(a).is_some_and(|b| self.free(b)))
-            .take(k)
-            .collect();
-        if chosen.len() < k {
-            let busy: Vec<&AgentInfo> = self
-                .agents
-                .iter()
-                .filter_map(now)
-                .filter(|b| !self.free(b))
-                .collect();
-            return self.not_run(
-                cell,
-                rep,
-                format!(
-                    "--hosts {k}: only {} of the study's agents are alive and idle on the hub ({}){}",
-                    chosen.len(),
-                    chosen
-                        .iter()
-                        .map(|a| a.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    if busy.is_empty() {
-                        String::new()
-                    } else {
-                        format!("; busy: {}", busy_names(busy))
-                    }
-                ),
-            );
-        }
         let whole = runner::request(plan, cell, iteration);
+        let launch = match self.announce(c, plan) {
+            Ok(launch) => launch,
+            Err(why) => return self.not_run(cell, rep, why),
+        };
+        let pending = match self.send_shares(c, plan, &whole, &chosen, &launch) {
+            Ok(pending) => pending,
+            Err(why) => return self.not_run(cell, rep, why),
+        };
+        let (parts, waited) = self.gather(c, plan, cell, rep, &launch.run, launch.wait, pending);
+        self.remember_answered(&parts, &launch.run);
+        let mut base = convert::template(cell, rep, RunStatus::Ok, 0.0, None);
+        base.isolation = crate::analysis::results::Isolation::FreshProcess;
+        settle(merge::merge(base, parts, launch.lead_s), waited)
+    }
+
+    /// The first `k` of the study's agents that are alive and free on the hub now, or why
+    /// there are not `k` of them.
+    fn choose(&self, c: &mut Connection, k: usize) -> Result<Vec<&AgentInfo>, String> {
+        let alive: Vec<AgentInfo> = self.hub.agents(c).map_err(|e| e.to_string())?;
+        pick_agents(&self.agents, &alive, k, |a| self.free(a))
+    }
+
+    /// Reads the hub's clock for the run's common start, names the run, and starts the
+    /// study's heartbeat for it.
+    fn announce(&self, c: &mut Connection, plan: &Plan) -> Result<Launch, String> {
         let asked = Instant::now();
         let start_hub_ns = match clock::hub_now_ns(c) {
             Ok(now) => now + LEAD.as_nanos() as u64,
-            Err(e) => {
-                return self.not_run(
-                    cell,
-                    rep,
-                    self.hub.failed("reading its clock", e).to_string(),
-                )
-            }
+            Err(e) => return Err(self.hub.failed("reading its clock", e).to_string()),
         };
         // The common start is LEAD after the hub's clock was read.
         let lead_s = asked.elapsed().as_secs_f64() + LEAD.as_secs_f64();
         let run = format!("{:x}{:x}", start_hub_ns, std::process::id());
-        let n = cell.key.tasks;
         let wait = LEAD + plan.timeout + ANSWER_MARGIN;
         // The study's heartbeat for this run, renewed while it waits: once it expires (the
         // study killed, its host gone), the agents stop the run's shares.
         if let Err(e) = beat_for(c, &run) {
-            return self.not_run(cell, rep, self.hub.failed("sending work", e).to_string());
+            return Err(self.hub.failed("sending work", e).to_string());
         }
+        Ok(Launch {
+            run,
+            start_hub_ns,
+            lead_s,
+            wait,
+        })
+    }
+
+    /// Sends each chosen agent its share of `whole`, in order; the shares sent, or why one
+    /// could not be.
+    fn send_shares<'s>(
+        &self,
+        c: &mut Connection,
+        plan: &Plan,
+        whole: &RunRequest,
+        chosen: &[&'s AgentInfo],
+        launch: &Launch,
+    ) -> Result<BTreeMap<usize, Sent<'s>>, String> {
+        let k = chosen.len();
         let mut pending: BTreeMap<usize, Sent> = BTreeMap::new();
-        for (share, agent) in chosen.iter().enumerate() {
-            let tasks = Segment::share(share, k, n);
-            let mut request = whole.clone();
-            request.tasks = tasks;
-            // The study's queue (its URL, its password) stays here: an agent's jobs models
-            // use the agent's own --jobs-backend, or a fresh SQLite file with the sync asked.
-            request.recipe.jobs_backend =
-                request.recipe.jobs_backend.take().and_then(|b| match b {
-                    BackendUrl::Sqlite(_, sync) => Some(BackendUrl::Sqlite(None, sync)),
-                    _ => None,
-                });
-            if let Some(o) = &mut request.open {
-                o.schedule = o.schedule.segment(share, k);
-            }
-            request.part = Some(PartRequest {
-                segment: Segment {
-                    index: share,
-                    of: k,
-                    whole_tasks: n,
-                },
-                start_mono_ns: 0,
-            });
+        for (share, agent) in chosen.iter().copied().enumerate() {
+            let request = share_request(whole, share, k);
+            // The share's arrivals for an open cell, its tasks for a closed one.
+            let tasks = request
+                .open
+                .as_ref()
+                .map_or(request.tasks, |o| o.schedule.tasks);
             let work = Work::Part(Box::new(PartWork {
-                run: run.clone(),
+                run: launch.run.clone(),
                 part: share,
                 of: k,
                 version: crate::base::version::VERSION.into(),
                 request,
-                start_hub_ns,
+                start_hub_ns: launch.start_hub_ns,
                 timeout_s: plan.timeout.as_secs_f64(),
             }));
-            // The share's arrivals for an open cell, its tasks for a closed one.
-            let tasks = match &work {
-                Work::Part(w) => w.request.open.as_ref().map_or(tasks, |o| o.schedule.tasks),
-                _ => tasks,
+            if let Err(e) = self.send(c, &agent.name, launch, &work) {
+                return Err(self.hub.failed("sending work", e).to_string());
+            }
+            let bounds = ShareBounds {
+                tasks,
+                cores: agent.cores,
+                wall_max_s: launch.wait.as_secs_f64(),
             };
-            // The work list expires when the study stops waiting for this run: work that no
-            // agent took by then is stale, and must not start a share later.
-            let sent: redis::RedisResult<()> = serde_json::to_string(&work)
-                .map_err(|e| redis::RedisError::from(std::io::Error::other(e)))
-                .and_then(|text| self.hub.seal(c, &agent.name, &run, text))
-                .and_then(|text| {
-                    redis::pipe()
-                        .atomic()
-                        .cmd("RPUSH")
-                        .arg(work_key(&agent.name))
-                        .arg(text)
-                        .ignore()
-                        .cmd("EXPIRE")
-                        .arg(work_key(&agent.name))
-                        .arg(wait.as_secs() + 1)
-                        .ignore()
-                        .query(c)
-                });
-            if let Err(e) = sent {
-                return self.not_run(cell, rep, self.hub.failed("sending work", e).to_string());
-            }
-            pending.insert(
-                share,
-                Sent {
-                    agent,
-                    bounds: ShareBounds {
-                        tasks,
-                        cores: agent.cores,
-                        wall_max_s: wait.as_secs_f64(),
-                    },
-                },
-            );
+            pending.insert(share, Sent { agent, bounds });
         }
-        let (parts, waited) = self.gather(c, plan, cell, rep, &run, wait, pending);
-        {
-            let mut answered = self.answered.lock().unwrap_or_else(|p| p.into_inner());
-            for p in parts.iter().filter(|p| p.lost.is_none()) {
-                answered.insert(p.host.clone(), run.clone());
-            }
+        Ok(pending)
+    }
+
+    /// Seals `work` for `agent` and pushes it on the agent's work list. The list expires when
+    /// the study stops waiting for this run: work that no agent took by then is stale, and
+    /// must not start a share later.
+    fn send(
+        &self,
+        c: &mut Connection,
+        agent: &str,
+        launch: &Launch,
+        work: &Work,
+    ) -> redis::RedisResult<()> {
+        serde_json::to_string(work)
+            .map_err(|e| redis::RedisError::from(std::io::Error::other(e)))
+            .and_then(|text| self.hub.seal(c, agent, &launch.run, text))
+            .and_then(|text| {
+                redis::pipe()
+                    .atomic()
+                    .cmd("RPUSH")
+                    .arg(work_key(agent))
+                    .arg(text)
+                    .ignore()
+                    .cmd("EXPIRE")
+                    .arg(work_key(agent))
+                    .arg(launch.wait.as_secs() + 1)
+                    .ignore()
+                    .query(c)
+            })
+    }
+
+    /// Notes, by agent, that it answered `run`: its heartbeat may still name it a while.
+    fn remember_answered(&self, parts: &[PartOutcome], run: &str) {
+        let mut answered = self.answered.lock().unwrap_or_else(|p| p.into_inner());
+        for p in parts.iter().filter(|p| p.lost.is_none()) {
+            answered.insert(p.host.clone(), run.to_string());
         }
-        let mut base = convert::template(cell, rep, RunStatus::Ok, 0.0, None);
-        base.isolation = crate::analysis::results::Isolation::FreshProcess;
-        let mut merged = merge::merge(base, parts, lead_s);
-        if waited.interrupted {
-            // As a local run that Ctrl-C stopped: the study ends there, exit 130.
-            merged.status = RunStatus::Interrupted;
-        } else if merged.status == RunStatus::Interrupted {
-            // A share its agent's own Ctrl-C or SIGTERM stopped: the study was not
-            // interrupted, its run failed (it used to end the study as if it had been, 130).
-            merged.status = RunStatus::Failed;
-        }
-        if let Some(first) = waited.first_junk {
-            // A run whose list held input it had to refuse fails, whatever its shares said.
-            if merged.status == RunStatus::Ok && !waited.interrupted {
-                merged.status = RunStatus::Failed;
-            }
-            let why = format!(
-                "{} item{} on the run's answer list refused (first: {first})",
-                waited.junk,
-                if waited.junk == 1 { "" } else { "s" }
-            );
-            merged.error = Some(match merged.error.take() {
-                Some(e) => format!("{e}; {why}"),
-                None => why,
-            });
-        }
-        merged
     }
 
     /// Pops the run's next answer, bounded: `Ok(None)` when the list is empty, `Err(len)`
@@ -365,156 +329,315 @@ impl<'a> HubExecutor<'a> {
         rep: usize,
         run: &str,
         wait: Duration,
-        mut pending: BTreeMap<usize, Sent>,
+        pending: BTreeMap<usize, Sent>,
     ) -> (Vec<PartOutcome>, Waited) {
-        let k = pending.len();
-        let deadline = Instant::now() + wait;
-        let mut outcomes: BTreeMap<usize, PartOutcome> = BTreeMap::new();
-        let mut waited = Waited::default();
-        let mut cancelled: Option<Instant> = None;
-        let mut read_failed: Option<String> = None;
-        let host_cell = per_host(cell, k);
-        let sent: BTreeSet<usize> = pending.keys().copied().collect();
-        let lost = |share: usize, s: Sent, status, why: String| PartOutcome {
-            host: s.agent.name.clone(),
-            share,
-            tasks: s.bounds.tasks,
-            run: None,
-            lost: Some((status, why)),
-            latency: None,
-            queue_wait: None,
-            clock: s.agent.clock(),
-            first_task_ns: None,
-        };
-        let mut seen = super::sign::Seen::default();
+        let mut g = Gather::new(run, wait, pending);
+        let host_cell = per_host(cell, g.k);
         let mut beaten = Instant::now();
-        while !pending.is_empty() {
+        while !g.pending.is_empty() {
             if beaten.elapsed() >= super::BEAT {
                 let _ = beat_for(c, run);
                 beaten = Instant::now();
             }
-            let popped = self.pop_answer(c, run);
-            let mut took = false;
-            match popped {
-                Ok(Some(Err(len))) => {
-                    took = true;
-                    waited.refuse(
-                        run,
-                        format!(
-                            "an answer of {len} bytes (allowed: at most {} MiB)",
-                            merge::ANSWER_MAX_BYTES >> 20
-                        ),
-                    );
-                }
-                Ok(Some(Ok(bytes))) => {
-                    took = true;
-                    // Signed with the hub key, for the study, in this run's scope (a bare
-                    // answer without a key).
-                    let opened = std::str::from_utf8(&bytes)
-                        .map_err(|_| "an item that is not text".to_string())
-                        .and_then(|t| self.hub.unseal(c, "study", Some(run), t, &mut seen));
-                    let read = opened.and_then(|body| {
-                        serde_json::from_str::<PartDone>(&body).map_err(|e| {
-                            format!(
-                                "an item that is not an answer ({})",
-                                clipped(&e.to_string(), 200)
-                            )
-                        })
-                    });
-                    match read {
-                        Err(why) => waited.refuse(run, clipped(&why, 300)),
-                        Ok(done) if done.run != run => waited.refuse(
-                            run,
-                            format!(
-                                "an answer for run '{}' (allowed: this run's, '{run}')",
-                                clipped(&done.run, 64)
-                            ),
-                        ),
-                        Ok(done) => match pending.remove(&done.part) {
-                            Some(s) => {
-                                let o = outcome(done, s, &host_cell, plan, rep);
-                                outcomes.insert(o.share, o);
-                            }
-                            None if sent.contains(&done.part) => waited.refuse(
-                                run,
-                                format!(
-                                    "a second answer for share {} (from '{}')",
-                                    done.part + 1,
-                                    clipped(&done.agent, 64)
-                                ),
-                            ),
-                            None => waited.refuse(
-                                run,
-                                format!(
-                                    "an answer for share {} of a run of {k} (from '{}')",
-                                    done.part.saturating_add(1),
-                                    clipped(&done.agent, 64)
-                                ),
-                            ),
-                        },
-                    }
-                }
-                Ok(None) => {}
-                // The hub did not answer this time: the checks below, then again; said if
-                // the run is given up.
-                Err(e) => read_failed = Some(self.hub.failed("reading answers", e).to_string()),
-            }
-            // Who is still alive?
-            let shares: Vec<usize> = pending.keys().copied().collect();
-            for share in shares {
-                let s = pending[&share];
-                let beating: bool = redis::cmd("EXISTS")
-                    .arg(agent_key(&s.agent.name))
-                    .query(c)
-                    .unwrap_or(true);
-                if !beating {
-                    pending.remove(&share);
-                    outcomes.insert(
-                        share,
-                        lost(
-                            share,
-                            s,
-                            PartStatus::Lost,
-                            format!(
-                                "was lost: no heartbeat for {} s (killed, or its network gone)",
-                                super::LOST_AFTER.as_secs_f64()
-                            ),
-                        ),
-                    );
-                }
-            }
-            if crate::os::interrupt::interrupted() && cancelled.is_none() {
-                let _: redis::RedisResult<()> = redis::cmd("SET")
-                    .arg(cancel_key(run))
-                    .arg(1)
-                    .arg("EX")
-                    .arg(3600)
-                    .query(c);
-                cancelled = Some(Instant::now());
-                waited.interrupted = true;
-            }
-            let gave_up = cancelled.is_some_and(|t| t.elapsed() > CANCEL_GRACE);
-            if gave_up || Instant::now() > deadline {
-                let mut why = if gave_up {
-                    "did not stop within 5 s of the interrupt".to_string()
-                } else {
-                    format!(
-                        "did not answer within the run's timeout ({})",
-                        crate::base::units::fmt_secs(plan.timeout.as_secs_f64())
-                    )
-                };
-                if let Some(e) = &read_failed {
-                    why.push_str(&format!(" (last error: {e})"));
-                }
-                for (share, s) in std::mem::take(&mut pending) {
-                    outcomes.insert(share, lost(share, s, PartStatus::Lost, why.clone()));
-                }
-            }
-            if !took && !pending.is_empty() {
+            let took = self.take_answer(c, &mut g, &host_cell, plan, rep);
+            g.lose_silent(c);
+            g.cancel_on_interrupt(c);
+            g.give_up_when_due(plan.timeout);
+            if !took && !g.pending.is_empty() {
                 std::thread::sleep(EMPTY_WAIT);
             }
         }
-        (outcomes.into_values().collect(), waited)
+        (g.outcomes.into_values().collect(), g.waited)
+    }
+
+    /// Pops one item of the run's list and files it: a share's outcome, or a refusal.
+    /// Whether an item was taken (a failed read is kept to be said if the run is given up).
+    fn take_answer(
+        &self,
+        c: &mut Connection,
+        g: &mut Gather,
+        host_cell: &CellPlan,
+        plan: &Plan,
+        rep: usize,
+    ) -> bool {
+        let run = g.run;
+        match self.pop_answer(c, run) {
+            Ok(Some(Err(len))) => {
+                g.waited.refuse(
+                    run,
+                    format!(
+                        "an answer of {len} bytes (allowed: at most {} MiB)",
+                        merge::ANSWER_MAX_BYTES >> 20
+                    ),
+                );
+                true
+            }
+            Ok(Some(Ok(bytes))) => {
+                // Signed with the hub key, for the study, in this run's scope (a bare answer
+                // without a key).
+                let opened = std::str::from_utf8(&bytes)
+                    .map_err(|_| "an item that is not text".to_string())
+                    .and_then(|t| self.hub.unseal(c, "study", Some(run), t, &mut g.seen));
+                let read = opened.and_then(|body| {
+                    serde_json::from_str::<PartDone>(&body).map_err(|e| {
+                        format!(
+                            "an item that is not an answer ({})",
+                            clipped(&e.to_string(), 200)
+                        )
+                    })
+                });
+                match read {
+                    Err(why) => g.waited.refuse(run, clipped(&why, 300)),
+                    Ok(done) => match g.claim(&done) {
+                        Ok(s) => {
+                            let o = outcome(done, s, host_cell, plan, rep);
+                            g.outcomes.insert(o.share, o);
+                        }
+                        Err(why) => g.waited.refuse(run, why),
+                    },
+                }
+                true
+            }
+            Ok(None) => false,
+            // The hub did not answer this time: the checks, then again; said if the run is
+            // given up.
+            Err(e) => {
+                g.read_failed = Some(self.hub.failed("reading answers", e).to_string());
+                false
+            }
+        }
+    }
+}
+
+/// One run's launch: its id, its common start on the hub's clock, the lead it gave the
+/// agents (seconds, from the clock's read), and how long the study waits for its answers.
+struct Launch {
+    run: String,
+    start_hub_ns: u64,
+    lead_s: f64,
+    wait: Duration,
+}
+
+/// The first `k` agents of `study` that `alive` (the hub's heartbeats now) holds and that
+/// are `free`, in the study's order; or why there are not `k`, naming the busy ones.
+fn pick_agents<'s>(
+    study: &'s [AgentInfo],
+    alive: &[AgentInfo],
+    k: usize,
+    free: impl Fn(&AgentInfo) -> bool,
+) -> Result<Vec<&'s AgentInfo>, String> {
+    let now = |a: &AgentInfo| alive.iter().find(|b| b.name == a.name);
+    let chosen: Vec<&AgentInfo> = study
+        .iter()
+        .filter(|a| now(a).is_some_and(&free))
+        .take(k)
+        .collect();
+    if chosen.len() < k {
+        let busy: Vec<&AgentInfo> = study.iter().filter_map(now).filter(|b| !free(b)).collect();
+        return Err(format!(
+            "--hosts {k}: only {} of the study's agents are alive and idle on the hub ({}){}",
+            chosen.len(),
+            chosen
+                .iter()
+                .map(|a| a.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            if busy.is_empty() {
+                String::new()
+            } else {
+                format!("; busy: {}", busy_names(busy))
+            }
+        ));
+    }
+    Ok(chosen)
+}
+
+/// Share `share` of `k` of the run `whole` asks for: its tasks (or its arrivals), the part
+/// it is, and no queue of the study's.
+fn share_request(whole: &RunRequest, share: usize, k: usize) -> RunRequest {
+    let n = whole.tasks;
+    let mut request = whole.clone();
+    request.tasks = Segment::share(share, k, n);
+    // The study's queue (its URL, its password) stays here: an agent's jobs models use the
+    // agent's own --jobs-backend, or a fresh SQLite file with the sync asked.
+    request.recipe.jobs_backend = request.recipe.jobs_backend.take().and_then(|b| match b {
+        BackendUrl::Sqlite(_, sync) => Some(BackendUrl::Sqlite(None, sync)),
+        _ => None,
+    });
+    if let Some(o) = &mut request.open {
+        o.schedule = o.schedule.segment(share, k);
+    }
+    request.part = Some(PartRequest {
+        segment: Segment {
+            index: share,
+            of: k,
+            whole_tasks: n,
+        },
+        start_mono_ns: 0,
+    });
+    request
+}
+
+/// The run line from the shares' merged line and what the wait met: Ctrl-C makes it
+/// interrupted; a share its agent's own signal stopped makes it failed, not interrupted;
+/// refused items on the list fail it and are counted in its error.
+fn settle(mut merged: RunResult, waited: Waited) -> RunResult {
+    if waited.interrupted {
+        // As a local run that Ctrl-C stopped: the study ends there, exit 130.
+        merged.status = RunStatus::Interrupted;
+    } else if merged.status == RunStatus::Interrupted {
+        // A share its agent's own Ctrl-C or SIGTERM stopped: the study was not interrupted,
+        // its run failed.
+        merged.status = RunStatus::Failed;
+    }
+    if let Some(first) = waited.first_junk {
+        // A run whose list held input it had to refuse fails, whatever its shares said.
+        if merged.status == RunStatus::Ok && !waited.interrupted {
+            merged.status = RunStatus::Failed;
+        }
+        let why = format!(
+            "{} item{} on the run's answer list refused (first: {first})",
+            waited.junk,
+            if waited.junk == 1 { "" } else { "s" }
+        );
+        merged.error = Some(match merged.error.take() {
+            Some(e) => format!("{e}; {why}"),
+            None => why,
+        });
+    }
+    merged
+}
+
+/// The wait for one run's answers: the shares not yet answered, their outcomes so far, and
+/// what the wait met besides them.
+struct Gather<'a> {
+    run: &'a str,
+    /// How many shares were sent.
+    k: usize,
+    deadline: Instant,
+    pending: BTreeMap<usize, Sent<'a>>,
+    sent: BTreeSet<usize>,
+    outcomes: BTreeMap<usize, PartOutcome>,
+    waited: Waited,
+    /// When Ctrl-C was passed on to the agents.
+    cancelled: Option<Instant>,
+    /// The last failure to read the run's list.
+    read_failed: Option<String>,
+    seen: super::sign::Seen,
+}
+
+impl<'a> Gather<'a> {
+    /// The wait for `pending`, the shares of `run`, which ends `wait` from now.
+    fn new(run: &'a str, wait: Duration, pending: BTreeMap<usize, Sent<'a>>) -> Self {
+        Gather {
+            run,
+            k: pending.len(),
+            deadline: Instant::now() + wait,
+            sent: pending.keys().copied().collect(),
+            pending,
+            outcomes: BTreeMap::new(),
+            waited: Waited::default(),
+            cancelled: None,
+            read_failed: None,
+            seen: super::sign::Seen::default(),
+        }
+    }
+
+    /// The share an answer is for, taken off the pending ones; or why the answer is refused
+    /// (another run's, a second one for its share, a share this run does not have).
+    fn claim(&mut self, done: &PartDone) -> Result<Sent<'a>, String> {
+        let run = self.run;
+        if done.run != run {
+            return Err(format!(
+                "an answer for run '{}' (allowed: this run's, '{run}')",
+                clipped(&done.run, 64)
+            ));
+        }
+        match self.pending.remove(&done.part) {
+            Some(s) => Ok(s),
+            None if self.sent.contains(&done.part) => Err(format!(
+                "a second answer for share {} (from '{}')",
+                done.part + 1,
+                clipped(&done.agent, 64)
+            )),
+            None => Err(format!(
+                "an answer for share {} of a run of {} (from '{}')",
+                done.part.saturating_add(1),
+                self.k,
+                clipped(&done.agent, 64)
+            )),
+        }
+    }
+
+    /// Declares lost the pending shares whose agents stopped heartbeating.
+    fn lose_silent(&mut self, c: &mut Connection) {
+        let shares: Vec<usize> = self.pending.keys().copied().collect();
+        for share in shares {
+            let s = self.pending[&share];
+            let beating: bool = redis::cmd("EXISTS")
+                .arg(agent_key(&s.agent.name))
+                .query(c)
+                .unwrap_or(true);
+            if !beating {
+                self.pending.remove(&share);
+                let why = format!(
+                    "was lost: no heartbeat for {} s (killed, or its network gone)",
+                    super::LOST_AFTER.as_secs_f64()
+                );
+                self.outcomes.insert(share, lost_part(share, s, why));
+            }
+        }
+    }
+
+    /// On the first Ctrl-C, tells the agents to stop the run's shares.
+    fn cancel_on_interrupt(&mut self, c: &mut Connection) {
+        if crate::os::interrupt::interrupted() && self.cancelled.is_none() {
+            let _: redis::RedisResult<()> = redis::cmd("SET")
+                .arg(cancel_key(self.run))
+                .arg(1)
+                .arg("EX")
+                .arg(3600)
+                .query(c);
+            self.cancelled = Some(Instant::now());
+            self.waited.interrupted = true;
+        }
+    }
+
+    /// Past the deadline, or the grace after an interrupt, every pending share is lost.
+    fn give_up_when_due(&mut self, timeout: Duration) {
+        let gave_up = self.cancelled.is_some_and(|t| t.elapsed() > CANCEL_GRACE);
+        if gave_up || Instant::now() > self.deadline {
+            let mut why = if gave_up {
+                "did not stop within 5 s of the interrupt".to_string()
+            } else {
+                format!(
+                    "did not answer within the run's timeout ({})",
+                    crate::base::units::fmt_secs(timeout.as_secs_f64())
+                )
+            };
+            if let Some(e) = &self.read_failed {
+                why.push_str(&format!(" (last error: {e})"));
+            }
+            for (share, s) in std::mem::take(&mut self.pending) {
+                self.outcomes
+                    .insert(share, lost_part(share, s, why.clone()));
+            }
+        }
+    }
+}
+
+/// A share that came to nothing: its agent was lost, or never answered in time.
+fn lost_part(share: usize, s: Sent, why: String) -> PartOutcome {
+    PartOutcome {
+        host: s.agent.name.clone(),
+        share,
+        tasks: s.bounds.tasks,
+        run: None,
+        lost: Some((PartStatus::Lost, why)),
+        latency: None,
+        queue_wait: None,
+        clock: s.agent.clock(),
+        first_task_ns: None,
     }
 }
 
@@ -645,5 +768,138 @@ impl Executor for HubExecutor<'_> {
 
     fn hook(&self, plan: &Plan, cell: &CellPlan, hook: Hook) -> std::result::Result<(), String> {
         runner::run_hook(plan, cell, hook)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hub::clock::ClockOffset;
+
+    fn agent(name: &str, doing: &str) -> AgentInfo {
+        AgentInfo {
+            meta: MetaHost {
+                name: name.into(),
+                host: format!("{name}.lab"),
+                addr: None,
+                cores: 4,
+                mem_total_kib: None,
+                version: "0".into(),
+                clock_offset_ns: 0,
+                clock_uncertainty_ns: 0,
+            },
+            pid: 1,
+            allow_commands: false,
+            mono_offset_ns: 0,
+            beat_hub_ns: 0,
+            doing: doing.into(),
+        }
+    }
+
+    #[test]
+    fn shares_go_to_the_first_alive_idle_agents_in_the_studys_order() {
+        let study = [agent("a", "idle"), agent("b", "idle"), agent("c", "idle")];
+        // The hub sees `a` busy and `c` idle; `b` is gone.
+        let alive = [agent("c", "idle"), agent("a", "run 1f share 2")];
+        let picked = pick_agents(&study, &alive, 1, is_idle).unwrap();
+        assert_eq!(picked.len(), 1);
+        assert_eq!(picked[0].name, "c");
+        let why = pick_agents(&study, &alive, 2, is_idle).unwrap_err();
+        assert_eq!(
+            why,
+            "--hosts 2: only 1 of the study's agents are alive and idle on the hub (c); busy: a (run 1f share 2)"
+        );
+        let why = pick_agents(&study, &[], 1, is_idle).unwrap_err();
+        assert_eq!(
+            why,
+            "--hosts 1: only 0 of the study's agents are alive and idle on the hub ()"
+        );
+    }
+
+    fn done(run: &str, part: usize) -> PartDone {
+        PartDone {
+            run: run.into(),
+            part,
+            agent: "a\u{1b}[2J".into(),
+            refused: None,
+            ended: None,
+            clock: ClockOffset::default(),
+        }
+    }
+
+    #[test]
+    fn an_answer_is_claimed_once_and_only_for_a_share_of_this_run() {
+        let a = agent("a", "idle");
+        let bounds = ShareBounds {
+            tasks: 4,
+            cores: 4,
+            wall_max_s: 10.0,
+        };
+        let pending: BTreeMap<usize, Sent> = [
+            (0, Sent { agent: &a, bounds }),
+            (1, Sent { agent: &a, bounds }),
+        ]
+        .into();
+        let mut g = Gather::new("r1", Duration::from_secs(10), pending);
+        assert_eq!(
+            g.claim(&done("r0", 0)).unwrap_err(),
+            "an answer for run 'r0' (allowed: this run's, 'r1')"
+        );
+        assert_eq!(g.claim(&done("r1", 1)).unwrap().bounds.tasks, 4);
+        assert_eq!(
+            g.claim(&done("r1", 1)).unwrap_err(),
+            "a second answer for share 2 (from 'a[2J')"
+        );
+        assert_eq!(
+            g.claim(&done("r1", usize::MAX)).unwrap_err(),
+            format!(
+                "an answer for share {} of a run of 2 (from 'a[2J')",
+                usize::MAX
+            )
+        );
+        assert_eq!(g.pending.keys().copied().collect::<Vec<_>>(), [0]);
+    }
+
+    /// `fib:5` under `seq` ×8 over 2 hosts, as the merge made it.
+    fn merged(status: RunStatus, error: Option<&str>) -> RunResult {
+        let req = crate::plan::presets::CellRequest {
+            study: "s".into(),
+            workload: "fib:5".into(),
+            model: "seq".into(),
+            tasks: 8,
+            gil: false,
+            http2: false,
+            expected_failure: false,
+        };
+        let mut cell = crate::plan::cell(&req, &Default::default()).unwrap();
+        cell.key.hosts = Some(2);
+        convert::template(&cell, 0, status, 0.0, error.map(String::from))
+    }
+
+    #[test]
+    fn a_run_is_settled_by_what_its_wait_met() {
+        // An agent's own signal fails the run; only the study's Ctrl-C interrupts it.
+        let r = settle(merged(RunStatus::Interrupted, None), Waited::default());
+        assert_eq!(r.status, RunStatus::Failed);
+        let ctrl_c = Waited {
+            interrupted: true,
+            ..Default::default()
+        };
+        assert_eq!(
+            settle(merged(RunStatus::Ok, None), ctrl_c).status,
+            RunStatus::Interrupted
+        );
+        // Refused items fail an ok run and are counted after its own error.
+        let junk = Waited {
+            junk: 3,
+            first_junk: Some("an item that is not text".into()),
+            interrupted: false,
+        };
+        let r = settle(merged(RunStatus::Ok, Some("host b: slow")), junk);
+        assert_eq!(r.status, RunStatus::Failed);
+        assert_eq!(
+            r.error.as_deref(),
+            Some("host b: slow; 3 items on the run's answer list refused (first: an item that is not text)")
+        );
     }
 }

@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::arrivals::Arrivals;
 use super::{never_started, run_task, Entry, Model, ModelOutcome, RunCtx};
 use crate::jobs::worker::{new_worker_id, run_batch, BatchSize, Performed};
 use crate::jobs::{self, Backend, BackendUrl, Claimed, Job, RetrySchedule, DEFAULT_LEASE};
@@ -240,51 +241,16 @@ impl Model for Jobs {
         self.workers.min(tasks)
     }
     fn run(&self, ctx: &RunCtx) -> ModelOutcome {
-        let mut _temp = None;
-        let url = match (self.kind, &ctx.recipe.jobs_backend) {
-            (Kind::Memory, _) => BackendUrl::Memory,
-            (Kind::Redis, Some(u @ BackendUrl::Redis(_))) => u.clone(),
-            // The plan refuses this; a library caller may not have built a plan.
-            (Kind::Redis, _) => {
-                return failed_run(
-                    ctx.tasks,
-                    "jobs-redis:W needs --jobs-backend redis://HOST:PORT/DB".into(),
-                )
-            }
-            (Kind::Sqlite | Kind::Procs, Some(u @ BackendUrl::Sqlite(Some(_), _))) => u.clone(),
-            (Kind::Sqlite | Kind::Procs, _) => {
-                let db = match TempFile::new("jobs", "queue.sqlite") {
-                    Ok(f) => f,
-                    Err(e) => return failed_run(ctx.tasks, e),
-                };
-                let p = db.path.clone();
-                _temp = Some(db);
-                let sync = match &ctx.recipe.jobs_backend {
-                    Some(BackendUrl::Sqlite(None, sync)) => *sync,
-                    _ => jobs::SqliteSync::Normal,
-                };
-                BackendUrl::Sqlite(Some(p), sync)
-            }
+        // `_temp`, a fresh SQLite file, is removed when the run ends.
+        let (url, _temp) = match queue_url(self.kind, &ctx.recipe.jobs_backend) {
+            Ok(u) => u,
+            Err(e) => return failed_run(ctx.tasks, e),
         };
-        let backend: Arc<dyn Backend> = match jobs::open(&url) {
-            Ok(b) => b,
-            Err(e) => return failed_run(ctx.tasks, e.to_string()),
+        let q = match Opened::open(&url) {
+            Ok(q) => q,
+            Err(e) => return failed_run(ctx.tasks, e),
         };
-        // A queue of our own, so that runs sharing a Redis server never take each other's jobs.
-        let queue = format!("concur-run-{}-{:x}", std::process::id(), jobs::random_u64());
-        let queues = [queue.clone()];
-        let worker = new_worker_id();
-        if let Err(e) = backend.heartbeat(&worker, DEFAULT_LEASE) {
-            return failed_run(ctx.tasks, e.to_string());
-        }
-        let spec = ctx.workload.spec();
-        let payloads: Vec<String> = (0..ctx.tasks)
-            .map(|i| {
-                let mut j = Job::task(&spec, i, &queue);
-                j.retry = false.into();
-                j.to_json()
-            })
-            .collect();
+        let payloads = enqueue_batch(&ctx.workload.spec(), ctx.tasks, &q.queue);
         let open = ctx.arrivals.clone();
         // A closed run enqueues every job at once: each job's wait in the queue is from then
         // to its start (the enqueue-to-start latency; an open run measures it from each job's
@@ -292,7 +258,7 @@ impl Model for Jobs {
         let mut enqueued_ns = None;
         if open.is_none() {
             enqueued_ns = Some(crate::measure::mono_ns());
-            if let Err(e) = backend.enqueue(&queue, &payloads) {
+            if let Err(e) = q.backend.enqueue(&q.queue, &payloads) {
                 return failed_run(ctx.tasks, e.to_string());
             }
         }
@@ -300,8 +266,8 @@ impl Model for Jobs {
         // workers drain the queue; the first enqueue error stops the releases and is the
         // run's error.
         let enqueue_error: Mutex<Option<String>> = Mutex::new(None);
-        let release = |a: &super::arrivals::Arrivals| {
-            a.dispatch(|i| match backend.enqueue(&queue, &payloads[i..=i]) {
+        let release = |a: &Arrivals| {
+            a.dispatch(|i| match q.backend.enqueue(&q.queue, &payloads[i..=i]) {
                 Ok(_) => true,
                 Err(e) => {
                     *enqueue_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
@@ -310,13 +276,7 @@ impl Model for Jobs {
             })
         };
         if self.kind == Kind::Procs {
-            let mut out = std::thread::scope(|s| {
-                if let Some(a) = &open {
-                    s.spawn(|| release(a));
-                }
-                self.run_procs(ctx, &url, &queue)
-            });
-            let _ = backend.release(&worker);
+            let mut out = self.drain_in_processes(ctx, &url, &q, open.as_deref(), &release);
             if let Some(e) = enqueue_error
                 .into_inner()
                 .unwrap_or_else(|p| p.into_inner())
@@ -325,10 +285,7 @@ impl Model for Jobs {
             }
             return out;
         }
-        let records: Mutex<Vec<TaskRecord>> = Mutex::new(Vec::with_capacity(ctx.tasks));
-        let finished = AtomicUsize::new(0);
-        let all_done = AtomicBool::new(false);
-        let error: Mutex<Option<String>> = Mutex::new(None);
+        let drain = Drain::new(ctx.tasks);
         let perform = |job: &Job| -> Performed {
             let Some(index) = job.args.get(1).and_then(|v| v.as_u64()) else {
                 return Performed::Malformed(format!("no task index in {:?}", job.args));
@@ -340,12 +297,68 @@ impl Model for Jobs {
                 None => Performed::Ok(rec.bytes),
                 Some(e) => Performed::Failed(e.kind.clone(), e.message.clone()),
             };
-            records.lock().unwrap_or_else(|p| p.into_inner()).push(rec);
+            drain
+                .records
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(rec);
             out
         };
-        let mut created = 0;
+        let releases: Option<Releases> =
+            open.as_deref().map(|a| (a, &release as _, &enqueue_error));
+        let created = self.drain_on_threads(ctx, &q, &drain, &perform, releases);
+        let _ = q.backend.release(&q.worker);
+        let _ = q.backend.forget_queue(&q.queue);
+        let enqueue_error = enqueue_error
+            .into_inner()
+            .unwrap_or_else(|p| p.into_inner());
+        drain.outcome(ctx.tasks, created, enqueue_error)
+    }
+}
+
+/// An open run's releases: its arrivals, what enqueues one job, where the first enqueue
+/// error goes.
+type Releases<'r> = (
+    &'r Arrivals,
+    &'r (dyn Fn(&Arrivals) + Sync),
+    &'r Mutex<Option<String>>,
+);
+
+impl Jobs {
+    /// The worker processes drain the queue while the open run's releases (if any) run on a
+    /// thread; then the run's worker leaves the backend.
+    fn drain_in_processes(
+        &self,
+        ctx: &RunCtx,
+        url: &BackendUrl,
+        q: &Opened,
+        open: Option<&Arrivals>,
+        release: &(dyn Fn(&Arrivals) + Sync),
+    ) -> ModelOutcome {
+        let out = std::thread::scope(|s| {
+            if let Some(a) = open {
+                s.spawn(|| release(a));
+            }
+            self.run_procs(ctx, url, &q.queue)
+        });
+        let _ = q.backend.release(&q.worker);
+        out
+    }
+
+    /// Runs the open run's releases (if any) on a thread, W worker threads with the run's
+    /// stack size, and, on this thread until the run is over, the worker's heartbeat (its
+    /// lease renewal). Returns how many worker threads were created.
+    fn drain_on_threads(
+        &self,
+        ctx: &RunCtx,
+        q: &Opened,
+        drain: &Drain,
+        perform: &(dyn Fn(&Job) -> Performed + Sync),
+        releases: Option<Releases>,
+    ) -> usize {
         std::thread::scope(|s| {
-            if let Some(a) = &open {
+            if let Some((a, release, enqueue_error)) = releases {
+                // The first enqueue error ends the run.
                 s.spawn(|| {
                     release(a);
                     if enqueue_error
@@ -353,71 +366,23 @@ impl Model for Jobs {
                         .unwrap_or_else(|p| p.into_inner())
                         .is_some()
                     {
-                        all_done.store(true, Ordering::SeqCst);
+                        drain.all_done.store(true, Ordering::SeqCst);
                     }
                 });
             }
             let mut threads = Vec::new();
             for k in 0..self.workers {
                 let lane = k as u32;
-                let body = || {
-                    let mut size = BatchSize::default();
-                    let done = || all_done.load(Ordering::SeqCst);
-                    while finished.load(Ordering::SeqCst) < ctx.tasks && !done() {
-                        // No blocking fetch: the last job's acknowledgement must end the run
-                        // at once, not when the other threads' waits time out.
-                        let batch =
-                            match backend.fetch_batch(&worker, &queues, size.get(), Duration::ZERO)
-                            {
-                                Ok(b) if b.is_empty() => {
-                                    std::thread::sleep(Duration::from_millis(1));
-                                    continue;
-                                }
-                                Ok(b) => b,
-                                Err(e) => {
-                                    *error.lock().unwrap_or_else(|p| p.into_inner()) =
-                                        Some(e.to_string());
-                                    all_done.store(true, Ordering::SeqCst);
-                                    return;
-                                }
-                            };
-                        let mut ended = 0;
-                        let mut each = |_: &Claimed, r: crate::base::error::Result<Performed>| {
-                            if let Err(e) = r {
-                                *error.lock().unwrap_or_else(|p| p.into_inner()) =
-                                    Some(e.to_string());
-                            }
-                            ended += 1;
-                        };
-                        let acked = run_batch(
-                            &*backend,
-                            &worker,
-                            &batch,
-                            RetrySchedule::Sidekiq,
-                            &perform,
-                            &|_| {},
-                            &done,
-                            &mut size,
-                            &mut each,
-                        );
-                        if let Err(e) = acked {
-                            *error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
-                        }
-                        if finished.fetch_add(ended, Ordering::SeqCst) + ended >= ctx.tasks {
-                            all_done.store(true, Ordering::SeqCst);
-                        }
-                    }
-                };
                 // Scoped std threads (they borrow the run's state), with the run's stack size.
                 match std::thread::Builder::new()
                     .stack_size(ctx.recipe.settings.stack_size)
                     .spawn_scoped(s, move || {
                         WORKER.with(|w| w.set(lane));
-                        body()
+                        work(ctx.tasks, q, drain, perform)
                     }) {
                     Ok(t) => threads.push(t),
                     Err(e) => {
-                        *error.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!(
+                        *drain.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!(
                             "could create {k} of {} worker threads: {e}",
                             self.workers
                         ));
@@ -425,38 +390,188 @@ impl Model for Jobs {
                     }
                 }
             }
-            created = threads.len();
+            let created = threads.len();
             if created == 0 {
-                all_done.store(true, Ordering::SeqCst);
+                drain.all_done.store(true, Ordering::SeqCst);
             }
-            // The heartbeat (lease renewal) runs here, on its own thread.
             let mut beat = Instant::now();
-            while !all_done.load(Ordering::SeqCst) && threads.iter().any(|t| !t.is_finished()) {
+            while !drain.all_done.load(Ordering::SeqCst) && threads.iter().any(|t| !t.is_finished())
+            {
                 if beat.elapsed() >= DEFAULT_LEASE / 3 {
-                    let _ = backend.heartbeat(&worker, DEFAULT_LEASE);
+                    let _ = q.backend.heartbeat(&q.worker, DEFAULT_LEASE);
                     beat = Instant::now();
                 }
                 std::thread::sleep(Duration::from_millis(5));
             }
-        });
-        let _ = backend.release(&worker);
-        let _ = backend.forget_queue(&queue);
-        let mut records = records.into_inner().unwrap_or_else(|p| p.into_inner());
-        let mut error = error.into_inner().unwrap_or_else(|p| p.into_inner());
-        if let Some(e) = enqueue_error
-            .into_inner()
-            .unwrap_or_else(|p| p.into_inner())
+            created
+        })
+    }
+}
+
+/// One worker thread's loop: fetches a batch without blocking, runs and acknowledges it, until
+/// every job of the run has ended or the run is over.
+fn work(tasks: usize, q: &Opened, drain: &Drain, perform: &(dyn Fn(&Job) -> Performed + Sync)) {
+    let mut size = BatchSize::default();
+    let done = || drain.all_done.load(Ordering::SeqCst);
+    while drain.finished.load(Ordering::SeqCst) < tasks && !done() {
+        // No blocking fetch: the last job's acknowledgement must end the run at once, not
+        // when the other threads' waits time out.
+        let batch = match q
+            .backend
+            .fetch_batch(&q.worker, &q.queues, size.get(), Duration::ZERO)
         {
+            Ok(b) if b.is_empty() => {
+                std::thread::sleep(Duration::from_millis(1));
+                continue;
+            }
+            Ok(b) => b,
+            Err(e) => {
+                *drain.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+                drain.all_done.store(true, Ordering::SeqCst);
+                return;
+            }
+        };
+        let mut ended = 0;
+        let mut each = |_: &Claimed, r: crate::base::error::Result<Performed>| {
+            if let Err(e) = r {
+                *drain.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+            }
+            ended += 1;
+        };
+        let acked = run_batch(
+            &*q.backend,
+            &q.worker,
+            &batch,
+            RetrySchedule::Sidekiq,
+            perform,
+            &|_| {},
+            &done,
+            &mut size,
+            &mut each,
+        );
+        if let Err(e) = acked {
+            *drain.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+        }
+        if drain.finished.fetch_add(ended, Ordering::SeqCst) + ended >= tasks {
+            drain.all_done.store(true, Ordering::SeqCst);
+        }
+    }
+}
+
+/// Where a run's queue is: a URL given (or the in-process queue), or a fresh SQLite file.
+#[derive(Debug, PartialEq)]
+enum Place {
+    Given(BackendUrl),
+    FreshSqlite(jobs::SqliteSync),
+}
+
+/// Where a model of `kind` keeps its queue, given the run's `--jobs-backend`.
+fn place(kind: Kind, given: &Option<BackendUrl>) -> Result<Place, String> {
+    Ok(match (kind, given) {
+        (Kind::Memory, _) => Place::Given(BackendUrl::Memory),
+        (Kind::Redis, Some(u @ BackendUrl::Redis(_))) => Place::Given(u.clone()),
+        // The plan refuses this; a library caller may not have built a plan.
+        (Kind::Redis, _) => {
+            return Err("jobs-redis:W needs --jobs-backend redis://HOST:PORT/DB".into())
+        }
+        (Kind::Sqlite | Kind::Procs, Some(u @ BackendUrl::Sqlite(Some(_), _))) => {
+            Place::Given(u.clone())
+        }
+        (Kind::Sqlite | Kind::Procs, Some(BackendUrl::Sqlite(None, sync))) => {
+            Place::FreshSqlite(*sync)
+        }
+        (Kind::Sqlite | Kind::Procs, _) => Place::FreshSqlite(jobs::SqliteSync::Normal),
+    })
+}
+
+/// The queue's URL for a model of `kind`, with the fresh file it made, if it made one.
+fn queue_url(
+    kind: Kind,
+    given: &Option<BackendUrl>,
+) -> Result<(BackendUrl, Option<TempFile>), String> {
+    match place(kind, given)? {
+        Place::Given(url) => Ok((url, None)),
+        Place::FreshSqlite(sync) => {
+            let db = TempFile::new("jobs", "queue.sqlite")?;
+            Ok((BackendUrl::Sqlite(Some(db.path.clone()), sync), Some(db)))
+        }
+    }
+}
+
+/// A run's queue, opened: its backend, the queue of its own, and the worker that drains it.
+struct Opened {
+    backend: Arc<dyn Backend>,
+    queue: String,
+    queues: [String; 1],
+    worker: String,
+}
+
+impl Opened {
+    /// Opens `url`'s backend, names a queue of the run's own (so that runs sharing a Redis
+    /// server never take each other's jobs), and registers the run's worker.
+    fn open(url: &BackendUrl) -> Result<Opened, String> {
+        let backend: Arc<dyn Backend> = jobs::open(url).map_err(|e| e.to_string())?;
+        let queue = format!("concur-run-{}-{:x}", std::process::id(), jobs::random_u64());
+        let worker = new_worker_id();
+        backend
+            .heartbeat(&worker, DEFAULT_LEASE)
+            .map_err(|e| e.to_string())?;
+        Ok(Opened {
+            backend,
+            queues: [queue.clone()],
+            queue,
+            worker,
+        })
+    }
+}
+
+/// The jobs of a run of `tasks` tasks of `workload`, on `queue`, in task order: Sidekiq's
+/// JSON, with no retry.
+fn enqueue_batch(workload: &str, tasks: usize, queue: &str) -> Vec<String> {
+    (0..tasks)
+        .map(|i| {
+            let mut j = Job::task(workload, i, queue);
+            j.retry = false.into();
+            j.to_json()
+        })
+        .collect()
+}
+
+/// What the worker threads of one run share: the task records, how many jobs ended, whether
+/// the run is over, and its error.
+struct Drain {
+    records: Mutex<Vec<TaskRecord>>,
+    finished: AtomicUsize,
+    all_done: AtomicBool,
+    error: Mutex<Option<String>>,
+}
+
+impl Drain {
+    fn new(tasks: usize) -> Drain {
+        Drain {
+            records: Mutex::new(Vec::with_capacity(tasks)),
+            finished: AtomicUsize::new(0),
+            all_done: AtomicBool::new(false),
+            error: Mutex::new(None),
+        }
+    }
+
+    /// The run's outcome: its records, each task that has none recorded as never started
+    /// with the run's error (the workers' first, else the releases'), or "the job never ran".
+    fn outcome(self, tasks: usize, created: usize, enqueue_error: Option<String>) -> ModelOutcome {
+        let mut records = self.records.into_inner().unwrap_or_else(|p| p.into_inner());
+        let mut error = self.error.into_inner().unwrap_or_else(|p| p.into_inner());
+        if let Some(e) = enqueue_error {
             error.get_or_insert(e);
         }
-        if records.len() < ctx.tasks {
-            let mut seen = vec![false; ctx.tasks];
+        if records.len() < tasks {
+            let mut seen = vec![false; tasks];
             for r in &records {
                 if let Some(s) = seen.get_mut(r.index) {
                     *s = true;
                 }
             }
-            let missing = (0..ctx.tasks).filter(|&i| !seen[i]);
+            let missing = (0..tasks).filter(|&i| !seen[i]);
             let why = error.clone().unwrap_or_else(|| "the job never ran".into());
             records.extend(never_started(missing, &why));
         }
@@ -466,5 +581,90 @@ impl Model for Jobs {
             processes_created: 0,
             error,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_model_takes_its_queue_from_its_name_and_the_backend_given() {
+        let redis: BackendUrl = "redis://127.0.0.1:6379/0".parse().unwrap();
+        let file = BackendUrl::Sqlite(Some("/tmp/q.sqlite".into()), jobs::SqliteSync::Normal);
+        let full = Some(BackendUrl::Sqlite(None, jobs::SqliteSync::Full));
+        assert_eq!(
+            place(Kind::Memory, &Some(redis.clone())),
+            Ok(Place::Given(BackendUrl::Memory))
+        );
+        assert_eq!(
+            place(Kind::Redis, &Some(redis.clone())),
+            Ok(Place::Given(redis.clone()))
+        );
+        assert_eq!(
+            place(Kind::Redis, &None),
+            Err("jobs-redis:W needs --jobs-backend redis://HOST:PORT/DB".into())
+        );
+        assert_eq!(
+            place(Kind::Procs, &Some(file.clone())),
+            Ok(Place::Given(file))
+        );
+        assert_eq!(
+            place(Kind::Sqlite, &full),
+            Ok(Place::FreshSqlite(jobs::SqliteSync::Full))
+        );
+        assert_eq!(
+            place(Kind::Sqlite, &Some(redis)),
+            Ok(Place::FreshSqlite(jobs::SqliteSync::Normal))
+        );
+    }
+
+    #[test]
+    fn the_batch_is_one_job_per_task_in_order_without_retries() {
+        let batch = enqueue_batch("fib:5", 3, "concur-run-1");
+        assert_eq!(batch.len(), 3);
+        for (i, text) in batch.iter().enumerate() {
+            let job: serde_json::Value = serde_json::from_str(text).unwrap();
+            assert_eq!(job["args"], serde_json::json!(["fib:5", i]));
+            assert_eq!(job["queue"], "concur-run-1");
+            assert_eq!(job["retry"], false);
+        }
+    }
+
+    #[test]
+    fn tasks_without_a_record_are_never_started_with_the_runs_error() {
+        let drain = Drain::new(3);
+        drain
+            .records
+            .lock()
+            .unwrap()
+            .extend(never_started([1, 7], "ran"));
+        let out = drain.outcome(3, 2, Some("enqueue failed".into()));
+        assert_eq!(out.error.as_deref(), Some("enqueue failed"));
+        assert_eq!(out.threads_created, 2);
+        let mut why: Vec<(usize, String)> = out
+            .records
+            .iter()
+            .map(|r| (r.index, r.error.as_ref().unwrap().message.clone()))
+            .collect();
+        why.sort();
+        assert_eq!(
+            why,
+            [
+                (0, "enqueue failed".to_string()),
+                (1, "ran".into()),
+                (2, "enqueue failed".into()),
+                (7, "ran".into())
+            ]
+        );
+        // Every task recorded: nothing added, and no error of the run's own.
+        let drain = Drain::new(1);
+        drain
+            .records
+            .lock()
+            .unwrap()
+            .extend(never_started([0], "x"));
+        let out = drain.outcome(1, 1, None);
+        assert_eq!((out.records.len(), out.error), (1, None));
     }
 }
