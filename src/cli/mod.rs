@@ -56,7 +56,7 @@ enum Command {
     Advise(AdviseArgs),
     /// Background jobs: enqueue, work, stats, retry and dead sets (SQLite or Redis)
     #[command(subcommand)]
-    Jobs(classic::JobsCommand),
+    Jobs(jobs::JobsCommand),
     /// The classic experiments' programs in CPython and MRI that --classic runs: install, show
     #[command(subcommand)]
     Classic(classic::ClassicCommand),
@@ -264,7 +264,7 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
             );
             Ok(0)
         }
-        Command::Jobs(c) => classic::jobs(c),
+        Command::Jobs(c) => jobs::jobs(c),
         Command::Agent(a) => crate::cli::agent::agent(a),
         Command::Agents(a) => agents::agents(a),
         Command::Classic(c) => classic::classic(c),
