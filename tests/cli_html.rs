@@ -251,28 +251,15 @@ fn drawn_tasks(svg: &str) -> Vec<usize> {
     v
 }
 
-/// Runs `pool:4` and `async:4` on 40 tasks of 5 ms with `--html`: (dir, results, html).
-fn pool_and_async() -> (tempfile::TempDir, PathBuf, PathBuf, String) {
+/// `concur run ARGS -r 1 --warmup 0 -q` with `--json` and `--html`: (dir, results, html, the
+/// page's text).
+fn run_with_html(args: &[&str]) -> (tempfile::TempDir, PathBuf, PathBuf, String) {
     let (dir, json) = results_path();
     let html = dir.path().join("report.html");
     concur()
-        .args([
-            "run",
-            "-w",
-            "sleep:5ms",
-            "-m",
-            "pool:4",
-            "-m",
-            "async:4",
-            "-n",
-            "40",
-            "-r",
-            "1",
-            "--warmup",
-            "0",
-            "-q",
-            "--json",
-        ])
+        .arg("run")
+        .args(args)
+        .args(["-r", "1", "--warmup", "0", "-q", "--json"])
         .arg(&json)
         .arg("--html")
         .arg(&html)
@@ -280,6 +267,20 @@ fn pool_and_async() -> (tempfile::TempDir, PathBuf, PathBuf, String) {
         .success();
     let text = std::fs::read_to_string(&html).unwrap();
     (dir, json, html, text)
+}
+
+/// Runs `pool:4` and `async:4` on 40 tasks of 5 ms with `--html`: (dir, results, html, text).
+fn pool_and_async() -> (tempfile::TempDir, PathBuf, PathBuf, String) {
+    run_with_html(&[
+        "-w",
+        "sleep:5ms",
+        "-m",
+        "pool:4",
+        "-m",
+        "async:4",
+        "-n",
+        "40",
+    ])
 }
 
 #[test]
@@ -332,16 +333,7 @@ fn the_timeline_has_a_row_per_worker_and_every_task_once() {
     // A results file from before lanes were recorded still draws: its spans coloured into
     // slots, each drawn once by position.
     let old = dir.path().join("old.jsonl");
-    let lines: Vec<String> = read_lines(&json)
-        .into_iter()
-        .map(|mut l| {
-            if let Some(o) = l.as_object_mut() {
-                o.remove("timeline_tasks");
-            }
-            l.to_string()
-        })
-        .collect();
-    std::fs::write(&old, lines.join("\n") + "\n").unwrap();
+    without_timeline_tasks(&json, &old);
     let page = dir.path().join("old.html");
     concur()
         .arg("report")
@@ -364,19 +356,7 @@ fn the_timeline_has_a_row_per_worker_and_every_task_once() {
 
 #[test]
 fn a_thread_per_task_past_64_lanes_is_drawn_in_bands() {
-    let (dir, json) = results_path();
-    let html = dir.path().join("report.html");
-    concur()
-        .args([
-            "run", "-w", "fib:5", "-m", "thread", "-n", "2500", "-r", "1", "--warmup", "0", "-q",
-            "--json",
-        ])
-        .arg(&json)
-        .arg("--html")
-        .arg(&html)
-        .assert()
-        .success();
-    let text = std::fs::read_to_string(&html).unwrap();
+    let (_dir, _json, _html, text) = run_with_html(&["-w", "fib:5", "-m", "thread", "-n", "2500"]);
     let (tag, svg) = timeline_of(&text, "thread ×2500");
     assert_eq!(attr(tag, "data-lane-kind"), "thread", "{tag}");
     // The timeline keeps 2,000 of the 2,500 tasks, each on a thread of its own.

@@ -7,7 +7,7 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use common::{concur, read_lines, results_path, run_study_to};
+use common::{concur, read_lines, results_path, run_study_to, without_timeline_tasks};
 use serde_json::Value;
 
 /// Each model, the word its lanes are named with, and the most lanes it may use.
@@ -156,16 +156,7 @@ fn every_model_traces_each_task_once_on_its_own_lanes() {
     // A results file from before lanes were recorded still makes a trace: its spans by
     // position, coloured into slots that never overlap.
     let old = dir.path().join("old.jsonl");
-    let lines: Vec<String> = read_lines(&json)
-        .into_iter()
-        .map(|mut l| {
-            if let Some(o) = l.as_object_mut() {
-                o.remove("timeline_tasks");
-            }
-            l.to_string()
-        })
-        .collect();
-    std::fs::write(&old, lines.join("\n") + "\n").unwrap();
+    without_timeline_tasks(&json, &old);
     let out = concur()
         .args(["report", old.to_str().unwrap(), "-q", "--format", "trace"])
         .output()

@@ -862,18 +862,7 @@ mod tests {
 
     /// `fib:5` under `seq` ×8 over 2 hosts, as the merge made it.
     fn merged(status: RunStatus, error: Option<&str>) -> RunResult {
-        let req = crate::plan::presets::CellRequest {
-            study: "s".into(),
-            workload: "fib:5".into(),
-            model: "seq".into(),
-            tasks: 8,
-            gil: false,
-            http2: false,
-            expected_failure: false,
-        };
-        let mut cell = crate::plan::cell(&req, &Default::default()).unwrap();
-        cell.key.hosts = Some(2);
-        convert::template(&cell, 0, status, 0.0, error.map(String::from))
+        merge::two_host_template(status, error)
     }
 
     #[test]

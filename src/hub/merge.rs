@@ -528,6 +528,24 @@ fn add_open(mut a: OpenStats, b: &OpenStats) -> OpenStats {
     a
 }
 
+/// A run line as `convert::template` makes it for `fib:5` under `seq` ×8 over 2 hosts, with
+/// `status` and `error`: what the merge starts from (this file's tests and the executor's).
+#[cfg(test)]
+pub(super) fn two_host_template(status: RunStatus, error: Option<&str>) -> RunResult {
+    let req = crate::plan::presets::CellRequest {
+        study: "s".into(),
+        workload: "fib:5".into(),
+        model: "seq".into(),
+        tasks: 8,
+        gil: false,
+        http2: false,
+        expected_failure: false,
+    };
+    let mut cell = crate::plan::cell(&req, &Default::default()).unwrap();
+    cell.key.hosts = Some(2);
+    crate::runner::convert::template(&cell, 0, status, 0.0, error.map(String::from))
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
@@ -970,21 +988,9 @@ mod tests {
         assert!(sealed.len() <= ANSWER_MAX_BYTES, "{} bytes", sealed.len());
     }
 
-    /// The cell's run line before any host's figures: `convert::template`'s, for `fib:5`
-    /// under `seq` ×8 over 2 hosts.
+    /// The cell's run line before any host's figures.
     fn template() -> RunResult {
-        let req = crate::plan::presets::CellRequest {
-            study: "s".into(),
-            workload: "fib:5".into(),
-            model: "seq".into(),
-            tasks: 8,
-            gil: false,
-            http2: false,
-            expected_failure: false,
-        };
-        let mut cell = crate::plan::cell(&req, &Default::default()).unwrap();
-        cell.key.hosts = Some(2);
-        crate::runner::convert::template(&cell, 0, RunStatus::Ok, 0.0, None)
+        two_host_template(RunStatus::Ok, None)
     }
 
     /// Share `share` of `tasks` tasks, answered with `run`.

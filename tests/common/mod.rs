@@ -203,6 +203,21 @@ pub fn read_lines(path: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// `results` written to `out` as a file from before lanes were recorded: every line without
+/// its `timeline_tasks`.
+pub fn without_timeline_tasks(results: &Path, out: &Path) {
+    let lines: Vec<String> = read_lines(results)
+        .into_iter()
+        .map(|mut l| {
+            if let Some(o) = l.as_object_mut() {
+                o.remove("timeline_tasks");
+            }
+            l.to_string()
+        })
+        .collect();
+    std::fs::write(out, lines.join("\n") + "\n").unwrap();
+}
+
 /// The lines of one type (`meta`, `run`, `cell`).
 pub fn of_type<'a>(lines: &'a [Value], ty: &str) -> Vec<&'a Value> {
     lines.iter().filter(|l| l["type"] == ty).collect()
