@@ -31,7 +31,22 @@ fn peak_rss_kib(s: &Serve) -> u64 {
 
 /// One HTTP/1.1 exchange on a new connection: status, head (lower-cased), body.
 fn exchange(addr: SocketAddr, raw: &[u8]) -> (u16, String, String) {
-    let mut c = TcpStream::connect(addr).unwrap();
+    exchange_on(TcpStream::connect(addr).unwrap(), raw)
+}
+
+/// A connection to `addr` from the loopback address `from` (another client to the server).
+fn connect_from(from: &str, addr: SocketAddr) -> TcpStream {
+    runtime().block_on(async {
+        let s = tokio::net::TcpSocket::new_v4().unwrap();
+        s.bind(format!("{from}:0").parse().unwrap()).unwrap();
+        let c = s.connect(addr).await.unwrap().into_std().unwrap();
+        c.set_nonblocking(false).unwrap();
+        c
+    })
+}
+
+/// One HTTP/1.1 exchange on `c`: status, head (lower-cased), body.
+fn exchange_on(mut c: TcpStream, raw: &[u8]) -> (u16, String, String) {
     c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     c.write_all(raw).unwrap();
     let mut text = Vec::new();
@@ -478,8 +493,9 @@ fn one_h2_connection_is_offered_128_streams() {
 }
 
 /// Point 12: the cap on requests in flight holds over every connection and both protocols:
-/// with `--max-in-flight 150`, 200 delayed streams over two h2c connections get 150 handled
-/// and 50 answered 503 at once, and an HTTP/1.1 request beside them 503 too.
+/// with `--max-in-flight 150`, 200 delayed streams of one client over two h2c connections get
+/// 141 handled (150 less the 9 kept for other clients) and 59 answered 503 at once, and an
+/// HTTP/1.1 request of the same client beside them 503 too, naming its share.
 #[test]
 fn the_in_flight_cap_covers_http2_streams_and_http1_requests() {
     let s = Serve::start(&["--max-in-flight", "150"]);
@@ -521,22 +537,22 @@ fn the_in_flight_cap_covers_http2_streams_and_http1_requests() {
         })
     };
     wait_for(
-        "50 of the 200 streams to be refused",
+        "59 of the 200 streams to be refused",
         Duration::from_secs(9),
-        || refused.load(Ordering::Acquire) >= 50,
+        || refused.load(Ordering::Acquire) >= 59,
     );
     let (status, head, body) = get(addr, "/add");
     assert_eq!(status, 503, "{body}");
     assert!(head.contains("retry-after: 1"), "{head}");
     assert!(
-        body.contains("the server has 150 requests in flight, its limit (--max-in-flight)"),
+        body.contains("this client (127.0.0.1) has 141 requests in flight, its share of the server's limit (--max-in-flight 150, shared by the 1 clients connected, 1/16 kept free for newcomers is 141)"),
         "{body}"
     );
     for b in bodies.lock().unwrap().iter() {
         assert!(b.contains("--max-in-flight"), "{b}");
     }
-    // The 150 admitted are still waiting out their 10 s: exactly 50 were turned away.
-    assert_eq!(refused.load(Ordering::Acquire), 50);
+    // The 141 admitted are still waiting out their 10 s: exactly 59 were turned away.
+    assert_eq!(refused.load(Ordering::Acquire), 59);
     // The clients go: their streams end, and the server answers again.
     let _ = stop.send(());
     client.join().unwrap();
@@ -547,8 +563,68 @@ fn the_in_flight_cap_covers_http2_streams_and_http1_requests() {
     );
     let st = stats_at(addr);
     // More if one of the probes above came before the server saw the clients go.
-    assert!(st["over_in_flight"].as_u64().unwrap() >= 51, "{st}");
-    assert_eq!(st["peak_in_flight"], 150, "{st}");
+    assert!(st["over_in_flight"].as_u64().unwrap() >= 60, "{st}");
+    assert_eq!(st["peak_in_flight"], 141, "{st}");
+}
+
+/// Issue 42, row 7: one client with two h2c connections of 128 `/delay/10s` streams each
+/// fills what one client may hold of `--max-in-flight 256` (240); another client (another
+/// loopback address) gets the 16 kept while the first one's streams wait out their 10 s.
+/// Before the share, the first client took all 256 and the other got 503 for as long as the
+/// first liked. (That the 17th is refused is `share.rs`'s unit test.)
+#[test]
+fn one_client_cannot_fill_the_in_flight_cap_for_everyone() {
+    let s = Serve::start(&["--max-in-flight", "256"]);
+    let addr = s.addr;
+    let refused = Arc::new(AtomicUsize::new(0));
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let greedy = {
+        let refused = refused.clone();
+        std::thread::spawn(move || {
+            runtime().block_on(async move {
+                for _ in 0..2 {
+                    let send = h2c::<Empty<Bytes>>(addr).await;
+                    for _ in 0..128 {
+                        let mut send = send.clone();
+                        let refused = refused.clone();
+                        tokio::spawn(async move {
+                            let req = hyper::Request::get("http://localhost/delay/10s")
+                                .body(Empty::new())
+                                .unwrap();
+                            if let Ok(resp) = send.send_request(req).await {
+                                if resp.status() == 503 {
+                                    refused.fetch_add(1, Ordering::AcqRel);
+                                }
+                            }
+                        });
+                    }
+                }
+                let _ = stopped.await;
+            })
+        })
+    };
+    wait_for(
+        "16 of the greedy client's 256 streams to be refused",
+        Duration::from_secs(9),
+        || refused.load(Ordering::Acquire) >= 16,
+    );
+    assert_eq!(refused.load(Ordering::Acquire), 16);
+    // The other client, while the 240 wait out their 10 s: its requests held open on
+    // keep-alive connections, so that each stays in flight.
+    let mut theirs = Vec::new();
+    for i in 0..16 {
+        let mut c = connect_from("127.0.0.2", addr);
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        write!(c, "GET /delay/5s?i={i} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        theirs.push(c);
+    }
+    for mut c in theirs {
+        let mut head = [0u8; 12];
+        c.read_exact(&mut head).unwrap();
+        assert_eq!(&head[9..12], b"200");
+    }
+    let _ = stop.send(());
+    greedy.join().unwrap();
 }
 
 /// A FIFO at `path`.

@@ -1,6 +1,6 @@
 //! One connection's guards: the idle and write deadlines around its socket, the body deadline
 //! around each request body, the server-wide cap on requests in flight (HTTP/1.1 requests and
-//! HTTP/2 streams alike), and the answers written without hyper (the 503 beyond the
+//! HTTP/2 streams alike, `share.rs`) taken for each request, and the answers written without hyper (the 503 beyond the
 //! connection cap, the 400 for plain HTTP on the TLS port).
 //!
 //! hyper 1's HTTP/1 server times out request headers only; read, write and idle timeouts are
@@ -37,9 +37,9 @@ use hyper::body::{Frame, Incoming, SizeHint};
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::{Instant, Sleep};
 
+use super::share::{InFlightCap, Membership, Slot};
 use super::stats::{Stats, Timeout};
 
 /// The per-connection timeouts hyper does not have.
@@ -57,48 +57,13 @@ pub struct Timeouts {
 #[derive(Debug, Clone, Copy)]
 pub struct Peer(pub SocketAddr);
 
-/// The server-wide cap on requests in flight: one permit per request, HTTP/1.1 or HTTP/2,
-/// taken when its headers have arrived and given back when its answer is written (or the
-/// client goes away). hyper's `max_concurrent_streams` bounds one connection's streams; this
-/// bounds them all, so that many HTTP/2 connections cannot multiply it.
-#[derive(Clone)]
-pub struct InFlightCap {
-    slots: Arc<Semaphore>,
-    cap: usize,
-}
-
-impl InFlightCap {
-    /// At most `cap` requests in flight.
-    pub fn new(cap: usize) -> Self {
-        let cap = cap.min(Semaphore::MAX_PERMITS);
-        InFlightCap {
-            slots: Arc::new(Semaphore::new(cap)),
-            cap,
-        }
-    }
-
-    /// The 503 a request over the cap gets, handled by no route and costing nothing more.
-    fn refused(&self) -> Response<Body> {
-        let mut r = super::answer::error_response(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!(
-                "the server has {} requests in flight, its limit (--max-in-flight): try again later",
-                self.cap
-            ),
-        );
-        r.headers_mut().insert(
-            axum::http::header::RETRY_AFTER,
-            axum::http::HeaderValue::from_static("1"),
-        );
-        r
-    }
-}
-
 /// What a connection's socket wrapper and its requests share.
 pub struct ConnState {
     started: Instant,
     /// The client's address.
     peer: SocketAddr,
+    /// Its client's entry under the in-flight cap, for the share kept for every client.
+    member: Membership,
     /// Requests whose answer is not finished.
     busy: AtomicUsize,
     /// When the connection last went idle, in milliseconds after `started`.
@@ -118,10 +83,11 @@ pub struct ConnState {
 
 impl ConnState {
     /// A new connection from `peer`, idle from now.
-    pub fn new(stats: Arc<Stats>, peer: SocketAddr) -> Arc<Self> {
+    pub fn new(stats: Arc<Stats>, peer: SocketAddr, member: Membership) -> Arc<Self> {
         Arc::new(ConnState {
             started: Instant::now(),
             peer,
+            member,
             busy: AtomicUsize::new(0),
             idle_since_ms: AtomicU64::new(0),
             heard: AtomicBool::new(false),
@@ -361,17 +327,12 @@ impl hyper::body::Body for TimedBody {
 pub struct Tracked {
     inner: Body,
     _busy: Busy,
-    _slot: Option<OwnedSemaphorePermit>,
+    _slot: Option<Slot>,
     conn: Arc<ConnState>,
 }
 
 impl Tracked {
-    fn new(
-        inner: Body,
-        busy: Busy,
-        slot: Option<OwnedSemaphorePermit>,
-        conn: Arc<ConnState>,
-    ) -> Self {
+    fn new(inner: Body, busy: Busy, slot: Option<Slot>, conn: Arc<ConnState>) -> Self {
         conn.answered_ms.store(conn.now_ms(), Ordering::Release);
         conn.answers.fetch_add(1, Ordering::AcqRel);
         Tracked {
@@ -432,11 +393,13 @@ pub fn service(
     let svc = TowerToHyperService::new(app);
     hyper::service::service_fn(move |req: Request<Incoming>| {
         let busy = Busy::enter(&conn);
-        let slot = cap.slots.clone().try_acquire_owned().ok();
-        let refused = slot.is_none().then(|| {
-            conn.stats.over_in_flight();
-            cap.refused()
-        });
+        let (slot, refused) = match cap.admit(&conn.member) {
+            Ok(slot) => (Some(slot), None),
+            Err(why) => {
+                conn.stats.over_in_flight();
+                (None, Some(why.response()))
+            }
+        };
         let body_timed_out = Arc::new(AtomicBool::new(false));
         let http1 = req.version() < Version::HTTP_2;
         let mut req = req.map(|inner| TimedBody {

@@ -12,13 +12,14 @@
 //! bounded in time, `/bytes/N` is streamed from one static block, and beyond
 //! `--max-connections` a new connection gets a 503. Memory is bounded across connections
 //! too: at most `--max-in-flight` requests (HTTP/1.1 requests and HTTP/2 streams alike) are
-//! handled at once, and the bodies `/echo` holds share one `--echo-budget`; beyond either, a
+//! handled at once, with a share of them kept for every client (`share.rs`), and the bodies `/echo` holds share one `--echo-budget`; beyond either, a
 //! 503 at once.
 
 mod answer;
 pub mod conn;
 mod options;
 pub mod routes;
+mod share;
 pub(crate) mod stats;
 
 use std::net::SocketAddr;
@@ -151,7 +152,7 @@ struct Shared {
     http1_only: bool,
     acceptor: Option<TlsAcceptor>,
     timeouts: conn::Timeouts,
-    in_flight: conn::InFlightCap,
+    in_flight: share::InFlightCap,
     header_timeout: Duration,
     stats: Arc<Stats>,
     /// `https://ADDR`, for the 400 that plain HTTP on the TLS port gets.
@@ -200,7 +201,7 @@ pub async fn serve(
             body: opts.body_timeout,
             write: opts.write_timeout,
         },
-        in_flight: conn::InFlightCap::new(opts.max_in_flight),
+        in_flight: share::InFlightCap::new(opts.max_in_flight),
         header_timeout: opts.header_timeout,
         stats: stats.clone(),
         https_url,
@@ -260,7 +261,7 @@ async fn serve_connection(
     shared: &Shared,
     watcher: hyper_util::server::graceful::Watcher,
 ) {
-    let state = conn::ConnState::new(shared.stats.clone(), peer);
+    let state = conn::ConnState::new(shared.stats.clone(), peer, shared.in_flight.join(peer));
     let Some(acceptor) = &shared.acceptor else {
         let io = conn::Guarded::new(stream, state.clone(), shared.timeouts);
         let (io, h2) = if shared.http1_only {

@@ -39,7 +39,7 @@ pub struct ServerOptions {
     /// Most requests open at once on one HTTP/2 connection (SETTINGS_MAX_CONCURRENT_STREAMS)
     #[arg(long, value_name = "N", default_value_t = crate::server::DEFAULT_MAX_STREAMS)]
     pub max_streams: u32,
-    /// Most requests handled at once over all connections (HTTP/1.1 requests and HTTP/2 streams); beyond, a 503
+    /// Most requests handled at once over all connections (HTTP/1.1 requests and HTTP/2 streams); beyond, a 503. One client (an IPv4 address, an IPv6 /64) holds at most 15/16 of it, and once others connect it takes no more than its equal share while only the kept 1/16 is free
     #[arg(long, value_name = "N", default_value_t = crate::server::DEFAULT_MAX_IN_FLIGHT)]
     pub max_in_flight: usize,
     /// Most bytes of request bodies /echo holds at once over all connections (at least 4M); beyond, a 503
