@@ -80,3 +80,8 @@ pub use workload::custom::TaskOutput;
 pub use workload::{Nature, TaskError, Workload};
 
 pub use base::version::{set_allocator, VERSION};
+
+/// docs/library.md's examples, compiled and (but for those marked `no_run`) run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/library.md")]
+pub struct LibraryDocs;
