@@ -193,3 +193,76 @@ fn the_package_ships_what_the_build_reads_and_not_what_it_excludes() {
         "the excluded file is in the tree, so its absence from the list is the exclude's work"
     );
 }
+
+/// What `.ci/run` installs, as `KIND: NAME` (`apt`, `pip`, `cargo`, `rustup`), from its
+/// commands (comments left out).
+fn ci_installs() -> BTreeSet<String> {
+    let script = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/.ci/run")).unwrap();
+    let mut found = BTreeSet::new();
+    for line in script.lines().filter(|l| !l.trim_start().starts_with('#')) {
+        for (kind, marker) in [
+            ("apt", "apt-get install"),
+            ("pip", "pip install"),
+            ("cargo", "cargo install"),
+            ("rustup", "rustup component add"),
+        ] {
+            let Some((_, rest)) = line.split_once(marker) else {
+                continue;
+            };
+            let words = rest.split_whitespace();
+            let words = words.take_while(|w| !w.starts_with('>') && !matches!(*w, "||" | "&&"));
+            for w in words.filter(|w| !w.starts_with('-')) {
+                found.insert(format!("{kind}: {}", w.trim_end_matches([';', ')'])));
+            }
+        }
+    }
+    found
+}
+
+/// What README.md's Install section says `.ci/run` installs: the table's last column, groups
+/// of `KIND: `NAME`, `NAME`` separated by `;`.
+fn readme_installs() -> BTreeSet<String> {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let section = readme
+        .split("\n## Install\n")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("README.md has an Install section");
+    let mut found = BTreeSet::new();
+    for row in section
+        .lines()
+        .filter(|l| l.starts_with('|') && !l.starts_with("|---"))
+    {
+        let last = row.trim_end_matches('|').rsplit('|').next().unwrap();
+        for group in last.split(';') {
+            let Some((kind, names)) = group.split_once(": ") else {
+                continue; // the header row
+            };
+            let kind = kind.split_whitespace().next().unwrap();
+            for name in names.split(',') {
+                let name = name.trim().trim_matches('`');
+                found.insert(format!("{kind}: {name}"));
+            }
+        }
+    }
+    found
+}
+
+/// Issue 46: the README names everything `.ci/run` installs, and nothing it does not.
+#[test]
+fn the_readme_lists_what_ci_installs() {
+    let ci = ci_installs();
+    let readme = readme_installs();
+    assert!(ci.len() >= 20, "{ci:?}");
+    assert!(
+        ci.contains("rustup: clippy") && ci.contains("apt: redis-server"),
+        "{ci:?}"
+    );
+    let missing: Vec<_> = ci.difference(&readme).collect();
+    let extra: Vec<_> = readme.difference(&ci).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "README.md's Install table and .ci/run disagree: installed but not listed {missing:?}; listed but not installed {extra:?}"
+    );
+}
