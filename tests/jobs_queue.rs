@@ -1608,3 +1608,30 @@ fn a_job_past_its_timeout_fails_and_frees_its_worker() {
     assert_eq!(dead["error_class"], "Concur::Timeout", "{dead}");
     assert!(err.contains("ran longer than --job-timeout 1s"), "{err}");
 }
+
+/// Issue 46: `--until-empty` with a failing job waits out its retries, and says so: one line
+/// naming the retry set while nothing else is left, then exits 0 once the retry ran and the job
+/// went to the dead set.
+#[test]
+fn until_empty_says_it_waits_on_retries() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_url(dir.path());
+    let b = open(&url);
+    enqueue(&*b, "crash:panic", 1, Value::from(1));
+    let (code, err) = work_to_end(
+        &url,
+        &["-c", "1", "--until-empty", "--retry-delay", "1500ms"],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let waits: Vec<&str> = err
+        .lines()
+        .filter(|l| {
+            l.starts_with(
+                "concur: --until-empty: the queues are empty; waiting for 1 job in the retry set",
+            )
+        })
+        .collect();
+    assert_eq!(waits.len(), 1, "{err}");
+    assert!(waits[0].contains("--retry-delay"), "{err}");
+    assert_eq!(b.list(FailedSet::Dead, 10).unwrap().len(), 1);
+}

@@ -170,7 +170,7 @@ pub(super) enum JobsCommand {
         /// Append each job id to FILE after it ran, before its acknowledgement (duplicate audits)
         #[arg(long, value_name = "FILE")]
         done_log: Option<PathBuf>,
-        /// Exit once the queues, in-flight jobs and retries are empty
+        /// Exit once the queues, in-flight jobs and retries are empty. A failing job is retried first (its `retry`, 25 by default: Sidekiq's backoff takes about 21 days over them; use --retry-delay, or `concur jobs retry --requeue`/`jobs dead` to look), and the worker says once in a while that it waits on retries
         #[arg(long)]
         until_empty: bool,
         /// A job running longer fails (retried as any failure): its worker process is stopped and the other jobs it ran go back to their queues

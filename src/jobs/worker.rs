@@ -592,6 +592,7 @@ pub fn work(
         });
         // Housekeeping on this thread: the reaper, the retry poller, the stop conditions.
         let mut last_sweep: Option<Instant> = None;
+        let mut waiting = RetryWait::default();
         let all = opts.concurrency as u64;
         let mut stop_at: Option<Instant> = None;
         loop {
@@ -614,6 +615,8 @@ pub fn work(
                     if let Ok(st) = backend.stats() {
                         if st.enqueued == 0 && st.busy == 0 && st.retry == 0 {
                             quit.store(true, Ordering::SeqCst);
+                        } else if st.enqueued == 0 && st.busy == 0 {
+                            waiting.say(st.retry);
                         }
                     }
                 }
@@ -639,6 +642,40 @@ pub fn work(
         returned,
         timed_out,
     })
+}
+
+/// `--until-empty` with nothing left but retries: one line when that starts or the count
+/// changes, again every 30 s, so that a worker waiting out Sidekiq's backoff says why.
+#[derive(Default)]
+struct RetryWait {
+    said: Option<(u64, Instant)>,
+}
+
+impl RetryWait {
+    fn say(&mut self, retries: u64) {
+        if self
+            .said
+            .is_some_and(|(n, at)| n == retries && at.elapsed() < Duration::from_secs(30))
+        {
+            return;
+        }
+        eprintln!("{}", retry_wait_line(retries));
+        self.said = Some((retries, Instant::now()));
+    }
+}
+
+/// What `--until-empty` says while only retries are left.
+fn retry_wait_line(retries: u64) -> String {
+    let jobs = if retries == 1 {
+        "1 job"
+    } else {
+        &format!("{retries} jobs")
+    };
+    format!(
+        "concur: --until-empty: the queues are empty; waiting for {jobs} in the retry set to \
+         come due and run (the backoff is count^4 + 15 s + jitter; --retry-delay sets it; \
+         Ctrl-C stops, leaving them there)"
+    )
 }
 
 #[cfg(test)]
