@@ -52,7 +52,9 @@ fn conns(r: &Value) -> (u64, u64) {
 fn h2c_and_h2_over_tls_fetch_the_exact_checksum_on_one_connection() {
     for tls in [false, true] {
         let (s, _dir, ca) = server(tls);
-        let url = format!("{}/add?name=t{{rand}}&delay=5", s.base_url());
+        // 50 ms a request: the 4 streams of a slot-full client are sent long before the
+        // first answer, so the peak is W exactly.
+        let url = format!("{}/add?name=t{{rand}}&delay=50", s.base_url());
         let mut args = vec!["-n", "20", "-m", TOKIO[0], "-m", TOKIO[1]];
         if tls {
             args.extend(["--cacert", ca.to_str().unwrap()]);
@@ -68,8 +70,9 @@ fn h2c_and_h2_over_tls_fetch_the_exact_checksum_on_one_connection() {
                 (1, 19),
                 "one connection carries every stream: {r}"
             );
-            let peak = r["peak_streams_per_connection"].as_u64().unwrap();
-            assert!((1..=4).contains(&peak), "at most W streams: {r}");
+            // W streams at once on the one connection: multiplexed (a client that sent one
+            // request at a time, async-local once, showed 1 and passed `1..=4`).
+            assert_eq!(r["peak_streams_per_connection"], 4, "{r}");
             assert_eq!(
                 r["server_max_concurrent_streams"],
                 u64::from(DEFAULT_MAX_STREAMS),

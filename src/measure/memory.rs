@@ -187,7 +187,20 @@ mod tests {
     #[test]
     fn own_pss_is_positive_and_tree_contains_children() {
         let me = std::process::id() as i32;
-        assert!(pss_kib(me).unwrap() > 0);
+        // The process's own pages, read apart: PSS lies between what is private to it and
+        // all it has resident (a count in pages or bytes, or of another process, would not).
+        let rollup = std::fs::read_to_string("/proc/self/smaps_rollup").unwrap();
+        let field = |name: &str| -> u64 {
+            let line = rollup.lines().find_map(|l| l.strip_prefix(name)).unwrap();
+            line.split_whitespace().next().unwrap().parse().unwrap()
+        };
+        let private = field("Private_Clean:") + field("Private_Dirty:");
+        let pss = pss_kib(me).unwrap();
+        // 256 KiB of slack: under `cargo test` other tests' threads allocate between the reads.
+        let slack = 256;
+        assert!(private <= pss + slack, "{pss} KiB: {rollup}");
+        assert!(pss <= field("Rss:") + slack, "{pss} KiB: {rollup}");
+        assert!(pss >= 1024, "{pss} KiB");
         let mut child = std::process::Command::new("sleep")
             .arg("5")
             .spawn()

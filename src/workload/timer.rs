@@ -193,10 +193,15 @@ mod tests {
             .build()
             .expect("runtime");
         let t0 = Instant::now();
+        let order = std::sync::Arc::new(Mutex::new(Vec::new()));
         let ends = rt.block_on(async {
+            // Spawned out of due order: waits that ran one after another would end in this
+            // order (each registering only once the one before it ended), and 60 ms late.
             let waits = [30u64, 10, 20, 0].map(|ms| {
+                let order = order.clone();
                 tokio::spawn(async move {
                     sleep(Duration::from_millis(ms)).await;
+                    order.lock().expect("order").push(ms);
                     (ms, t0.elapsed())
                 })
             });
@@ -206,14 +211,13 @@ mod tests {
             }
             ends
         });
+        // The timer wakes in due order, and the runtime runs the woken in the order woken,
+        // however late a loaded machine lets either run: the order is the code's, not the
+        // machine's.
+        assert_eq!(*order.lock().expect("order"), [0, 10, 20, 30]);
         for (ms, took) in ends {
             assert!(
                 took >= Duration::from_millis(ms),
-                "{ms} ms ended at {took:?}"
-            );
-            // Generous: a loaded 2-core machine; the point is that nothing waits for another.
-            assert!(
-                took < Duration::from_millis(ms + 500),
                 "{ms} ms ended at {took:?}"
             );
         }
