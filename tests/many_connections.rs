@@ -18,7 +18,7 @@ fn server() -> InProcessServer {
 fn ten_thousand_concurrent_connections_are_served() {
     let _alone = alone();
     let s = server();
-    let url = format!("http:{}/add?name={{rand}}&delay=1500", s.base_url());
+    let url = format!("http:{}/add?name={{rand}}&delay=4000", s.base_url());
     let (_, lines) = run_study(&[
         "-w",
         &url,
@@ -45,14 +45,10 @@ fn ten_thousand_concurrent_connections_are_served() {
     );
     let stats = s.stats.snapshot();
     assert_eq!(stats.requests, 10_000);
-    // All 10,000 are in flight at once only if the last connects before the first answer
-    // (1.5 s), which a loaded machine may miss: ask for thousands at once, never above the
-    // model's bound.
-    assert!(
-        (2_500..=10_000).contains(&stats.peak_in_flight),
-        "peak in flight {}",
-        stats.peak_in_flight
-    );
+    // All 10,000 in flight at once: each waits 4 s at the server, and the client opens the
+    // last of its connections well within that (about 0.5 s here, alone), so a client that
+    // held back any (a cap, a pool of connections) shows less than 10,000.
+    assert_eq!(stats.peak_in_flight, 10_000);
 }
 
 /// 1,200 requests of 1.5 s with 1,200 workers: every connection is open at once, so the
