@@ -381,7 +381,14 @@ pub fn advise(a: &Analysis) -> Vec<Advice> {
                     .vs_ideal
                     .map(|v| format!(", {v:.2}× the ideal"))
                     .unwrap_or_default();
-                let mut line = if w.traits.baseline {
+                let mut line = if at_n.len() == 1 {
+                    format!(
+                        "With {n} tasks{}, {} took {}{ideal}",
+                        if gil { " under the interpreter lock" } else { "" },
+                        w.key.model_label(),
+                        fmt_secs(wm)
+                    )
+                } else if w.traits.baseline {
                     format!(
                         "With {n} tasks{}, seq won in {}: no model beat running the tasks one after another",
                         if gil { " under the interpreter lock" } else { "" },
@@ -530,6 +537,18 @@ fn multiplexing(g: &Group) -> Option<String> {
 }
 
 fn why(class: Class, gil: bool, w: &CellResult, cells: &[&CellResult], cores: usize) -> String {
+    if cells.len() == 1 && !w.traits.baseline {
+        return format!(
+            "Why: only {} ran, so there is nothing to compare it with: add -m seq (the baseline every speedup is measured against) and other models to see what it gains and what it costs.",
+            w.key.model_label()
+        );
+    }
+    if cells.iter().all(|c| c.traits.baseline) {
+        return format!(
+            "Why: only {} ran, one task after another, so nothing overlapped and there is no other model to compare with: add models (-m thread -m pool:W -m async:W) to see what running these tasks at once gains.",
+            w.key.model_label()
+        );
+    }
     // The slowest concurrent model, when clearly slower than the winner (10%, CIs apart).
     let worst = cells
         .iter()
@@ -907,6 +926,32 @@ Why: every model that runs at least 4 tasks at once keeps the cores busy; what s
             a.text
         );
         assert!(a.text.contains("(async:10 ran 10 at a time)"), "{}", a.text);
+    }
+
+    /// Issue 46: a study of one model is told that nothing was compared, not that
+    /// overlapping gained nothing or what separates models.
+    #[test]
+    fn one_model_alone_is_told_there_is_nothing_to_compare() {
+        for (model, why) in [
+            (
+                "seq",
+                "Why: only seq ran, one task after another, so nothing overlapped",
+            ),
+            (
+                "pool:4",
+                "Why: only pool:4 ran, so there is nothing to compare it with: add -m seq",
+            ),
+        ] {
+            let adv = advice_for(&["sleep:100ms"], &[model], &[10], MockExecutor::new(4));
+            let text = &adv[0].text;
+            assert!(text.contains(why), "{text}");
+            assert!(
+                text.contains(&format!("With 10 tasks, {model} took ")),
+                "{text}"
+            );
+            assert!(!text.contains(" won in "), "{text}");
+            assert!(!text.contains("gained nothing measurable"), "{text}");
+        }
     }
 
     #[test]
