@@ -278,6 +278,7 @@ pub(crate) fn request(plan: &Plan, cell: &CellPlan, iteration: Iteration) -> Run
         tasks: cell.key.tasks,
         open: plan.open.as_ref().and_then(|o| o.run(cell.key.tasks)),
         part: None,
+        counter_page: false,
     }
 }
 

@@ -1,6 +1,7 @@
 //! Starting a run's child and watching it until it ends: reap it with `wait4` (for its
 //! rusage), kill its process group at the timeout or on interrupt, sample the tree's PSS, and
-//! collect what it said (the report on fd 3, the tail of stderr).
+//! collect what it said (the report on fd 3, the tail of stderr). A `__run` child gets a
+//! counter page (fd 5) that the parent can read while it runs.
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -8,10 +9,11 @@ use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{ChildStderr, ChildStdout, Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::measure::live::CounterPage;
 use crate::measure::memory::TreeSampler;
 use crate::measure::rusage::{self, ChildUsage};
 use crate::model::selfcall::{RunRequest, SelfCall};
@@ -36,6 +38,9 @@ pub(crate) enum Kill {
 /// fd 3, or an external program's stdout (for its `CONCUR {json}` line).
 pub(crate) struct Started {
     pid: i32,
+    /// The counter page a `__run` child counts its tasks into.
+    #[allow(dead_code)]
+    counters: Option<Arc<CounterPage>>,
     report: Option<File>,
     stdout: Option<ChildStdout>,
     stderr: Option<ChildStderr>,
@@ -101,12 +106,16 @@ pub(crate) fn run(
 /// Starts `concur __run` for `request`, in a process group of its own, tied to the calling
 /// thread's life (which waits for it in [`supervise`]).
 fn spawn(exe: &Path, request: RunRequest) -> std::io::Result<Started> {
-    let (mut child, report) = SelfCall::Run(request).spawn(exe)?;
+    // Without a page (no memfd here) the run goes on uncounted: only the live view misses it.
+    let counters = CounterPage::create().ok().map(Arc::new);
+    let fd = counters.as_ref().and_then(|c| c.fd());
+    let (mut child, report) = SelfCall::Run(request).spawn_with_counters(exe, fd)?;
     let Some(report) = report else {
         return Err(std::io::Error::other("a run child has a report pipe"));
     };
     Ok(Started {
         pid: child.id() as i32,
+        counters,
         report: Some(report),
         stdout: None,
         stderr: child.stderr.take(),
@@ -138,6 +147,7 @@ fn spawn_external(
     let mut child = cmd.spawn()?;
     Ok(Started {
         pid: child.id() as i32,
+        counters: None,
         report: None,
         stdout: child.stdout.take(),
         stderr: child.stderr.take(),
