@@ -549,6 +549,9 @@ impl Screen {
         if guard.is_some() {
             return Err(std::io::Error::other("a live screen is already up"));
         }
+        // Ctrl-C stays a signal while the screen is up: it must set the flag, not end the
+        // process with the terminal still taken.
+        crate::os::interrupt::install_interrupt_handler();
         let keys = keys();
         *guard = Some(Saved { keys });
         drop(guard);
