@@ -1,7 +1,8 @@
 //! The live view: a screen drawn with ratatui while a study runs on a terminal (stdout and
 //! stderr both terminals, `--no-live` and `-q` not given), in place of the progress bar. Per
-//! cell its runs done of runs planned, tasks done of the run under way, the rate now, p50 and
-//! p99 of its finished runs, CPU and memory of the run's process tree, and the time left.
+//! cell its runs done of runs planned, tasks done of the run under way and how many of them are
+//! running, the rate now, p50 and p99 of its finished runs, CPU and memory of the run's
+//! process tree, and the time left.
 //!
 //! What it shows comes from three places, none of which costs the measured child anything
 //! per task beyond its relaxed counters: the study loop says which cell runs and what each
@@ -323,7 +324,7 @@ impl LiveState {
             let p50 = median(&c.p50s).map_or_else(dash, |us| fmt_secs(us as f64 / 1e6));
             let p99 = median(&c.p99s).map_or_else(dash, |us| fmt_secs(us as f64 / 1e6));
             let under_way = self.running == Some(i);
-            let (tasks, rate, cpu, mem) = match (&self.current, under_way) {
+            let (tasks, running, rate, cpu, mem) = match (&self.current, under_way) {
                 (Some(cur), true) => {
                     let r = cur.now;
                     let tasks = if r.planned > 0 {
@@ -338,6 +339,7 @@ impl LiveState {
                     };
                     (
                         format!("{tasks}{failed}"),
+                        r.started.saturating_sub(r.ended).to_string(),
                         rate_now.map_or_else(dash, |r| format!("{r:.1}/s")),
                         cpu_now.map_or_else(dash, |c| format!("{:.0}%", c * 100.0)),
                         r.pss_kib.map_or_else(dash, fmt_kib),
@@ -346,6 +348,7 @@ impl LiveState {
                 _ => match &c.last {
                     Some(l) => (
                         l.tasks.to_string(),
+                        dash(),
                         if l.wall_s > 0.0 {
                             format!("{:.1}/s", l.tasks as f64 / l.wall_s)
                         } else {
@@ -358,7 +361,7 @@ impl LiveState {
                         },
                         l.pss_kib.map_or_else(dash, fmt_kib),
                     ),
-                    None => (dash(), dash(), dash(), dash()),
+                    None => (dash(), dash(), dash(), dash(), dash()),
                 },
             };
             let mark = if under_way { "> " } else { "  " };
@@ -366,6 +369,7 @@ impl LiveState {
                 Cell::from(format!("{mark}{}", c.label)),
                 Cell::from(runs),
                 Cell::from(tasks),
+                Cell::from(running),
                 Cell::from(rate),
                 Cell::from(p50),
                 Cell::from(p99),
@@ -380,16 +384,17 @@ impl LiveState {
         });
         let widths = [
             Constraint::Fill(1),
-            Constraint::Length(7),
-            Constraint::Length(16),
-            Constraint::Length(10),
-            Constraint::Length(9),
-            Constraint::Length(9),
             Constraint::Length(6),
-            Constraint::Length(10),
+            Constraint::Length(13),
+            Constraint::Length(7),
+            Constraint::Length(9),
+            Constraint::Length(9),
+            Constraint::Length(9),
+            Constraint::Length(5),
+            Constraint::Length(9),
         ];
         let header = Row::new(vec![
-            "  cell", "runs", "tasks", "rate", "p50", "p99", "CPU", "memory",
+            "  cell", "runs", "tasks", "running", "rate", "p50", "p99", "CPU", "memory",
         ])
         .style(Style::new().add_modifier(Modifier::UNDERLINED));
         let block = Block::new()
@@ -751,9 +756,13 @@ mod tests {
         ] {
             assert!(screen.contains(want), "{want:?} missing from:\n{screen}");
         }
-        // The seq row's numbers are its last run's; pool:4's the run under way's.
+        // The seq row's numbers are its last run's; pool:4's the run under way's, with its
+        // tasks started and not yet ended.
         let seq = screen.lines().find(|l| l.contains("seq")).unwrap();
         assert!(seq.contains("1%") && seq.contains("3.0 MiB"), "{seq}");
+        let pool = screen.lines().find(|l| l.contains("pool:4")).unwrap();
+        let words: Vec<&str> = pool.split_whitespace().collect();
+        assert_eq!(&words[3..6], ["0/3", "160/200", "4"], "{pool}");
         s.stopping();
         s.watch(None, t2);
         let screen = text(&s, t2, 100, 12);
