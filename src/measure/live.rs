@@ -1,24 +1,359 @@
-//! Live counters of the run's process (tasks ended, failed), read by the open-model ticker
-//! that prints one line per interval while a run goes on. Models whose tasks run in other
-//! processes (`fork`, `spawn`, `jobs-procs`) have no live lines: nothing here counts them.
+//! Live counters of a run: tasks started, ended and failed, and when the last task started.
+//! A `__run` child counts into a page of memory it shares with the parent that started it
+//! (a [`CounterPage`]: a memfd the parent made, mapped `MAP_SHARED` by both), so the parent's
+//! live view reads them while the run goes on; the open-model ticker of the child reads them
+//! too. Forked tasks (`fork`) inherit the mapping and count into the same page. Where no page
+//! was handed over (a lab in-process, an agent's older parent, a `__task` child) the counts go
+//! to a page of this process's own.
+//!
+//! What a task costs: one relaxed `fetch_add` as it starts and one as it ends (a second only
+//! when it failed), each counter on a cache line of its own, so threads that start tasks and
+//! threads that end them do not pass a line back and forth; no lock and no system call. The
+//! task that makes the started count reach the planned count also reads the clock once (the
+//! vDSO, no system call) to stamp "all started" (issue 44 takes its PSS sample then).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
-static ENDED: AtomicU64 = AtomicU64::new(0);
-static FAILED: AtomicU64 = AtomicU64::new(0);
+/// One counter alone on a cache line.
+#[repr(C, align(64))]
+struct Line(AtomicU64);
+
+/// What is written once a run (its planned count, when its last task started): read often
+/// by the parent, written twice by the child.
+#[repr(C, align(64))]
+struct Meta {
+    planned: AtomicU64,
+    all_started_ns: AtomicU64,
+}
+
+/// The counters, as laid out in the shared page.
+#[repr(C)]
+pub struct Counters {
+    started: Line,
+    ended: Line,
+    failed: Line,
+    meta: Meta,
+}
+
+impl Counters {
+    const fn new() -> Counters {
+        Counters {
+            started: Line(AtomicU64::new(0)),
+            ended: Line(AtomicU64::new(0)),
+            failed: Line(AtomicU64::new(0)),
+            meta: Meta {
+                planned: AtomicU64::new(0),
+                all_started_ns: AtomicU64::new(0),
+            },
+        }
+    }
+}
+
+/// The bytes of a page: what the parent maps and the child checks it was given.
+const PAGE: usize = 4096;
+
+const _: () = assert!(std::mem::size_of::<Counters>() <= PAGE);
+
+/// The counters of this process when no page was handed to it.
+static OWN: Counters = Counters::new();
+
+/// The counters every task of this process counts into: [`OWN`], or a shared page once
+/// [`CounterPage::install`] put one here.
+static ACTIVE: AtomicPtr<Counters> = AtomicPtr::new(std::ptr::addr_of!(OWN).cast_mut());
+
+fn active() -> &'static Counters {
+    // SAFETY: ACTIVE points at OWN or at a page that `install` leaked: mapped until the
+    // process ends, and only ever accessed through atomics.
+    unsafe { &*ACTIVE.load(Ordering::Acquire) }
+}
+
+/// Counts one started task; the one that makes the count reach the planned count stamps
+/// the time all had started.
+#[inline]
+pub fn started() {
+    let c = active();
+    let n = c.started.0.fetch_add(1, Ordering::Relaxed) + 1;
+    if n == c.meta.planned.load(Ordering::Relaxed) {
+        c.meta
+            .all_started_ns
+            .store(super::mono_ns().max(1), Ordering::Release);
+    }
+}
 
 /// Counts one ended task.
+#[inline]
 pub fn ended(ok: bool) {
-    ENDED.fetch_add(1, Ordering::Relaxed);
+    let c = active();
+    c.ended.0.fetch_add(1, Ordering::Relaxed);
     if !ok {
-        FAILED.fetch_add(1, Ordering::Relaxed);
+        c.failed.0.fetch_add(1, Ordering::Relaxed);
     }
 }
 
 /// Tasks ended so far, and how many of them failed.
 pub fn counts() -> (u64, u64) {
+    let c = active();
     (
-        ENDED.load(Ordering::Relaxed),
-        FAILED.load(Ordering::Relaxed),
+        c.ended.0.load(Ordering::Relaxed),
+        c.failed.0.load(Ordering::Relaxed),
     )
+}
+
+/// A run of `tasks` tasks begins in this process: the counts start again from zero.
+pub fn begin(tasks: usize) {
+    let c = active();
+    for n in [
+        &c.started.0,
+        &c.ended.0,
+        &c.failed.0,
+        &c.meta.all_started_ns,
+    ] {
+        n.store(0, Ordering::Relaxed);
+    }
+    c.meta.planned.store(tasks as u64, Ordering::Release);
+}
+
+/// What a [`CounterPage`] holds at one moment.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Reading {
+    /// Tasks started.
+    pub started: u64,
+    /// Tasks ended (failed ones included).
+    pub ended: u64,
+    /// Tasks failed.
+    pub failed: u64,
+    /// Tasks the run will start (0 until the child has said).
+    pub planned: u64,
+    /// When the last planned task started (`CLOCK_MONOTONIC` ns, [`super::mono_ns`]), once
+    /// it has.
+    pub all_started_ns: Option<u64>,
+}
+
+/// A page of memory shared between the parent of a run and its child: made by the parent
+/// ([`CounterPage::create`]) before the child starts, handed over as a descriptor, mapped by
+/// the child ([`CounterPage::attach`]) and [`CounterPage::install`]ed as this process's
+/// counters.
+pub struct CounterPage {
+    counters: NonNull<Counters>,
+    fd: Option<OwnedFd>,
+}
+
+// SAFETY: the page is only read and written through atomics, and it stays mapped as long as
+// the value lives (or, installed, until the process ends).
+unsafe impl Send for CounterPage {}
+// SAFETY: as above.
+unsafe impl Sync for CounterPage {}
+
+impl CounterPage {
+    /// A fresh page of zeroes behind a memfd (close-on-exec: it reaches a child only where
+    /// the spawn puts it), mapped here.
+    pub fn create() -> io::Result<CounterPage> {
+        // SAFETY: the name is a NUL-terminated literal; a non-negative result is a descriptor
+        // that nothing else owns.
+        let fd = unsafe {
+            let fd = libc::memfd_create(c"concur-counters".as_ptr(), libc::MFD_CLOEXEC);
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            OwnedFd::from_raw_fd(fd)
+        };
+        // SAFETY: ftruncate on a descriptor we own.
+        if unsafe { libc::ftruncate(fd.as_raw_fd(), PAGE as libc::off_t) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let counters = map(fd.as_raw_fd())?;
+        Ok(CounterPage {
+            counters,
+            fd: Some(fd),
+        })
+    }
+
+    /// In the child: maps the page on descriptor `fd` and closes the descriptor (nothing the
+    /// run starts inherits it; forked tasks inherit the mapping). Refuses a descriptor that
+    /// is not a page's size.
+    pub fn attach(fd: RawFd) -> io::Result<CounterPage> {
+        // SAFETY: the caller hands over `fd`, which nothing else in this process owns; the
+        // OwnedFd closes it when this function returns.
+        let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+        // SAFETY: fstat writes into a struct we own.
+        let size = unsafe {
+            let mut st: libc::stat = std::mem::zeroed();
+            if libc::fstat(owned.as_raw_fd(), &mut st) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            st.st_size
+        };
+        if size != PAGE as libc::off_t {
+            return Err(io::Error::other(format!(
+                "the counter page on fd {fd} is {size} bytes, not {PAGE}"
+            )));
+        }
+        let counters = map(owned.as_raw_fd())?;
+        Ok(CounterPage { counters, fd: None })
+    }
+
+    /// The descriptor to hand to the child (the parent's side only).
+    pub fn fd(&self) -> Option<BorrowedFd<'_>> {
+        self.fd.as_ref().map(|f| f.as_fd())
+    }
+
+    fn counters(&self) -> &Counters {
+        // SAFETY: mapped for as long as self lives; only atomics are read or written.
+        unsafe { self.counters.as_ref() }
+    }
+
+    /// The counts now.
+    pub fn read(&self) -> Reading {
+        let c = self.counters();
+        let all = c.meta.all_started_ns.load(Ordering::Acquire);
+        Reading {
+            started: c.started.0.load(Ordering::Relaxed),
+            ended: c.ended.0.load(Ordering::Relaxed),
+            failed: c.failed.0.load(Ordering::Relaxed),
+            planned: c.meta.planned.load(Ordering::Acquire),
+            all_started_ns: (all > 0).then_some(all),
+        }
+    }
+
+    /// When every planned task of the run had started (`CLOCK_MONOTONIC` ns), once they
+    /// have: the moment issue 44 samples the tree's PSS at.
+    pub fn all_started(&self) -> Option<u64> {
+        self.read().all_started_ns
+    }
+
+    /// Makes this page the counters of every task of this process (and of the processes it
+    /// forks from now on), for the rest of its life.
+    pub fn install(self) {
+        let page = std::mem::ManuallyDrop::new(self);
+        ACTIVE.store(page.counters.as_ptr(), Ordering::Release);
+    }
+}
+
+impl Drop for CounterPage {
+    fn drop(&mut self) {
+        // SAFETY: the mapping was made by `map` with PAGE bytes and nothing refers to it past
+        // this value (an installed page is never dropped).
+        unsafe { libc::munmap(self.counters.as_ptr().cast(), PAGE) };
+    }
+}
+
+/// `fd`'s first page, mapped shared, read and write.
+fn map(fd: RawFd) -> io::Result<NonNull<Counters>> {
+    // SAFETY: a fresh shared mapping of a descriptor at least PAGE bytes long; the kernel
+    // returns page-aligned memory (more than Counters' 64-byte alignment).
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            PAGE,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    NonNull::new(p.cast()).ok_or_else(|| io::Error::other("mmap returned null"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_counter_has_a_cache_line_of_its_own() {
+        use std::mem::offset_of;
+        assert_eq!(offset_of!(Counters, started), 0);
+        assert_eq!(offset_of!(Counters, ended), 64);
+        assert_eq!(offset_of!(Counters, failed), 128);
+        assert_eq!(offset_of!(Counters, meta), 192);
+    }
+
+    /// A forked child attaches the page by its descriptor (as a `__run` child does), counts
+    /// into it, and the parent sees every count and the "all started" stamp; a grandchild
+    /// forked by the child counts into the same page.
+    #[test]
+    fn a_childs_counts_are_seen_by_its_parent_across_a_fork() {
+        let page = CounterPage::create().unwrap();
+        assert_eq!(page.read(), Reading::default());
+        let fd = page.fd().unwrap().as_raw_fd();
+        let before = super::super::mono_ns();
+        // SAFETY: the child only maps, counts with atomics, forks and exits with _exit; the
+        // test harness's other threads are not touched in it.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork: {}", io::Error::last_os_error());
+        if pid == 0 {
+            // The child: the descriptor as a `__run` child gets it (a copy, as dup2 makes).
+            // SAFETY: dup of a descriptor this process has.
+            let copy = unsafe { libc::dup(fd) };
+            let code = match CounterPage::attach(copy) {
+                Ok(own) => {
+                    own.install();
+                    begin(5);
+                    for i in 0..4 {
+                        started();
+                        ended(i != 2);
+                    }
+                    // SAFETY: fork from a single-threaded child; the grandchild only counts.
+                    match unsafe { libc::fork() } {
+                        0 => {
+                            started();
+                            ended(true);
+                            // SAFETY: ends the grandchild without running destructors.
+                            unsafe { libc::_exit(0) }
+                        }
+                        g if g > 0 => {
+                            let mut status = 0;
+                            // SAFETY: waits for our own grandchild.
+                            unsafe { libc::waitpid(g, &mut status, 0) };
+                            0
+                        }
+                        _ => 3,
+                    }
+                }
+                Err(_) => 2,
+            };
+            // SAFETY: ends the forked test child without running the harness's destructors.
+            unsafe { libc::_exit(code) }
+        }
+        let mut status = 0;
+        // SAFETY: waits for the child forked above.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "{status}"
+        );
+        let r = page.read();
+        assert_eq!(
+            (r.started, r.ended, r.failed, r.planned),
+            (5, 5, 1, 5),
+            "{r:?}"
+        );
+        let at = page.all_started().expect("all 5 started");
+        assert!(at >= before && at <= super::super::mono_ns(), "{at}");
+        // This process's own counters were not touched by the child.
+        assert!(std::ptr::eq(active(), &OWN));
+    }
+
+    #[test]
+    fn all_started_waits_for_the_last_planned_task() {
+        let page = CounterPage::create().unwrap();
+        let c = page.counters();
+        c.meta.planned.store(2, Ordering::Relaxed);
+        c.started.0.store(1, Ordering::Relaxed);
+        assert_eq!(page.all_started(), None);
+    }
+
+    #[test]
+    fn a_descriptor_of_another_size_is_refused() {
+        let f = tempfile::tempfile().unwrap();
+        f.set_len(100).unwrap();
+        let fd = std::os::fd::IntoRawFd::into_raw_fd(f);
+        let e = CounterPage::attach(fd).err().unwrap();
+        assert!(e.to_string().contains("100 bytes, not 4096"), "{e}");
+    }
 }

@@ -1,9 +1,11 @@
 //! Memory of a whole process tree, sampled: the sum of PSS (`/proc/PID/smaps_rollup`) over a
 //! process and all its descendants. PSS shares copy-on-write pages fairly between processes,
 //! so a tree of forks shows its real cost, where summed RSS would count shared pages N times.
+//! For the live view the sampler also keeps its latest sample and, asked to, the tree's CPU
+//! time ([`TreeSampler::now`]).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -59,6 +61,35 @@ pub fn pss_kib(pid: i32) -> Option<u64> {
         .and_then(|v| v.parse().ok())
 }
 
+/// One process's CPU time in clock ticks (`/proc/PID/stat`): its own (user + system) and
+/// that of its children it has reaped, if it is still there.
+fn cpu_ticks(pid: i32) -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name, which may hold spaces: `state` is field 3, utime 14.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .skip(11)
+        .take(4)
+        .map(|v| v.parse().unwrap_or(0))
+        .collect();
+    let [utime, stime, cutime, cstime] = f[..] else {
+        return None;
+    };
+    Some((utime + stime, cutime + cstime))
+}
+
+/// The kernel's clock ticks a second (`/proc/PID/stat`'s unit).
+fn ticks_per_second() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as f64
+    } else {
+        100.0
+    }
+}
+
 /// The pid the kernel handed out last (the last field of `/proc/loadavg`), threads included.
 /// While it stays the same no process was created, so a tree walked before has gained nobody:
 /// walking every process of the machine again would find the same tree.
@@ -82,6 +113,18 @@ impl Tree {
             members: Vec::new(),
             walked_at: None,
         }
+    }
+
+    /// The tree's CPU time so far, in clock ticks: its members' own, and what the root's
+    /// reaped children used (a forked task that has ended).
+    fn cpu_ticks(&self) -> u64 {
+        self.members
+            .iter()
+            .filter_map(|&pid| {
+                let (own, reaped) = cpu_ticks(pid)?;
+                Some(if pid == self.root { own + reaped } else { own })
+            })
+            .sum()
     }
 
     /// The tree's total PSS now, KiB.
@@ -124,6 +167,31 @@ const MIN_PAUSE: Duration = Duration::from_millis(10);
 pub struct TreeSampler {
     stop: Arc<AtomicBool>,
     handle: Option<JoinHandle<(u64, u32)>>,
+    now: Arc<TreeNow>,
+}
+
+/// A sampled tree's latest sample, for the live view.
+#[derive(Debug, Default)]
+pub struct TreeNow {
+    /// PSS of the tree at the latest sample, KiB (0: none yet).
+    pss_kib: AtomicU64,
+    /// Whether CPU time is read with each sample (the live view asked).
+    with_cpu: AtomicBool,
+    /// The tree's CPU time at the latest sample, clock ticks, plus one (0: none yet).
+    cpu_ticks: AtomicU64,
+}
+
+impl TreeNow {
+    /// PSS of the tree at the latest sample, KiB.
+    pub fn pss_kib(&self) -> Option<u64> {
+        Some(self.pss_kib.load(Ordering::Relaxed)).filter(|&k| k > 0)
+    }
+
+    /// The tree's CPU time (user + system) at the latest sample, seconds.
+    pub fn cpu_s(&self) -> Option<f64> {
+        let t = self.cpu_ticks.load(Ordering::Relaxed);
+        (t > 0).then(|| (t - 1) as f64 / ticks_per_second())
+    }
 }
 
 impl TreeSampler {
@@ -135,6 +203,8 @@ impl TreeSampler {
     pub fn start(root: i32) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
+        let now = Arc::new(TreeNow::default());
+        let latest = now.clone();
         let handle = std::thread::Builder::new()
             .name("pss-sampler".into())
             .spawn(move || {
@@ -147,6 +217,12 @@ impl TreeSampler {
                     if now > 0 {
                         samples += 1;
                         peak = peak.max(now);
+                    }
+                    latest.pss_kib.store(now, Ordering::Relaxed);
+                    if latest.with_cpu.load(Ordering::Relaxed) {
+                        latest
+                            .cpu_ticks
+                            .store(tree.cpu_ticks() + 1, Ordering::Relaxed);
                     }
                     let cost = thread_cpu().saturating_sub(t);
                     let pause = (cost * COST_PAUSE).max(MIN_PAUSE);
@@ -165,7 +241,15 @@ impl TreeSampler {
                 (peak, samples)
             })
             .ok();
-        TreeSampler { stop, handle }
+        TreeSampler { stop, handle, now }
+    }
+
+    /// The latest sample, updated as the sampler goes; from now on each sample reads the
+    /// tree's CPU time too (a read of `/proc/PID/stat` per member; the sampler's pause
+    /// grows with its cost, as for PSS).
+    pub fn now(&self) -> Arc<TreeNow> {
+        self.now.with_cpu.store(true, Ordering::Relaxed);
+        self.now.clone()
     }
 
     /// Stops sampling and returns the peak (KiB) if at least one sample was taken.

@@ -765,6 +765,7 @@ impl<'a> Transfers<'a> {
                     .pop_front()
                     .map(|r| (r.index, r.start_ns, r.attempts)),
                 _ if self.next < self.due => {
+                    crate::measure::live::started();
                     self.next += 1;
                     Some((self.next - 1, mono_ns(), 0))
                 }

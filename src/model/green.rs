@@ -128,6 +128,7 @@ impl Model for Green {
                         a.released(i);
                     }
                 }
+                crate::measure::live::started();
                 let start_ns = mono_ns();
                 let result = w.task_green(i);
                 let end_ns = mono_ns();

@@ -109,6 +109,7 @@ pub const HTTP2_MODELS: &[&str] = &["async", "async-local", "curl"];
 
 /// Runs task `index` on the calling thread and records it.
 pub fn run_task(w: &dyn Workload, index: usize) -> TaskRecord {
+    crate::measure::live::started();
     let start_ns = mono_ns();
     let result = guarded_run(w, index);
     record(index, start_ns, result)
@@ -117,6 +118,7 @@ pub fn run_task(w: &dyn Workload, index: usize) -> TaskRecord {
 /// Runs task `index` through the workload's async entry point and records it; a panic is a
 /// failed task (kind `panic`), as in [`run_task`].
 pub async fn run_task_async(w: Arc<dyn Workload>, index: usize) -> TaskRecord {
+    crate::measure::live::started();
     let start_ns = mono_ns();
     // A closure may panic while it builds its future, before there is a future to guard.
     let result =

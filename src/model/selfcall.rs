@@ -129,6 +129,11 @@ pub struct RunRequest {
     /// A run over several hosts: this host's share of the cell and when it starts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub part: Option<PartRequest>,
+    /// Whether the child finds a counter page on fd 5 (`process::COUNTER_FD`) to count its
+    /// tasks into. Set by the spawn that puts one there ([`SelfCall::spawn_with_counters`]),
+    /// whatever the request said before.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub counter_page: bool,
 }
 
 /// One host's share of a run over several hosts (`--hosts K`).
@@ -189,6 +194,25 @@ impl SelfCall {
     /// through its records file and returns none. The child dies with the calling
     /// thread, which must outlive it (see `process::die_with_parent`).
     pub fn spawn(&self, exe: &Path) -> io::Result<(Child, Option<File>)> {
+        self.spawn_with_counters(exe, None)
+    }
+
+    /// [`SelfCall::spawn`], with `counters` (a `Run`'s counter page) as the child's fd 5: a
+    /// `Run`'s request then says it is there, and says it is not when `counters` is `None`.
+    pub fn spawn_with_counters(
+        &self,
+        exe: &Path,
+        counters: Option<std::os::fd::BorrowedFd<'_>>,
+    ) -> io::Result<(Child, Option<File>)> {
+        let mut call = std::borrow::Cow::Borrowed(self);
+        if let SelfCall::Run(req) = self {
+            if req.counter_page != counters.is_some() {
+                let mut req = req.clone();
+                req.counter_page = counters.is_some();
+                call = std::borrow::Cow::Owned(SelfCall::Run(req));
+            }
+        }
+        let counters = counters.filter(|_| matches!(self, SelfCall::Run(_)));
         let mut cmd = Command::new(exe);
         cmd.stdin(Stdio::null());
         match self {
@@ -226,9 +250,9 @@ impl SelfCall {
             }
         }
         process::die_with_parent(&mut cmd);
-        let request = serde_json::to_vec(self).map_err(io::Error::other)?;
+        let request = serde_json::to_vec(&*call).map_err(io::Error::other)?;
         let request = process::request_file(&request)?;
-        let (child, report) = process::spawn_with_report(&mut cmd, Some(&request))?;
+        let (child, report) = process::spawn_with_report(&mut cmd, Some(&request), counters)?;
         // A worker reports through its records file: its pipe is not read.
         let report = (!matches!(self, SelfCall::JobsWorker { .. })).then_some(report);
         Ok((child, report))
@@ -304,6 +328,7 @@ mod tests {
                     grain_us: 1000,
                 }),
                 part: None,
+                counter_page: false,
             }),
             SelfCall::Task {
                 recipe: env(),

@@ -42,7 +42,7 @@ fn finish(i: usize, child: std::process::Child, mut pipe: std::fs::File) -> Task
     let mut text = String::new();
     let read = pipe.read_to_string(&mut text);
     let ended = rusage::wait_child(child.id() as i32);
-    match (read, TaskRecord::from_line(&text)) {
+    let rec = match (read, TaskRecord::from_line(&text)) {
         (Ok(_), Some(rec)) => rec,
         _ => {
             let why = match ended {
@@ -51,7 +51,10 @@ fn finish(i: usize, child: std::process::Child, mut pipe: std::fs::File) -> Task
             };
             TaskRecord::not_started(i, TaskError::new("crash", why))
         }
-    }
+    };
+    // The task's own process counted into a page of its own: the run counts it here.
+    crate::measure::live::ended(rec.error.is_none());
+    rec
 }
 
 impl Model for Spawn {
@@ -97,6 +100,7 @@ impl Model for Spawn {
             };
             match call.spawn(&exe) {
                 Ok((child, Some(pipe))) => {
+                    crate::measure::live::started();
                     children.push((i, (child, pipe)));
                     true
                 }

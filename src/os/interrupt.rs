@@ -24,6 +24,11 @@ pub fn install_interrupt_handler() {
     }
 }
 
+/// Asks to stop as Ctrl-C does (the live view's `q`).
+pub fn request() {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
 /// Whether the user asked to stop.
 pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)

@@ -3,6 +3,7 @@
 
 pub(crate) mod files;
 pub(crate) mod interrupt;
+pub(crate) mod live;
 pub(crate) mod process;
 pub(crate) mod terminal;
 pub mod tls;

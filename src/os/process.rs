@@ -5,7 +5,7 @@
 
 use std::fs::File;
 use std::io::{self, Read, Seek, Write};
-use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, RawFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
@@ -16,8 +16,12 @@ pub const REPORT_FD: i32 = 3;
 /// The descriptor from which a child reads its request.
 pub const REQUEST_FD: i32 = 4;
 
+/// The descriptor on which a `__run` child finds its counter page (when its request says it
+/// has one): a memfd the parent maps too (`measure::live::CounterPage`).
+pub const COUNTER_FD: i32 = 5;
+
 /// Descriptors below this are left alone while [`spawn_with_report`] moves descriptors into
-/// place (stdio, fd 3 and fd 4).
+/// place (stdio, fd 3, 4 and 5).
 const FIRST_FREE_FD: i32 = 10;
 
 /// A file holding `bytes`, positioned at its start, that no other process can open by name:
@@ -58,11 +62,16 @@ fn unlinked_temp_file() -> io::Result<File> {
 }
 
 /// Spawns `cmd` with a fresh pipe's write end as its fd 3 and, when given, `request` as its
-/// fd 4; returns the child and the pipe's read end.
-pub fn spawn_with_report(cmd: &mut Command, request: Option<&File>) -> io::Result<(Child, File)> {
+/// fd 4 and `counters` as its fd 5; returns the child and the pipe's read end.
+pub fn spawn_with_report(
+    cmd: &mut Command,
+    request: Option<&File>,
+    counters: Option<BorrowedFd<'_>>,
+) -> io::Result<(Child, File)> {
     let (read_end, write_end) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
     let wfd = write_end.as_raw_fd();
     let rfd = request.map(|f| f.as_raw_fd());
+    let cfd = counters.map(|f| f.as_raw_fd());
     // SAFETY: the closure runs between fork and exec and only calls async-signal-safe
     // functions (fcntl, dup2) on descriptors that exist in the child.
     unsafe {
@@ -71,9 +80,13 @@ pub fn spawn_with_report(cmd: &mut Command, request: Option<&File>) -> io::Resul
             // 4, where moving the other one into place would clobber it.
             let report = lift(wfd)?;
             let request = rfd.map(lift).transpose()?;
+            let counters = cfd.map(lift).transpose()?;
             place(report, REPORT_FD)?;
             if let Some(r) = request {
                 place(r, REQUEST_FD)?;
+            }
+            if let Some(c) = counters {
+                place(c, COUNTER_FD)?;
             }
             Ok(())
         });

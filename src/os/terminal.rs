@@ -1,8 +1,9 @@
 //! The terminal, while a study runs: the one owner of stderr (hyperfine's `output/` is the
 //! model). The progress bar, the live lines of open runs, `--rate auto`'s probes, notes,
-//! warnings and the closing lines all go through a [`Terminal`], which knows whether to draw a
-//! bar (stderr is a terminal), print lines (it is not) or stay silent (`--quiet`). Results
-//! themselves go to stdout or files, never here.
+//! warnings and the closing lines all go through a [`Terminal`], which knows whether to draw
+//! the live view (stdout and stderr are terminals: [`crate::os::live`]), a bar (stderr is a
+//! terminal, or the view was turned off), print lines (it is not) or stay silent
+//! (`--quiet`). Results themselves go to stdout or files, never here.
 //!
 //! Text from outside (an agent's name, host or answer, a results file from elsewhere) may
 //! hold terminal control sequences: [`escape_controls`] shows them as `\x1b` or `\u{9b}`, and
@@ -12,7 +13,11 @@
 use std::borrow::Cow;
 use std::fmt::{self, Display};
 
+use std::sync::{Arc, Mutex};
+
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::os::live::{LiveState, RunDone, RunProbe, Screen};
 
 /// What a study shows on stderr while it runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,6 +28,9 @@ pub enum Feedback {
     Lines,
     /// A progress bar (stderr is a terminal), whose message shows the live rate.
     Bar,
+    /// The live view (stdout and stderr are terminals, `--no-live` not given); the bar when
+    /// the terminal will not give the view its screen.
+    Live,
 }
 
 impl Feedback {
@@ -36,6 +44,17 @@ impl Feedback {
             Feedback::Lines
         }
     }
+
+    /// [`Feedback::for_stderr`], or the live view when `live` and stdout and stderr are both
+    /// terminals (drawn on stderr; a stdout sent elsewhere keeps today's bar).
+    pub fn for_terminal(quiet: bool, live: bool) -> Feedback {
+        let shown = Feedback::for_stderr(quiet);
+        if shown == Feedback::Bar && live && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+            Feedback::Live
+        } else {
+            shown
+        }
+    }
 }
 
 /// stderr during a study: cloned freely (the bar is shared), so the runner's live lines and
@@ -44,6 +63,19 @@ impl Feedback {
 pub struct Terminal {
     feedback: Feedback,
     bar: ProgressBar,
+    /// The live view: what it will show until it opens, then the screen; `None` when the
+    /// feedback is not [`Feedback::Live`] or the screen has closed (or would not open).
+    live: Arc<Mutex<Live>>,
+}
+
+/// Where the live view stands.
+enum Live {
+    /// Not asked for, closed, or refused by the terminal: the bar or lines instead.
+    Off,
+    /// Asked for; the cells' rows wait for [`Terminal::start`] to open the screen.
+    Planned(Option<Box<LiveState>>),
+    /// Up.
+    Up(Screen),
 }
 
 impl Terminal {
@@ -57,10 +89,77 @@ impl Terminal {
                 bar.set_style(style);
             }
             bar
+        } else if feedback == Feedback::Live {
+            // Drawn only if the screen will not open.
+            let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
+            if let Ok(style) = ProgressStyle::with_template(
+                "{bar:30} {pos}/{len} runs, {elapsed} elapsed, ~{eta} left  {msg}",
+            ) {
+                bar.set_style(style);
+            }
+            bar
         } else {
             ProgressBar::hidden()
         };
-        Terminal { feedback, bar }
+        let live = if feedback == Feedback::Live {
+            Live::Planned(None)
+        } else {
+            Live::Off
+        };
+        Terminal {
+            feedback,
+            bar,
+            live: Arc::new(Mutex::new(live)),
+        }
+    }
+
+    /// The live view's state, if it is planned or up.
+    fn view(&self) -> std::sync::MutexGuard<'_, Live> {
+        self.live.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Changes what the live view shows, if it is up; false when it is not.
+    fn on_screen(&self, f: impl FnOnce(&mut LiveState)) -> bool {
+        match &*self.view() {
+            Live::Up(screen) => {
+                screen.update(f);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The study's title and cells, (label, runs planned), for the live view (nothing
+    /// otherwise); called before [`Terminal::start`].
+    pub(crate) fn cells(&self, title: String, cells: Vec<(String, u64)>) {
+        let mut live = self.view();
+        if let Live::Planned(state) = &mut *live {
+            *state = Some(Box::new(LiveState::new(
+                title,
+                cells,
+                std::time::Instant::now(),
+            )));
+        }
+    }
+
+    /// Cell `i` (of [`Terminal::cells`]) runs now.
+    pub(crate) fn cell(&self, i: usize) {
+        self.on_screen(|s| s.running(i));
+    }
+
+    /// A run of cell `i` ended, having measured `done`.
+    pub(crate) fn ran(&self, i: usize, done: RunDone) {
+        self.on_screen(|s| s.ran(i, done));
+    }
+
+    /// Whether the live view is up (the runner then hands it each run's probe).
+    pub(crate) fn watching(&self) -> bool {
+        matches!(&*self.view(), Live::Up(_))
+    }
+
+    /// The run under way is read through `probe` (`None`: it ended).
+    pub(crate) fn watch(&self, probe: Option<Arc<dyn RunProbe>>) {
+        self.on_screen(|s| s.watch(probe, std::time::Instant::now()));
     }
 
     /// stderr once the study is over (no bar to draw on): lines, or nothing with `--quiet`.
@@ -82,37 +181,71 @@ impl Terminal {
         self.feedback == Feedback::Quiet
     }
 
-    /// The study will make `runs` runs: the bar's length.
+    /// The study will make `runs` runs: the bar's length; the live view opens (the bar is
+    /// drawn instead when the terminal refuses it).
     pub fn start(&self, runs: u64) {
+        {
+            let mut live = self.view();
+            if let Live::Planned(state) = &mut *live {
+                let state = state.take().map_or_else(
+                    || LiveState::new(String::new(), Vec::new(), std::time::Instant::now()),
+                    |s| *s,
+                );
+                *live = match Screen::open(state) {
+                    Ok(screen) => Live::Up(screen),
+                    Err(_) => Live::Off,
+                };
+            }
+            if matches!(&*live, Live::Up(_)) {
+                return;
+            }
+        }
         self.bar.set_length(runs);
     }
 
     /// What runs now (the bar's message).
     pub fn doing(&self, what: String) {
-        self.bar.set_message(what);
+        if !self.watching() {
+            self.bar.set_message(what);
+        }
     }
 
     /// One more run finished.
     pub fn advance(&self) {
-        self.bar.inc(1);
+        if !self.watching() {
+            self.bar.inc(1);
+        }
     }
 
     /// `runs` more runs are done, or will not happen (a cell whose search found no rate).
     pub fn advance_by(&self, runs: u64) {
-        self.bar.inc(runs);
+        if !self.watching() {
+            self.bar.inc(runs);
+        }
     }
 
-    /// The study is over: the bar goes.
+    /// The study is over: the bar goes, or the live view closes and the lines it showed are
+    /// printed.
     pub fn clear(&self) {
-        self.bar.finish_and_clear();
+        let up = std::mem::replace(&mut *self.view(), Live::Off);
+        match up {
+            Live::Up(screen) => {
+                for line in screen.close() {
+                    eprintln!("{line}");
+                }
+            }
+            _ => self.bar.finish_and_clear(),
+        }
     }
 
-    /// A line of its own (above the bar while one is drawn).
+    /// A line of its own (above the bar while one is drawn; at the live view's foot, and
+    /// again once it closes).
     pub fn line(&self, text: impl Display) {
         match self.feedback {
             Feedback::Quiet => {}
-            Feedback::Bar if self.bar_drawn() => self.bar.println(shown(text)),
-            Feedback::Lines | Feedback::Bar => eprintln!("{}", shown(text)),
+            Feedback::Live if self.on_screen(|s| s.line(shown(&text))) => {}
+            Feedback::Bar | Feedback::Live if self.bar_drawn() => self.bar.println(shown(text)),
+            Feedback::Lines | Feedback::Bar | Feedback::Live => eprintln!("{}", shown(text)),
         }
     }
 
@@ -126,7 +259,8 @@ impl Terminal {
         match self.feedback {
             Feedback::Quiet => {}
             Feedback::Lines => eprintln!("{}", shown(text)),
-            Feedback::Bar => self.bar.set_message(shown(text)),
+            Feedback::Live if self.on_screen(|s| s.status(shown(&text))) => {}
+            Feedback::Bar | Feedback::Live => self.bar.set_message(shown(text)),
         }
     }
 
@@ -143,11 +277,11 @@ impl Terminal {
     /// `error: …`, a failure the exit status reports: shown whatever the feedback, since
     /// `--quiet` silences progress and tables, never the reason the exit status is not 0.
     pub fn error(&self, error: impl Display) {
+        let text = shown(format_args!("error: {error}"));
         match self.feedback {
-            Feedback::Bar if self.bar_drawn() => {
-                self.bar.println(shown(format_args!("error: {error}")))
-            }
-            _ => eprintln!("{}", shown(format_args!("error: {error}"))),
+            Feedback::Live if self.on_screen(|s| s.line(text.clone())) => {}
+            Feedback::Bar | Feedback::Live if self.bar_drawn() => self.bar.println(text),
+            _ => eprintln!("{text}"),
         }
     }
 }

@@ -55,6 +55,9 @@ pub struct OutputOptions {
     /// No progress bar, notes or warnings on stderr (the line saying why the exit status is not 0 stays)
     #[arg(long, short)]
     pub quiet: bool,
+    /// No live view while the study runs: the progress bar and lines on stderr, as when stdout is not a terminal (the live view, on a terminal, shows each cell's runs, tasks, rate, latency, CPU and memory; q stops as Ctrl-C does)
+    #[arg(long)]
+    pub no_live: bool,
 }
 
 impl Default for OutputOptions {
@@ -104,6 +107,7 @@ impl OutputOptions {
             save_baseline: self.save_baseline,
             fail_on_regression: self.fail_on_regression,
             quiet: self.quiet,
+            no_live: self.no_live,
             ignore_failures,
         }
     }

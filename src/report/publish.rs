@@ -26,6 +26,8 @@ pub struct Outputs {
     pub save_baseline: Option<String>,
     /// No progress bar, notes or warnings on stderr.
     pub quiet: bool,
+    /// No live view on a terminal (`--no-live`): the progress bar instead.
+    pub no_live: bool,
     /// Accept failed runs and tasks: exit 0 all the same (`-i`, as hyperfine's).
     pub ignore_failures: bool,
     /// Exit 1 when a cell compared with the baseline regressed (`--fail-on-regression`), after

@@ -198,6 +198,13 @@ pub fn serve() -> Result<()> {
 /// `concur __run`: runs one repetition of one cell and reports it on fd 3.
 fn run_main(req: RunRequest) -> Result<()> {
     let mut out = pipe()?;
+    // The page the parent's live view reads; without it (an older parent, a page that does
+    // not map) the run counts into this process's own, as in-process runs do.
+    if req.counter_page {
+        if let Ok(page) = crate::measure::live::CounterPage::attach(process::COUNTER_FD) {
+            page.install();
+        }
+    }
     let rep = run_cell(req)?;
     let text = serde_json::to_string(&rep).map_err(|e| Error::Internal(e.to_string()))?;
     let _ = std::io::stdout().flush();
@@ -270,6 +277,7 @@ pub fn run_cell(req: RunRequest) -> Result<ChildReport> {
     if let (Some(at), None) = (start_at, &arrivals) {
         crate::model::arrivals::sleep_until(at);
     }
+    crate::measure::live::begin(ctx.tasks);
     let t0 = mono_ns();
     let mut outcome = model.run(&ctx);
     let first_task_ns = start_at.and_then(|at| {

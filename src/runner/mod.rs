@@ -158,7 +158,11 @@ impl Executor for ProcessExecutor<'_> {
             CellKind::Concur { .. } => {
                 let terminal = self.live.lock().unwrap_or_else(|p| p.into_inner()).clone();
                 let live = |l: &LiveLine| terminal.live(live_text(cell, l));
-                run_child(&self.exe, plan, cell, iteration, &live)
+                let watch = |p: Option<_>| terminal.watch(p);
+                let watch = terminal
+                    .watching()
+                    .then_some(&watch as supervise::Watch<'_>);
+                run_child(&self.exe, plan, cell, iteration, &live, watch)
             }
             CellKind::External { command } => run_external(command, plan, cell, iteration.rep()),
         };
@@ -278,6 +282,7 @@ pub(crate) fn request(plan: &Plan, cell: &CellPlan, iteration: Iteration) -> Run
         tasks: cell.key.tasks,
         open: plan.open.as_ref().and_then(|o| o.run(cell.key.tasks)),
         part: None,
+        counter_page: false,
     }
 }
 
@@ -288,16 +293,18 @@ fn run_child(
     cell: &CellPlan,
     iteration: Iteration,
     live: &dyn Fn(&LiveLine),
+    watch: Option<supervise::Watch<'_>>,
 ) -> RunResult {
     let launch = Launch::Own {
         exe,
         request: Box::new(request(plan, cell, iteration)),
     };
-    let ended = supervise::run(
+    let ended = supervise::run_watched(
         launch,
         plan.timeout,
         &crate::os::interrupt::interrupted,
         live,
+        watch,
     );
     convert::judge(cell, iteration.rep(), ended, plan.timeout)
 }

@@ -1,6 +1,7 @@
 //! Starting a run's child and watching it until it ends: reap it with `wait4` (for its
 //! rusage), kill its process group at the timeout or on interrupt, sample the tree's PSS, and
-//! collect what it said (the report on fd 3, the tail of stderr).
+//! collect what it said (the report on fd 3, the tail of stderr). A `__run` child gets a
+//! counter page (fd 5) that the live view reads while it runs ([`run_watched`]).
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -8,11 +9,12 @@ use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{ChildStderr, ChildStdout, Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::measure::memory::TreeSampler;
+use crate::measure::live::CounterPage;
+use crate::measure::memory::{TreeNow, TreeSampler};
 use crate::measure::rusage::{self, ChildUsage};
 use crate::model::selfcall::{RunRequest, SelfCall};
 use crate::runner::child::{ChildReport, LiveLine, LIVE_PREFIX};
@@ -36,6 +38,8 @@ pub(crate) enum Kill {
 /// fd 3, or an external program's stdout (for its `CONCUR {json}` line).
 pub(crate) struct Started {
     pid: i32,
+    /// The counter page a `__run` child counts its tasks into.
+    counters: Option<Arc<CounterPage>>,
     report: Option<File>,
     stdout: Option<ChildStdout>,
     stderr: Option<ChildStderr>,
@@ -90,23 +94,70 @@ pub(crate) fn run(
     stop: &dyn Fn() -> bool,
     live: &dyn Fn(&LiveLine),
 ) -> std::io::Result<Ended> {
+    run_watched(launch, limit, stop, live, None)
+}
+
+/// A watcher of the run under way (the live view): handed a probe as the run starts, `None`
+/// once it has ended.
+pub(crate) type Watch<'a> = &'a dyn Fn(Option<Arc<dyn crate::os::live::RunProbe>>);
+
+/// [`run`], with `watch` told how to read the run while it goes on.
+pub(crate) fn run_watched(
+    launch: Launch<'_>,
+    limit: Duration,
+    stop: &dyn Fn() -> bool,
+    live: &dyn Fn(&LiveLine),
+    watch: Option<Watch<'_>>,
+) -> std::io::Result<Ended> {
     let started = Instant::now();
     let child = match launch {
         Launch::Own { exe, request } => spawn(exe, *request)?,
         Launch::External { command, backend } => spawn_external(command, backend)?,
     };
-    Ok(supervise(child, started, started + limit, stop, live))
+    Ok(supervise(
+        child,
+        started,
+        started + limit,
+        stop,
+        live,
+        watch,
+    ))
+}
+
+/// What the live view reads of a run: the child's counter page and the sampled tree.
+struct Probe {
+    counters: Option<Arc<CounterPage>>,
+    tree: Arc<TreeNow>,
+}
+
+impl crate::os::live::RunProbe for Probe {
+    fn read(&self) -> crate::os::live::RunReading {
+        let c = self.counters.as_ref().map(|c| c.read()).unwrap_or_default();
+        crate::os::live::RunReading {
+            started: c.started,
+            ended: c.ended,
+            failed: c.failed,
+            planned: c.planned,
+            all_started: c.all_started_ns.is_some(),
+            cpu_s: self.tree.cpu_s(),
+            pss_kib: self.tree.pss_kib(),
+        }
+    }
 }
 
 /// Starts `concur __run` for `request`, in a process group of its own, tied to the calling
 /// thread's life (which waits for it in [`supervise`]).
 fn spawn(exe: &Path, request: RunRequest) -> std::io::Result<Started> {
-    let (mut child, report) = SelfCall::Run(request).spawn(exe)?;
+    // Without a page (no memfd here) the run goes on uncounted: only the live view misses it.
+    let counters = CounterPage::create().ok().map(Arc::new);
+    let fd = counters.as_ref().and_then(|c| c.fd());
+    let (mut child, report) = SelfCall::Run(request).spawn_with_counters(exe, fd)?;
     let Some(report) = report else {
         return Err(std::io::Error::other("a run child has a report pipe"));
     };
     Ok(Started {
         pid: child.id() as i32,
+        counters,
         report: Some(report),
         stdout: None,
         stderr: child.stderr.take(),
@@ -138,6 +189,7 @@ fn spawn_external(
     let mut child = cmd.spawn()?;
     Ok(Started {
         pid: child.id() as i32,
+        counters: None,
         report: None,
         stdout: child.stdout.take(),
         stderr: child.stderr.take(),
@@ -166,9 +218,16 @@ fn supervise(
     deadline: Instant,
     interrupted: &dyn Fn() -> bool,
     live: &dyn Fn(&LiveLine),
+    watch: Option<Watch<'_>>,
 ) -> Ended {
     let pid = run.pid;
     let sampler = TreeSampler::start(pid);
+    if let Some(w) = watch {
+        w(Some(Arc::new(Probe {
+            counters: run.counters.clone(),
+            tree: sampler.now(),
+        })));
+    }
     let (live_tx, live_rx) = mpsc::channel();
     let stderr = read_tail(run.stderr, live_tx);
     let report = run.report.map(read_all);
@@ -201,6 +260,9 @@ fn supervise(
         }
     };
     let wall_s = started.elapsed().as_secs_f64();
+    if let Some(w) = watch {
+        w(None);
+    }
     // Whatever the run left behind in its group goes with it.
     kill_group(pid);
     let tree_pss_kib = sampler.finish();

@@ -203,7 +203,11 @@ pub fn run(opts: &StudyOptions, out: &Outputs, command: Vec<String>) -> Result<i
         out,
         Conduct {
             isolation: Isolation::FreshProcess,
-            feedback: Feedback::for_stderr(out.quiet),
+            // Mails printed on the terminal would tear the live view: the bar then.
+            feedback: Feedback::for_terminal(
+                out.quiet,
+                !out.no_live && opts.mail_sink != crate::plan::options::MailSink::Stdout,
+            ),
             default_results: true,
             command,
         },

@@ -82,6 +82,21 @@ pub fn execute(
     } else {
         plan.cells.len() * (plan.warmup + plan.repeat)
     };
+    let per_cell = if auto {
+        plan.repeat
+    } else {
+        plan.warmup + plan.repeat
+    };
+    terminal.cells(
+        format!("study '{}'", plan.name),
+        plan.cells
+            .iter()
+            .map(|c| {
+                let label = format!("{} {}", c.key.workload, c.key.label());
+                (label, per_cell as u64)
+            })
+            .collect(),
+    );
     terminal.start(total as u64);
     executor.show_live(terminal.clone());
     if auto {
@@ -101,7 +116,9 @@ pub fn execute(
                 cell.key.workload,
                 cell.key.label()
             ));
-            hooks.run(i, Iteration::Warmup(w), false);
+            terminal.cell(i);
+            let run = hooks.run(i, Iteration::Warmup(w), false);
+            terminal.ran(i, shown(&run, false));
             terminal.advance();
         }
     }
@@ -120,12 +137,14 @@ pub fn execute(
                 break 'rounds;
             }
             terminal.doing(format!("{} {}", cell.key.workload, cell.key.label()));
+            terminal.cell(i);
             let run = hooks.run(i, Iteration::Counted(rep), rep + 1 == plan.repeat);
             if run.status == RunStatus::Interrupted {
                 interrupted = true;
                 break 'rounds;
             }
             writer.write(&Line::Run(run.clone()))?;
+            terminal.ran(i, shown(&run, true));
             runs.push(run);
             terminal.advance();
         }
@@ -135,6 +154,19 @@ pub fn execute(
         terminal.warning(why);
     }
     finish(writer, meta, &machine, runs, interrupted, terminal)
+}
+
+/// What the live view shows of a finished run (`counted`: not a warm-up).
+fn shown(run: &RunResult, counted: bool) -> crate::os::live::RunDone {
+    crate::os::live::RunDone {
+        counted,
+        wall_s: run.wall_s,
+        tasks: (run.tasks_ok + run.tasks_failed) as u64,
+        cpu_s: run.user_s + run.sys_s,
+        pss_kib: run.tree_pss_kib,
+        p50_us: run.latency_us.as_ref().map(|l| l.p50),
+        p99_us: run.latency_us.as_ref().map(|l| l.p99),
+    }
 }
 
 /// hyperfine's hooks around a study's runs: `--setup` before a cell's first run, `--prepare`
@@ -255,7 +287,7 @@ fn execute_auto(
 ) -> Result<StudyOutcome> {
     let mut runs = Vec::with_capacity(plan.cells.len());
     let mut interrupted = false;
-    for cell in &plan.cells {
+    for (i, cell) in plan.cells.iter().enumerate() {
         if executor.interrupted() {
             interrupted = true;
             break;
@@ -264,6 +296,7 @@ fn execute_auto(
             "searching {} {}",
             cell.key.workload, cell.key.model
         ));
+        terminal.cell(i);
         let quantile = match plan.open.as_ref().map(|o| &o.rate) {
             Some(crate::plan::rate::Rate::Auto(slo)) => slo.quantile.name(),
             _ => "latency",
@@ -294,6 +327,7 @@ fn execute_auto(
         let mut keep = |mut run: RunResult| -> Result<()> {
             run.rate_search = Some(found.clone());
             writer.write(&Line::Run(run.clone()))?;
+            terminal.ran(i, shown(&run, true));
             runs.push(run);
             terminal.advance();
             Ok(())

@@ -84,6 +84,8 @@ pub enum Need {
     /// The tasks study's other runtimes: Go, Node.js, a JDK and Elixir (Debian's golang-go,
     /// nodejs, openjdk-17-jdk-headless and elixir).
     Runtimes,
+    /// tmux, a terminal for the live view to draw on (Debian's tmux).
+    Tmux,
 }
 
 impl Need {
@@ -141,6 +143,7 @@ impl Need {
                 runs("sh", &["-c", "command -v wrk"]),
                 "wrk (apt-get install wrk)",
             ),
+            Need::Tmux => (runs("tmux", &["-V"]), "tmux (apt-get install tmux)"),
             Need::Runtimes => (
                 runs("go", &["version"])
                     && runs("node", &["--version"])
