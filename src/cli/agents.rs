@@ -32,8 +32,14 @@ pub(super) fn agents(a: AgentsArgs) -> Result<i32, Error> {
             ),
         ));
     }
-    let url = hub_url(a.hub)?;
-    let hub = hub::Hub::open(&url)?;
+    let hub_arg = a.hub.from_env();
+    let files = hub::KeyFiles {
+        signing_key: hub_arg.signing_key.clone(),
+        listed: None,
+    };
+    let trust = hub::Trust::load(hub::Role::Study, &files)?;
+    let url = hub_url(hub_arg)?;
+    let hub = hub::Hub::open_with(&url, trust)?;
     let mut c = hub.connect()?;
     if let Some(name) = a.stop {
         let which = (name != "all").then_some(name.as_str());

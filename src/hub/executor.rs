@@ -112,6 +112,13 @@ impl Waited {
     }
 }
 
+/// An agent chosen for a share: as the study knows it, and the epoch its heartbeat names now
+/// (the share must name it).
+struct Chosen<'s> {
+    agent: &'s AgentInfo,
+    epoch: String,
+}
+
 /// One share sent and not yet answered.
 #[derive(Clone, Copy, Debug)]
 struct Sent<'a> {
@@ -188,11 +195,38 @@ impl<'a> HubExecutor<'a> {
         settle(merge::merge(base, parts, launch.lead_s), waited)
     }
 
-    /// The first `k` of the study's agents that are alive and free on the hub now, or why
-    /// there are not `k` of them.
-    fn choose(&self, c: &mut Connection, k: usize) -> Result<Vec<&AgentInfo>, String> {
-        let alive: Vec<AgentInfo> = self.hub.agents(c).map_err(|e| e.to_string())?;
-        pick_agents(&self.agents, &alive, k, |a| self.free(a))
+    /// The first `k` of the study's agents that are alive and free on the hub now, with the
+    /// epochs their heartbeats name, or why there are not `k` of them. With keys per party,
+    /// a heartbeat not signed by the key pinned for its agent is not that agent's.
+    fn choose(&self, c: &mut Connection, k: usize) -> Result<Vec<Chosen<'_>>, String> {
+        let mut alive: Vec<AgentInfo> = self.hub.agents(c).map_err(|e| e.to_string())?;
+        alive.retain(|a| self.agents.iter().any(|s| s.name == a.name));
+        let mut refused = Vec::new();
+        alive.retain(|a| match self.hub.vouch(a) {
+            Ok(_) => true,
+            Err(why) => {
+                refused.push(format!("'{}': {why}", a.name));
+                false
+            }
+        });
+        let picked = pick_agents(&self.agents, &alive, k, |a| self.free(a)).map_err(|why| {
+            if refused.is_empty() {
+                why
+            } else {
+                format!("{why}; refused: {}", refused.join("; "))
+            }
+        })?;
+        Ok(picked
+            .into_iter()
+            .map(|agent| Chosen {
+                agent,
+                epoch: alive
+                    .iter()
+                    .find(|b| b.name == agent.name)
+                    .and_then(|b| b.epoch.clone())
+                    .unwrap_or_default(),
+            })
+            .collect())
     }
 
     /// Reads the hub's clock for the run's common start, names the run, and starts the
@@ -227,12 +261,13 @@ impl<'a> HubExecutor<'a> {
         c: &mut Connection,
         plan: &Plan,
         whole: &RunRequest,
-        chosen: &[&'s AgentInfo],
+        chosen: &[Chosen<'s>],
         launch: &Launch,
     ) -> Result<BTreeMap<usize, Sent<'s>>, String> {
         let k = chosen.len();
         let mut pending: BTreeMap<usize, Sent> = BTreeMap::new();
-        for (share, agent) in chosen.iter().copied().enumerate() {
+        for (share, Chosen { agent, epoch }) in chosen.iter().enumerate() {
+            let agent: &'s AgentInfo = agent;
             let request = share_request(whole, share, k);
             // The share's arrivals for an open cell, its tasks for a closed one.
             let tasks = request
@@ -248,7 +283,7 @@ impl<'a> HubExecutor<'a> {
                 start_hub_ns: launch.start_hub_ns,
                 timeout_s: plan.timeout.as_secs_f64(),
             }));
-            if let Err(e) = self.send(c, &agent.name, launch, &work) {
+            if let Err(e) = self.send(c, &agent.name, epoch, launch, &work) {
                 return Err(self.hub.failed("sending work", e).to_string());
             }
             let bounds = ShareBounds {
@@ -261,19 +296,20 @@ impl<'a> HubExecutor<'a> {
         Ok(pending)
     }
 
-    /// Seals `work` for `agent` and pushes it on the agent's work list. The list expires when
+    /// Seals `work` for `agent` at its `epoch` and pushes it on the agent's work list. The list expires when
     /// the study stops waiting for this run: work that no agent took by then is stale, and
     /// must not start a share later.
     fn send(
         &self,
         c: &mut Connection,
         agent: &str,
+        epoch: &str,
         launch: &Launch,
         work: &Work,
     ) -> redis::RedisResult<()> {
         serde_json::to_string(work)
             .map_err(|e| redis::RedisError::from(std::io::Error::other(e)))
-            .and_then(|text| self.hub.seal(c, agent, &launch.run, text))
+            .and_then(|text| self.hub.seal(c, agent, &launch.run, epoch, text))
             .and_then(|text| {
                 redis::pipe()
                     .atomic()
@@ -373,22 +409,27 @@ impl<'a> HubExecutor<'a> {
                 true
             }
             Ok(Some(Ok(bytes))) => {
-                // Signed with the hub key, for the study, in this run's scope (a bare answer
-                // without a key).
+                // Signed (with the hub key, or by one of the study's agents with its own), for
+                // the study, in this run's scope (a bare answer without a key).
                 let opened = std::str::from_utf8(&bytes)
                     .map_err(|_| "an item that is not text".to_string())
-                    .and_then(|t| self.hub.unseal(c, "study", Some(run), t, &mut g.seen));
-                let read = opened.and_then(|body| {
-                    serde_json::from_str::<PartDone>(&body).map_err(|e| {
-                        format!(
-                            "an item that is not an answer ({})",
-                            clipped(&e.to_string(), 200)
-                        )
-                    })
+                    .and_then(|t| self.hub.unseal_answer(c, run, t, &mut g.seen));
+                let read = opened.and_then(|(body, signer)| {
+                    serde_json::from_str::<PartDone>(&body)
+                        .map(|done| (done, signer))
+                        .map_err(|e| {
+                            format!(
+                                "an item that is not an answer ({})",
+                                clipped(&e.to_string(), 200)
+                            )
+                        })
                 });
                 match read {
                     Err(why) => g.waited.refuse(run, clipped(&why, 300)),
-                    Ok(done) => match g.claim(&done) {
+                    Ok((done, signer)) => match g
+                        .signed_by_its_agent(&done, signer.as_deref())
+                        .and_then(|()| g.claim(&done))
+                    {
                         Ok(s) => {
                             let o = outcome(done, s, host_cell, plan, rep);
                             g.outcomes.insert(o.share, o);
@@ -567,6 +608,23 @@ impl<'a> Gather<'a> {
                 clipped(&done.agent, 64)
             )),
         }
+    }
+
+    /// With keys per party, whether the answer `done` is signed by the agent its share went
+    /// to (`signer`, the agent whose pinned key signed it): one signed by another of the
+    /// study's agents is refused, and leaves the share to its own agent's answer.
+    fn signed_by_its_agent(&self, done: &PartDone, signer: Option<&str>) -> Result<(), String> {
+        let (Some(signer), Some(sent)) = (signer, self.pending.get(&done.part)) else {
+            return Ok(());
+        };
+        if sent.agent.name == signer {
+            return Ok(());
+        }
+        Err(format!(
+            "an answer for share {}, which went to agent '{}', signed by agent '{signer}''s key",
+            done.part.saturating_add(1),
+            sent.agent.name
+        ))
     }
 
     /// Declares lost the pending shares whose agents stopped heartbeating.
@@ -793,6 +851,9 @@ mod tests {
             mono_offset_ns: 0,
             beat_hub_ns: 0,
             doing: doing.into(),
+            epoch: None,
+            key: None,
+            sig: None,
         }
     }
 
