@@ -224,6 +224,21 @@ impl SigningKey {
         SigningKey::from_pem(&text).map_err(refuse)
     }
 
+    /// A key from its 32-byte seed: the fixed keys of tests and fuzz harnesses (a party's
+    /// key comes from [`SigningKey::generate`] and its file).
+    pub fn from_seed(seed: &[u8; 32]) -> std::result::Result<SigningKey, String> {
+        let pair = Ed25519KeyPair::from_seed_unchecked(seed).map_err(|e| e.to_string())?;
+        let public: [u8; 32] = pair
+            .public_key()
+            .as_ref()
+            .try_into()
+            .map_err(|_| "its public key is not 32 bytes".to_string())?;
+        Ok(SigningKey {
+            pair,
+            public: PublicKey(public),
+        })
+    }
+
     /// Its public half.
     pub fn public(&self) -> PublicKey {
         self.public
@@ -387,6 +402,11 @@ impl KeyList {
             .iter()
             .find(|(_, n)| n.as_deref() == Some(name))
             .map(|(k, _)| *k)
+    }
+
+    /// Its keys, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &PublicKey> {
+        self.keys.iter().map(|(k, _)| k)
     }
 
     /// How many keys it holds.
