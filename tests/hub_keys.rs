@@ -363,7 +363,8 @@ fn honest(work: &Value, agent: &str) -> String {
 }
 
 /// Demonstration (c): agent Y signs, with its own key, an answer for agent X's share. (Before:
-/// with the one hub key, the study exited 0 and recorded X's part with `wall_s` 1e-06.)
+/// with the one hub key, the study exited 0 and recorded X's part with `wall_s` 1e-06.) The
+/// study refuses it and exits 1, though `-i` accepts failed runs.
 #[test]
 #[ignore = "full tier: needs redis-server"]
 fn an_answer_signed_by_another_agent_is_refused_and_the_study_fails() {
@@ -381,6 +382,8 @@ fn an_answer_signed_by_another_agent_is_refused_and_the_study_fails() {
         Command::new(env!("CARGO_BIN_EXE_concur"))
             .args(["run", "-w", "fib:5", "-m", "seq", "-n", "4", "-r", "1"])
             .args(["--warmup", "0", "--hub", &hub.url(), "--hosts", "2"])
+            // -i accepts failed runs, not a refused answer.
+            .arg("-i")
             .arg("--signing-key")
             .arg(&study_key)
             .arg("--json")
@@ -433,9 +436,13 @@ fn an_answer_signed_by_another_agent_is_refused_and_the_study_fails() {
     );
     let refused: Vec<&str> = stderr
         .lines()
-        .filter(|l| l.contains("was refused"))
+        .filter(|l| l.contains("an item on its answer list was refused"))
         .collect();
     assert_eq!(refused.len(), 1, "{stderr}");
+    assert!(
+        stderr.contains("1 answer from the hub was refused") && stderr.contains("-i does not"),
+        "{stderr}"
+    );
     assert!(
         refused[0].contains("which went to agent 'x', signed by agent 'y''s key"),
         "{stderr}"

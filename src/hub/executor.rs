@@ -43,6 +43,9 @@ const EMPTY_WAIT: Duration = Duration::from_millis(20);
 /// How long after an interrupt the study waits for the agents to stop their shares.
 const CANCEL_GRACE: Duration = Duration::from_secs(5);
 
+/// How a share's error starts when its answer was refused once claimed.
+const ANSWER_REFUSED: &str = "its answer was refused";
+
 /// How long past the run's timeout the study waits for its answers.
 const ANSWER_MARGIN: Duration = Duration::from_secs(10);
 
@@ -87,6 +90,9 @@ pub struct HubExecutor<'a> {
     /// By agent, the last run of this study it answered (its heartbeat may still name it).
     answered: Mutex<BTreeMap<String, String>>,
     pop: Script,
+    /// How many answers were refused over the whole study (forged, misaddressed, not what a
+    /// run could report): a study that refused one never exits 0, `-i` or not.
+    refused: std::sync::atomic::AtomicUsize,
 }
 
 /// What waiting for a run's answers met besides them: how many items of its list were
@@ -145,7 +151,13 @@ impl<'a> HubExecutor<'a> {
             server_cpu,
             answered: Mutex::new(BTreeMap::new()),
             pop: Script::new(POP_BOUNDED),
+            refused: std::sync::atomic::AtomicUsize::new(0),
         })
+    }
+
+    /// How many answers this study refused so far.
+    pub fn refused_answers(&self) -> usize {
+        self.refused.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Whether `agent` (as its heartbeat says now) may be given a share: idle, or still
@@ -397,6 +409,29 @@ impl<'a> HubExecutor<'a> {
         rep: usize,
     ) -> bool {
         let run = g.run;
+        let junk_before = g.waited.junk;
+        let taken = self.take_one(c, g, host_cell, plan, rep, run);
+        let mut refused = g.waited.junk - junk_before;
+        if taken.is_some_and(|o| o) {
+            refused += 1;
+        }
+        self.refused
+            .fetch_add(refused, std::sync::atomic::Ordering::SeqCst);
+        taken.is_some()
+    }
+
+    /// [`HubExecutor::take_answer`]'s work: `None` when nothing was taken, else whether a
+    /// share's answer was refused once claimed (another agent's name in it, or figures no
+    /// run could report).
+    fn take_one(
+        &self,
+        c: &mut Connection,
+        g: &mut Gather,
+        host_cell: &CellPlan,
+        plan: &Plan,
+        rep: usize,
+        run: &str,
+    ) -> Option<bool> {
         match self.pop_answer(c, run) {
             Ok(Some(Err(len))) => {
                 g.waited.refuse(
@@ -406,7 +441,7 @@ impl<'a> HubExecutor<'a> {
                         merge::ANSWER_MAX_BYTES >> 20
                     ),
                 );
-                true
+                Some(false)
             }
             Ok(Some(Ok(bytes))) => {
                 // Signed (with the hub key, or by one of the study's agents with its own), for
@@ -424,6 +459,7 @@ impl<'a> HubExecutor<'a> {
                             )
                         })
                 });
+                let mut refused_once_claimed = false;
                 match read {
                     Err(why) => g.waited.refuse(run, clipped(&why, 300)),
                     Ok((done, signer)) => match g
@@ -432,19 +468,23 @@ impl<'a> HubExecutor<'a> {
                     {
                         Ok(s) => {
                             let o = outcome(done, s, host_cell, plan, rep);
+                            refused_once_claimed = matches!(
+                                &o.lost,
+                                Some((PartStatus::Refused, why)) if why.starts_with(ANSWER_REFUSED)
+                            );
                             g.outcomes.insert(o.share, o);
                         }
                         Err(why) => g.waited.refuse(run, why),
                     },
                 }
-                true
+                Some(refused_once_claimed)
             }
-            Ok(None) => false,
+            Ok(None) => None,
             // The hub did not answer this time: the checks, then again; said if the run is
             // given up.
             Err(e) => {
                 g.read_failed = Some(self.hub.failed("reading answers", e).to_string());
-                false
+                None
             }
         }
     }
@@ -749,7 +789,7 @@ fn outcome(
         o.lost = Some((
             PartStatus::Refused,
             format!(
-                "its answer was refused: it came from '{}', not from '{}' to which the share went",
+                "{ANSWER_REFUSED}: it came from '{}', not from '{}' to which the share went",
                 clipped(&done.agent, 64),
                 sent.agent.name
             ),
@@ -768,10 +808,7 @@ fn outcome(
         return o;
     };
     if let Err(why) = merge::check_ended(&mut ended, sent.bounds) {
-        o.lost = Some((
-            PartStatus::Refused,
-            format!("its answer was refused: {why}"),
-        ));
+        o.lost = Some((PartStatus::Refused, format!("{ANSWER_REFUSED}: {why}")));
         return o;
     }
     let ended: crate::runner::supervise::Ended = ended.into();
