@@ -505,3 +505,133 @@ fn a_share_sent_again_after_its_agent_restarted_is_refused() {
         refused[0]
     );
 }
+
+/// A key file or list that is not one, and keys that cannot work together: one line naming
+/// the file (and line) or variable and what is expected, exit 2, before any hub is asked (the
+/// hub here is a port nothing listens on).
+#[test]
+fn malformed_keys_and_lists_are_one_line_and_exit_2() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (key, public) = keygen(d, "own");
+    let studies = list(d, "studies", std::slice::from_ref(&public));
+    let bad_key = d.join("bad.key");
+    std::fs::write(&bad_key, "not a key\n").unwrap();
+    std::fs::set_permissions(&bad_key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let open_key = d.join("open.key");
+    std::fs::copy(&key, &open_key).unwrap();
+    std::fs::set_permissions(&open_key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let bad_list = list(
+        d,
+        "bad-list",
+        &[public.clone(), "concur-ed25519:short".into()],
+    );
+    let unnamed = list(d, "unnamed", std::slice::from_ref(&public));
+    let hub = "redis://127.0.0.1:1/0";
+    let k = key.to_str().unwrap();
+    fn with<'a>(head: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
+        head.iter().chain(extra).copied().collect()
+    }
+    let agent = ["agent", "--name", "a1", "--hub", hub];
+    let run = ["run", "-w", "fib:1", "-m", "seq", "-n", "1", "--hub", hub];
+    let s = studies.to_str().unwrap();
+    /// The command line, a variable set for it, what its one line must say.
+    type Case<'a> = (Vec<&'a str>, Option<(&'a str, &'a str)>, Vec<String>);
+    let cases: Vec<Case> = vec![
+        (
+            with(
+                &agent,
+                &[
+                    "--signing-key",
+                    bad_key.to_str().unwrap(),
+                    "--study-keys",
+                    s,
+                ],
+            ),
+            None,
+            vec![bad_key.display().to_string(), "PKCS#8 PEM".into()],
+        ),
+        (
+            with(
+                &agent,
+                &[
+                    "--signing-key",
+                    open_key.to_str().unwrap(),
+                    "--study-keys",
+                    s,
+                ],
+            ),
+            None,
+            vec!["chmod 600".into()],
+        ),
+        (
+            with(
+                &agent,
+                &[
+                    "--signing-key",
+                    k,
+                    "--study-keys",
+                    bad_list.to_str().unwrap(),
+                ],
+            ),
+            None,
+            vec![
+                format!("'{}', line 2", bad_list.display()),
+                "expected".into(),
+            ],
+        ),
+        (
+            with(&agent, &["--signing-key", k]),
+            None,
+            vec!["--study-keys".into(), "CONCUR_STUDY_KEYS".into()],
+        ),
+        (
+            with(&agent, &["--signing-key", k]),
+            Some(("CONCUR_STUDY_KEYS", "concur-ed25519:nope")),
+            vec!["CONCUR_STUDY_KEYS".into(), "not a public key".into()],
+        ),
+        (
+            with(&agent, &["--study-keys", s]),
+            None,
+            vec!["--signing-key".into()],
+        ),
+        (
+            with(&agent, &["--signing-key", k, "--study-keys", s]),
+            Some(("CONCUR_HUB_KEY", "a shared key of the lab, 0123456789")),
+            vec!["two ways to sign".into()],
+        ),
+        (
+            with(
+                &run,
+                &[
+                    "--signing-key",
+                    k,
+                    "--agent-keys",
+                    unnamed.to_str().unwrap(),
+                ],
+            ),
+            None,
+            vec![unnamed.display().to_string(), "names no agent".into()],
+        ),
+        (
+            with(&run, &["--agent-keys", unnamed.to_str().unwrap()]),
+            None,
+            vec!["--signing-key".into()],
+        ),
+    ];
+    for (args, env, says) in cases {
+        let mut cmd = concur();
+        cmd.args(&args).env_remove("CONCUR_HUB_KEY");
+        if let Some((k, v)) = env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        for s in &says {
+            assert!(err.contains(s.as_str()), "{args:?}: {s}: {err}");
+        }
+    }
+}

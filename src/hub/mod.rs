@@ -180,7 +180,7 @@ impl Trust {
             return Err(Error::flag(
                 "--signing-key",
                 format!(
-                    "--signing-key and {}: two ways to sign (allowed: one; a key per party replaces the shared key)",
+                    "--signing-key and {} are both given, two ways to sign (allowed: one; a key per party replaces the shared key)",
                     sign::HUB_KEY_ENV
                 ),
             ));
