@@ -635,3 +635,93 @@ fn malformed_keys_and_lists_are_one_line_and_exit_2() {
         }
     }
 }
+
+/// A study and its agents, each with its own key, run together: the agents listed by name
+/// (`--agent-keys`), the study's delay server on the second agent (its serve and usage
+/// questions signed too); then a study without the list trusts each agent's key on first
+/// sight and says so.
+#[test]
+#[ignore = "full tier: needs redis-server"]
+fn a_study_and_its_agents_with_keys_of_their_own_run_together() {
+    common::require(&[Need::Redis]);
+    let dir = tempfile::tempdir().unwrap();
+    let hub = Hub::start(None);
+    let (study_key, study_pub) = keygen(dir.path(), "study");
+    let (k1, p1) = keygen(dir.path(), "k1");
+    let (k2, p2) = keygen(dir.path(), "k2");
+    let studies = list(dir.path(), "studies", &[study_pub]);
+    let agents = list(
+        dir.path(),
+        "agents",
+        &[format!("{p1} k1"), format!("{p2} k2")],
+    );
+    let loopback = ["--allow-targets", "127.0.0.1"];
+    let _a1 = agent(
+        &hub,
+        "k1",
+        &k1,
+        &studies,
+        &loopback,
+        &dir.path().join("k1.log"),
+    );
+    let _a2 = agent(
+        &hub,
+        "k2",
+        &k2,
+        &studies,
+        &loopback,
+        &dir.path().join("k2.log"),
+    );
+    wait_for_agents(&hub.url(), &["k1", "k2"]);
+    let study = |extra: &[&str]| {
+        let (_tmp, results) = common::results_path();
+        let out = concur()
+            .args([
+                "run",
+                "-w",
+                "http:/delay/1ms",
+                "-m",
+                "pool:2",
+                "-n",
+                "4",
+                "-r",
+                "1",
+            ])
+            .args([
+                "--warmup",
+                "0",
+                "--hub",
+                &hub.url(),
+                "--hosts",
+                "1",
+                "--server-host",
+                "k2",
+                "--json",
+            ])
+            .arg(&results)
+            .arg("--signing-key")
+            .arg(&study_key)
+            .args(extra)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{err}");
+        let runs = common::run_lines(&results);
+        assert_eq!(runs.len(), 1, "{runs:?}");
+        assert_eq!(runs[0]["tasks_ok"], 4, "{}", runs[0]);
+        assert_eq!(runs[0]["hub"]["server_host"], "k2", "{}", runs[0]);
+        assert!(runs[0]["hub"]["server_cpu_s"].is_number(), "{}", runs[0]);
+        err
+    };
+    let listed = study(&["--agent-keys", agents.to_str().unwrap()]);
+    assert!(!listed.contains("first sight"), "{listed}");
+    let first_sight = study(&[]);
+    for (name, key) in [("k1", &p1), ("k2", &p2)] {
+        assert!(
+            first_sight.contains(&format!(
+                "trusted agent '{name}''s key on first sight: {key}"
+            )),
+            "{first_sight}"
+        );
+    }
+}

@@ -51,7 +51,9 @@ pub(super) fn agents(a: AgentsArgs) -> Result<i32, Error> {
     let now = clock::hub_now_ns(&mut c).unwrap_or(0);
     if a.format == "json" {
         for info in &list {
-            let text = serde_json::to_string(info).map_err(|e| Error::Internal(e.to_string()))?;
+            let mut info = info.clone();
+            info.doing = info.doing_now().to_string();
+            let text = serde_json::to_string(&info).map_err(|e| Error::Internal(e.to_string()))?;
             println!("{}", escape_json_controls(&text));
         }
         return Ok(0);
@@ -87,7 +89,7 @@ pub(super) fn agents(a: AgentsArgs) -> Result<i32, Error> {
                 "{:.1} s ago",
                 now.saturating_sub(i.beat_hub_ns) as f64 / 1e9
             ),
-            esc(&i.doing),
+            esc(i.doing_now()),
         ]);
     }
     println!("{table}");

@@ -239,6 +239,7 @@ impl Agent<'_> {
             epoch: Some(self.epoch.clone()),
             key: self.hub.own_key().map(|k| k.to_string()),
             sig: None,
+            released: false,
         };
         let text = self.hub.beat_text(&info);
         let key = agent_key(&self.name);

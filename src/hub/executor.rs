@@ -60,7 +60,7 @@ return v
 
 /// Whether an agent's heartbeat says it is idle (not running a share or serving a study).
 pub fn is_idle(agent: &AgentInfo) -> bool {
-    agent.doing == "idle"
+    agent.doing_now() == "idle"
 }
 
 /// The agents of `all` that are busy, as `NAME (DOING)`, for a refusal.
@@ -69,7 +69,7 @@ pub fn busy_names<'a>(all: impl IntoIterator<Item = &'a AgentInfo>) -> String {
         .filter(|a| !is_idle(a))
         .map(|a| {
             let doing: String = a
-                .doing
+                .doing_now()
                 .chars()
                 .filter(|c| !c.is_control())
                 .take(80)
@@ -891,6 +891,7 @@ mod tests {
             epoch: None,
             key: None,
             sig: None,
+            released: false,
         }
     }
 

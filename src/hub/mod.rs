@@ -580,9 +580,8 @@ impl Hub {
                             .arg(key)
                             .query(c)
                             .map_err(|e| self.failed("reading an agent", e))?;
-                        if !serving {
-                            info.doing = "idle".into();
-                        }
+                        // Marked, not rewritten: `doing` is under the heartbeat's signature.
+                        info.released = !serving;
                     }
                     alive.push(info)
                 }
@@ -642,6 +641,22 @@ pub struct AgentInfo {
     /// Its signature of the rest of the heartbeat, with keys per party.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sig: Option<String>,
+    /// Read from the hub: it serves a study that has released its server, so it is idle for
+    /// every purpose, whether or not its next beat has said so yet (not part of the
+    /// heartbeat).
+    #[serde(skip)]
+    pub released: bool,
+}
+
+impl AgentInfo {
+    /// What it is doing, as its heartbeat says it unless its server was released (`idle`).
+    pub fn doing_now(&self) -> &str {
+        if self.released {
+            "idle"
+        } else {
+            &self.doing
+        }
+    }
 }
 
 /// The key that signed the heartbeat `info`: the one it names, if its signature verifies

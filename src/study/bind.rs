@@ -182,6 +182,7 @@ fn reach_hub(
     let hub = crate::hub::Hub::open_with(&h.url.clone().into(), trust)?;
     let mut c = hub.connect()?;
     let mut notes = Vec::new();
+    let mut left_out = Vec::new();
     let all: Vec<crate::hub::AgentInfo> = hub
         .agents(&mut c)?
         .into_iter()
@@ -192,14 +193,21 @@ fn reach_hub(
             }
             Err(why) => {
                 notes.push(format!("agent '{}' is left out: {why}", a.name));
+                left_out.push(format!("'{}': {why}", a.name));
                 false
             }
         })
         .collect();
+    // Said in the refusals below: the notes are shown only once the study starts.
+    let left = if left_out.is_empty() {
+        String::new()
+    } else {
+        format!("; left out: {}", left_out.join("; "))
+    };
     if let Some(name) = &h.server_host {
         if !all.iter().any(|a| &a.name == name) {
             return Err(Error::flag("--server-host", format!(
-                "--server-host '{name}': no agent of that name is alive on the hub '{}' (allowed: {})",
+                "--server-host '{name}': no agent of that name is alive on the hub '{}' (allowed: {}){left}",
                 h.url,
                 all.iter()
                     .map(|a| a.name.as_str())
@@ -247,7 +255,7 @@ fn reach_hub(
     let most = h.hosts.iter().copied().max().unwrap_or(agents.len());
     if agents.is_empty() || most > agents.len() {
         return Err(Error::flag("--hosts", format!(
-            "--hosts {most}: the hub '{}' has {} agent{} alive{} (start one on each host with: concur agent --hub URL)",
+            "--hosts {most}: the hub '{}' has {} agent{} alive{} (start one on each host with: concur agent --hub URL){left}",
             h.url,
             agents.len(),
             if agents.len() == 1 { "" } else { "s" },
