@@ -16,8 +16,9 @@ use std::time::Duration;
 use base64::Engine;
 
 use crate::analysis::results::{Line, RunStatus};
+use crate::hub::keys::{self, KeyList, PublicKey, SigningKey};
 use crate::hub::merge::{self, PartOutcome, ShareBounds};
-use crate::hub::sign::{self, HubKey, Seen};
+use crate::hub::sign::{self, Expect, HubKey, Opener, Seen};
 use crate::hub::work::{PartDone, PartWork, Work};
 use crate::hub::{admit, AgentInfo};
 use crate::measure::latency::{LatencyRecorder, LatencyWire};
@@ -101,6 +102,7 @@ pub const TARGETS: &[(&str, Harness)] = &[
     ("hub_work", hub_work),
     ("hub_answer", hub_answer),
     ("hub_heartbeat", hub_heartbeat),
+    ("hub_keys", hub_keys),
     ("histogram", histogram),
     ("concur_line", concur_line),
     ("backend_url", backend_url),
@@ -284,6 +286,36 @@ pub const TEST_SHARE: ShareBounds = ShareBounds {
     wall_max_s: 35.0,
 };
 
+/// The epoch the hub targets' agent published at join.
+pub const TEST_EPOCH: &str = "19a0c0ffee-00112233445566778899aabbccddeeff";
+
+/// The study key the hub targets' agent lists (a fixed seed), which signs their work.
+pub fn test_study_key() -> &'static SigningKey {
+    static KEY: OnceLock<SigningKey> = OnceLock::new();
+    KEY.get_or_init(|| {
+        SigningKey::from_seed(&[1; 32]).unwrap_or_else(|e| panic!("the study key: {e}"))
+    })
+}
+
+/// The hub targets' agent's own key (a fixed seed), which signs their answers.
+pub fn test_agent_key() -> &'static SigningKey {
+    static KEY: OnceLock<SigningKey> = OnceLock::new();
+    KEY.get_or_init(|| {
+        SigningKey::from_seed(&[2; 32]).unwrap_or_else(|e| panic!("the agent key: {e}"))
+    })
+}
+
+/// Takes `key` only: a receiver's list of one.
+fn only(key: PublicKey) -> impl Fn(&PublicKey) -> std::result::Result<(), String> {
+    move |k| {
+        if *k == key {
+            Ok(())
+        } else {
+            Err(format!("{} is not listed", k.short()))
+        }
+    }
+}
+
 /// The key of [`TEST_HUB_KEY`].
 pub fn test_hub_key() -> HubKey {
     HubKey::new(TEST_HUB_KEY).unwrap_or_else(|e| panic!("the test key is refused: {e}"))
@@ -322,6 +354,22 @@ pub fn hub_work(data: &[u8]) {
         let again = sign::open(Some(&key), TEST_AGENT, None, text, TEST_HUB_NS, &mut seen);
         assert!(again.is_err(), "{text:?} opened twice");
         judge_work(&body);
+    }
+    // With keys per party: signed by the listed study key, for this agent's epoch.
+    let study = test_study_key().public();
+    let accept = only(study);
+    let e = Expect {
+        to: TEST_AGENT,
+        scope: None,
+        epoch: Some(TEST_EPOCH),
+        now_ns: TEST_HUB_NS,
+    };
+    let mut seen = Seen::default();
+    if let Ok(o) = sign::open_with(Opener::Keys(&accept), &e, text, &mut seen) {
+        assert_eq!(o.signer, Some(study), "{text:?}");
+        let again = sign::open_with(Opener::Keys(&accept), &e, text, &mut seen);
+        assert!(again.is_err(), "{text:?} opened twice");
+        judge_work(&o.body);
     }
 }
 
@@ -382,6 +430,23 @@ fn judge_work(body: &str) {
         &mut Seen::default(),
     );
     assert_eq!(opened.as_deref(), Ok(json.as_str()), "sealed: {sealed}");
+    // And signed by the study's own key for the agent's epoch.
+    let at = sign::Address {
+        to: TEST_AGENT,
+        scope: TEST_RUN,
+        epoch: TEST_EPOCH,
+        at_ns: TEST_HUB_NS,
+    };
+    let sealed = sign::seal_with(sign::Sealer::Own(test_study_key()), &at, json.clone());
+    let accept = only(test_study_key().public());
+    let e = Expect {
+        to: TEST_AGENT,
+        scope: Some(TEST_RUN),
+        epoch: Some(TEST_EPOCH),
+        now_ns: TEST_HUB_NS,
+    };
+    let opened = sign::open_with(Opener::Keys(&accept), &e, &sealed, &mut Seen::default());
+    assert_eq!(opened.map(|o| o.body), Ok(json), "sealed: {sealed}");
 }
 
 /// Whether checking `w`'s target resolves no host name: its workload is not `http:`, or its
@@ -426,6 +491,17 @@ pub fn hub_answer(data: &[u8]) {
     );
     if let Ok(body) = opened {
         read_answer(body.as_bytes());
+    }
+    // Signed by the agent the share went to, with its own key.
+    let accept = only(test_agent_key().public());
+    let e = Expect {
+        to: "study",
+        scope: Some(TEST_RUN),
+        epoch: None,
+        now_ns: TEST_HUB_NS,
+    };
+    if let Ok(o) = sign::open_with(Opener::Keys(&accept), &e, text, &mut Seen::default()) {
+        read_answer(o.body.as_bytes());
     }
 }
 
@@ -522,9 +598,49 @@ pub fn hub_heartbeat(data: &[u8]) {
         assert!(!e.chars().any(unsafe_char), "{t:?} shows as {e:?}");
     }
     let _ = info.version_refusal();
+    // A signed heartbeat: the key that signed it is the one it names.
+    if let Ok(k) = crate::hub::beat_signer(&info) {
+        assert_eq!(info.key.as_deref().map(PublicKey::parse), Some(Ok(k)));
+    }
+    if let Some(e) = &info.epoch {
+        if sign::check_epoch(e).is_ok() {
+            assert!(
+                e.chars().all(|c| c.is_ascii_hexdigit() || c == '-'),
+                "{e:?}"
+            );
+        }
+    }
     let _ = crate::hub::clock::describe(&info.clock());
     let _ = crate::hub::executor::busy_names([&info]);
     let _ = TEST_HUB_NS.saturating_sub(info.beat_hub_ns) as f64 / 1e9;
+}
+
+/// The keys an operator lists and a party's key file (`hub::keys`), an epoch and a signature
+/// as they come from the hub: a key list (`KeyList::parse`: a file, `CONCUR_STUDY_KEYS`), a
+/// public key, a PEM key file, a signature, an epoch. No panic; a list accepted holds at most
+/// `keys::MAX_LISTED` keys, each written back reads back the same; a key file accepted signs
+/// what its public key verifies.
+pub fn hub_keys(data: &[u8]) {
+    let text = text(data);
+    if let Ok(list) = KeyList::parse(text) {
+        assert!(list.len() <= keys::MAX_LISTED);
+        for k in list.iter() {
+            assert_eq!(PublicKey::parse(&k.to_string()), Ok(*k));
+        }
+    }
+    if let Ok(k) = PublicKey::parse(text) {
+        assert_eq!(k.to_string(), text);
+    }
+    if let Ok(sig) = keys::read_signature(text) {
+        assert_eq!(keys::signature_text(&sig), text);
+        let _ = test_study_key().public().verifies(b"concur", &sig);
+    }
+    let _ = sign::check_epoch(text);
+    if let Ok(key) = SigningKey::from_pem(text) {
+        let sig = keys::read_signature(&key.sign(b"concur"))
+            .unwrap_or_else(|e| panic!("a signature of ours: {e}"));
+        assert!(key.public().verifies(b"concur", &sig));
+    }
 }
 
 /// A character a terminal would act on.

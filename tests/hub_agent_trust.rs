@@ -355,7 +355,7 @@ fn an_agent_waits_for_its_hub_and_survives_two_restarts() {
 #[ignore = "full tier: needs redis-server"]
 fn a_keyed_agent_takes_only_work_signed_with_the_hub_key() {
     common::require(&[Need::Redis]);
-    use concur::hub::sign::{seal, HubKey};
+    use concur::hub::sign::{seal_with, Address, HubKey, Sealer};
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("agent.log");
     let hub = Hub::start(None);
@@ -372,6 +372,17 @@ fn a_keyed_agent_takes_only_work_signed_with_the_hub_key() {
     );
     wait_for_agents(&hub.url(), &["k1"]);
     let mut c = connect(&hub);
+    // What a study signs names the epoch the agent published at join.
+    let epoch = epoch_of(&hub, "k1");
+    let seal = |key: Option<&HubKey>, to: &str, scope: &str, at_ns: u64, body: String| {
+        let a = Address {
+            to,
+            scope,
+            epoch: &epoch,
+            at_ns,
+        };
+        seal_with(key.map_or(Sealer::Bare, Sealer::Shared), &a, body)
+    };
     let push = |c: &mut redis::Connection, text: String| {
         let _: i64 = redis::cmd("RPUSH")
             .arg("concur:hub:agent:k1:work")
@@ -459,6 +470,16 @@ fn a_keyed_agent_takes_only_work_signed_with_the_hub_key() {
     ] {
         assert!(refused.iter().any(|l| l.contains(why)), "{why}: {text}");
     }
+}
+
+/// The epoch agent `name` published in its heartbeat.
+fn epoch_of(hub: &Hub, name: &str) -> String {
+    common::hub_agents(&hub.url())
+        .iter()
+        .find(|a| a["name"] == name)
+        .and_then(|a| a["epoch"].as_str())
+        .unwrap_or_else(|| panic!("agent {name} publishes no epoch"))
+        .to_string()
 }
 
 /// Runs `concur jobs work` on the SQLite queue `path`, which must be refused (exit 2) saying

@@ -22,6 +22,9 @@ pub(crate) struct AgentArgs {
     allow: crate::plan::options::AllowOptions,
     #[command(flatten)]
     jobs_backend: crate::plan::options::JobsBackendArg,
+    /// With --signing-key: the public keys of the studies whose work (and stops) this agent takes, one a line (concur-ed25519:..., a name after it optional); also from CONCUR_STUDY_KEYS (the keys themselves, comma-separated)
+    #[arg(long, value_name = "FILE")]
+    study_keys: Option<std::path::PathBuf>,
     /// No line per share on stderr
     #[arg(long, short)]
     quiet: bool,
@@ -51,7 +54,12 @@ pub(crate) fn hub_url(arg: crate::plan::options::HubArg) -> Result<HubUrl, Error
 
 /// Runs `concur agent`.
 pub(crate) fn agent(a: AgentArgs) -> Result<i32, Error> {
-    let url = hub_url(a.hub)?;
+    let hub_arg = a.hub.from_env();
+    let key_files = hub::KeyFiles {
+        signing_key: hub_arg.signing_key.clone(),
+        listed: a.study_keys,
+    };
+    let url = hub_url(hub_arg)?;
     let terminal = Terminal::new(if a.quiet {
         Feedback::Quiet
     } else {
@@ -63,6 +71,7 @@ pub(crate) fn agent(a: AgentArgs) -> Result<i32, Error> {
             name: a.name,
             allowed: a.allow.allowed()?,
             jobs_backend: a.jobs_backend.parsed()?,
+            key_files,
         },
         &terminal,
     )

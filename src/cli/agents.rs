@@ -32,8 +32,14 @@ pub(super) fn agents(a: AgentsArgs) -> Result<i32, Error> {
             ),
         ));
     }
-    let url = hub_url(a.hub)?;
-    let hub = hub::Hub::open(&url)?;
+    let hub_arg = a.hub.from_env();
+    let files = hub::KeyFiles {
+        signing_key: hub_arg.signing_key.clone(),
+        listed: None,
+    };
+    let trust = hub::Trust::load(hub::Role::Study, &files)?;
+    let url = hub_url(hub_arg)?;
+    let hub = hub::Hub::open_with(&url, trust)?;
     let mut c = hub.connect()?;
     if let Some(name) = a.stop {
         let which = (name != "all").then_some(name.as_str());
@@ -45,7 +51,9 @@ pub(super) fn agents(a: AgentsArgs) -> Result<i32, Error> {
     let now = clock::hub_now_ns(&mut c).unwrap_or(0);
     if a.format == "json" {
         for info in &list {
-            let text = serde_json::to_string(info).map_err(|e| Error::Internal(e.to_string()))?;
+            let mut info = info.clone();
+            info.doing = info.doing_now().to_string();
+            let text = serde_json::to_string(&info).map_err(|e| Error::Internal(e.to_string()))?;
             println!("{}", escape_json_controls(&text));
         }
         return Ok(0);
@@ -81,7 +89,7 @@ pub(super) fn agents(a: AgentsArgs) -> Result<i32, Error> {
                 "{:.1} s ago",
                 now.saturating_sub(i.beat_hub_ns) as f64 / 1e9
             ),
-            esc(&i.doing),
+            esc(i.doing_now()),
         ]);
     }
     println!("{table}");

@@ -6,6 +6,7 @@ pub(crate) mod agent;
 mod agents;
 mod classic;
 pub(crate) mod help;
+mod hub;
 mod jobs;
 mod serve;
 pub(crate) mod usage_error;
@@ -64,6 +65,9 @@ enum Command {
     Agent(crate::cli::agent::AgentArgs),
     /// List a hub's agents (name, address, cores, clock offset, last heartbeat, what each does), or tell them to leave
     Agents(agents::AgentsArgs),
+    /// The keys of a hub's parties: a signing key of a study's or an agent's own (keygen), its public key (pubkey)
+    #[command(subcommand)]
+    Hub(hub::HubCommand),
     /// Print a shell completion script: concur completions bash > /etc/bash_completion.d/concur
     Completions {
         /// The shell
@@ -267,6 +271,7 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
         Command::Jobs(c) => jobs::jobs(c),
         Command::Agent(a) => crate::cli::agent::agent(a),
         Command::Agents(a) => agents::agents(a),
+        Command::Hub(c) => hub::hub(c),
         Command::Classic(c) => classic::classic(c),
         Command::List => {
             help::list();

@@ -44,6 +44,9 @@ pub struct AgentOptions {
     pub allowed: Allowed,
     /// The queue its jobs models use (`--jobs-backend`): the agent's own, never a study's.
     pub jobs_backend: Option<crate::jobs::BackendUrl>,
+    /// Its own signing key and the study keys whose work it runs (`--signing-key`,
+    /// `--study-keys`).
+    pub key_files: super::KeyFiles,
 }
 
 /// What the heartbeat and the work loop share.
@@ -88,6 +91,8 @@ struct Agent<'a> {
     unsent: Option<(String, PartDone)>,
     /// The signed work items already taken (a replay is refused).
     seen: super::sign::Seen,
+    /// This process's epoch, published at join: work must name it.
+    epoch: String,
 }
 
 /// Joins the hub and works until told to leave, Ctrl-C or SIGTERM (how a service manager
@@ -96,7 +101,7 @@ struct Agent<'a> {
 /// agent rejoins under the same name. Only what retrying cannot mend ends it: a bad URL,
 /// refused credentials, a name another live agent holds.
 pub fn run(url: &HubUrl, o: &AgentOptions, terminal: &Terminal) -> Result<i32> {
-    let hub = Hub::new(url)?;
+    let hub = Hub::new_with(url, super::Trust::load(super::Role::Agent, &o.key_files)?)?;
     let name = o.name.clone().unwrap_or_else(hostname);
     check_name(&name)?;
     let exe = std::env::current_exe().map_err(|e| Error::io("finding our own binary", e))?;
@@ -110,6 +115,7 @@ pub fn run(url: &HubUrl, o: &AgentOptions, terminal: &Terminal) -> Result<i32> {
         served: super::server::Served::default(),
         unsent: None,
         seen: super::sign::Seen::default(),
+        epoch: super::sign::new_epoch(),
     };
     let mut pause = RETRY_FIRST;
     let mut attempt = 0u32;
@@ -230,9 +236,12 @@ impl Agent<'_> {
             mono_offset_ns: clock.mono_offset_ns,
             beat_hub_ns: clock::hub_now_ns(&mut c)?,
             doing: "idle".into(),
+            epoch: Some(self.epoch.clone()),
+            key: self.hub.own_key().map(|k| k.to_string()),
+            sig: None,
+            released: false,
         };
-        let text = serde_json::to_string(&info)
-            .map_err(|e| JoinError::Fatal(Error::Internal(e.to_string())))?;
+        let text = self.hub.beat_text(&info);
         let key = agent_key(&self.name);
         let joined: Option<String> = redis::cmd("SET")
             .arg(&key)
@@ -293,9 +302,15 @@ impl Agent<'_> {
                 format!(" and to {}", allowed.targets)
             }
         ));
-        if self.hub.keyed() {
+        if let super::Trust::Keys(_) = self.hub.trust() {
             self.terminal.line(format_args!(
-                "agent '{}': work is signed with the hub key ({}); unsigned or badly signed work is refused",
+                "agent '{}' signs with its key {}; it runs work only from listed study keys, and a stop only from them",
+                self.name,
+                self.hub.own_key().map(|k| k.to_string()).unwrap_or_default()
+            ));
+        } else if self.hub.keyed() {
+            self.terminal.line(format_args!(
+                "agent '{}': work is signed with the hub key ({}); unsigned or badly signed work is refused; every holder of that key is every party (any of them can give work, stop this agent or answer in its name): give each party its own key with --signing-key (docs/security.md)",
                 self.name,
                 super::sign::HUB_KEY_ENV
             ));
@@ -339,9 +354,10 @@ impl Agent<'_> {
         cancel: &AtomicBool,
     ) -> Ended {
         let name = self.name.clone();
+        let hub = self.hub.clone();
         let beat = || {
             let s = shared.lock().unwrap_or_else(|p| p.into_inner());
-            serde_json::to_string(&s.info).unwrap_or_default()
+            hub.beat_text(&s.info)
         };
         if let Some((text, done)) = self.unsent.take() {
             if let Err(e) = answer(&self.hub, c, &text, &name, &done, &beat()) {
@@ -368,7 +384,10 @@ impl Agent<'_> {
                 continue;
             };
             let work = admit::check_size(&text)
-                .and_then(|_| self.hub.unseal(c, &name, None, &text, &mut self.seen))
+                .and_then(|_| {
+                    self.hub
+                        .unseal_work(c, &name, &self.epoch, &text, &mut self.seen)
+                })
                 .and_then(|body| admit::read_work(&body));
             let done = match work {
                 Ok(Work::Stop) => {
@@ -522,7 +541,7 @@ fn answer(
     let answer = serde_json::to_string(done).map_err(|e| {
         redis::RedisError::from(std::io::Error::other(format!("encoding an answer: {e}")))
     })?;
-    let answer = hub.seal(c, "study", &done.run, answer)?;
+    let answer = hub.seal(c, "study", &done.run, "", answer)?;
     redis::pipe()
         .cmd("SET")
         .arg(agent_key(name))
@@ -562,7 +581,7 @@ fn heartbeat(
             conn = hub.try_connect().ok();
         }
         if let Some(c) = conn.as_mut() {
-            if beat_once(c, name, shared, cancel).is_err() {
+            if beat_once(hub, c, name, shared, cancel).is_err() {
                 conn = None;
             }
         }
@@ -572,6 +591,7 @@ fn heartbeat(
 
 /// One heartbeat: the agent's key renewed, the cancel key of its run looked at.
 fn beat_once(
+    hub: &Hub,
     c: &mut Connection,
     name: &str,
     shared: &Mutex<Shared>,
@@ -581,16 +601,14 @@ fn beat_once(
     let (text, run) = {
         let mut s = shared.lock().unwrap_or_else(|p| p.into_inner());
         s.info.beat_hub_ns = now;
-        (serde_json::to_string(&s.info).ok(), s.run.clone())
+        (hub.beat_text(&s.info), s.run.clone())
     };
-    if let Some(text) = text {
-        redis::cmd("SET")
-            .arg(agent_key(name))
-            .arg(text)
-            .arg("PX")
-            .arg(LOST_AFTER.as_millis() as u64)
-            .query::<()>(c)?;
-    }
+    redis::cmd("SET")
+        .arg(agent_key(name))
+        .arg(text)
+        .arg("PX")
+        .arg(LOST_AFTER.as_millis() as u64)
+        .query::<()>(c)?;
     if let Some(run) = run {
         let (cancelled, study_alive): (bool, bool) = redis::pipe()
             .cmd("EXISTS")
@@ -691,7 +709,9 @@ fn run_part(
     }
 }
 
-/// Tells agent `name` (or every agent, for `None`) to leave after the work it holds.
+/// Tells agent `name` (or every agent, for `None`) to leave after the work it holds: a stop
+/// for the epoch each published (with keys per party, signed by this party's key, which the
+/// agent obeys only if it lists it as a study's).
 pub fn stop(hub: &Hub, c: &mut Connection, name: Option<&str>) -> Result<Vec<String>> {
     let agents = hub.agents(c)?;
     let chosen: Vec<&AgentInfo> = agents
@@ -719,7 +739,13 @@ pub fn stop(hub: &Hub, c: &mut Connection, name: Option<&str>) -> Result<Vec<Str
     let text = serde_json::to_string(&Work::Stop).map_err(|e| Error::Internal(e.to_string()))?;
     for a in &chosen {
         let text = hub
-            .seal(c, &a.name, "stop", text.clone())
+            .seal(
+                c,
+                &a.name,
+                "stop",
+                a.epoch.as_deref().unwrap_or(""),
+                text.clone(),
+            )
             .map_err(|e| hub.failed("telling an agent to stop", e))?;
         let _: i64 = redis::cmd("RPUSH")
             .arg(work_key(&a.name))

@@ -43,6 +43,9 @@ const EMPTY_WAIT: Duration = Duration::from_millis(20);
 /// How long after an interrupt the study waits for the agents to stop their shares.
 const CANCEL_GRACE: Duration = Duration::from_secs(5);
 
+/// How a share's error starts when its answer was refused once claimed.
+const ANSWER_REFUSED: &str = "its answer was refused";
+
 /// How long past the run's timeout the study waits for its answers.
 const ANSWER_MARGIN: Duration = Duration::from_secs(10);
 
@@ -57,7 +60,7 @@ return v
 
 /// Whether an agent's heartbeat says it is idle (not running a share or serving a study).
 pub fn is_idle(agent: &AgentInfo) -> bool {
-    agent.doing == "idle"
+    agent.doing_now() == "idle"
 }
 
 /// The agents of `all` that are busy, as `NAME (DOING)`, for a refusal.
@@ -66,7 +69,7 @@ pub fn busy_names<'a>(all: impl IntoIterator<Item = &'a AgentInfo>) -> String {
         .filter(|a| !is_idle(a))
         .map(|a| {
             let doing: String = a
-                .doing
+                .doing_now()
                 .chars()
                 .filter(|c| !c.is_control())
                 .take(80)
@@ -87,6 +90,9 @@ pub struct HubExecutor<'a> {
     /// By agent, the last run of this study it answered (its heartbeat may still name it).
     answered: Mutex<BTreeMap<String, String>>,
     pop: Script,
+    /// How many answers were refused over the whole study (forged, misaddressed, not what a
+    /// run could report): a study that refused one never exits 0, `-i` or not.
+    refused: std::sync::atomic::AtomicUsize,
 }
 
 /// What waiting for a run's answers met besides them: how many items of its list were
@@ -110,6 +116,13 @@ impl Waited {
             self.first_junk = Some(why);
         }
     }
+}
+
+/// An agent chosen for a share: as the study knows it, and the epoch its heartbeat names now
+/// (the share must name it).
+struct Chosen<'s> {
+    agent: &'s AgentInfo,
+    epoch: String,
 }
 
 /// One share sent and not yet answered.
@@ -138,7 +151,13 @@ impl<'a> HubExecutor<'a> {
             server_cpu,
             answered: Mutex::new(BTreeMap::new()),
             pop: Script::new(POP_BOUNDED),
+            refused: std::sync::atomic::AtomicUsize::new(0),
         })
+    }
+
+    /// How many answers this study refused so far.
+    pub fn refused_answers(&self) -> usize {
+        self.refused.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Whether `agent` (as its heartbeat says now) may be given a share: idle, or still
@@ -188,11 +207,38 @@ impl<'a> HubExecutor<'a> {
         settle(merge::merge(base, parts, launch.lead_s), waited)
     }
 
-    /// The first `k` of the study's agents that are alive and free on the hub now, or why
-    /// there are not `k` of them.
-    fn choose(&self, c: &mut Connection, k: usize) -> Result<Vec<&AgentInfo>, String> {
-        let alive: Vec<AgentInfo> = self.hub.agents(c).map_err(|e| e.to_string())?;
-        pick_agents(&self.agents, &alive, k, |a| self.free(a))
+    /// The first `k` of the study's agents that are alive and free on the hub now, with the
+    /// epochs their heartbeats name, or why there are not `k` of them. With keys per party,
+    /// a heartbeat not signed by the key pinned for its agent is not that agent's.
+    fn choose(&self, c: &mut Connection, k: usize) -> Result<Vec<Chosen<'_>>, String> {
+        let mut alive: Vec<AgentInfo> = self.hub.agents(c).map_err(|e| e.to_string())?;
+        alive.retain(|a| self.agents.iter().any(|s| s.name == a.name));
+        let mut refused = Vec::new();
+        alive.retain(|a| match self.hub.vouch(a) {
+            Ok(_) => true,
+            Err(why) => {
+                refused.push(format!("'{}': {why}", a.name));
+                false
+            }
+        });
+        let picked = pick_agents(&self.agents, &alive, k, |a| self.free(a)).map_err(|why| {
+            if refused.is_empty() {
+                why
+            } else {
+                format!("{why}; refused: {}", refused.join("; "))
+            }
+        })?;
+        Ok(picked
+            .into_iter()
+            .map(|agent| Chosen {
+                agent,
+                epoch: alive
+                    .iter()
+                    .find(|b| b.name == agent.name)
+                    .and_then(|b| b.epoch.clone())
+                    .unwrap_or_default(),
+            })
+            .collect())
     }
 
     /// Reads the hub's clock for the run's common start, names the run, and starts the
@@ -227,12 +273,13 @@ impl<'a> HubExecutor<'a> {
         c: &mut Connection,
         plan: &Plan,
         whole: &RunRequest,
-        chosen: &[&'s AgentInfo],
+        chosen: &[Chosen<'s>],
         launch: &Launch,
     ) -> Result<BTreeMap<usize, Sent<'s>>, String> {
         let k = chosen.len();
         let mut pending: BTreeMap<usize, Sent> = BTreeMap::new();
-        for (share, agent) in chosen.iter().copied().enumerate() {
+        for (share, Chosen { agent, epoch }) in chosen.iter().enumerate() {
+            let agent: &'s AgentInfo = agent;
             let request = share_request(whole, share, k);
             // The share's arrivals for an open cell, its tasks for a closed one.
             let tasks = request
@@ -248,7 +295,7 @@ impl<'a> HubExecutor<'a> {
                 start_hub_ns: launch.start_hub_ns,
                 timeout_s: plan.timeout.as_secs_f64(),
             }));
-            if let Err(e) = self.send(c, &agent.name, launch, &work) {
+            if let Err(e) = self.send(c, &agent.name, epoch, launch, &work) {
                 return Err(self.hub.failed("sending work", e).to_string());
             }
             let bounds = ShareBounds {
@@ -261,19 +308,20 @@ impl<'a> HubExecutor<'a> {
         Ok(pending)
     }
 
-    /// Seals `work` for `agent` and pushes it on the agent's work list. The list expires when
+    /// Seals `work` for `agent` at its `epoch` and pushes it on the agent's work list. The list expires when
     /// the study stops waiting for this run: work that no agent took by then is stale, and
     /// must not start a share later.
     fn send(
         &self,
         c: &mut Connection,
         agent: &str,
+        epoch: &str,
         launch: &Launch,
         work: &Work,
     ) -> redis::RedisResult<()> {
         serde_json::to_string(work)
             .map_err(|e| redis::RedisError::from(std::io::Error::other(e)))
-            .and_then(|text| self.hub.seal(c, agent, &launch.run, text))
+            .and_then(|text| self.hub.seal(c, agent, &launch.run, epoch, text))
             .and_then(|text| {
                 redis::pipe()
                     .atomic()
@@ -361,6 +409,29 @@ impl<'a> HubExecutor<'a> {
         rep: usize,
     ) -> bool {
         let run = g.run;
+        let junk_before = g.waited.junk;
+        let taken = self.take_one(c, g, host_cell, plan, rep, run);
+        let mut refused = g.waited.junk - junk_before;
+        if taken.is_some_and(|o| o) {
+            refused += 1;
+        }
+        self.refused
+            .fetch_add(refused, std::sync::atomic::Ordering::SeqCst);
+        taken.is_some()
+    }
+
+    /// [`HubExecutor::take_answer`]'s work: `None` when nothing was taken, else whether a
+    /// share's answer was refused once claimed (another agent's name in it, or figures no
+    /// run could report).
+    fn take_one(
+        &self,
+        c: &mut Connection,
+        g: &mut Gather,
+        host_cell: &CellPlan,
+        plan: &Plan,
+        rep: usize,
+        run: &str,
+    ) -> Option<bool> {
         match self.pop_answer(c, run) {
             Ok(Some(Err(len))) => {
                 g.waited.refuse(
@@ -370,40 +441,50 @@ impl<'a> HubExecutor<'a> {
                         merge::ANSWER_MAX_BYTES >> 20
                     ),
                 );
-                true
+                Some(false)
             }
             Ok(Some(Ok(bytes))) => {
-                // Signed with the hub key, for the study, in this run's scope (a bare answer
-                // without a key).
+                // Signed (with the hub key, or by one of the study's agents with its own), for
+                // the study, in this run's scope (a bare answer without a key).
                 let opened = std::str::from_utf8(&bytes)
                     .map_err(|_| "an item that is not text".to_string())
-                    .and_then(|t| self.hub.unseal(c, "study", Some(run), t, &mut g.seen));
-                let read = opened.and_then(|body| {
-                    serde_json::from_str::<PartDone>(&body).map_err(|e| {
-                        format!(
-                            "an item that is not an answer ({})",
-                            clipped(&e.to_string(), 200)
-                        )
-                    })
+                    .and_then(|t| self.hub.unseal_answer(c, run, t, &mut g.seen));
+                let read = opened.and_then(|(body, signer)| {
+                    serde_json::from_str::<PartDone>(&body)
+                        .map(|done| (done, signer))
+                        .map_err(|e| {
+                            format!(
+                                "an item that is not an answer ({})",
+                                clipped(&e.to_string(), 200)
+                            )
+                        })
                 });
+                let mut refused_once_claimed = false;
                 match read {
                     Err(why) => g.waited.refuse(run, clipped(&why, 300)),
-                    Ok(done) => match g.claim(&done) {
+                    Ok((done, signer)) => match g
+                        .signed_by_its_agent(&done, signer.as_deref())
+                        .and_then(|()| g.claim(&done))
+                    {
                         Ok(s) => {
                             let o = outcome(done, s, host_cell, plan, rep);
+                            refused_once_claimed = matches!(
+                                &o.lost,
+                                Some((PartStatus::Refused, why)) if why.starts_with(ANSWER_REFUSED)
+                            );
                             g.outcomes.insert(o.share, o);
                         }
                         Err(why) => g.waited.refuse(run, why),
                     },
                 }
-                true
+                Some(refused_once_claimed)
             }
-            Ok(None) => false,
+            Ok(None) => None,
             // The hub did not answer this time: the checks, then again; said if the run is
             // given up.
             Err(e) => {
                 g.read_failed = Some(self.hub.failed("reading answers", e).to_string());
-                false
+                None
             }
         }
     }
@@ -569,6 +650,23 @@ impl<'a> Gather<'a> {
         }
     }
 
+    /// With keys per party, whether the answer `done` is signed by the agent its share went
+    /// to (`signer`, the agent whose pinned key signed it): one signed by another of the
+    /// study's agents is refused, and leaves the share to its own agent's answer.
+    fn signed_by_its_agent(&self, done: &PartDone, signer: Option<&str>) -> Result<(), String> {
+        let (Some(signer), Some(sent)) = (signer, self.pending.get(&done.part)) else {
+            return Ok(());
+        };
+        if sent.agent.name == signer {
+            return Ok(());
+        }
+        Err(format!(
+            "an answer for share {}, which went to agent '{}', signed by agent '{signer}''s key",
+            done.part.saturating_add(1),
+            sent.agent.name
+        ))
+    }
+
     /// Declares lost the pending shares whose agents stopped heartbeating.
     fn lose_silent(&mut self, c: &mut Connection) {
         let shares: Vec<usize> = self.pending.keys().copied().collect();
@@ -691,7 +789,7 @@ fn outcome(
         o.lost = Some((
             PartStatus::Refused,
             format!(
-                "its answer was refused: it came from '{}', not from '{}' to which the share went",
+                "{ANSWER_REFUSED}: it came from '{}', not from '{}' to which the share went",
                 clipped(&done.agent, 64),
                 sent.agent.name
             ),
@@ -710,10 +808,7 @@ fn outcome(
         return o;
     };
     if let Err(why) = merge::check_ended(&mut ended, sent.bounds) {
-        o.lost = Some((
-            PartStatus::Refused,
-            format!("its answer was refused: {why}"),
-        ));
+        o.lost = Some((PartStatus::Refused, format!("{ANSWER_REFUSED}: {why}")));
         return o;
     }
     let ended: crate::runner::supervise::Ended = ended.into();
@@ -793,6 +888,10 @@ mod tests {
             mono_offset_ns: 0,
             beat_hub_ns: 0,
             doing: doing.into(),
+            epoch: None,
+            key: None,
+            sig: None,
+            released: false,
         }
     }
 

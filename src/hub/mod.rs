@@ -17,13 +17,17 @@ pub(crate) mod admit;
 pub(crate) mod agent;
 pub(crate) mod clock;
 pub mod executor;
+pub mod keys;
 pub(crate) mod merge;
 pub(crate) mod server;
 pub mod sign;
 pub(crate) mod work;
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use redis::{Connection, IntoConnectionInfo};
@@ -99,20 +103,142 @@ impl fmt::Debug for HubUrl {
     }
 }
 
+/// How the messages through a hub are signed, and whose signatures this party takes.
+#[derive(Clone, Default)]
+pub enum Trust {
+    /// Not at all: anyone who can write to the hub can give work and answer.
+    #[default]
+    Bare,
+    /// With the hub key ([`sign::HUB_KEY_ENV`]): every holder is every party.
+    Shared(Box<sign::HubKey>),
+    /// With a key per party.
+    Keys(Arc<Parties>),
+}
+
+/// A party's own key and the keys it takes.
+pub struct Parties {
+    own: keys::SigningKey,
+    /// An agent: the study keys whose work it runs. A study: the operator's list of agent
+    /// keys, by name (then only those), if one was given.
+    listed: Option<keys::KeyList>,
+    /// Where `listed` came from, for refusals.
+    listed_from: String,
+    /// A study: each agent's key, by name, as listed or first seen, for the whole study.
+    pins: Mutex<BTreeMap<String, keys::PublicKey>>,
+}
+
+/// The key files a party names (`--signing-key`, `--study-keys` or `--agent-keys`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct KeyFiles {
+    /// Its own signing key's file (`--signing-key`, or the file `CONCUR_SIGNING_KEY` names).
+    pub signing_key: Option<PathBuf>,
+    /// An agent's `--study-keys FILE`, or a study's `--agent-keys FILE`.
+    pub listed: Option<PathBuf>,
+}
+
+/// Which party loads its keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// A study, or `concur agents --stop` (a study key's holder).
+    Study,
+    /// `concur agent`.
+    Agent,
+}
+
+impl Trust {
+    /// The trust of a party of `role` from its key files and the environment: the hub key
+    /// ([`sign::HUB_KEY_ENV`]), else a key per party when a signing key is named, else bare.
+    /// A malformed file or list is one line naming it and what is expected, exit 2.
+    pub fn load(role: Role, files: &KeyFiles) -> Result<Trust> {
+        let shared = sign::HubKey::from_env()?;
+        let study_env = match role {
+            Role::Agent => keys::KeyList::from_env(keys::STUDY_KEYS_ENV)?,
+            Role::Study => None,
+        };
+        let (list_flag, listing) = match role {
+            Role::Agent => ("--study-keys", "study keys"),
+            Role::Study => ("--agent-keys", "agent keys"),
+        };
+        let Some(path) = &files.signing_key else {
+            if files.listed.is_some() || study_env.is_some() {
+                let what = if files.listed.is_some() {
+                    list_flag
+                } else {
+                    keys::STUDY_KEYS_ENV
+                };
+                return Err(Error::flag(
+                    "--signing-key",
+                    format!(
+                        "{what}: {listing} are checked against this party's own signatures, which need --signing-key FILE (or {}; concur hub keygen --out FILE makes one)",
+                        keys::SIGNING_KEY_ENV
+                    ),
+                ));
+            }
+            return Ok(shared.map_or(Trust::Bare, |k| Trust::Shared(Box::new(k))));
+        };
+        if shared.is_some() {
+            return Err(Error::flag(
+                "--signing-key",
+                format!(
+                    "--signing-key and {} are both given, two ways to sign (allowed: one; a key per party replaces the shared key)",
+                    sign::HUB_KEY_ENV
+                ),
+            ));
+        }
+        let own = keys::SigningKey::load("--signing-key", path)?;
+        let from_file = files
+            .listed
+            .as_deref()
+            .map(|p| keys::KeyList::load(list_flag, p, role == Role::Study))
+            .transpose()?;
+        let listed_from = match (&files.listed, &study_env) {
+            (Some(p), Some(_)) => {
+                format!("{list_flag} '{}' and {}", p.display(), keys::STUDY_KEYS_ENV)
+            }
+            (Some(p), None) => format!("{list_flag} '{}'", p.display()),
+            (None, _) => keys::STUDY_KEYS_ENV.to_string(),
+        };
+        let listed = match (from_file, study_env) {
+            (Some(a), Some(b)) => Some(a.and(b)),
+            (a, b) => a.or(b),
+        };
+        if role == Role::Agent && listed.is_none() {
+            return Err(Error::flag(
+                "--study-keys",
+                format!(
+                    "--study-keys: an agent with its own key runs work only from the study keys its operator lists: give --study-keys FILE or {} (public keys, as concur hub keygen prints them)",
+                    keys::STUDY_KEYS_ENV
+                ),
+            ));
+        }
+        Ok(Trust::Keys(Arc::new(Parties {
+            own,
+            listed,
+            listed_from,
+            pins: Mutex::new(BTreeMap::new()),
+        })))
+    }
+}
+
 /// A hub that answered.
 #[derive(Clone)]
 pub struct Hub {
     url: HubUrl,
     client: redis::Client,
-    /// The hub key ([`sign::HUB_KEY_ENV`]) every message is signed with, if one is set.
-    key: Option<sign::HubKey>,
+    /// How messages are signed and whose signatures are taken.
+    trust: Trust,
 }
 
 impl Hub {
     /// Connects and pings; a hub that does not answer in 3 s or refuses the password is one
     /// line naming the URL (its password masked), exit 2.
     pub fn open(url: &HubUrl) -> Result<Hub> {
-        let hub = Hub::new(url)?;
+        Hub::open_with(url, Trust::load(Role::Study, &KeyFiles::default())?)
+    }
+
+    /// [`Hub::open`], signing and checking as `trust` says.
+    pub fn open_with(url: &HubUrl, trust: Trust) -> Result<Hub> {
+        let hub = Hub::new_with(url, trust)?;
         let mut c = hub.connect()?;
         redis::cmd("PING")
             .query::<String>(&mut c)
@@ -123,6 +249,11 @@ impl Hub {
     /// A hub not yet asked anything: only the URL and the hub key ([`sign::HUB_KEY_ENV`])
     /// are checked (an agent waits for its hub).
     pub fn new(url: &HubUrl) -> Result<Hub> {
+        Hub::new_with(url, Trust::load(Role::Agent, &KeyFiles::default())?)
+    }
+
+    /// [`Hub::new`], signing and checking as `trust` says.
+    pub fn new_with(url: &HubUrl, trust: Trust) -> Result<Hub> {
         let client = redis::Client::open(url.expose()).map_err(|e| {
             Error::flag(
                 "--hub",
@@ -132,46 +263,250 @@ impl Hub {
         Ok(Hub {
             url: url.clone(),
             client,
-            key: sign::HubKey::from_env()?,
+            trust,
         })
     }
 
-    /// Whether messages are signed with a hub key.
-    pub fn keyed(&self) -> bool {
-        self.key.is_some()
+    /// How messages are signed here.
+    pub fn trust(&self) -> &Trust {
+        &self.trust
     }
 
-    /// `body` sealed for `to` in `scope` with the hub key, on the hub's clock now (bare
-    /// without a key).
+    /// Whether messages are signed (with the hub key or a key per party).
+    pub fn keyed(&self) -> bool {
+        !matches!(self.trust, Trust::Bare)
+    }
+
+    /// This party's own public key, with keys per party.
+    pub fn own_key(&self) -> Option<keys::PublicKey> {
+        match &self.trust {
+            Trust::Keys(p) => Some(p.own.public()),
+            _ => None,
+        }
+    }
+
+    /// `body` sealed for `to` in `scope` (for an agent: at its `epoch`) on the hub's clock
+    /// now, with this party's key (bare without one).
     pub fn seal(
         &self,
         c: &mut Connection,
         to: &str,
         scope: &str,
+        epoch: &str,
         body: String,
     ) -> redis::RedisResult<String> {
-        let at = match &self.key {
-            Some(_) => clock::hub_now_ns(c)?,
-            None => 0,
+        let sealer = match &self.trust {
+            Trust::Bare => return Ok(body),
+            Trust::Shared(k) => sign::Sealer::Shared(k),
+            Trust::Keys(p) => sign::Sealer::Own(&p.own),
         };
-        Ok(sign::seal(self.key.as_ref(), to, scope, at, body))
+        let a = sign::Address {
+            to,
+            scope,
+            epoch,
+            at_ns: clock::hub_now_ns(c)?,
+        };
+        Ok(sign::seal_with(sealer, &a, body))
     }
 
-    /// The body of `text` received by `to` (in `scope`, when given), checked against the
-    /// hub key and the hub's clock now; the text itself without a key.
-    pub fn unseal(
+    /// The body of `text` as `e` expects it (the hub's clock read now), signed by a key
+    /// `accept` takes (with keys per party); the text itself when bare.
+    fn unseal_as(
+        &self,
+        c: &mut Connection,
+        e: sign::Expect,
+        text: &str,
+        seen: &mut sign::Seen,
+        accept: &dyn Fn(&keys::PublicKey) -> std::result::Result<(), String>,
+    ) -> std::result::Result<sign::Opened, String> {
+        let opener = match &self.trust {
+            Trust::Bare => sign::Opener::Bare,
+            Trust::Shared(k) => sign::Opener::Shared(k),
+            Trust::Keys(_) => sign::Opener::Keys(accept),
+        };
+        let now_ns = match &self.trust {
+            Trust::Bare => 0,
+            _ => clock::hub_now_ns(c).map_err(|e| format!("reading the hub's clock: {e}"))?,
+        };
+        sign::open_with(opener, &sign::Expect { now_ns, ..e }, text, seen)
+    }
+
+    /// An agent's side: the body of the work item `text` sent to agent `to` in its `epoch`,
+    /// signed by a study key its operator listed (with keys per party).
+    pub fn unseal_work(
         &self,
         c: &mut Connection,
         to: &str,
-        scope: Option<&str>,
+        epoch: &str,
         text: &str,
         seen: &mut sign::Seen,
     ) -> std::result::Result<String, String> {
-        let now = match &self.key {
-            Some(_) => clock::hub_now_ns(c).map_err(|e| format!("reading the hub's clock: {e}"))?,
-            None => 0,
+        let accept = |k: &keys::PublicKey| match &self.trust {
+            Trust::Keys(p) if p.listed.as_ref().is_some_and(|l| l.contains(k)) => Ok(()),
+            Trust::Keys(p) => Err(format!(
+                "a message signed by {}, which is not a listed study key ({})",
+                k.short(),
+                p.listed_from
+            )),
+            _ => Ok(()),
         };
-        sign::open(self.key.as_ref(), to, scope, text, now, seen)
+        let e = sign::Expect {
+            to,
+            scope: None,
+            epoch: Some(epoch),
+            now_ns: 0,
+        };
+        self.unseal_as(c, e, text, seen, &accept).map(|o| o.body)
+    }
+
+    /// A study's side: the body of `text`, an answer in `scope` from the agent `agent`,
+    /// signed by that agent's pinned key (with keys per party).
+    pub fn unseal_from(
+        &self,
+        c: &mut Connection,
+        agent: &str,
+        scope: &str,
+        text: &str,
+        seen: &mut sign::Seen,
+    ) -> std::result::Result<String, String> {
+        let pinned = self.pinned(agent);
+        let accept = |k: &keys::PublicKey| match pinned {
+            Some(p) if p == *k => Ok(()),
+            _ => Err(format!(
+                "an answer signed by {}, not by the key of agent '{agent}'",
+                k.short()
+            )),
+        };
+        let e = sign::Expect {
+            to: "study",
+            scope: Some(scope),
+            epoch: None,
+            now_ns: 0,
+        };
+        self.unseal_as(c, e, text, seen, &accept).map(|o| o.body)
+    }
+
+    /// A study's side: the body of `text`, an answer on `run`'s list, and the agent whose
+    /// pinned key signed it (with keys per party; `None` otherwise): which share it may
+    /// answer is the caller's to check.
+    pub fn unseal_answer(
+        &self,
+        c: &mut Connection,
+        run: &str,
+        text: &str,
+        seen: &mut sign::Seen,
+    ) -> std::result::Result<(String, Option<String>), String> {
+        let accept = |k: &keys::PublicKey| match self.pinned_name(k) {
+            Some(_) => Ok(()),
+            None => Err(format!(
+                "an answer signed by {}, the key of none of this study's agents",
+                k.short()
+            )),
+        };
+        let e = sign::Expect {
+            to: "study",
+            scope: Some(run),
+            epoch: None,
+            now_ns: 0,
+        };
+        let opened = self.unseal_as(c, e, text, seen, &accept)?;
+        let signer = opened.signer.and_then(|k| self.pinned_name(&k));
+        Ok((opened.body, signer))
+    }
+
+    /// The key pinned for agent `name`.
+    pub fn pinned(&self, name: &str) -> Option<keys::PublicKey> {
+        match &self.trust {
+            Trust::Keys(p) => p
+                .pins
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(name)
+                .copied(),
+            _ => None,
+        }
+    }
+
+    /// The agent whose pinned key `key` is.
+    fn pinned_name(&self, key: &keys::PublicKey) -> Option<String> {
+        match &self.trust {
+            Trust::Keys(p) => p
+                .pins
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+                .find(|(_, k)| *k == key)
+                .map(|(n, _)| n.clone()),
+            _ => None,
+        }
+    }
+
+    /// An agent's side: its heartbeat's text, signed with its own key (with keys per party:
+    /// its public key is in it, and the signature covers the rest).
+    pub fn beat_text(&self, info: &AgentInfo) -> String {
+        let mut info = info.clone();
+        info.sig = None;
+        if let Trust::Keys(p) = &self.trust {
+            info.key = Some(p.own.public().to_string());
+            let unsigned = serde_json::to_string(&info).unwrap_or_default();
+            info.sig = Some(p.own.sign(&sign::beat_input(&unsigned)));
+        }
+        serde_json::to_string(&info).unwrap_or_default()
+    }
+
+    /// A study's side: whether the heartbeat `info` is its agent's. With keys per party it
+    /// must be signed by the key that names it, and that key must be the one pinned for the
+    /// agent, else the one the operator lists for it; with no list, a key seen for the first
+    /// time is pinned for the whole study, and said (the `Ok` line). Its epoch, whatever the
+    /// trust, must be one an agent makes.
+    pub fn vouch(&self, info: &AgentInfo) -> std::result::Result<Option<String>, String> {
+        if let Some(e) = &info.epoch {
+            sign::check_epoch(e)?;
+        }
+        let Trust::Keys(p) = &self.trust else {
+            return Ok(None);
+        };
+        let key = beat_signer(info)?;
+        let mut pins = p.pins.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(pinned) = pins.get(&info.name) {
+            return if *pinned == key {
+                Ok(None)
+            } else {
+                Err(format!(
+                    "its heartbeat is signed by {}, not by the key pinned for it ({})",
+                    key.short(),
+                    pinned.short()
+                ))
+            };
+        }
+        match &p.listed {
+            Some(list) => match list.key_of(&info.name) {
+                Some(k) if k == key => {
+                    pins.insert(info.name.clone(), key);
+                    Ok(None)
+                }
+                Some(k) => Err(format!(
+                    "its heartbeat is signed by {}, not by the key {} lists for it ({})",
+                    key.short(),
+                    p.listed_from,
+                    k.short()
+                )),
+                None => Err(format!("it is not listed in {}", p.listed_from)),
+            },
+            None => {
+                if pins.values().any(|k| *k == key) {
+                    return Err(format!(
+                        "its key {} is another agent's of this study",
+                        key.short()
+                    ));
+                }
+                pins.insert(info.name.clone(), key);
+                Ok(Some(format!(
+                    "trusted agent '{}''s key on first sight: {key} (list agents' keys with --agent-keys FILE to trust only those)",
+                    info.name
+                )))
+            }
+        }
     }
 
     /// A new connection as Redis gives it (3 s to connect, 10 s per reply), its error kept for
@@ -245,9 +580,8 @@ impl Hub {
                             .arg(key)
                             .query(c)
                             .map_err(|e| self.failed("reading an agent", e))?;
-                        if !serving {
-                            info.doing = "idle".into();
-                        }
+                        // Marked, not rewritten: `doing` is under the heartbeat's signature.
+                        info.released = !serving;
                     }
                     alive.push(info)
                 }
@@ -297,6 +631,53 @@ pub struct AgentInfo {
     pub beat_hub_ns: u64,
     /// What it is doing: `idle`, or the run and share it works on.
     pub doing: String,
+    /// The epoch it published at join (its start time and 128 random bits): the work it
+    /// runs must name it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epoch: Option<String>,
+    /// Its public key, with keys per party.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// Its signature of the rest of the heartbeat, with keys per party.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sig: Option<String>,
+    /// Read from the hub: it serves a study that has released its server, so it is idle for
+    /// every purpose, whether or not its next beat has said so yet (not part of the
+    /// heartbeat).
+    #[serde(skip)]
+    pub released: bool,
+}
+
+impl AgentInfo {
+    /// What it is doing, as its heartbeat says it unless its server was released (`idle`).
+    pub fn doing_now(&self) -> &str {
+        if self.released {
+            "idle"
+        } else {
+            &self.doing
+        }
+    }
+}
+
+/// The key that signed the heartbeat `info`: the one it names, if its signature verifies
+/// (key and signature bounded before they are decoded).
+pub fn beat_signer(info: &AgentInfo) -> std::result::Result<keys::PublicKey, String> {
+    let (Some(key), Some(sig)) = (&info.key, &info.sig) else {
+        return Err("its heartbeat is not signed (an agent started without --signing-key)".into());
+    };
+    let key = keys::PublicKey::parse(key)?;
+    let sig = keys::read_signature(sig)?;
+    let mut unsigned = info.clone();
+    unsigned.sig = None;
+    let text = serde_json::to_string(&unsigned).map_err(|e| e.to_string())?;
+    if key.verifies(&sign::beat_input(&text), &sig) {
+        Ok(key)
+    } else {
+        Err(format!(
+            "its heartbeat's signature does not match the key it names ({})",
+            key.short()
+        ))
+    }
 }
 
 /// The host's fields read through the heartbeat (`agent.name`, `agent.cores`...).
@@ -404,5 +785,84 @@ mod tests {
         assert!(HubUrl::parse("rediss://h:6380").is_ok());
         assert!(check_name("node-1.lab").is_ok());
         assert!(check_name("a b").is_err() && check_name("").is_err());
+    }
+
+    fn parties(listed: Option<keys::KeyList>) -> Hub {
+        let (own, _) = keys::SigningKey::generate().unwrap();
+        let trust = Trust::Keys(Arc::new(Parties {
+            own,
+            listed,
+            listed_from: "--agent-keys 'k'".into(),
+            pins: Mutex::new(BTreeMap::new()),
+        }));
+        Hub::new_with(&HubUrl::parse("redis://127.0.0.1:1/0").unwrap(), trust).unwrap()
+    }
+
+    fn beat(name: &str) -> AgentInfo {
+        serde_json::from_value(serde_json::json!({
+            "name": name, "host": "h", "addr": null, "cores": 2, "mem_total_kib": null,
+            "version": "0", "pid": 1, "allow_commands": false, "clock_offset_ns": 0,
+            "clock_uncertainty_ns": 0, "mono_offset_ns": 0, "beat_hub_ns": 0,
+            "doing": "idle", "epoch": "19a-00ff"
+        }))
+        .unwrap()
+    }
+
+    /// `info` as agent `hub` publishes it, read back as a study reads it.
+    fn signed(hub: &Hub, info: &AgentInfo) -> AgentInfo {
+        serde_json::from_str(&hub.beat_text(info)).unwrap()
+    }
+
+    #[test]
+    fn a_study_pins_each_agents_key_on_first_sight_or_from_its_list() {
+        let (x, y) = (parties(None), parties(None));
+        let study = parties(None);
+        // An unsigned heartbeat is no agent's, under keys per party.
+        assert!(study.vouch(&beat("x")).unwrap_err().contains("not signed"));
+        // First sight: pinned and said.
+        let bx = signed(&x, &beat("x"));
+        let said = study.vouch(&bx).unwrap().unwrap();
+        assert!(
+            said.contains("trusted agent 'x''s key on first sight"),
+            "{said}"
+        );
+        assert_eq!(study.pinned("x"), x.own_key());
+        assert_eq!(study.vouch(&bx).unwrap(), None);
+        // Y's key on X's heartbeat, and X's heartbeat changed after it was signed.
+        let why = study.vouch(&signed(&y, &beat("x"))).unwrap_err();
+        assert!(why.contains("not by the key pinned"), "{why}");
+        let mut changed = bx.clone();
+        changed.doing = "run 1 share 1 of 1".into();
+        assert!(study
+            .vouch(&changed)
+            .unwrap_err()
+            .contains("does not match"));
+        // Y's key under a second name, once pinned for another agent.
+        let _ = study.vouch(&signed(&y, &beat("y"))).unwrap();
+        assert!(study
+            .vouch(&signed(&y, &beat("z")))
+            .unwrap_err()
+            .contains("another agent's"));
+        // With a list: only the key listed for that name.
+        let list = keys::KeyList::parse(&format!("{} x\n", x.own_key().unwrap())).unwrap();
+        let strict = parties(Some(list));
+        assert_eq!(strict.vouch(&bx).unwrap(), None);
+        assert!(strict
+            .vouch(&signed(&y, &beat("y")))
+            .unwrap_err()
+            .contains("not listed"));
+        let why = parties(Some(
+            keys::KeyList::parse(&format!("{} x", y.own_key().unwrap())).unwrap(),
+        ))
+        .vouch(&bx)
+        .unwrap_err();
+        assert!(why.contains("lists for it"), "{why}");
+        // An epoch that is not one an agent makes.
+        let mut odd = beat("x");
+        odd.epoch = Some("\u{1b}]0;x".into());
+        assert!(Hub::new(&HubUrl::parse("redis://127.0.0.1:1/0").unwrap())
+            .unwrap()
+            .vouch(&odd)
+            .is_err());
     }
 }

@@ -113,6 +113,10 @@ pub struct RemoteServer {
     /// Its self-signed certificate, over TLS.
     pub cert_pem: Option<String>,
     study: String,
+    /// The serving agent's epoch when the server started (what it is sent must name it).
+    epoch: String,
+    /// How many questions it was asked: each waits for its answer on a list of its own.
+    asked: std::sync::atomic::AtomicU64,
     stop: Arc<AtomicBool>,
     renew: Option<std::thread::JoinHandle<()>>,
     conn: std::sync::Mutex<Connection>,
@@ -124,6 +128,15 @@ impl RemoteServer {
     pub fn start(hub: &Hub, agent: &str, tls: bool) -> Result<RemoteServer> {
         let study = format!("{:x}{:x}", crate::measure::mono_ns(), std::process::id());
         let mut c = hub.connect()?;
+        let refuse =
+            |why: String| Error::flag("--server-host", format!("--server-host '{agent}': {why}"));
+        let info = hub
+            .agents(&mut c)?
+            .into_iter()
+            .find(|a| a.name == agent)
+            .ok_or_else(|| refuse("no agent of that name is alive on the hub".into()))?;
+        hub.vouch(&info).map_err(refuse)?;
+        let epoch = info.epoch.unwrap_or_default();
         let key = serve_key(&study);
         let keep = move |c: &mut Connection| {
             redis::cmd("SET")
@@ -140,7 +153,7 @@ impl RemoteServer {
             tls,
             reply: reply.clone(),
         };
-        let ready: ServeReady = ask(hub, &mut c, agent, &work, &reply)
+        let ready: ServeReady = ask(hub, &mut c, agent, &epoch, &work, &reply)
             .map_err(|e| hub.failed("starting the server", e))?
             .ok_or_else(|| {
                 Error::flag(
@@ -172,6 +185,8 @@ impl RemoteServer {
             base_url,
             cert_pem: ready.cert_pem,
             study,
+            epoch,
+            asked: std::sync::atomic::AtomicU64::new(0),
             stop,
             renew: Some(renew),
             conn: std::sync::Mutex::new(c),
@@ -182,11 +197,14 @@ impl RemoteServer {
     /// The CPU the serving agent's process has used so far, seconds.
     pub fn cpu_s(&self) -> Option<f64> {
         let mut c = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        let reply = format!("{PREFIX}serve:{}:usage", self.study);
+        // A list of its own for each question: an answer to an earlier one, kept or replayed
+        // by a writer of the hub, is in another scope and refused.
+        let n = self.asked.fetch_add(1, Ordering::SeqCst);
+        let reply = format!("{PREFIX}serve:{}:usage:{n}", self.study);
         let work = Work::Usage {
             reply: reply.clone(),
         };
-        ask::<f64>(&self.hub, &mut c, &self.agent, &work, &reply)
+        ask::<f64>(&self.hub, &mut c, &self.agent, &self.epoch, &work, &reply)
             .ok()
             .flatten()
     }
@@ -203,7 +221,10 @@ impl Drop for RemoteServer {
         if let Ok(text) = serde_json::to_string(&Work::Unserve {
             study: self.study.clone(),
         }) {
-            if let Ok(text) = self.hub.seal(&mut c, &self.agent, &self.study, text) {
+            if let Ok(text) = self
+                .hub
+                .seal(&mut c, &self.agent, &self.study, &self.epoch, text)
+            {
                 let _: redis::RedisResult<i64> = redis::cmd("RPUSH")
                     .arg(work_key(&self.agent))
                     .arg(text)
@@ -213,17 +234,19 @@ impl Drop for RemoteServer {
     }
 }
 
-/// Puts `work` on `agent`'s list, sealed with the hub key, and waits up to 10 s for its
-/// answer on `reply`; an answer that does not open or parse is none.
+/// Puts `work` on `agent`'s list, sealed for its `epoch`, and waits up to 10 s for its
+/// answer on `reply` (a list of this question's own), signed by that agent; an answer that
+/// does not open or parse is none.
 fn ask<T: serde::de::DeserializeOwned>(
     hub: &Hub,
     c: &mut Connection,
     agent: &str,
+    epoch: &str,
     work: &Work,
     reply: &str,
 ) -> redis::RedisResult<Option<T>> {
     let text = serde_json::to_string(work).map_err(|e| std::io::Error::other(e.to_string()))?;
-    let text = hub.seal(c, agent, reply, text)?;
+    let text = hub.seal(c, agent, reply, epoch, text)?;
     redis::cmd("RPUSH")
         .arg(work_key(agent))
         .arg(text)
@@ -231,7 +254,10 @@ fn ask<T: serde::de::DeserializeOwned>(
     let answer: Option<(String, String)> = redis::cmd("BLPOP").arg(reply).arg(10.0).query(c)?;
     let mut seen = super::sign::Seen::default();
     Ok(answer.and_then(|(_, t)| {
-        let body = hub.unseal(c, "study", Some(reply), &t, &mut seen).ok()?;
+        if t.len() > super::admit::MAX_WORK_BYTES {
+            return None;
+        }
+        let body = hub.unseal_from(c, agent, reply, &t, &mut seen).ok()?;
         serde_json::from_str(&body).ok()
     }))
 }
@@ -240,7 +266,7 @@ fn ask<T: serde::de::DeserializeOwned>(
 pub fn answer<T: serde::Serialize>(hub: &Hub, c: &mut Connection, reply: &str, value: &T) {
     let text = serde_json::to_string(value)
         .ok()
-        .and_then(|t| hub.seal(c, "study", reply, t).ok());
+        .and_then(|t| hub.seal(c, "study", reply, "", t).ok());
     if let Some(text) = text {
         let _: redis::RedisResult<()> = redis::pipe()
             .cmd("RPUSH")

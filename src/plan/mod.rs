@@ -105,6 +105,10 @@ pub struct HubPlan {
     pub hosts: Vec<usize>,
     /// `--server-host`: the agent that runs the study's delay server.
     pub server_host: Option<String>,
+    /// `--signing-key`: the study's own key file.
+    pub signing_key: Option<std::path::PathBuf>,
+    /// `--agent-keys`: the operator's list of the agents' keys.
+    pub agent_keys: Option<std::path::PathBuf>,
 }
 
 /// A workload the plan parsed (a cell's spec with the study's options), kept so that the bind
@@ -750,6 +754,12 @@ fn needs_of(o: &StudyOptions) -> Needs {
 /// Validates `--hub` and `--hosts` (the agents themselves are reached by the bind step).
 fn hub_plan(o: &StudyOptions, cells: &[CellPlan]) -> Result<Option<HubPlan>> {
     let Some(url) = o.hub.url() else {
+        if o.hub.agent_keys.is_some() {
+            return Err(Error::flag(
+                "--agent-keys",
+                "--agent-keys: lists the keys of a hub's agents: it needs --hub URL (or CONCUR_HUB)",
+            ));
+        }
         if !o.hub.hosts.is_empty() || o.hub.server_host.is_some() {
             return Err(Error::flag("--hosts",
                 "--hosts and --server-host place work on agents of a hub: they need --hub URL (or CONCUR_HUB)",
@@ -777,6 +787,8 @@ fn hub_plan(o: &StudyOptions, cells: &[CellPlan]) -> Result<Option<HubPlan>> {
         url,
         hosts,
         server_host: o.hub.server_host.clone(),
+        signing_key: o.hub.hub.signing_key.clone(),
+        agent_keys: o.hub.agent_keys.clone(),
     }))
 }
 

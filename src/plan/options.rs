@@ -215,6 +215,9 @@ pub struct StudyOptions {
 /// The environment variable every command that takes `--hub` also reads it from.
 pub const HUB_ENV: &str = "CONCUR_HUB";
 
+/// The environment variable that names this party's signing key file (`--signing-key`).
+pub const SIGNING_KEY_ENV: &str = "CONCUR_SIGNING_KEY";
+
 /// What a host lets others choose through shared infrastructure: `concur agent`'s and
 /// `concur jobs work`'s allow-lists ([`crate::workload::outside`]).
 #[derive(Args, Debug, Clone, PartialEq, Default)]
@@ -297,6 +300,9 @@ pub struct HubArg {
     /// The hub, a Redis URL (redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], rediss:// for TLS): `concur agent --hub URL` joins it; a study given it runs every cell's work on its agents; also read from CONCUR_HUB
     #[arg(id = "hub", long = "hub", value_name = "URL")]
     pub url: Option<String>,
+    /// This party's own Ed25519 signing key, a file `concur hub keygen --out FILE` wrote (never the key itself): a study signs its work with it, an agent its heartbeats and answers, `concur agents --stop` its stops; also read from CONCUR_SIGNING_KEY (a file's name). Without it, CONCUR_HUB_KEY (a shared secret: every holder is every party) or nothing signs
+    #[arg(long, value_name = "FILE")]
+    pub signing_key: Option<std::path::PathBuf>,
 }
 
 impl HubArg {
@@ -305,6 +311,11 @@ impl HubArg {
     pub fn from_env(mut self) -> HubArg {
         if self.url.is_none() {
             self.url = std::env::var(HUB_ENV).ok().filter(|s| !s.is_empty());
+        }
+        if self.signing_key.is_none() {
+            self.signing_key = std::env::var_os(SIGNING_KEY_ENV)
+                .filter(|s| !s.is_empty())
+                .map(Into::into);
         }
         self
     }
@@ -323,6 +334,9 @@ pub struct HubOptions {
     /// With --hub: run the study's delay server on this agent, which then generates no load (default: the first agent no cell needs, else this host)
     #[arg(long, value_name = "NAME")]
     pub server_host: Option<String>,
+    /// With --hub and --signing-key: the agents' public keys, one a line with the agent's name after it (concur-ed25519:... NAME); answers are taken only from those. Without it, an agent's key is trusted on first sight, said, and pinned for the study
+    #[arg(long, value_name = "FILE")]
+    pub agent_keys: Option<std::path::PathBuf>,
 }
 
 impl HubOptions {

@@ -84,7 +84,8 @@ pub fn bind(mut plan: Plan) -> Result<Bound> {
     let mut remote_server = None;
     let hub = match &plan.hub {
         Some(h) => {
-            let (hub, mut agents, counts) = reach_hub(h, &plan)?;
+            let (hub, mut agents, counts, notes) = reach_hub(h, &plan)?;
+            plan.notes.extend(notes);
             // The server on an agent of its own: the one named, else the first agent no
             // cell needs; else it stays on this host.
             if plan.needs_server() {
@@ -159,18 +160,54 @@ pub fn bind(mut plan: Plan) -> Result<Bound> {
 
 /// Reaches the hub of `--hub` and picks the agents: every one alive, by name; one of another
 /// version, too few for `--hosts`, or one without `--allow-commands` for a `cmd:` cell is one
-/// line, before any run. Returns the host counts to run each cell over.
+/// line, before any run. With keys per party, an agent whose heartbeat is not signed by its
+/// key (the one `--agent-keys` lists, else the one it shows first) is left out, with a note.
+/// Returns the host counts to run each cell over, and the notes (keys trusted on first
+/// sight, agents left out).
+#[allow(clippy::type_complexity)]
 fn reach_hub(
     h: &crate::plan::HubPlan,
     plan: &Plan,
-) -> Result<(crate::hub::Hub, Vec<crate::hub::AgentInfo>, Vec<usize>)> {
-    let hub = crate::hub::Hub::open(&h.url.clone().into())?;
+) -> Result<(
+    crate::hub::Hub,
+    Vec<crate::hub::AgentInfo>,
+    Vec<usize>,
+    Vec<String>,
+)> {
+    let files = crate::hub::KeyFiles {
+        signing_key: h.signing_key.clone(),
+        listed: h.agent_keys.clone(),
+    };
+    let trust = crate::hub::Trust::load(crate::hub::Role::Study, &files)?;
+    let hub = crate::hub::Hub::open_with(&h.url.clone().into(), trust)?;
     let mut c = hub.connect()?;
-    let all = hub.agents(&mut c)?;
+    let mut notes = Vec::new();
+    let mut left_out = Vec::new();
+    let all: Vec<crate::hub::AgentInfo> = hub
+        .agents(&mut c)?
+        .into_iter()
+        .filter(|a| match hub.vouch(a) {
+            Ok(note) => {
+                notes.extend(note);
+                true
+            }
+            Err(why) => {
+                notes.push(format!("agent '{}' is left out: {why}", a.name));
+                left_out.push(format!("'{}': {why}", a.name));
+                false
+            }
+        })
+        .collect();
+    // Said in the refusals below: the notes are shown only once the study starts.
+    let left = if left_out.is_empty() {
+        String::new()
+    } else {
+        format!("; left out: {}", left_out.join("; "))
+    };
     if let Some(name) = &h.server_host {
         if !all.iter().any(|a| &a.name == name) {
             return Err(Error::flag("--server-host", format!(
-                "--server-host '{name}': no agent of that name is alive on the hub '{}' (allowed: {})",
+                "--server-host '{name}': no agent of that name is alive on the hub '{}' (allowed: {}){left}",
                 h.url,
                 all.iter()
                     .map(|a| a.name.as_str())
@@ -218,7 +255,7 @@ fn reach_hub(
     let most = h.hosts.iter().copied().max().unwrap_or(agents.len());
     if agents.is_empty() || most > agents.len() {
         return Err(Error::flag("--hosts", format!(
-            "--hosts {most}: the hub '{}' has {} agent{} alive{} (start one on each host with: concur agent --hub URL)",
+            "--hosts {most}: the hub '{}' has {} agent{} alive{} (start one on each host with: concur agent --hub URL){left}",
             h.url,
             agents.len(),
             if agents.len() == 1 { "" } else { "s" },
@@ -246,7 +283,7 @@ fn reach_hub(
     } else {
         h.hosts.clone()
     };
-    Ok((hub, agents, counts))
+    Ok((hub, agents, counts, notes))
 }
 
 /// HTTP/2 streams on one connection for the study's own server: the crawl's h2 rows put every

@@ -45,6 +45,9 @@ pub(crate) struct Conducted {
     pub outcome: StudyOutcome,
     /// The comparison with a baseline and the advice.
     pub conclusion: Conclusion,
+    /// How many answers from a hub's agents were refused (forged, misaddressed, not what a
+    /// run could report): the study then never exits 0.
+    pub refused_answers: usize,
 }
 
 /// Plans `opts`, checks the outputs, acquires what the plan needs, runs every cell and
@@ -148,21 +151,28 @@ pub(crate) fn conduct(opts: &StudyOptions, out: &Outputs, how: Conduct) -> Resul
                 .join("; ")
         ));
     }
+    let mut refused_answers = 0;
     let outcome = {
         let process;
-        let over_hosts;
+        let mut over_hosts = None;
         let executor: &dyn Executor = match (how.isolation, hub) {
-            (_, Some((hub, agents))) => {
-                over_hosts = HubExecutor::new(hub, agents, bound.run_server(), bound.server_cpu())?;
-                &over_hosts
-            }
+            (_, Some((hub, agents))) => &*over_hosts.insert(HubExecutor::new(
+                hub,
+                agents,
+                bound.run_server(),
+                bound.server_cpu(),
+            )?),
             (Isolation::FreshProcess, None) => {
                 process = ProcessExecutor::new(bound.run_server())?;
                 &process
             }
             (Isolation::InProcess, None) => &InProcessExecutor,
         };
-        study::execute(plan, executor, &mut writer, how.command, &terminal)?
+        let outcome = study::execute(plan, executor, &mut writer, how.command, &terminal)?;
+        if let Some(e) = &over_hosts {
+            refused_answers = e.refused_answers();
+        }
+        outcome
     };
     // The server stops (and the classic programs' folder goes) before the reports are made.
     drop(bound);
@@ -183,6 +193,7 @@ pub(crate) fn conduct(opts: &StudyOptions, out: &Outputs, how: Conduct) -> Resul
     Ok(Conducted {
         outcome,
         conclusion,
+        refused_answers,
     })
 }
 
@@ -220,11 +231,18 @@ pub fn run(opts: &StudyOptions, out: &Outputs, command: Vec<String>) -> Result<i
         ));
         return Ok(130);
     }
-    Ok(publish::exit_status(
-        &done.outcome.runs,
-        done.conclusion.comparison.as_ref(),
-        out,
-    ))
+    let status = publish::exit_status(&done.outcome.runs, done.conclusion.comparison.as_ref(), out);
+    if done.refused_answers > 0 && status == 0 {
+        // -i accepts failed runs, not answers a hub's agent could not have sent.
+        Terminal::new(Feedback::Lines).error(format_args!(
+            "{} answer{} from the hub {} refused (forged, misaddressed, or not what a run could report); exit status 1, which -i does not accept away",
+            done.refused_answers,
+            if done.refused_answers == 1 { "" } else { "s" },
+            if done.refused_answers == 1 { "was" } else { "were" }
+        ));
+        return Ok(1);
+    }
+    Ok(status)
 }
 
 /// `concur report FILE`: renders a results file again (cells are recomputed from its runs, on
