@@ -540,6 +540,42 @@ fn curl_s_transfers_show_connect_tls_wait_and_read_in_order() {
 }
 
 #[test]
+fn async_s_own_client_shows_connect_tls_send_wait_and_read_in_order() {
+    let (_err, runs, procs) = traced(&[
+        "-w",
+        "http:/delay/5ms",
+        "-m",
+        "async:2",
+        "-m",
+        "async-local:2",
+        "-n",
+        "12",
+        "--tls",
+    ]);
+    for model in ["async:2", "async-local:2"] {
+        let run = runs.iter().find(|r| r["model"] == model).unwrap();
+        let opened = run["connections_opened"].as_u64().unwrap();
+        let events = &procs[&format!("{model} ×12 run 1 · http:/delay/5ms")];
+        let phases = assert_nested_and_in_order(events, model);
+        assert_eq!(phases.len(), 12, "{model}: every request: {phases:?}");
+        let mut connects = 0;
+        for (task, ps) in &phases {
+            let kinds: Vec<&str> = ps.iter().map(|(k, _, _)| k.as_str()).collect();
+            match kinds.as_slice() {
+                ["connect", "tls", "send", "wait", "read"] => connects += 1,
+                ["send", "wait", "read"] => {}
+                other => panic!("{model}: task {task}: {other:?}"),
+            }
+        }
+        assert_eq!(
+            connects, opened,
+            "{model}: a connect phase per connection opened"
+        );
+        assert!(opened >= 1, "{model}");
+    }
+}
+
+#[test]
 fn a_trace_file_that_cannot_be_written_is_refused_before_any_run() {
     let out = concur()
         .args([

@@ -135,6 +135,9 @@ const LEN_MASK: u64 = (1 << LEN_BITS) - 1;
 /// A run's phase buffer: a block of `per_task` events for each task of the sample.
 pub struct Book {
     sample: Sample,
+    /// A host's share of a run over several hosts: (its first task, every how many): the
+    /// cell's task `first + i·of` is this run's task `i`, as a workload numbers them.
+    segment: Option<(usize, usize)>,
     per_task: usize,
     /// Two words an event: start ns, then kind << 56 | length ns.
     words: Box<[AtomicU64]>,
@@ -166,10 +169,18 @@ impl Book {
         let slots = sample.kept();
         Book {
             sample,
+            segment: None,
             per_task,
             words: zeroed_u64(slots.saturating_mul(per_task).saturating_mul(2)),
             counts: zeroed_u32(slots),
         }
+    }
+
+    /// The book of a host's share (the cell's tasks `first + i·of`), which a workload knows by
+    /// the cell's index ([`workload_task`]).
+    pub fn with_segment(mut self, first: usize, of: usize) -> Book {
+        self.segment = (of > 1).then_some((first, of));
+        self
     }
 
     /// The most events a task keeps.
@@ -287,6 +298,30 @@ fn task_slow(index: usize) -> Option<TaskPhases> {
         book: book.clone(),
         slot,
     })
+}
+
+/// Where the phases go of the task a workload knows as `index`: on a host's share of a run
+/// over several hosts, a workload's index is the whole cell's, which is mapped back to the
+/// run's own here. A model and the lock use [`task`], with the run's index.
+#[inline]
+pub fn workload_task(index: usize) -> Option<TaskPhases> {
+    if !ON.load(Ordering::Relaxed) {
+        return None;
+    }
+    let local = {
+        let guard = BOOK.read().unwrap_or_else(|p| p.into_inner());
+        match guard.as_ref()?.segment {
+            Some((first, of)) => {
+                let i = index.checked_sub(first)?;
+                if i % of != 0 {
+                    return None;
+                }
+                i / of
+            }
+            None => index,
+        }
+    };
+    task_slow(local)
 }
 
 /// Records a phase of task `index` when it is traced.

@@ -84,8 +84,8 @@ pub trait Model: Send + Sync {
     fn task_processes(&self) -> bool {
         false
     }
-    /// Whether the model records an HTTP task's phases (connect, TLS, send, wait, read) from
-    /// its own client, where the workload's client does not.
+    /// Whether an HTTP task's phases (connect, TLS, send, wait, read) are recorded under this
+    /// model: by its own client (`curl`), or by the workload's async client it drives.
     fn sees_http_phases(&self) -> bool {
         false
     }

@@ -278,7 +278,11 @@ pub fn run_cell(req: RunRequest) -> Result<ChildReport> {
     };
     let per_task = phases_per_task(&ctx, &*model);
     if req.trace && per_task > 0 {
-        measure::phases::install(measure::phases::Book::new(keep, per_task));
+        let mut book = measure::phases::Book::new(keep, per_task);
+        if let Some(p) = &req.part {
+            book = book.with_segment(p.segment.index, p.segment.of);
+        }
+        measure::phases::install(book);
         gil::trace(ctx.recipe.gil && !model.task_processes());
     }
     let t0 = mono_ns();
