@@ -576,6 +576,66 @@ fn async_s_own_client_shows_connect_tls_send_wait_and_read_in_order() {
 }
 
 #[test]
+#[ignore = "full tier: needs redis-server"]
+fn a_run_over_two_hosts_traces_a_process_per_host_with_its_workers() {
+    common::require(&[common::Need::Redis]);
+    let mut hub = common::hub::Hub::start(None);
+    let url = hub.url();
+    hub.agent("t1", &[]);
+    hub.agent("t2", &[]);
+    common::wait_for_agents(&url, &["t1", "t2"]);
+    let (_err, runs, procs) = traced(&[
+        "-w",
+        "sleep:5ms",
+        "-m",
+        "pool:2",
+        "-n",
+        "20",
+        "--hub",
+        &url,
+        "--hosts",
+        "2",
+    ]);
+    let run = runs.iter().find(|r| r["model"] == "pool:2").unwrap();
+    assert_eq!(run["tasks_ok"], 20, "{run}");
+    let t = &run["timeline_tasks"];
+    assert_eq!(t["host"].as_array().map(Vec::len), Some(20), "{t}");
+    let mut all: Vec<u64> = Vec::new();
+    for host in ["t1", "t2"] {
+        let name = format!("pool:2 @2 hosts ×20 run 1 · sleep:5ms · host {host}");
+        let events = procs
+            .get(&name)
+            .unwrap_or_else(|| panic!("no process {name:?} in {:?}", procs.keys()));
+        let slices: Vec<&Value> = events.iter().filter(|e| e["cat"] == "task").collect();
+        assert_eq!(slices.len(), 10, "{host}: its share");
+        // Its workers: at most 2, named, one task at a time each.
+        let mut lanes: BTreeMap<u64, Vec<(u64, u64)>> = BTreeMap::new();
+        for e in &slices {
+            let ts = e["ts"].as_u64().unwrap();
+            lanes
+                .entry(e["tid"].as_u64().unwrap())
+                .or_default()
+                .push((ts, ts + e["dur"].as_u64().unwrap()));
+            all.push(e["args"]["task"].as_u64().unwrap());
+        }
+        assert!(lanes.len() <= 2, "{host}: {lanes:?}");
+        for spans in lanes.values_mut() {
+            spans.sort_unstable();
+            assert!(
+                spans.windows(2).all(|w| w[0].1 <= w[1].0),
+                "{host}: {spans:?}"
+            );
+        }
+        assert!(events
+            .iter()
+            .any(|e| e["name"] == "thread_name" && e["args"]["name"] == "worker 0"));
+    }
+    // The hosts' tasks are the cell's, each once.
+    all.sort_unstable();
+    assert_eq!(all, (0..20).collect::<Vec<_>>());
+}
+
+#[test]
 fn a_trace_file_that_cannot_be_written_is_refused_before_any_run() {
     let out = concur()
         .args([
