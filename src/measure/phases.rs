@@ -9,10 +9,10 @@
 //! allocated zeroed, so pages no event is written to are never touched.
 //!
 //! When no book is installed (a run whose timeline is not kept, or a workload and model with
-//! no phases to see), [`task`] is one relaxed load and a branch; a task outside the sample
-//! pays a multiplication and a division besides.
+//! no phases to see), [`task`] is one atomic load and a branch; a task outside the sample
+//! pays two more loads, a multiplication and a division besides, never the book's lock.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
 use serde::{Deserialize, Serialize};
@@ -251,12 +251,33 @@ impl Book {
 /// Whether a book is installed: the one load a task outside tracing pays.
 static ON: AtomicBool = AtomicBool::new(false);
 static BOOK: RwLock<Option<Arc<Book>>> = RwLock::new(None);
+/// The installed book's sample and segment, read without its lock: a task outside the
+/// sample is turned away before the lock is taken.
+static TASKS: AtomicUsize = AtomicUsize::new(0);
+static CAP: AtomicUsize = AtomicUsize::new(0);
+static SEG_FIRST: AtomicUsize = AtomicUsize::new(0);
+static SEG_OF: AtomicUsize = AtomicUsize::new(1);
 
 /// Makes `book` the one this process's tasks record into, until [`uninstall`].
 pub fn install(book: Book) {
     let mut slot = BOOK.write().unwrap_or_else(|p| p.into_inner());
+    TASKS.store(book.sample.tasks, Ordering::Relaxed);
+    CAP.store(book.sample.cap, Ordering::Relaxed);
+    let (first, of) = book.segment.unwrap_or((0, 1));
+    SEG_FIRST.store(first, Ordering::Relaxed);
+    SEG_OF.store(of, Ordering::Relaxed);
     *slot = Some(Arc::new(book));
     ON.store(true, Ordering::Release);
+}
+
+/// The installed sample's slot of the run's task `index`, without the book's lock.
+#[inline]
+fn slot_of(index: usize) -> Option<usize> {
+    Sample {
+        tasks: TASKS.load(Ordering::Relaxed),
+        cap: CAP.load(Ordering::Relaxed),
+    }
+    .slot(index)
 }
 
 /// Ends recording and gives the book back.
@@ -283,18 +304,18 @@ impl TaskPhases {
 /// Where task `index`'s phases go: none when nothing is recorded or the sample leaves it out.
 #[inline]
 pub fn task(index: usize) -> Option<TaskPhases> {
-    if !ON.load(Ordering::Relaxed) {
+    if !ON.load(Ordering::Acquire) {
         return None;
     }
-    task_slow(index)
+    task_slow(slot_of(index)?)
 }
 
+/// A traced task's place: the book's lock taken once, for the tasks of the sample only.
 #[cold]
-fn task_slow(index: usize) -> Option<TaskPhases> {
+fn task_slow(slot: usize) -> Option<TaskPhases> {
     let guard = BOOK.read().unwrap_or_else(|p| p.into_inner());
     let book = guard.as_ref()?;
-    let slot = book.sample.slot(index)?;
-    Some(TaskPhases {
+    (slot < book.sample.kept()).then(|| TaskPhases {
         book: book.clone(),
         slot,
     })
@@ -305,23 +326,18 @@ fn task_slow(index: usize) -> Option<TaskPhases> {
 /// run's own here. A model and the lock use [`task`], with the run's index.
 #[inline]
 pub fn workload_task(index: usize) -> Option<TaskPhases> {
-    if !ON.load(Ordering::Relaxed) {
+    if !ON.load(Ordering::Acquire) {
         return None;
     }
-    let local = {
-        let guard = BOOK.read().unwrap_or_else(|p| p.into_inner());
-        match guard.as_ref()?.segment {
-            Some((first, of)) => {
-                let i = index.checked_sub(first)?;
-                if i % of != 0 {
-                    return None;
-                }
-                i / of
-            }
-            None => index,
-        }
-    };
-    task_slow(local)
+    let (first, of) = (
+        SEG_FIRST.load(Ordering::Relaxed),
+        SEG_OF.load(Ordering::Relaxed).max(1),
+    );
+    let i = index.checked_sub(first)?;
+    if i % of != 0 {
+        return None;
+    }
+    task_slow(slot_of(i / of)?)
 }
 
 /// Records a phase of task `index` when it is traced.
