@@ -191,6 +191,13 @@ impl Lab {
         self
     }
 
+    /// The most tasks each run's timeline (and trace) keeps, sampled evenly by task index
+    /// above it (`--trace-tasks`, 10,000 by default; 1 to 1,000,000).
+    pub fn trace_tasks(mut self, n: usize) -> Lab {
+        self.options.run.trace_tasks = n;
+        self
+    }
+
     /// Open-model runs (`--rate`): tasks released at `rate` per second (`"500"`), a ramp
     /// (`"100..2000"`), or `"auto"` with [`Lab::slo`] (the highest rate each model sustains).
     /// Latency is then counted from each task's scheduled time.

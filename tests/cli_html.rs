@@ -356,7 +356,16 @@ fn the_timeline_has_a_row_per_worker_and_every_task_once() {
 
 #[test]
 fn a_thread_per_task_past_64_lanes_is_drawn_in_bands() {
-    let (_dir, _json, _html, text) = run_with_html(&["-w", "fib:5", "-m", "thread", "-n", "2500"]);
+    let (_dir, _json, _html, text) = run_with_html(&[
+        "-w",
+        "fib:5",
+        "-m",
+        "thread",
+        "-n",
+        "2500",
+        "--trace-tasks",
+        "2000",
+    ]);
     let (tag, svg) = timeline_of(&text, "thread ×2500");
     assert_eq!(attr(tag, "data-lane-kind"), "thread", "{tag}");
     // The timeline keeps 2,000 of the 2,500 tasks, each on a thread of its own.
@@ -382,6 +391,74 @@ fn a_thread_per_task_past_64_lanes_is_drawn_in_bands() {
         ),
         "{tag}"
     );
+}
+
+/// `curl:2` fetching 4 times from the study's own server: (dir, results, html, text).
+fn phased() -> (tempfile::TempDir, PathBuf, PathBuf, String) {
+    run_with_html(&["-w", "http:/delay/5ms", "-m", "curl:2", "-n", "4"])
+}
+
+/// The phases drawn over each task's bar in `svg`: (kind, task) in drawing order.
+fn drawn_phases(svg: &str) -> Vec<(String, usize)> {
+    svg.split("<rect class=\"phase\"")
+        .skip(1)
+        .map(|r| {
+            (
+                attr(r, "data-phase").to_string(),
+                attr(r, "data-phase-of").parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// The legend under the timeline figure: its swatches' names.
+fn timeline_legend(html: &str) -> String {
+    let at = html
+        .find("<figure class=\"chart\" data-kind=\"timeline\">")
+        .expect("a timeline figure");
+    let cap = &html[at..];
+    cap[..cap.find("</figcaption>").unwrap()].to_string()
+}
+
+#[test]
+fn bars_are_coloured_by_their_phases_with_a_legend() {
+    let (_dir, _json, _html, text) = phased();
+    let (_, svg) = timeline_of(&text, "curl:2 ×4");
+    let drawn = drawn_phases(svg);
+    for task in 0..4 {
+        let kinds: Vec<&str> = drawn
+            .iter()
+            .filter(|(_, t)| *t == task)
+            .map(|(k, _)| k.as_str())
+            .collect();
+        assert!(kinds.ends_with(&["wait", "read"]), "task {task}: {kinds:?}");
+    }
+    let legend = timeline_legend(&text);
+    for name in ["connect", "waiting for the first byte", "body read"] {
+        assert!(
+            legend.contains(&format!("</span>{name}")),
+            "{name}: {legend}"
+        );
+    }
+    assert!(!legend.contains("holding the lock"), "{legend}");
+    // Threads under the lock: their holds over their bars, and the legend says so.
+    let (_dir, _json, _html, text) = run_with_html(&[
+        "-w",
+        "spin:2000000",
+        "-m",
+        "thread",
+        "-n",
+        "4",
+        "--gil",
+        "--switch-interval",
+        "1ms",
+    ]);
+    let (_, svg) = timeline_of(&text, "thread ×4");
+    assert!(
+        drawn_phases(svg).iter().any(|(k, _)| k == "lock-held"),
+        "{svg}"
+    );
+    assert!(timeline_legend(&text).contains("</span>holding the lock"));
 }
 
 fn check_snapshot(name: &str, actual: &str) {
@@ -701,6 +778,35 @@ fn chromium_draws_the_timeline_with_a_row_per_worker() {
         }
         assert_eq!(drawn_tasks(svg), (0..40).collect::<Vec<_>>(), "{cell}");
     }
+    let log = String::from_utf8_lossy(&dom.stderr);
+    assert!(
+        !log.lines()
+            .any(|l| l.contains("CONSOLE") || l.contains("Uncaught")),
+        "console errors: {log}"
+    );
+}
+
+#[test]
+#[ignore = "full tier: needs chromium"]
+fn chromium_draws_phase_coloured_bars_and_their_legend() {
+    common::require(&[common::Need::Chromium]);
+    let (_dir, _json, html, page) = phased();
+    let dom = chromium(BROWSER, &["--dump-dom"], &html);
+    let text = String::from_utf8_lossy(&dom.stdout);
+    // What the browser built: every phase rectangle of the page, with its colour, and the
+    // legend's swatches.
+    assert_eq!(
+        text.matches("<rect class=\"phase\"").count(),
+        page.matches("<rect class=\"phase\"").count()
+    );
+    let (_, svg) = timeline_of(&text, "curl:2 ×4");
+    assert!(drawn_phases(svg).iter().any(|(k, _)| k == "read"), "{svg}");
+    assert!(
+        svg.contains("fill=\"#009e73\"") || svg.contains("fill=\"#009E73\""),
+        "read's green: {svg}"
+    );
+    let legend = timeline_legend(&text);
+    assert!(legend.contains("</span>body read"), "{legend}");
     let log = String::from_utf8_lossy(&dom.stderr);
     assert!(
         !log.lines()

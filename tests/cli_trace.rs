@@ -76,12 +76,16 @@ fn every_model_traces_each_task_once_on_its_own_lanes() {
         assert_eq!(tasks, 12, "{model}: {run}");
         assert_eq!(run["timeline_tasks"]["tasks"], 12, "{model}");
         assert_eq!(run["timeline_tasks"]["kept"], 12, "{model}");
+        assert_eq!(run["timeline_tasks"]["cap"], 10_000, "{model}: the default");
         assert_eq!(run["timeline_tasks"]["lanes"], *word, "{model}");
         let name = format!("{model} ×12 run 1 · sleep:5ms");
         let events = procs
             .get(&name)
             .unwrap_or_else(|| panic!("no process {name:?} in {:?}", procs.keys()));
-        let slices: Vec<&Value> = events.iter().filter(|e| e["ph"] == "X").collect();
+        let slices: Vec<&Value> = events
+            .iter()
+            .filter(|e| e["ph"] == "X" && e["cat"] == "task")
+            .collect();
         assert_eq!(slices.len() as u64, tasks, "{model}: one slice per task");
         // Each task index exactly once.
         let indices: BTreeSet<u64> = slices
@@ -125,11 +129,37 @@ fn every_model_traces_each_task_once_on_its_own_lanes() {
         // The in-flight counter ends at zero and never exceeds the lanes.
         let counts: Vec<u64> = events
             .iter()
-            .filter(|e| e["ph"] == "C")
+            .filter(|e| e["ph"] == "C" && e["name"] == "tasks in flight")
             .map(|e| e["args"]["tasks"].as_u64().unwrap())
             .collect();
         assert_eq!(counts.last(), Some(&0), "{model}");
         assert!(counts.iter().all(|&c| c as usize <= *most), "{model}");
+        // A queue model's closed run says each job's wait in the queue, at its start (the
+        // worker processes of jobs-procs do not send their jobs' enqueue times back).
+        let waits = events
+            .iter()
+            .filter(|e| e["ph"] == "C" && e["name"] == "queue wait, enqueued to start (µs)")
+            .count();
+        let queue = model.starts_with("jobs") && *model != "jobs-procs:2";
+        assert_eq!(waits, if queue { 12 } else { 0 }, "{model}");
+        // Phases: a process's start before each task of fork and spawn, ending where the
+        // task starts; no other model sees any of sleep's.
+        let phases = phases_by_task(events);
+        if matches!(*model, "fork" | "spawn") {
+            assert_eq!(phases.len(), 12, "{model}: a process start per task");
+            for (task, ps) in &phases {
+                let slice = slice_of(events, *task);
+                assert_eq!(ps.len(), 1, "{model}: task {task}: {ps:?}");
+                let (kind, a, z) = &ps[0];
+                assert_eq!(kind, "process-start");
+                assert!(
+                    *a <= *z && *z == slice.0,
+                    "{model}: task {task}: {ps:?} {slice:?}"
+                );
+            }
+        } else {
+            assert!(phases.is_empty(), "{model}: {phases:?}");
+        }
     }
 
     // The report re-writes the same trace from the results file, through --export and
@@ -176,6 +206,433 @@ fn every_model_traces_each_task_once_on_its_own_lanes() {
         .all(|e| e["name"].as_str().unwrap().starts_with("span ")));
     let tids: BTreeSet<u64> = slices.iter().map(|e| e["tid"].as_u64().unwrap()).collect();
     assert!(tids.len() <= 3, "{tids:?}");
+}
+
+/// Each task's phases (`cat: "phase"`, on the task's own track): kind, start, end in µs.
+fn phases_by_task(events: &[Value]) -> BTreeMap<u64, Vec<(String, u64, u64)>> {
+    let mut out: BTreeMap<u64, Vec<(String, u64, u64)>> = BTreeMap::new();
+    for e in events.iter().filter(|e| e["cat"] == "phase") {
+        assert_eq!(e["ph"], "X", "{e}");
+        let task = e["args"]["task"].as_u64().unwrap();
+        let slice = events
+            .iter()
+            .find(|t| t["cat"] == "task" && t["args"]["task"] == task)
+            .unwrap_or_else(|| panic!("a phase of a task with no slice: {e}"));
+        assert_eq!(e["tid"], slice["tid"], "a phase off its task's track: {e}");
+        let ts = e["ts"].as_u64().unwrap();
+        out.entry(task).or_default().push((
+            e["name"].as_str().unwrap().to_string(),
+            ts,
+            ts + e["dur"].as_u64().unwrap(),
+        ));
+    }
+    out
+}
+
+/// Task `task`'s slice: start and end, µs.
+fn slice_of(events: &[Value], task: u64) -> (u64, u64) {
+    let e = events
+        .iter()
+        .find(|t| t["cat"] == "task" && t["args"]["task"] == task)
+        .unwrap_or_else(|| panic!("no slice of task {task}"));
+    let ts = e["ts"].as_u64().unwrap();
+    (ts, ts + e["dur"].as_u64().unwrap())
+}
+
+/// Every phase but a process's start lies inside its task's slice, and a task's phases come
+/// one after another in time (none starts before the one before it ended).
+fn assert_nested_and_in_order(
+    events: &[Value],
+    what: &str,
+) -> BTreeMap<u64, Vec<(String, u64, u64)>> {
+    let phases = phases_by_task(events);
+    for (task, ps) in &phases {
+        let (start, end) = slice_of(events, *task);
+        for (kind, a, z) in ps {
+            assert!(a <= z, "{what}: task {task}: {ps:?}");
+            if kind != "process-start" {
+                assert!(
+                    start <= *a && *z <= end,
+                    "{what}: task {task} ({start}-{end}): {ps:?}"
+                );
+            }
+        }
+        for w in ps.windows(2) {
+            assert!(w[0].2 <= w[1].1, "{what}: task {task} out of order: {ps:?}");
+        }
+    }
+    phases
+}
+
+/// Runs `concur run ARGS --json FILE --trace FILE -r 1 --warmup 0` (not quiet): its stderr,
+/// the run lines and the trace's processes.
+fn traced(args: &[&str]) -> (String, Vec<Value>, BTreeMap<String, Vec<Value>>) {
+    let (dir, json) = results_path();
+    let trace = dir.path().join("trace.json");
+    let out = concur()
+        .arg("run")
+        .args(args)
+        .args(["-r", "1", "--warmup", "0", "--json"])
+        .arg(&json)
+        .arg("--trace")
+        .arg(&trace)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{err}");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    let runs = read_lines(&json)
+        .into_iter()
+        .filter(|l| l["type"] == "run")
+        .collect();
+    (err, runs, processes(&doc))
+}
+
+#[test]
+fn trace_tasks_keeps_an_even_sample_by_index_and_says_so() {
+    let (err, runs, procs) = traced(&[
+        "-w",
+        "spin:1",
+        "-m",
+        "pool:2",
+        "-m",
+        "async:2",
+        "-n",
+        "1000",
+        "--trace-tasks",
+        "100",
+    ]);
+    assert!(
+        err.contains("trace: 100 of 1,000 tasks per run, sampled evenly (--trace-tasks)"),
+        "{err}"
+    );
+    for model in ["pool:2", "async:2"] {
+        let run = runs.iter().find(|r| r["model"] == model).unwrap();
+        assert_eq!(run["tasks_ok"], 1000, "{model}");
+        let t = &run["timeline_tasks"];
+        assert_eq!(
+            (t["tasks"].as_u64(), t["kept"].as_u64(), t["cap"].as_u64()),
+            (Some(1000), Some(100), Some(100)),
+            "{model}"
+        );
+        assert_eq!(run["timeline_us"].as_array().unwrap().len(), 100, "{model}");
+        let name = format!("{model} ×1000 run 1 · spin:1 · 100 of 1000 tasks, sampled evenly");
+        let events = procs
+            .get(&name)
+            .unwrap_or_else(|| panic!("no process {name:?} in {:?}", procs.keys()));
+        let labels = events
+            .iter()
+            .find(|e| e["name"] == "process_labels")
+            .unwrap();
+        assert_eq!(
+            labels["args"]["labels"], "100 of 1,000 tasks, sampled evenly · --trace-tasks 100",
+            "{model}"
+        );
+        // Exactly tasks 0, 10, 20, … 990: each once.
+        let mut tasks: Vec<u64> = events
+            .iter()
+            .filter(|e| e["cat"] == "task")
+            .map(|e| e["args"]["task"].as_u64().unwrap())
+            .collect();
+        tasks.sort_unstable();
+        assert_eq!(
+            tasks,
+            (0..100).map(|k| k * 10).collect::<Vec<_>>(),
+            "{model}"
+        );
+    }
+}
+
+#[test]
+fn a_bad_trace_tasks_is_refused_naming_the_value_and_the_range() {
+    for (value, says) in [
+        ("0", "--trace-tasks '0' must be from 1 to 1,000,000"),
+        (
+            "1000001",
+            "--trace-tasks '1000001' must be from 1 to 1,000,000",
+        ),
+        (
+            "ten",
+            "'ten' is not a number of tasks (allowed: a whole number from 1 to 1,000,000)",
+        ),
+        (
+            "-5",
+            "'-5' is not a number of tasks (allowed: a whole number from 1 to 1,000,000)",
+        ),
+    ] {
+        let err = common::refused_before_any_run(&[
+            "run",
+            "-w",
+            "sleep:1ms",
+            "-m",
+            "seq",
+            "-n",
+            "1",
+            "-r",
+            "1",
+            &format!("--trace-tasks={value}"),
+        ]);
+        assert!(err.contains(says), "{value}: {err}");
+    }
+    let out = concur()
+        .args([
+            "crawl",
+            "http://127.0.0.1:9/",
+            "-n",
+            "1",
+            "-q",
+            "--trace-tasks",
+            "0",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--trace-tasks '0' must be from 1 to 1,000,000"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_open_runs_trace_carries_scheduled_times_and_the_release_lag() {
+    let (_err, runs, procs) = traced(&[
+        "-w",
+        "sleep:1ms",
+        "-m",
+        "pool:2",
+        "-m",
+        "async:2",
+        "--rate",
+        "400",
+        "-n",
+        "40",
+    ]);
+    for model in ["pool:2", "async:2"] {
+        let run = runs.iter().find(|r| r["model"] == model).unwrap();
+        assert_eq!(
+            run["timeline_tasks"]["sched_us"].as_array().unwrap().len(),
+            40
+        );
+        let name = format!("{model} ×40 run 1 · sleep:1ms");
+        let events = &procs[&name];
+        let mut lag_of_start: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+        for e in events
+            .iter()
+            .filter(|e| e["ph"] == "C" && e["name"] == "release lag, scheduled to start (µs)")
+        {
+            lag_of_start
+                .entry(e["ts"].as_u64().unwrap())
+                .or_default()
+                .push(e["args"]["us"].as_u64().unwrap());
+        }
+        assert_eq!(
+            lag_of_start.values().map(Vec::len).sum::<usize>(),
+            40,
+            "{model}: a lag per task"
+        );
+        let mut due: Vec<u64> = Vec::new();
+        for e in events.iter().filter(|e| e["cat"] == "task") {
+            let (ts, at) = (
+                e["ts"].as_u64().unwrap(),
+                e["args"]["scheduled_us"].as_u64().unwrap(),
+            );
+            assert!(at <= ts, "{model}: started before it was due: {e}");
+            assert!(lag_of_start[&ts].contains(&(ts - at)), "{model}: {e}");
+            due.push(at);
+        }
+        // 400/s: due 2.5 ms apart.
+        due.sort_unstable();
+        assert_eq!(due.len(), 40);
+        for w in due.windows(2) {
+            assert!((2400..=2600).contains(&(w[1] - w[0])), "{model}: {due:?}");
+        }
+    }
+}
+
+#[test]
+fn the_lock_s_waits_and_holds_are_phases_of_their_task() {
+    let (err, runs, procs) = traced(&[
+        "-w",
+        "spin:3000000",
+        "-m",
+        "thread",
+        "-m",
+        "pool:2",
+        "-n",
+        "4",
+        "--gil",
+        "--switch-interval",
+        "1ms",
+    ]);
+    assert!(
+        err.contains("trace: the lock's first 16 waits and holds per traced task"),
+        "{err}"
+    );
+    for model in ["thread", "pool:2"] {
+        let run = runs.iter().find(|r| r["model"] == model).unwrap();
+        assert_eq!(run["timeline_tasks"]["phases"]["per_task"], 16, "{model}");
+        let name = format!("{model} ×4 run 1 · spin:3000000 · gil");
+        let events = &procs[&name];
+        let labels = events
+            .iter()
+            .find(|e| e["name"] == "process_labels")
+            .unwrap();
+        assert!(
+            labels["args"]["labels"]
+                .as_str()
+                .unwrap()
+                .ends_with("phases: at most 16 a task"),
+            "{labels}"
+        );
+        let phases = assert_nested_and_in_order(events, model);
+        assert_eq!(
+            phases.len(),
+            4,
+            "{model}: every task held the lock: {phases:?}"
+        );
+        for (task, ps) in &phases {
+            assert!(ps.len() <= 16, "{model}: task {task}");
+            assert!(
+                ps.iter()
+                    .all(|(k, _, _)| k == "lock-wait" || k == "lock-held"),
+                "{ps:?}"
+            );
+            assert!(
+                ps.iter().any(|(k, _, _)| k == "lock-held"),
+                "{model}: task {task}: {ps:?}"
+            );
+        }
+        // Two tasks never hold the lock at once.
+        let mut held: Vec<(u64, u64)> = phases
+            .values()
+            .flatten()
+            .filter(|(k, _, _)| k == "lock-held")
+            .map(|(_, a, z)| (*a, *z))
+            .collect();
+        held.sort_unstable();
+        for w in held.windows(2) {
+            assert!(w[0].1 <= w[1].0, "{model}: two holders at once: {held:?}");
+        }
+    }
+}
+
+#[test]
+fn curl_s_transfers_show_connect_tls_wait_and_read_in_order() {
+    let (_err, runs, procs) =
+        traced(&["-w", "http:/delay/5ms", "-m", "curl:2", "-n", "12", "--tls"]);
+    let run = runs.iter().find(|r| r["model"] == "curl:2").unwrap();
+    let opened = run["connections_opened"].as_u64().unwrap();
+    let events = &procs["curl:2 ×12 run 1 · http:/delay/5ms"];
+    let phases = assert_nested_and_in_order(events, "curl");
+    assert_eq!(phases.len(), 12, "every transfer: {phases:?}");
+    let mut connects = 0;
+    for (task, ps) in &phases {
+        let kinds: Vec<&str> = ps.iter().map(|(k, _, _)| k.as_str()).collect();
+        match kinds.as_slice() {
+            ["connect", "tls", "wait", "read"] => connects += 1,
+            ["wait", "read"] => {}
+            other => panic!("task {task}: {other:?}"),
+        }
+    }
+    assert_eq!(connects, opened, "a connect phase per connection opened");
+    assert!(opened >= 1);
+}
+
+#[test]
+fn async_s_own_client_shows_connect_tls_send_wait_and_read_in_order() {
+    let (_err, runs, procs) = traced(&[
+        "-w",
+        "http:/delay/5ms",
+        "-m",
+        "async:2",
+        "-m",
+        "async-local:2",
+        "-n",
+        "12",
+        "--tls",
+    ]);
+    for model in ["async:2", "async-local:2"] {
+        let run = runs.iter().find(|r| r["model"] == model).unwrap();
+        let opened = run["connections_opened"].as_u64().unwrap();
+        let events = &procs[&format!("{model} ×12 run 1 · http:/delay/5ms")];
+        let phases = assert_nested_and_in_order(events, model);
+        assert_eq!(phases.len(), 12, "{model}: every request: {phases:?}");
+        let mut connects = 0;
+        for (task, ps) in &phases {
+            let kinds: Vec<&str> = ps.iter().map(|(k, _, _)| k.as_str()).collect();
+            match kinds.as_slice() {
+                ["connect", "tls", "send", "wait", "read"] => connects += 1,
+                ["send", "wait", "read"] => {}
+                other => panic!("{model}: task {task}: {other:?}"),
+            }
+        }
+        assert_eq!(
+            connects, opened,
+            "{model}: a connect phase per connection opened"
+        );
+        assert!(opened >= 1, "{model}");
+    }
+}
+
+#[test]
+#[ignore = "full tier: needs redis-server"]
+fn a_run_over_two_hosts_traces_a_process_per_host_with_its_workers() {
+    common::require(&[common::Need::Redis]);
+    let mut hub = common::hub::Hub::start(None);
+    let url = hub.url();
+    hub.agent("t1", &[]);
+    hub.agent("t2", &[]);
+    common::wait_for_agents(&url, &["t1", "t2"]);
+    let (_err, runs, procs) = traced(&[
+        "-w",
+        "sleep:5ms",
+        "-m",
+        "pool:2",
+        "-n",
+        "20",
+        "--hub",
+        &url,
+        "--hosts",
+        "2",
+    ]);
+    let run = runs.iter().find(|r| r["model"] == "pool:2").unwrap();
+    assert_eq!(run["tasks_ok"], 20, "{run}");
+    let t = &run["timeline_tasks"];
+    assert_eq!(t["host"].as_array().map(Vec::len), Some(20), "{t}");
+    let mut all: Vec<u64> = Vec::new();
+    for host in ["t1", "t2"] {
+        let name = format!("pool:2 @2 hosts ×20 run 1 · sleep:5ms · host {host}");
+        let events = procs
+            .get(&name)
+            .unwrap_or_else(|| panic!("no process {name:?} in {:?}", procs.keys()));
+        let slices: Vec<&Value> = events.iter().filter(|e| e["cat"] == "task").collect();
+        assert_eq!(slices.len(), 10, "{host}: its share");
+        // Its workers: at most 2, named, one task at a time each.
+        let mut lanes: BTreeMap<u64, Vec<(u64, u64)>> = BTreeMap::new();
+        for e in &slices {
+            let ts = e["ts"].as_u64().unwrap();
+            lanes
+                .entry(e["tid"].as_u64().unwrap())
+                .or_default()
+                .push((ts, ts + e["dur"].as_u64().unwrap()));
+            all.push(e["args"]["task"].as_u64().unwrap());
+        }
+        assert!(lanes.len() <= 2, "{host}: {lanes:?}");
+        for spans in lanes.values_mut() {
+            spans.sort_unstable();
+            assert!(
+                spans.windows(2).all(|w| w[0].1 <= w[1].0),
+                "{host}: {spans:?}"
+            );
+        }
+        assert!(events
+            .iter()
+            .any(|e| e["name"] == "thread_name" && e["args"]["name"] == "worker 0"));
+    }
+    // The hosts' tasks are the cell's, each once.
+    all.sort_unstable();
+    assert_eq!(all, (0..20).collect::<Vec<_>>());
 }
 
 #[test]

@@ -304,7 +304,7 @@ pub struct RunResult {
     /// a lane is, and how many tasks the run had and the timeline kept; absent in files
     /// from before it was added and in runs merged over several hosts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeline_tasks: Option<crate::measure::lanes::TimelineTasks>,
+    pub timeline_tasks: Option<Box<crate::measure::lanes::TimelineTasks>>,
     /// External cells with a `CONCUR` line: the process's wall minus the work's own wall
     /// (interpreter start-up, imports, teardown); null for every other run.
     #[serde(default, skip_serializing_if = "Option::is_none")]

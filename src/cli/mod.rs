@@ -152,6 +152,9 @@ struct CrawlArgs {
     out: OutputOptions,
     #[command(flatten)]
     failures: FailureArgs,
+    /// The most tasks each run's timeline and trace keep (1 to 1,000,000), sampled evenly by task index when a run has more
+    #[arg(long, value_name = "N", default_value = "10000", value_parser = crate::model::selfcall::parse_trace_tasks)]
+    trace_tasks: usize,
 }
 
 #[derive(Args)]
@@ -228,6 +231,10 @@ fn dispatch(cli: Cli) -> Result<i32, Error> {
                 peers: a.peers,
                 open: a.open,
                 hub: a.hub.from_env(),
+                run: crate::plan::options::RunSettings {
+                    trace_tasks: a.trace_tasks,
+                    ..Default::default()
+                },
                 ..StudyOptions::default()
             };
             crate::study::conduct::run(

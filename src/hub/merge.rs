@@ -163,28 +163,14 @@ pub(crate) fn check_ended(e: &mut PartEnded, share: ShareBounds) -> Result<(), S
     count("threads_created", r.threads_created as u64, COUNT_MAX)?;
     count("processes_created", r.processes_created as u64, COUNT_MAX)?;
     count("gil_switches", r.gil_switches, COUNT_MAX)?;
+    // A timeline holds at most one span per task of the share, and its tasks' columns one
+    // entry per span.
+    let spans_max = (share.tasks.min(crate::measure::TRACE_TASKS_MAX)) as u64;
     if let Some(t) = &r.timeline_us {
-        count(
-            "timeline_us's length",
-            t.len() as u64,
-            crate::measure::TIMELINE_CAP as u64,
-        )?;
+        count("timeline_us's length", t.len() as u64, spans_max)?;
     }
-    // The tasks behind the timeline are not merged (the hosts' lanes would collide), but
-    // an answer is bounded whole before anything is kept of it.
     if let Some(t) = &r.timeline_tasks {
-        let longest = [t.index.len(), t.worker.len(), t.bytes.len(), t.error.len()]
-            .into_iter()
-            .max()
-            .unwrap_or(0);
-        count(
-            "timeline_tasks's length",
-            longest as u64,
-            crate::measure::TIMELINE_CAP as u64,
-        )?;
-        if t.error.iter().flatten().any(|k| k.len() > 200) {
-            return Err("a kind in timeline_tasks longer than 200 bytes (allowed: kinds of at most 200 bytes)".into());
-        }
+        check_timeline_tasks(t, spans_max)?;
     }
     if let Some(c) = &r.connections {
         count(
@@ -215,6 +201,49 @@ pub(crate) fn check_ended(e: &mut PartEnded, share: ShareBounds) -> Result<(), S
         if (ns as f64).abs() > max_ns {
             return Err(format!(
                 "first_task_ns {ns} (allowed: within ±{max_ns:.0} of the common start)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The tasks behind a share's timeline: columns of at most `spans_max` entries, kinds of at
+/// most 200 bytes, phases within their bound per task and naming spans that exist.
+fn check_timeline_tasks(
+    t: &crate::measure::lanes::TimelineTasks,
+    spans_max: u64,
+) -> Result<(), String> {
+    use crate::measure::lanes::PHASES_PER_TASK_MAX;
+    let longest = [
+        t.index.len(),
+        t.worker.len(),
+        t.bytes.len(),
+        t.error.len(),
+        t.sched_us.len(),
+        t.host.len(),
+    ]
+    .into_iter()
+    .max()
+    .unwrap_or(0);
+    count("timeline_tasks's length", longest as u64, spans_max)?;
+    if t.error.iter().flatten().any(|k| k.len() > 200) {
+        return Err(
+            "a kind in timeline_tasks longer than 200 bytes (allowed: kinds of at most 200 bytes)"
+                .into(),
+        );
+    }
+    if let Some(p) = &t.phases {
+        count(
+            "phases per task",
+            p.per_task as u64,
+            PHASES_PER_TASK_MAX as u64,
+        )?;
+        let most = spans_max.saturating_mul(p.per_task as u64);
+        let longest = p.span.len().max(p.kind.len()).max(p.us.len());
+        count("phases' length", longest as u64, most)?;
+        if p.span.iter().any(|&s| s as u64 >= spans_max) {
+            return Err(format!(
+                "a phase of a span past the timeline (allowed: spans below {spans_max})"
             ));
         }
     }
@@ -302,6 +331,7 @@ pub fn merge(mut base: RunResult, parts: Vec<PartOutcome>, lead_s: f64) -> RunRe
     let mut rows = Vec::with_capacity(hosts);
     let mut measured = 0usize;
     let mut worst_status: Option<RunStatus> = None;
+    let mut timelines: Vec<(usize, usize, &RunResult)> = Vec::new();
     for p in &parts {
         let mut row = HostPart {
             host: p.host.clone(),
@@ -359,9 +389,12 @@ pub fn merge(mut base: RunResult, parts: Vec<PartOutcome>, lead_s: f64) -> RunRe
         }
         measured += 1;
         add_run(&mut base, r, measured == 1);
+        timelines.push((rows.len() - 1, p.share, r));
         add_wire(&mut latency, p.latency.as_ref());
         add_wire(&mut queue_wait, p.queue_wait.as_ref());
     }
+    let (spans, tasks) = merge_timelines(&timelines, hosts, whole);
+    (base.timeline_us, base.timeline_tasks) = (spans, tasks.map(Box::new));
     if let Some(o) = &mut base.open {
         o.behind = o.behind || o.rate_achieved.is_some_and(|a| a < KEPT_UP * o.rate_asked);
     }
@@ -427,6 +460,116 @@ pub fn merge(mut base: RunResult, parts: Vec<PartOutcome>, lead_s: f64) -> RunRe
     base
 }
 
+/// The hosts' timelines as one, each span with its host (a position in the run's parts) and
+/// its task's index in the whole cell, ordered by start: every host's spans are on the
+/// common start's clock. A host whose answer has spans but not their tasks (an older agent)
+/// makes the merged timeline spans alone, as before hosts were told apart.
+fn merge_timelines(
+    parts: &[(usize, usize, &RunResult)],
+    hosts: usize,
+    whole: usize,
+) -> (
+    Option<Vec<[u64; 2]>>,
+    Option<crate::measure::lanes::TimelineTasks>,
+) {
+    use crate::measure::lanes::{Phases, TimelineTasks};
+    let with_spans: Vec<_> = parts
+        .iter()
+        .filter(|(_, _, r)| r.timeline_us.is_some())
+        .collect();
+    if with_spans.is_empty() {
+        return (None, None);
+    }
+    let all_tasks = with_spans.iter().all(|(_, _, r)| {
+        r.timeline_tasks
+            .as_ref()
+            .is_some_and(|t| t.index.len() == r.timeline_us.as_ref().map_or(0, Vec::len))
+    });
+    if !all_tasks {
+        let spans = with_spans
+            .iter()
+            .flat_map(|(_, _, r)| r.timeline_us.iter().flatten().copied())
+            .collect();
+        return (Some(spans), None);
+    }
+    // (start, end, host row, share, the span's position in its host's timeline, its run)
+    let mut order: Vec<([u64; 2], usize, usize, usize, &RunResult)> = Vec::new();
+    for (row, share, r) in &with_spans {
+        for (j, span) in r.timeline_us.iter().flatten().enumerate() {
+            order.push((*span, *row, *share, j, r));
+        }
+    }
+    order.sort_by_key(|&(span, row, _, j, _)| (span, row, j));
+    let first = with_spans[0].2.timeline_tasks.as_ref();
+    let mut m = TimelineTasks {
+        tasks: whole,
+        kept: order.len(),
+        cap: first.and_then(|t| t.cap),
+        lanes: first.map(|t| t.lanes).unwrap_or_default(),
+        ..Default::default()
+    };
+    let failed = order.iter().any(|&(_, _, _, j, r)| {
+        r.timeline_tasks
+            .as_ref()
+            .is_some_and(|t| t.error.get(j).is_some_and(Option::is_some))
+    });
+    let scheduled = order.iter().all(|&(_, _, _, j, r)| {
+        r.timeline_tasks
+            .as_ref()
+            .is_some_and(|t| t.sched_us.get(j).is_some())
+    });
+    let mut phases: Option<Phases> = None;
+    let mut spans = Vec::with_capacity(order.len());
+    for (at, &(span, row, share, j, r)) in order.iter().enumerate() {
+        let Some(t) = r.timeline_tasks.as_ref() else {
+            continue;
+        };
+        let segment = crate::measure::schedule::Segment {
+            index: share,
+            of: hosts,
+            whole_tasks: whole,
+        };
+        spans.push(span);
+        m.index.push(segment.global(t.index[j]));
+        m.worker.push(t.worker.get(j).copied().unwrap_or(0));
+        m.bytes.push(t.bytes.get(j).copied().unwrap_or(0));
+        m.host.push(row as u32);
+        if failed {
+            m.error.push(t.error.get(j).cloned().flatten());
+        }
+        if scheduled {
+            m.sched_us
+                .push(t.sched_us.get(j).copied().unwrap_or(span[0]));
+        }
+        if let Some(p) = &t.phases {
+            let mine = phases.get_or_insert_with(|| Phases {
+                per_task: p.per_task,
+                ..Default::default()
+            });
+            mine.per_task = mine.per_task.max(p.per_task);
+            // Phases are grouped by span in span order: this span's are one run of them.
+            let lo = p.span.partition_point(|&s| (s as usize) < j);
+            let hi = p.span.partition_point(|&s| (s as usize) <= j);
+            for k in lo..hi {
+                if let (Some(&kind), Some(&us)) = (p.kind.get(k), p.us.get(k)) {
+                    mine.span.push(at as u32);
+                    mine.kind.push(kind);
+                    mine.us.push(us);
+                }
+            }
+        }
+    }
+    if let Some(p) = phases.as_mut() {
+        p.dropped = with_spans
+            .iter()
+            .filter_map(|(_, _, r)| r.timeline_tasks.as_ref()?.phases.as_ref())
+            .map(|p| p.dropped)
+            .sum();
+    }
+    m.phases = phases;
+    (Some(spans), Some(m))
+}
+
 /// Adds a host's histogram, as it travelled, into `all`.
 fn add_wire(all: &mut Option<LatencyRecorder>, wire: Option<&LatencyWire>) {
     let Some(rec) = wire.and_then(|w| LatencyRecorder::from_wire(w).ok()) else {
@@ -484,11 +627,6 @@ fn add_run(m: &mut RunResult, r: &RunResult, first: bool) {
     c.server_max_concurrent_streams = c
         .server_max_concurrent_streams
         .or(h.server_max_concurrent_streams);
-    if let Some(t) = &r.timeline_us {
-        let mine = m.timeline_us.get_or_insert_with(Vec::new);
-        let room = crate::measure::TIMELINE_CAP.saturating_sub(mine.len());
-        mine.extend(t.iter().take(room));
-    }
     m.open = match (m.open.take(), &r.open) {
         (None, Some(o)) => Some(o.clone()),
         (Some(a), Some(b)) => Some(add_open(a, b)),
@@ -558,7 +696,7 @@ mod tests {
     use crate::measure::conn::HttpVersion;
     use crate::measure::rusage::ChildUsage;
     use crate::measure::series::SeriesPoint;
-    use crate::measure::TIMELINE_CAP;
+    use crate::measure::TRACE_TASKS_DEFAULT as TIMELINE_CAP;
     use crate::runner::child::ChildReport;
 
     const SHARE: ShareBounds = ShareBounds {
@@ -698,7 +836,7 @@ mod tests {
     }
 
     /// Each counter passes at its bound (memory 1 PiB, bytes 1 PiB, other counts 2^48, the
-    /// timeline `TIMELINE_CAP` tasks) and is refused one above it, the refusal naming both.
+    /// timeline the share's tasks) and is refused one above it, the refusal naming both.
     #[test]
     fn counters_pass_at_their_bound_and_are_refused_one_above() {
         let counters: Vec<(&str, Set, u64)> = vec![
@@ -751,7 +889,7 @@ mod tests {
             (
                 "timeline_us's length",
                 |e, v| e.report.as_mut().unwrap().timeline_us = Some(vec![[0, 1]; v as usize]),
-                TIMELINE_CAP as u64,
+                SHARE.tasks as u64,
             ),
         ];
         for (what, set, max) in counters {
@@ -960,11 +1098,25 @@ mod tests {
         r.timeline_tasks = Some(crate::measure::lanes::TimelineTasks {
             tasks: usize::MAX,
             kept: TIMELINE_CAP,
+            cap: Some(TIMELINE_CAP),
             lanes: crate::measure::lanes::Lanes::Worker,
             index: vec![usize::MAX; TIMELINE_CAP],
             worker: vec![u32::MAX; TIMELINE_CAP],
             bytes: vec![u64::MAX; TIMELINE_CAP],
             error: vec![Some("😀".repeat(50)); TIMELINE_CAP],
+            sched_us: vec![u64::MAX; TIMELINE_CAP],
+            // An HTTP task's five phases and the lock's first sixteen hand-offs, each task
+            // a run's length (an hour, in µs) from the start.
+            phases: Some(crate::measure::lanes::Phases {
+                per_task: 21,
+                dropped: u64::MAX,
+                span: (0..TIMELINE_CAP as u32)
+                    .flat_map(|s| std::iter::repeat_n(s, 21))
+                    .collect(),
+                kind: vec![crate::measure::phases::PhaseKind::ProcessStart; 21 * TIMELINE_CAP],
+                us: vec![[3_600_000_000; 2]; 21 * TIMELINE_CAP],
+            }),
+            host: Vec::new(),
         });
         r.latency_hdr = wide.to_wire();
         r.queue_wait_hdr = wide.to_wire();
@@ -1006,6 +1158,55 @@ mod tests {
             clock: ClockOffset::default(),
             first_task_ns: None,
         }
+    }
+
+    /// Two hosts' timelines become one ordered by start, each span with its host and the
+    /// whole cell's task (share s of 2: task i is the cell's s + 2i), its phases following it.
+    #[test]
+    fn hosts_timelines_merge_with_their_host_and_the_cells_task_indexes() {
+        use crate::measure::lanes::{Lanes, Phases, TimelineTasks};
+        use crate::measure::phases::PhaseKind;
+        let host = |spans: Vec<[u64; 2]>, phase_span: u32| {
+            let mut r = template();
+            r.tasks_ok = 4;
+            r.timeline_tasks = Some(Box::new(TimelineTasks {
+                tasks: 4,
+                kept: spans.len(),
+                cap: Some(10),
+                lanes: Lanes::Worker,
+                index: (0..spans.len()).collect(),
+                worker: vec![0; spans.len()],
+                bytes: vec![1; spans.len()],
+                phases: Some(Phases {
+                    per_task: 16,
+                    dropped: 1,
+                    span: vec![phase_span],
+                    kind: vec![PhaseKind::LockHeld],
+                    us: vec![spans[phase_span as usize]],
+                }),
+                ..Default::default()
+            }));
+            r.timeline_us = Some(spans);
+            r
+        };
+        let m = merge(
+            template(),
+            vec![
+                part(0, 4, host(vec![[0, 10], [20, 30]], 1)),
+                part(1, 4, host(vec![[5, 15]], 0)),
+            ],
+            0.0,
+        );
+        assert_eq!(m.timeline_us, Some(vec![[0, 10], [5, 15], [20, 30]]));
+        let t = m.timeline_tasks.unwrap();
+        assert_eq!((t.tasks, t.kept), (8, 3));
+        assert_eq!(t.host, vec![0, 1, 0]);
+        assert_eq!(t.index, vec![0, 1, 2]);
+        let p = t.phases.unwrap();
+        assert_eq!(
+            (p.span, p.us, p.dropped),
+            (vec![1, 2], vec![[5, 15], [20, 30]], 2)
+        );
     }
 
     /// Share `share` of `tasks` tasks, lost.

@@ -1,9 +1,11 @@
 //! Which worker ran each task: what a model's lanes are ([`Lanes`]), the lanes of tasks that
 //! only a schedule can tell (interval colouring, [`colour`]), and the per-task columns that
-//! travel beside a run's sampled timeline ([`TimelineTasks`]), which the trace file draws.
+//! travel beside a run's sampled timeline ([`TimelineTasks`]), which the trace file draws, with
+//! the phases seen of them ([`Phases`]).
 
 use serde::{Deserialize, Serialize};
 
+use super::phases::{Book, PhaseKind, Sample};
 use super::TaskRecord;
 
 /// What a model's worker (a trace's thread, a task's lane) is, and so how a task's record
@@ -99,8 +101,12 @@ pub fn colour(spans: impl Iterator<Item = (u64, u64)>) -> Vec<u32> {
 pub struct TimelineTasks {
     /// Tasks the run had.
     pub tasks: usize,
-    /// Tasks in the timeline: all of them, or an even sample of [`super::TIMELINE_CAP`].
+    /// Tasks in the timeline: all of them, or an even sample of `cap`.
     pub kept: usize,
+    /// The most tasks the run was asked to keep (`--trace-tasks`); absent in files from
+    /// before it was asked (2,000 then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cap: Option<usize>,
     /// What a lane is.
     pub lanes: Lanes,
     /// Each span's task index.
@@ -112,38 +118,92 @@ pub struct TimelineTasks {
     /// Each span's failure kind, null when the task succeeded; empty when none failed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub error: Vec<Option<String>>,
+    /// Each span's scheduled time, µs from the run's start: when an open run's task was due,
+    /// or when a closed queue run's job was enqueued; empty for other runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sched_us: Vec<u64>,
+    /// The phases the run's process saw of the kept tasks; absent where it saw none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phases: Option<Phases>,
+    /// A run over several hosts: each span's host, a position in the run's `hub.parts`
+    /// (its index is then the whole cell's task); empty for a run on one host.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host: Vec<u32>,
+}
+
+/// The most phase events a task may keep (what a results file or a host's answer may say).
+pub const PHASES_PER_TASK_MAX: usize = 64;
+
+/// The phases of a timeline's tasks, one entry per phase, grouped by span in span order and
+/// in time order within one.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Phases {
+    /// The most phases a task keeps; a task's later ones are counted in `dropped`.
+    pub per_task: usize,
+    /// Phases past `per_task` that were counted and not kept, over every kept task.
+    pub dropped: u64,
+    /// Each phase's span (a position in `timeline_us`).
+    pub span: Vec<u32>,
+    /// Each phase's kind.
+    pub kind: Vec<PhaseKind>,
+    /// Each phase's `[start, end]`, µs from the run's start: inside its task's span, but for
+    /// a process's start, which ends where its task starts.
+    pub us: Vec<[u64; 2]>,
 }
 
 /// A run's timeline and its tasks: each task's `[start, end]` in µs from `t0_ns`, ordered by
-/// start, evenly sampled down to `cap` tasks, and beside it the same tasks' index, lane and
-/// outcome (the records' `worker` must already be set, see [`Lanes::assign`]).
+/// start, for the tasks `sample` keeps (all, or an even spread by index), and beside it the
+/// same tasks' index, lane, outcome, scheduled time and the phases `book` holds of them (the
+/// records' `worker` must already be set, see [`Lanes::assign`]).
 pub fn sample(
     records: &[TaskRecord],
     t0_ns: u64,
-    cap: usize,
+    keep: Sample,
     lanes: Lanes,
+    book: Option<&Book>,
 ) -> (Vec<[u64; 2]>, TimelineTasks) {
     let us = |ns: u64| ns.saturating_sub(t0_ns) / 1000;
-    let mut order: Vec<(u64, u64, usize)> = records
+    let mut kept: Vec<(u64, u64, usize)> = records
         .iter()
         .enumerate()
+        .filter(|(_, r)| keep.slot(r.index).is_some())
         .map(|(k, r)| {
             let s = us(r.start_ns);
             (s, us(r.end_ns).max(s), k)
         })
         .collect();
-    order.sort_unstable();
-    let n = order.len();
-    let kept: Vec<(u64, u64, usize)> = if n <= cap || cap == 0 {
-        order
-    } else {
-        (0..cap).map(|i| order[i * n / cap]).collect()
-    };
+    kept.sort_unstable();
     let spans = kept.iter().map(|&(s, e, _)| [s, e]).collect();
     let failed = kept.iter().any(|&(_, _, k)| records[k].error.is_some());
+    let scheduled = kept.iter().any(|&(_, _, k)| records[k].sched_ns.is_some());
+    let phases = book.map(|b| {
+        let mut p = Phases {
+            per_task: b.per_task(),
+            ..Default::default()
+        };
+        for (span, &(_, _, k)) in kept.iter().enumerate() {
+            let r = &records[k];
+            let (events, more) = b.events(r.index);
+            p.dropped += more as u64;
+            let end = r.end_ns.max(r.start_ns);
+            for e in events {
+                let (a, z) = if e.kind.before_task() {
+                    (e.start_ns.min(r.start_ns), r.start_ns)
+                } else {
+                    let a = e.start_ns.clamp(r.start_ns, end);
+                    (a, e.end_ns.clamp(a, end))
+                };
+                p.span.push(span as u32);
+                p.kind.push(e.kind);
+                p.us.push([us(a), us(z)]);
+            }
+        }
+        p
+    });
     let tasks = TimelineTasks {
-        tasks: n,
+        tasks: records.len(),
         kept: kept.len(),
+        cap: Some(keep.cap),
         lanes,
         index: kept.iter().map(|&(_, _, k)| records[k].index).collect(),
         worker: kept.iter().map(|&(_, _, k)| records[k].worker).collect(),
@@ -155,6 +215,15 @@ pub fn sample(
         } else {
             Vec::new()
         },
+        sched_us: if scheduled {
+            kept.iter()
+                .map(|&(_, _, k)| us(records[k].sched_ns.unwrap_or(records[k].start_ns)))
+                .collect()
+        } else {
+            Vec::new()
+        },
+        phases: phases.filter(|p| !p.span.is_empty() || p.dropped > 0),
+        host: Vec::new(),
     };
     (spans, tasks)
 }
@@ -184,11 +253,57 @@ mod tests {
             .map(|i| TaskRecord::ran(9 - i, i as u64 * 1000, i as u64 * 1000 + 500))
             .collect();
         Lanes::Thread.assign(&mut recs);
-        let (spans, t) = sample(&recs, 0, 5, Lanes::Thread);
+        let keep = Sample { tasks: 10, cap: 5 };
+        let (spans, t) = sample(&recs, 0, keep, Lanes::Thread, None);
         assert_eq!((t.tasks, t.kept), (10, 5));
-        assert_eq!(spans, vec![[0, 0], [2, 2], [4, 4], [6, 6], [8, 8]]);
-        assert_eq!(t.index, vec![9, 7, 5, 3, 1]);
-        assert_eq!(t.worker, vec![9, 7, 5, 3, 1]);
+        // Tasks 0, 2, 4, 6, 8 by index, in the order they started.
+        assert_eq!(spans, vec![[1, 1], [3, 3], [5, 5], [7, 7], [9, 9]]);
+        assert_eq!(t.index, vec![8, 6, 4, 2, 0]);
+        assert_eq!(t.worker, vec![8, 6, 4, 2, 0]);
         assert!(t.error.is_empty());
+    }
+
+    #[test]
+    fn phases_are_kept_for_the_sampled_tasks_clamped_into_their_task() {
+        use crate::measure::phases::{Book, PhaseKind};
+        // Four tasks, two kept (0 and 2), each 10 µs long from 10 µs apart.
+        let recs: Vec<TaskRecord> = (0..4)
+            .map(|i| TaskRecord::ran(i, i as u64 * 10_000, i as u64 * 10_000 + 10_000))
+            .collect();
+        let keep = Sample { tasks: 4, cap: 2 };
+        let book = Book::new(keep, 3);
+        let t0 = crate::measure::phases::Sample { tasks: 4, cap: 2 };
+        assert_eq!(t0.slot(2), Some(1));
+        // Task 2 (20–30 µs): a connect before its start is clamped to it, a read past its end
+        // is cut at it; a process start ends where the task starts.
+        book_record(&book, 1, PhaseKind::Connect, 15_000, 22_000);
+        book_record(&book, 1, PhaseKind::Read, 25_000, 31_000);
+        book_record(&book, 0, PhaseKind::ProcessStart, 0, 0);
+        let (spans, t) = sample(&recs, 0, keep, Lanes::Worker, Some(&book));
+        assert_eq!(spans, vec![[0, 10], [20, 30]]);
+        let p = t.phases.unwrap();
+        assert_eq!(p.per_task, 3);
+        assert_eq!(p.span, vec![0, 1, 1]);
+        assert_eq!(
+            p.kind,
+            vec![PhaseKind::ProcessStart, PhaseKind::Connect, PhaseKind::Read]
+        );
+        assert_eq!(p.us, vec![[0, 0], [20, 22], [25, 30]]);
+        // A book with nothing in it leaves the timeline without phases.
+        let empty = Book::new(keep, 3);
+        assert!(sample(&recs, 0, keep, Lanes::Worker, Some(&empty))
+            .1
+            .phases
+            .is_none());
+    }
+
+    fn book_record(
+        book: &crate::measure::phases::Book,
+        slot: usize,
+        kind: crate::measure::phases::PhaseKind,
+        a: u64,
+        z: u64,
+    ) {
+        book.record_slot_for_tests(slot, kind, a, z);
     }
 }

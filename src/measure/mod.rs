@@ -7,6 +7,7 @@ pub mod latency;
 pub mod live;
 pub mod memory;
 pub mod open;
+pub mod phases;
 pub mod rusage;
 pub mod schedule;
 pub mod series;
@@ -147,46 +148,9 @@ pub fn describe_exit(usage: &rusage::ChildUsage) -> String {
     }
 }
 
-/// The most tasks a run's timeline keeps; longer runs are sampled evenly down to this.
-pub const TIMELINE_CAP: usize = 2000;
+/// The most tasks a run's timeline keeps unless `--trace-tasks` says otherwise; longer runs
+/// are sampled evenly down to it.
+pub const TRACE_TASKS_DEFAULT: usize = 10_000;
 
-/// A compact timeline of `records`: `[start, end]` of each task in microseconds from `t0_ns`
-/// (on [`mono_ns`]), ordered by start, evenly sampled down to `cap` tasks.
-pub fn timeline(records: &[TaskRecord], t0_ns: u64, cap: usize) -> Vec<[u64; 2]> {
-    let mut spans: Vec<[u64; 2]> = records
-        .iter()
-        .map(|r| {
-            let s = r.start_ns.saturating_sub(t0_ns) / 1000;
-            [s, (r.end_ns.saturating_sub(t0_ns) / 1000).max(s)]
-        })
-        .collect();
-    spans.sort_unstable();
-    let n = spans.len();
-    if n <= cap || cap == 0 {
-        return spans;
-    }
-    (0..cap).map(|i| spans[i * n / cap]).collect()
-}
-
-#[cfg(test)]
-mod timeline_tests {
-    use super::*;
-
-    fn rec(index: usize, start_ns: u64, end_ns: u64) -> TaskRecord {
-        TaskRecord::ran(index, start_ns, end_ns)
-    }
-
-    #[test]
-    fn offsets_sorted_and_capped() {
-        let recs = vec![rec(0, 5_000, 9_000), rec(1, 1_000, 3_000)];
-        assert_eq!(timeline(&recs, 1_000, 10), vec![[0, 2], [4, 8]]);
-        let many: Vec<TaskRecord> = (0..10_000)
-            .map(|i| rec(i, i as u64 * 1000, i as u64 * 1000 + 500))
-            .collect();
-        let t = timeline(&many, 0, TIMELINE_CAP);
-        assert_eq!(t.len(), TIMELINE_CAP);
-        assert_eq!(t[0], [0, 0]);
-        assert_eq!(t[1], [5, 5]);
-        assert!(t.windows(2).all(|w| w[0] <= w[1]));
-    }
-}
+/// The largest `--trace-tasks`: a million tasks' timeline is tens of MB of results file.
+pub const TRACE_TASKS_MAX: usize = 1_000_000;

@@ -506,6 +506,32 @@ fn conn_sample(easy: &Easy2<Counter>, https: bool) -> ConnSample {
     }
 }
 
+/// A traced transfer's phases from libcurl's own timers, which it keeps for every transfer:
+/// connect (after the name lookup) and TLS on a new connection, the wait from the moment the
+/// transfer was ready to send (pretransfer) to the first byte, and the read to the end.
+/// libcurl counts them from its own start of the transfer; they are placed so that the read
+/// ends where concur saw the transfer end.
+fn record_phases(easy: &Easy2<Counter>, task: &crate::measure::phases::TaskPhases, end_ns: u64) {
+    use crate::measure::phases::PhaseKind;
+    let ns = |d: Result<Duration, curl::Error>| d.map_or(0, |d| d.as_nanos() as u64);
+    let total = ns(easy.total_time());
+    let base = end_ns.saturating_sub(total);
+    let at = |t: u64| base + t.min(total);
+    if easy.num_connects().unwrap_or(0) > 0 {
+        let (lookup, connect) = (ns(easy.namelookup_time()), ns(easy.connect_time()));
+        let app = ns(easy.appconnect_time());
+        task.record(PhaseKind::Connect, at(lookup), at(connect.max(lookup)));
+        if app > connect {
+            task.record(PhaseKind::Tls, at(connect), at(app));
+        }
+    }
+    let (ready, first) = (ns(easy.pretransfer_time()), ns(easy.starttransfer_time()));
+    if first > 0 {
+        task.record(PhaseKind::Wait, at(ready), at(first.max(ready)));
+        task.record(PhaseKind::Read, at(first), at(total));
+    }
+}
+
 /// Not in curl-sys: CURLINFO_HTTP_VERSION (7.50) and CURLINFO_CONN_ID (8.2) (curl.h).
 const CURLINFO_HTTP_VERSION: curl_sys::CURLINFO = curl_sys::CURLINFO_LONG + 46;
 const CURLINFO_OFF_T: curl_sys::CURLINFO = 0x600000;
@@ -596,6 +622,9 @@ fn caps(workers: usize, http2: bool, connections: Option<usize>) -> (usize, Opti
 }
 
 impl Model for CurlMulti {
+    fn sees_http_phases(&self) -> bool {
+        true
+    }
     fn spec(&self) -> String {
         format!("curl:{}", self.workers)
     }
@@ -886,6 +915,9 @@ impl<'a> Transfers<'a> {
             }
         }
         let error = self.task_error(&easy, result, slot.index);
+        if let Some(task) = crate::measure::phases::task(slot.index) {
+            record_phases(&easy, &task, end_ns);
+        }
         let ok = error.is_none();
         self.records.push(TaskRecord {
             index: slot.index,

@@ -10,6 +10,7 @@ use std::os::fd::AsRawFd;
 use nix::unistd::ForkResult;
 
 use super::{run_task, Entry, Model, ModelOutcome, RunCtx};
+use crate::measure::phases::PhaseKind;
 use crate::measure::{describe_exit, rusage, TaskError, TaskRecord};
 use crate::os::process;
 
@@ -97,6 +98,9 @@ impl Model for Fork {
     fn task_processes(&self) -> bool {
         true
     }
+    fn process_start_phases(&self) -> bool {
+        true
+    }
     fn run(&self, ctx: &RunCtx) -> ModelOutcome {
         match process::thread_count() {
             Some(1) => {}
@@ -130,6 +134,11 @@ impl Model for Fork {
                         children: &mut Vec<(libc::pid_t, usize)>,
                         error: &mut Option<String>|
          -> bool {
+            // A traced task's process starts here; the phase ends where its task starts.
+            if let Some(task) = crate::measure::phases::task(i) {
+                let now = crate::measure::mono_ns();
+                task.record(PhaseKind::ProcessStart, now, now);
+            }
             // SAFETY: this process is single-threaded (checked above), so the child may run
             // ordinary Rust code; it leaves with _exit and never returns into our caller.
             match unsafe { nix::unistd::fork() } {

@@ -84,6 +84,15 @@ pub trait Model: Send + Sync {
     fn task_processes(&self) -> bool {
         false
     }
+    /// Whether an HTTP task's phases (connect, TLS, send, wait, read) are recorded under this
+    /// model: by its own client (`curl`), or by the workload's async client it drives.
+    fn sees_http_phases(&self) -> bool {
+        false
+    }
+    /// Whether the model records each task's process start (`fork`, `spawn`).
+    fn process_start_phases(&self) -> bool {
+        false
+    }
     /// Whether tasks go through a job queue, so that the cell reads as jobs per second.
     fn is_queue(&self) -> bool {
         false

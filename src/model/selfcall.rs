@@ -48,6 +48,24 @@ pub struct RunSettings {
     /// Stack size of the threads that models create (thread, pool, rayon, async)
     #[arg(long, value_name = "SIZE", default_value = "2M", value_parser = parse_bytes)]
     pub stack_size: usize,
+    /// The most tasks each run's timeline and trace keep (1 to 1,000,000), sampled evenly by task index when a run has more
+    #[arg(long, value_name = "N", default_value = "10000", value_parser = parse_trace_tasks)]
+    #[serde(default = "trace_tasks_default")]
+    pub trace_tasks: usize,
+}
+
+fn trace_tasks_default() -> usize {
+    crate::measure::TRACE_TASKS_DEFAULT
+}
+
+/// `--trace-tasks N`: a whole number; its range is [`RunSettings::check`]'s.
+pub fn parse_trace_tasks(s: &str) -> std::result::Result<usize, String> {
+    s.trim().parse::<usize>().map_err(|_| {
+        format!(
+            "'{s}' is not a number of tasks (allowed: a whole number from 1 to {})",
+            crate::base::units::thousands(crate::measure::TRACE_TASKS_MAX as u64)
+        )
+    })
 }
 
 impl Default for RunSettings {
@@ -75,6 +93,16 @@ impl RunSettings {
             return Err(Error::flag(
                 "--stack-size",
                 format!("--stack-size '{}' must be from 16k to 1G", self.stack_size),
+            ));
+        }
+        if !(1..=crate::measure::TRACE_TASKS_MAX).contains(&self.trace_tasks) {
+            return Err(Error::flag(
+                "--trace-tasks",
+                format!(
+                    "--trace-tasks '{}' must be from 1 to {} (tasks kept in each run's timeline and trace)",
+                    self.trace_tasks,
+                    crate::base::units::thousands(crate::measure::TRACE_TASKS_MAX as u64)
+                ),
             ));
         }
         Ok(())
@@ -134,6 +162,10 @@ pub struct RunRequest {
     /// whatever the request said before.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub counter_page: bool,
+    /// Whether the run's timeline is kept (a cell's first counted run): its traced tasks'
+    /// phases are then recorded. Other runs record none and pay nothing for them.
+    #[serde(default)]
+    pub trace: bool,
 }
 
 /// One host's share of a run over several hosts (`--hosts K`).
@@ -329,6 +361,7 @@ mod tests {
                 }),
                 part: None,
                 counter_page: false,
+                trace: true,
             }),
             SelfCall::Task {
                 recipe: env(),

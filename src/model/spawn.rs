@@ -6,6 +6,7 @@
 use std::io::Read;
 
 use super::{never_started, Entry, Model, ModelOutcome, RunCtx};
+use crate::measure::phases::PhaseKind;
 use crate::measure::{describe_exit, rusage, TaskError, TaskRecord};
 use crate::model::selfcall::SelfCall;
 use crate::os::process;
@@ -73,6 +74,9 @@ impl Model for Spawn {
     fn task_processes(&self) -> bool {
         true
     }
+    fn process_start_phases(&self) -> bool {
+        true
+    }
     fn run(&self, ctx: &RunCtx) -> ModelOutcome {
         let fail = |e: String| ModelOutcome {
             error: Some(e),
@@ -98,6 +102,11 @@ impl Model for Spawn {
                 recipe: ctx.recipe.clone(),
                 index: i,
             };
+            // A traced task's process starts here; the phase ends where its task starts.
+            if let Some(task) = crate::measure::phases::task(i) {
+                let now = crate::measure::mono_ns();
+                task.record(PhaseKind::ProcessStart, now, now);
+            }
             match call.spawn(&exe) {
                 Ok((child, Some(pipe))) => {
                     crate::measure::live::started();

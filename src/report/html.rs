@@ -496,7 +496,7 @@ fn timelines(
         .iter()
         .filter_map(|c| {
             let run = runs.get(&c.key)?;
-            Some((*c, *run, timeline::read(run)?))
+            Some((*c, *run, timeline::hosts_apart(&timeline::read(run)?)))
         })
         .collect();
     if read.is_empty() {
@@ -516,9 +516,11 @@ fn timelines(
         .unwrap_or_else(|| timeline::Axis::to(last));
     let mut inner = String::new();
     let mut shaded = false;
+    let mut phases: Vec<crate::measure::phases::PhaseKind> = Vec::new();
     for (c, run, t) in &read {
         let d = timeline::draw(t, run.workers, &axis);
         shaded |= d.occupancy;
+        phases.extend(d.phases.iter().copied());
         let label = escape(&c.key.label());
         inner.push_str(&format!(
             "<div class=\"tl\" data-cell=\"{label}\"><p class=\"tl-cap\"><b>{label}</b> · {}</p>\n{}\n</div>\n",
@@ -533,6 +535,13 @@ fn timelines(
     if shaded {
         legend[0].0 = "task (shade: share of time busy)";
     }
+    phases.sort_unstable();
+    phases.dedup();
+    legend.extend(
+        phases
+            .iter()
+            .map(|&k| (timeline::phase_label(k), timeline::phase_colour(k))),
+    );
     format!(
         "<figure class=\"chart\" data-kind=\"timeline\"><figcaption>{}{}</figcaption>\n{inner}</figure>\n",
         escape(&format!(

@@ -11,6 +11,7 @@ use std::fmt::Write as _;
 use super::charts;
 use crate::analysis::results::RunResult;
 use crate::measure::lanes::{colour, Lanes};
+use crate::measure::phases::PhaseKind;
 
 /// One task of a run's timeline.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,6 +28,12 @@ pub struct TaskSpan {
     pub bytes: Option<u64>,
     /// Its failure's kind; none when it succeeded.
     pub error: Option<String>,
+    /// When it was due (an open run) or enqueued (a closed queue run), µs from the run's start.
+    pub sched: Option<u64>,
+    /// A run over several hosts: its host's position in the run's parts.
+    pub host: Option<u32>,
+    /// The phases seen of it, in time order: kind, start and end in µs from the run's start.
+    pub phases: Vec<(PhaseKind, u64, u64)>,
 }
 
 /// What one run kept of its tasks.
@@ -37,8 +44,11 @@ pub struct RunTimeline {
     /// Whether the run recorded its lanes; false for a file from before lanes were recorded
     /// and for a run merged over hosts, whose spans are coloured into slots here.
     pub recorded: bool,
-    /// Tasks the run had (the timeline keeps at most 2,000 of them, evenly sampled).
+    /// Tasks the run had (the timeline keeps at most `--trace-tasks` of them, evenly sampled).
     pub tasks: usize,
+    /// The most a task's phases keep, where the run recorded phases, and how many it did not
+    /// keep past that.
+    pub phases_per_task: Option<(usize, u64)>,
     /// The kept tasks, in start order.
     pub spans: Vec<TaskSpan>,
 }
@@ -49,22 +59,34 @@ pub fn read(run: &RunResult) -> Option<RunTimeline> {
     let timeline = run.timeline_us.as_deref()?;
     Some(match &run.timeline_tasks {
         Some(t) if t.index.len() == timeline.len() && t.worker.len() == timeline.len() => {
+            let mut spans: Vec<TaskSpan> = timeline
+                .iter()
+                .enumerate()
+                .map(|(i, &[start, end])| TaskSpan {
+                    start,
+                    end,
+                    task: Some(t.index[i]),
+                    lane: t.worker[i],
+                    bytes: t.bytes.get(i).copied(),
+                    error: t.error.get(i).cloned().flatten(),
+                    sched: t.sched_us.get(i).copied(),
+                    host: t.host.get(i).copied(),
+                    phases: Vec::new(),
+                })
+                .collect();
+            if let Some(p) = &t.phases {
+                for ((&span, &kind), &[a, z]) in p.span.iter().zip(&p.kind).zip(&p.us) {
+                    if let Some(s) = spans.get_mut(span as usize) {
+                        s.phases.push((kind, a, z.max(a)));
+                    }
+                }
+            }
             RunTimeline {
                 lanes: t.lanes,
                 recorded: true,
                 tasks: t.tasks.max(timeline.len()),
-                spans: timeline
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &[start, end])| TaskSpan {
-                        start,
-                        end,
-                        task: Some(t.index[i]),
-                        lane: t.worker[i],
-                        bytes: t.bytes.get(i).copied(),
-                        error: t.error.get(i).cloned().flatten(),
-                    })
-                    .collect(),
+                phases_per_task: t.phases.as_ref().map(|p| (p.per_task, p.dropped)),
+                spans,
             }
         }
         _ => {
@@ -73,6 +95,7 @@ pub fn read(run: &RunResult) -> Option<RunTimeline> {
                 lanes: Lanes::Slot,
                 recorded: false,
                 tasks: run.key.tasks.max(timeline.len()),
+                phases_per_task: None,
                 spans: timeline
                     .iter()
                     .zip(lanes)
@@ -83,11 +106,35 @@ pub fn read(run: &RunResult) -> Option<RunTimeline> {
                         lane,
                         bytes: None,
                         error: None,
+                        sched: None,
+                        host: None,
+                        phases: Vec::new(),
                     })
                     .collect(),
             }
         }
     })
+}
+
+/// A run over several hosts with each host's lanes apart: host `h`'s lane `l` becomes lane
+/// `h·L + l`, L one more than the highest lane of any host, so no two hosts share a row.
+pub fn hosts_apart(t: &RunTimeline) -> RunTimeline {
+    let mut t = t.clone();
+    if t.spans.iter().all(|s| s.host.is_none()) {
+        return t;
+    }
+    let stride = t
+        .spans
+        .iter()
+        .map(|s| s.lane)
+        .max()
+        .unwrap_or(0)
+        .saturating_add(1);
+    for s in &mut t.spans {
+        let h = s.host.unwrap_or(0);
+        s.lane = h.saturating_mul(stride).saturating_add(s.lane);
+    }
+    t
 }
 
 /// The most rows a timeline draws: past it, neighbouring lanes are grouped into bands.
@@ -156,6 +203,37 @@ pub struct Drawn {
     pub caption: String,
     /// Whether it shows the share of time busy instead of bars.
     pub occupancy: bool,
+    /// The phases its bars are coloured by, in the legend's order.
+    pub phases: Vec<PhaseKind>,
+}
+
+/// The colour a phase is drawn in (none of them the task's blue or the failure's vermillion).
+pub fn phase_colour(kind: PhaseKind) -> charts::Rgb {
+    use plotters::style::RGBColor;
+    match kind {
+        PhaseKind::Connect => RGBColor(230, 159, 0),
+        PhaseKind::Tls => RGBColor(204, 121, 167),
+        PhaseKind::Send => RGBColor(240, 228, 66),
+        PhaseKind::Wait => RGBColor(86, 180, 233),
+        PhaseKind::Read => RGBColor(0, 158, 115),
+        PhaseKind::LockWait => RGBColor(150, 150, 150),
+        PhaseKind::LockHeld => RGBColor(148, 103, 189),
+        PhaseKind::ProcessStart => RGBColor(140, 86, 75),
+    }
+}
+
+/// What a phase is called in the legend.
+pub fn phase_label(kind: PhaseKind) -> &'static str {
+    match kind {
+        PhaseKind::Connect => "connect",
+        PhaseKind::Tls => "TLS handshake",
+        PhaseKind::Send => "request sent",
+        PhaseKind::Wait => "waiting for the first byte",
+        PhaseKind::Read => "body read",
+        PhaseKind::LockWait => "waiting for the lock",
+        PhaseKind::LockHeld => "holding the lock",
+        PhaseKind::ProcessStart => "process start",
+    }
 }
 
 /// The width of every timeline, in SVG units (pixels at the report's width).
@@ -170,15 +248,7 @@ const SHADES: f64 = 8.0;
 
 /// `12345` as `12,345`.
 fn thousands(n: usize) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    crate::base::units::thousands(n as u64)
 }
 
 /// The plural of a lane's word.
@@ -286,6 +356,7 @@ pub fn draw(t: &RunTimeline, workers: Option<usize>, axis: &Axis) -> Drawn {
     let occupancy = banded || median < 1.0;
 
     let failed = t.spans.iter().filter(|s| s.error.is_some()).count();
+    let mut drawn_phases: Vec<PhaseKind> = Vec::new();
     let run_end = t.spans.iter().map(|s| s.end).max().unwrap_or(0).max(1) as f64;
     let ok = charts::css(charts::color(0));
     let bad = charts::css(charts::color(5));
@@ -464,6 +535,22 @@ pub fn draw(t: &RunTimeline, workers: Option<usize>, axis: &Axis) -> Drawn {
                     y + pad,
                     row_h - 2.0 * pad
                 );
+                // The task's phases over its bar, in their colours (a process's start before it).
+                for &(kind, a, z) in &s.phases {
+                    let px = x0 + a as f64 * scale;
+                    let pw = (z.saturating_sub(a) as f64 * scale).max(0.5);
+                    let _ = writeln!(
+                        svg,
+                        "<rect class=\"phase\" data-phase=\"{}\" data-phase-of=\"{id}\" x=\"{px:.1}\" y=\"{:.1}\" width=\"{pw:.1}\" height=\"{:.1}\" fill=\"{}\"/>",
+                        kind.name(),
+                        y + pad,
+                        row_h - 2.0 * pad,
+                        charts::css(phase_colour(kind))
+                    );
+                    if !drawn_phases.contains(&kind) {
+                        drawn_phases.push(kind);
+                    }
+                }
             }
         }
         svg.push_str("</g>\n");
@@ -500,10 +587,20 @@ pub fn draw(t: &RunTimeline, workers: Option<usize>, axis: &Axis) -> Drawn {
     if !t.recorded {
         caption.push("lanes are slots by interval colouring (the run recorded no lanes)".into());
     }
+    if let Some((per_task, dropped)) = t.phases_per_task.filter(|_| !drawn_phases.is_empty()) {
+        if dropped > 0 {
+            caption.push(format!(
+                "phases: the first {per_task} of each task ({} more not kept)",
+                thousands(dropped as usize)
+            ));
+        }
+    }
+    drawn_phases.sort_unstable();
     Drawn {
         svg,
         caption: caption.join(" · "),
         occupancy,
+        phases: drawn_phases,
     }
 }
 
@@ -519,6 +616,9 @@ mod tests {
             lane,
             bytes: Some(1),
             error: None,
+            sched: None,
+            host: None,
+            phases: Vec::new(),
         }
     }
 
@@ -550,6 +650,7 @@ mod tests {
             lanes: Lanes::Worker,
             recorded: true,
             tasks: 40,
+            phases_per_task: None,
             spans,
         };
         let d = draw(&t, Some(4), &Axis::to(10_000));
@@ -575,6 +676,7 @@ mod tests {
             lanes: Lanes::Worker,
             recorded: true,
             tasks: 3,
+            phases_per_task: None,
             spans: (0..3)
                 .map(|i| span(i * 10, i * 10 + 10, 0, i as usize))
                 .collect(),
@@ -595,6 +697,7 @@ mod tests {
             lanes: Lanes::Thread,
             recorded: true,
             tasks: 10_000,
+            phases_per_task: None,
             spans,
         };
         let d = draw(&t, None, &Axis::to(10_000));
@@ -634,6 +737,7 @@ mod tests {
             lanes: Lanes::Thread,
             recorded: true,
             tasks: 4,
+            phases_per_task: None,
             spans,
         };
         let d = draw(&t, None, &Axis::to(1000));

@@ -50,8 +50,8 @@ pub struct ChildReport {
     pub pid: u32,
     /// Forced hand-overs of the emulated lock (this process only).
     pub gil_switches: u64,
-    /// Each task's `[start, end]`, µs from the model's start, at most
-    /// [`crate::measure::TIMELINE_CAP`] of them.
+    /// Each task's `[start, end]`, µs from the model's start, at most `--trace-tasks` of
+    /// them (an even sample by task index).
     #[serde(default)]
     pub timeline_us: Option<Vec<[u64; 2]>>,
     /// The tasks behind `timeline_us`, span by span: index, lane, outcome; and how many
@@ -278,8 +278,25 @@ pub fn run_cell(req: RunRequest) -> Result<ChildReport> {
         crate::model::arrivals::sleep_until(at);
     }
     crate::measure::live::begin(ctx.tasks);
+    // The tasks the timeline keeps, and a buffer for the phases they show where this run's
+    // timeline is kept and its workload or model has phases to see.
+    let keep = measure::phases::Sample {
+        tasks: req.tasks,
+        cap: ctx.recipe.settings.trace_tasks,
+    };
+    let per_task = phases_per_task(&ctx, &*model);
+    if req.trace && per_task > 0 {
+        let mut book = measure::phases::Book::new(keep, per_task);
+        if let Some(p) = &req.part {
+            book = book.with_segment(p.segment.index, p.segment.of);
+        }
+        measure::phases::install(book);
+        gil::trace(ctx.recipe.gil && !model.task_processes());
+    }
     let t0 = mono_ns();
     let mut outcome = model.run(&ctx);
+    gil::trace(false);
+    let book = measure::phases::uninstall();
     let first_task_ns = start_at.and_then(|at| {
         let first = outcome.records.iter().map(|r| r.start_ns).min()?;
         Some(first as i64 - at as i64)
@@ -293,8 +310,15 @@ pub fn run_cell(req: RunRequest) -> Result<ChildReport> {
     // timeline with the tasks behind it (one sort of the records, after the run).
     let lanes = model.lanes();
     lanes.assign(&mut outcome.records);
+    if let Some((a, _)) = &arrivals {
+        for rec in &mut outcome.records {
+            rec.sched_ns = Some(a.due_ns(rec.index));
+        }
+    }
+    // A host's share is drawn on the common start's clock, so the hosts' tracks line up.
+    let base = start_at.unwrap_or(t0);
     let (timeline, tasks) =
-        measure::lanes::sample(&outcome.records, t0, measure::TIMELINE_CAP, lanes);
+        measure::lanes::sample(&outcome.records, base, keep, lanes, book.as_deref());
     let wakeups = match (ctx.workload.wait(), &arrivals) {
         (Some(d), None) => Wakeups::measure(&outcome.records, t0, d.as_nanos() as u64),
         _ => None,
@@ -307,6 +331,23 @@ pub fn run_cell(req: RunRequest) -> Result<ChildReport> {
     rep.first_task_ns = first_task_ns;
     rep.wakeups = wakeups;
     Ok(rep)
+}
+
+/// How many phase events a traced task of this run keeps: what its workload and model can
+/// show (HTTP's five, the lock's first hand-offs, a task process's start); 0 for none.
+fn phases_per_task(ctx: &RunCtx, model: &dyn model::Model) -> usize {
+    use measure::phases::{HTTP_PHASES_PER_TASK, LOCK_PHASES_PER_TASK};
+    let mut n = 0;
+    if ctx.workload.http().is_some() && model.sees_http_phases() {
+        n += HTTP_PHASES_PER_TASK;
+    }
+    if ctx.recipe.gil && !model.task_processes() {
+        n += LOCK_PHASES_PER_TASK;
+    }
+    if model.process_start_phases() {
+        n += 1;
+    }
+    n
 }
 
 /// Writes a [`LiveLine`] on stderr every `interval_ns` until the returned sender is dropped.

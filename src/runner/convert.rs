@@ -192,7 +192,7 @@ pub(crate) fn convert(cell: &CellPlan, rep: usize, ended: Ended, verdict: Verdic
             // One representative run per cell keeps its timeline: the results file stays small.
             if rep == 0 {
                 run.timeline_us = r.timeline_us;
-                run.timeline_tasks = r.timeline_tasks;
+                run.timeline_tasks = r.timeline_tasks.map(Box::new);
             }
         }
         _ => run.tasks_failed = cell.key.tasks,

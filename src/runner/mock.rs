@@ -258,7 +258,7 @@ impl MockExecutor {
             }),
             connections: None,
             timeline_us: Some(
-                (0..n.min(crate::measure::TIMELINE_CAP))
+                (0..n.min(crate::measure::TRACE_TASKS_DEFAULT))
                     .map(|i| {
                         let start = (i / slots) as u64 * t_us;
                         [start, start + t_us]

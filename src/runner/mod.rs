@@ -283,6 +283,9 @@ pub(crate) fn request(plan: &Plan, cell: &CellPlan, iteration: Iteration) -> Run
         open: plan.open.as_ref().and_then(|o| o.run(cell.key.tasks)),
         part: None,
         counter_page: false,
+        // The runs whose line keeps its timeline (`convert`: rep 0; a search's probes, the
+        // one kept written as rep 0) record their tasks' phases.
+        trace: matches!(iteration, Iteration::Counted(0) | Iteration::Probe(_)),
     }
 }
 

@@ -120,6 +120,9 @@ pub(crate) fn conduct(opts: &StudyOptions, out: &Outputs, how: Conduct) -> Resul
     for n in &plan.notes {
         terminal.note(n);
     }
+    if let Some(line) = trace_line(plan) {
+        terminal.line(format_args!("{line}"));
+    }
     if let Some(s) = &bound.server {
         terminal.line(format_args!(
             "server: concur's delay server in-process at {}",
@@ -315,4 +318,29 @@ pub fn advise(
         ..base
     };
     run(&opts, out, command)
+}
+
+/// The line that says how each run's timeline is sampled, when a cell has more tasks than
+/// `--trace-tasks` keeps, and the bound on the lock's phases under `--gil`; none when every
+/// task is kept and no phase is bounded.
+fn trace_line(plan: &crate::plan::Plan) -> Option<String> {
+    use crate::base::units::thousands;
+    let cap = plan.settings.trace_tasks;
+    let concur = plan.cells.iter().filter(|c| c.is_concur());
+    let largest = concur.clone().map(|c| c.key.tasks).max()?;
+    let mut parts = Vec::new();
+    if largest > cap {
+        parts.push(format!(
+            "{} of {} tasks per run, sampled evenly (--trace-tasks)",
+            thousands(cap as u64),
+            thousands(largest as u64)
+        ));
+    }
+    if concur.clone().any(|c| c.key.gil) {
+        parts.push(format!(
+            "the lock's first {} waits and holds per traced task",
+            crate::measure::phases::LOCK_PHASES_PER_TASK
+        ));
+    }
+    (!parts.is_empty()).then(|| format!("trace: {}", parts.join("; ")))
 }

@@ -10,6 +10,11 @@
 //! processes are not serialised.
 //!
 //! When the emulation is off every entry point is one relaxed atomic load.
+//!
+//! A traced task's time waiting for the lock and holding it are its phases
+//! ([`crate::measure::phases`]): when the run records phases, [`hold_task`] notes the task on
+//! its thread and every wait and hold of that thread is recorded, up to the book's bound per
+//! task ([`crate::measure::phases::LOCK_PHASES_PER_TASK`]).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -18,12 +23,21 @@ use std::thread::Thread;
 use std::time::Duration;
 
 use crate::measure::mono_ns;
+use crate::measure::phases::{self, PhaseKind, TaskPhases};
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
 static INTERVAL_NS: AtomicU64 = AtomicU64::new(5_000_000);
 static HELD_SINCE_NS: AtomicU64 = AtomicU64::new(0);
 static WAITERS: AtomicUsize = AtomicUsize::new(0);
 static SWITCHES: AtomicU64 = AtomicU64::new(0);
+/// Whether the lock's waits and holds are recorded as traced tasks' phases.
+static TRACING: AtomicBool = AtomicBool::new(false);
+
+thread_local! {
+    /// The traced task this thread runs, while [`TRACING`]: only threads that hold the lock
+    /// touch it (never a coroutine: `green` refuses `--gil`).
+    static TASK: std::cell::RefCell<Option<TaskPhases>> = const { std::cell::RefCell::new(None) };
+}
 static STATE: Mutex<LockState> = Mutex::new(LockState {
     held: false,
     queue: VecDeque::new(),
@@ -45,6 +59,12 @@ pub fn configure(enabled: bool, switch_interval: Duration) {
     ENABLED.store(enabled, Ordering::Release);
 }
 
+/// Records the lock's waits and holds as phases of the traced tasks (while the run's phase
+/// book is installed), or stops.
+pub fn trace(on: bool) {
+    TRACING.store(on, Ordering::Relaxed);
+}
+
 /// Whether the emulation is on in this process.
 pub fn enabled() -> bool {
     ENABLED.load(Ordering::Relaxed)
@@ -60,7 +80,8 @@ fn state() -> MutexGuard<'static, LockState> {
     STATE.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn acquire() {
+/// Takes the lock; whether it had to wait for it.
+fn acquire() -> bool {
     let mut st = state();
     if !st.held {
         // Free: take it, even past queued waiters, as a thread returning from I/O does in
@@ -68,7 +89,7 @@ fn acquire() {
         st.held = true;
         drop(st);
         HELD_SINCE_NS.store(mono_ns(), Ordering::Relaxed);
-        return;
+        return false;
     }
     let me = Arc::new(Waiter {
         granted: AtomicBool::new(false),
@@ -95,6 +116,44 @@ fn acquire() {
     }
     drop(st);
     HELD_SINCE_NS.store(mono_ns(), Ordering::Relaxed);
+    true
+}
+
+/// Records a phase of the traced task this thread runs, if any.
+fn note(kind: PhaseKind, start_ns: u64, end_ns: u64) {
+    TASK.with(|t| {
+        if let Some(task) = &*t.borrow() {
+            task.record(kind, start_ns, end_ns);
+        }
+    });
+}
+
+/// [`acquire`], with the wait recorded when the run traces the lock.
+fn acquire_noted() {
+    if !TRACING.load(Ordering::Relaxed) {
+        acquire();
+        return;
+    }
+    let asked = mono_ns();
+    if acquire() {
+        note(
+            PhaseKind::LockWait,
+            asked,
+            HELD_SINCE_NS.load(Ordering::Relaxed),
+        );
+    }
+}
+
+/// Records the hold that ends now, when the run traces the lock (the caller holds it, so
+/// [`HELD_SINCE_NS`] is its own).
+fn held_until_now() {
+    if TRACING.load(Ordering::Relaxed) {
+        note(
+            PhaseKind::LockHeld,
+            HELD_SINCE_NS.load(Ordering::Relaxed),
+            mono_ns(),
+        );
+    }
 }
 
 /// Lets go of the lock and wakes the oldest waiter, which takes it unless another thread gets
@@ -131,16 +190,32 @@ pub struct Held {
 impl Drop for Held {
     fn drop(&mut self) {
         if self.active {
+            held_until_now();
             release();
+            if TRACING.load(Ordering::Relaxed) {
+                TASK.with(|t| t.borrow_mut().take());
+            }
         }
     }
 }
 
 /// Takes the lock for the current task (a no-op when the emulation is off).
+#[cfg(test)]
 pub fn hold() -> Held {
+    hold_task(usize::MAX)
+}
+
+/// Takes the lock for task `index` (a no-op when the emulation is off); when the run traces
+/// the lock and the task is traced, its waits and holds on this thread are its phases until
+/// the guard is dropped.
+pub fn hold_task(index: usize) -> Held {
     let active = enabled();
     if active {
-        acquire();
+        if TRACING.load(Ordering::Relaxed) {
+            let task = phases::task(index);
+            TASK.with(|t| *t.borrow_mut() = task);
+        }
+        acquire_noted();
     }
     Held { active }
 }
@@ -155,8 +230,9 @@ pub fn tick() {
     let held = mono_ns().saturating_sub(HELD_SINCE_NS.load(Ordering::Relaxed));
     if held >= INTERVAL_NS.load(Ordering::Relaxed) {
         SWITCHES.fetch_add(1, Ordering::Relaxed);
+        held_until_now();
         hand_over();
-        acquire();
+        acquire_noted();
     }
 }
 
@@ -166,9 +242,10 @@ pub fn released<T>(f: impl FnOnce() -> T) -> T {
     if !enabled() {
         return f();
     }
+    held_until_now();
     release();
     let out = f();
-    acquire();
+    acquire_noted();
     out
 }
 

@@ -228,7 +228,7 @@ pub trait HttpTasks: Send + Sync {
 /// Runs one task under the interpreter-lock emulation, turning a panic into a task error.
 pub fn guarded_run<W: Workload + ?Sized>(w: &W, index: usize) -> Result<u64, TaskError> {
     let out = std::panic::catch_unwind(AssertUnwindSafe(|| {
-        let _held = gil::hold();
+        let _held = gil::hold_task(index);
         w.task(index)
     }));
     out.unwrap_or_else(|payload| Err(TaskError::new("panic", panic_message(&*payload))))

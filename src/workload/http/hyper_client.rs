@@ -25,7 +25,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, ReadBuf};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, ReadBuf};
 use tokio::net::TcpStream;
 
 use super::endpoint::{micros, Endpoint};
@@ -34,6 +34,7 @@ use super::status_error;
 use super::wire::{read_response_async, request_around_target, write_request};
 use crate::base::units;
 use crate::measure::conn::{ConnRecorder, ConnSample, HttpVersion};
+use crate::measure::phases::{self, PhaseKind, TaskPhases};
 use crate::measure::{mono_ns, TaskError};
 use crate::os::tls;
 use crate::workload::task_group;
@@ -329,8 +330,11 @@ impl Client {
         requests: &RequestBuilder,
         index: usize,
     ) -> Result<u64, TaskError> {
+        // The task's phases, when the run traces it (one relaxed load when it does not).
+        let task = phases::workload_task(index);
+        let task = task.as_ref();
         if !self.slots.is_empty() && ep.keepalive && !self.fell_back.load(Ordering::Relaxed) {
-            return self.fetch_shared(ep, requests, index).await;
+            return self.fetch_shared(ep, requests, index, task).await;
         }
         let pooled = if ep.keepalive { self.idle() } else { None };
         let conn = match pooled {
@@ -341,12 +345,12 @@ impl Client {
             // Boxed: the connect's state (TLS handshake included) is 3.6 KB of the 3.7 KB
             // future, and a request spends most of its life waiting for the response with
             // that space reserved but unused; boxed, it is held only while connecting.
-            _ => Box::pin(connect(ep)).await?,
+            _ => Box::pin(connect(ep, task)).await?,
         };
         match conn {
-            Conn::H1(s) => self.send_h1(ep, s, requests, index).await,
+            Conn::H1(s) => self.send_h1(ep, s, requests, index, task).await,
             // `--http2 --no-keepalive`: one stream on a connection of its own, closed after.
-            Conn::H2(c) => send_h2(ep, &c, self.h2_head(requests, index)?).await,
+            Conn::H2(c) => send_h2(ep, &c, self.h2_head(requests, index)?, task).await,
         }
     }
 
@@ -357,6 +361,7 @@ impl Client {
         ep: &Endpoint,
         requests: &RequestBuilder,
         index: usize,
+        task: Option<&TaskPhases>,
     ) -> Result<u64, TaskError> {
         // In a task group (`async`), the group's own connection; else the next in turn.
         let turn =
@@ -369,23 +374,23 @@ impl Client {
                 match slot.live() {
                     // Another request opened it while this one waited.
                     Some(c) => c,
-                    None => match Box::pin(connect(ep)).await? {
+                    None => match Box::pin(connect(ep, task)).await? {
                         Conn::H2(c) => {
                             *slot.conn.lock().unwrap_or_else(|p| p.into_inner()) = Some(c.clone());
                             drop(connecting);
-                            return send_h2(ep, &c, self.h2_head(requests, index)?).await;
+                            return send_h2(ep, &c, self.h2_head(requests, index)?, task).await;
                         }
                         Conn::H1(s) => {
                             self.fell_back.store(true, Ordering::Relaxed);
                             drop(connecting);
-                            return self.send_h1(ep, s, requests, index).await;
+                            return self.send_h1(ep, s, requests, index, task).await;
                         }
                     },
                 }
             }
         };
         ep.conns.record(ConnSample::default());
-        send_h2(ep, &conn, self.h2_head(requests, index)?).await
+        send_h2(ep, &conn, self.h2_head(requests, index)?, task).await
     }
 
     /// Task `index`'s request on an HTTP/1.1 connection, written and its response read in
@@ -396,17 +401,33 @@ impl Client {
         mut conn: H1Conn,
         requests: &RequestBuilder,
         index: usize,
+        task: Option<&TaskPhases>,
     ) -> Result<u64, TaskError> {
         let read = |e: std::io::Error| TaskError::new("read", e.to_string());
         let (request, to_head) = self.h1_request(requests, index);
+        let writing = task.map(|_| mono_ns());
         let io = conn.io.get_mut();
         io.write_all(&request).await.map_err(read)?;
         // Over TLS, what the stream still holds goes out; plain TCP has nothing to flush.
         io.flush().await.map_err(read)?;
         drop(request);
+        // A traced task waits for the response's first bytes apart (the read below would
+        // wait for them first anyway): send, wait and read are then its phases.
+        let mut first = None;
+        if let (Some(t), Some(w)) = (task, writing) {
+            let sent = mono_ns();
+            t.record(PhaseKind::Send, w, sent);
+            conn.io.fill_buf().await.map_err(read)?;
+            let now = mono_ns();
+            t.record(PhaseKind::Wait, sent, now);
+            first = Some(now);
+        }
         let (status, n, keep) = read_response_async(&mut conn.io, to_head)
             .await
             .map_err(read)?;
+        if let (Some(t), Some(f)) = (task, first) {
+            t.record(PhaseKind::Read, f, mono_ns());
+        }
         if ep.keepalive && keep {
             self.pool
                 .lock()
@@ -419,7 +440,12 @@ impl Client {
 
 /// A request (its HTTP/2 head and body) as a stream on `conn`, counted open until its body is
 /// read.
-async fn send_h2(ep: &Endpoint, conn: &H2Conn, (head, body): Head) -> Result<u64, TaskError> {
+async fn send_h2(
+    ep: &Endpoint,
+    conn: &H2Conn,
+    (head, body): Head,
+    task: Option<&TaskPhases>,
+) -> Result<u64, TaskError> {
     let read = |e: h2::Error| TaskError::new("read", e.to_string());
     // Waits while the connection has as many streams open as the server allows.
     let mut sender = conn
@@ -430,12 +456,18 @@ async fn send_h2(ep: &Endpoint, conn: &H2Conn, (head, body): Head) -> Result<u64
         .map_err(|e| TaskError::new("connect", e.to_string()))?;
     let body = body.filter(|b| !b.is_empty());
     let stream = OpenStream::new(&conn.open, &ep.conns);
+    let sent = task.map(|_| mono_ns());
     let (resp, mut send) = sender.send_request(head, body.is_none()).map_err(read)?;
     if let Some(b) = body {
         // Queued whole; h2 sends it as the server's window allows.
         send.send_data(b, true).map_err(read)?;
     }
     let resp = resp.await.map_err(read)?;
+    // HTTP/2: from handing the stream to h2 to its response's head, then the body.
+    let first = task.map(|_| mono_ns());
+    if let (Some(t), Some(a), Some(z)) = (task, sent, first) {
+        t.record(PhaseKind::Wait, a, z);
+    }
     let status = resp.status().as_u16();
     let mut body = resp.into_body();
     let mut n = 0u64;
@@ -446,6 +478,9 @@ async fn send_h2(ep: &Endpoint, conn: &H2Conn, (head, body): Head) -> Result<u64
         let _ = body.flow_control().release_capacity(data.len());
     }
     drop(stream);
+    if let (Some(t), Some(f)) = (task, first) {
+        t.record(PhaseKind::Read, f, mono_ns());
+    }
     // The server's SETTINGS come before its first response, and h2 applies them before it
     // reads the next frame, so it knows them by now; they hold for the connection's life.
     if !conn.limit_read.swap(true, Ordering::AcqRel) {
@@ -484,13 +519,16 @@ fn to_h2(req: HttpRequest) -> Result<Head, TaskError> {
 
 /// Opens a connection (TLS included), recording what it cost and, with `--http2`, the version
 /// it speaks: HTTP/2 by prior knowledge over TCP, as ALPN chose over TLS.
-async fn connect(ep: &Endpoint) -> Result<Conn, TaskError> {
+async fn connect(ep: &Endpoint, task: Option<&TaskPhases>) -> Result<Conn, TaskError> {
     let addr = ep.addr_async().await?;
     let t0 = mono_ns();
     let stream = tokio::net::TcpStream::connect(addr)
         .await
         .map_err(|e| TaskError::new("connect", format!("{addr}: {e}")))?;
     let t1 = mono_ns();
+    if let Some(t) = task {
+        t.record(PhaseKind::Connect, t0, t1);
+    }
     let _ = stream.set_nodelay(true);
     let mut sample = ConnSample {
         opened: true,
@@ -512,7 +550,11 @@ async fn connect(ep: &Endpoint) -> Result<Conn, TaskError> {
                 });
             match tls {
                 Ok(s) => {
-                    sample.tls_us = Some(micros(t1, mono_ns()));
+                    let t2 = mono_ns();
+                    sample.tls_us = Some(micros(t1, t2));
+                    if let Some(t) = task {
+                        t.record(PhaseKind::Tls, t1, t2);
+                    }
                     if s.get_ref().1.alpn_protocol() == Some(tls::ALPN_H2) {
                         handshake_h2(s).await
                     } else {
