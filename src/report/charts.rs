@@ -96,8 +96,10 @@ pub fn hbars(x_desc: &str, fmt: &dyn Fn(f64) -> String, rows: &[HRow], slots: us
             .unwrap_or(4) as u32
             * 7
             + 12;
+        // The right margin holds half the last tick's label, which is centred on the edge.
         let mut chart = ChartBuilder::on(&root)
             .margin(8)
+            .margin_right(36)
             .x_label_area_size(34)
             .y_label_area_size(label_w.clamp(50, 260))
             .build_cartesian_2d(0f64..xmax, -0.5f64..(n as f64 - 0.5))

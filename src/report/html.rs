@@ -319,7 +319,8 @@ fn wall_chart(g: &Group) -> String {
             }
         })
         .collect();
-    let (chart, note) = hbars_panels("seconds", &|v| fmt_secs(v), rows, 2);
+    // The ticks carry their unit (250.0 ms, 1.50 s), as the memory and latency charts' do.
+    let (chart, note) = hbars_panels("wall time", &|v| fmt_secs(v), rows, 2);
     figure_with_legend(
         "wall",
         &format!("Wall time per cell (median, whisker: 95% CI; red tick: the ideal), and CPU time below it (user, then sys stacked).{note}"),
@@ -811,6 +812,39 @@ mod tests {
         }
     }
 
+    /// Issue 46: the wall chart's axis is named for what it shows, in the unit its ticks
+    /// carry (it said "seconds" over "50.0 ms" ticks), and its last tick's label is drawn
+    /// whole inside the picture (it was clipped to "250.0 r").
+    #[test]
+    fn the_wall_axis_says_what_its_ticks_say_and_every_label_fits() {
+        let rows = vec![row("seq ×10", 0.25), row("thread ×10", 0.03)];
+        let (chart, _) = hbars_panels("wall time", &|v| fmt_secs(v), rows, 1);
+        let svg = chart.unwrap();
+        let width: f64 = 760.0;
+        let mut labels = Vec::new();
+        for text in svg.split("<text").skip(1) {
+            let (attrs, rest) = text.split_once('>').unwrap();
+            let label = rest.split("</text>").next().unwrap().trim();
+            let x: f64 = attrs
+                .split("x=\"")
+                .nth(1)
+                .and_then(|v| v.split('"').next())
+                .and_then(|v| v.parse().ok())
+                .unwrap();
+            labels.push((label.to_string(), x));
+        }
+        assert!(labels.iter().any(|(l, _)| l == "wall time"), "{labels:?}");
+        assert!(!labels.iter().any(|(l, _)| l == "seconds"), "{labels:?}");
+        let mut ticks = 0;
+        for (label, x) in labels.iter().filter(|(l, _)| l.ends_with(" ms")) {
+            ticks += 1;
+            // 12 px sans-serif: at most 7 px a character; the label is centred on x.
+            let half = 3.5 * label.chars().count() as f64;
+            assert!(x + half <= width, "{label:?} at x={x} runs past {width}");
+        }
+        assert!(ticks >= 3, "{labels:?}");
+    }
+
     #[test]
     fn one_cell_far_past_the_rest_gets_a_panel_of_its_own() {
         // The mailer's shape: ten cells near a second, thread ×10000 at forty.
@@ -821,7 +855,7 @@ mod tests {
         let (big, ratio) = flattening(&rows).expect("split");
         assert_eq!(big.iter().filter(|b| **b).count(), 1);
         assert!(big[3] && (ratio - 40.0 / 1.9).abs() < 1e-9);
-        let (chart, note) = hbars_panels("seconds", &|v| fmt_secs(v), rows, 1);
+        let (chart, note) = hbars_panels("wall time", &|v| fmt_secs(v), rows, 1);
         let svg = chart.unwrap();
         assert_eq!(svg.matches("<svg").count(), 2);
         assert!(
