@@ -14,21 +14,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::hub::Hub;
+use common::hub::{hub_now_ns, Hub};
 use common::{concur, free_port, wait_for, wait_for_agents, Need};
 use serde_json::{json, Value};
-
-fn connect(hub: &Hub) -> redis::Connection {
-    redis::Client::open(hub.url())
-        .unwrap()
-        .get_connection()
-        .unwrap()
-}
-
-fn hub_now_ns(c: &mut redis::Connection) -> u64 {
-    let (s, us): (u64, u64) = redis::cmd("TIME").query(c).unwrap();
-    s * 1_000_000_000 + us * 1000
-}
 
 /// An honest share of run `run`: `workload` under `model`, one task, starting in 200 ms.
 fn share(c: &mut redis::Connection, run: &str, workload: &str, model: &str) -> Value {
@@ -89,7 +77,7 @@ fn a_share_from_the_hub_is_held_to_the_plans_checks_and_the_operators_limits() {
     let mut hub = Hub::start(None);
     hub.agent_with("a1", &[]);
     wait_for_agents(&hub.url(), &["a1"]);
-    let mut c = connect(&hub);
+    let mut c = hub.connect();
     let dir = tempfile::tempdir().unwrap();
 
     // The honest share runs: the way the cases below are sent works.
@@ -371,7 +359,7 @@ fn a_keyed_agent_takes_only_work_signed_with_the_hub_key() {
             .unwrap(),
     );
     wait_for_agents(&hub.url(), &["k1"]);
-    let mut c = connect(&hub);
+    let mut c = hub.connect();
     // What a study signs names the epoch the agent published at join.
     let epoch = epoch_of(&hub, "k1");
     let seal = |key: Option<&HubKey>, to: &str, scope: &str, at_ns: u64, body: String| {
@@ -546,7 +534,7 @@ fn a_queue_file_with_triggers_or_writable_by_others_is_refused() {
 fn a_share_carries_headers_and_a_queue_only_when_its_cell_needs_them() {
     common::require(&[Need::Redis, Need::RedisCli]);
     let hub = Hub::start(None);
-    let mut c = connect(&hub);
+    let mut c = hub.connect();
     // An agent played by the test: a heartbeat that says idle; it reads what it is sent.
     let me = json!({
         "name": "fake", "host": "h", "addr": null, "cores": 2, "mem_total_kib": null,

@@ -14,17 +14,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use common::hub::Hub;
+use common::hub::{announce, Hub};
 use common::run_lines;
 use concur::measure::latency::LatencyRecorder;
 use serde_json::{json, Value};
-
-fn connect(hub: &Hub) -> redis::Connection {
-    redis::Client::open(hub.url())
-        .unwrap()
-        .get_connection()
-        .unwrap()
-}
 
 /// Plants an agent named `name` on the hub, as an agent of this version announces itself,
 /// saying it is `doing` that.
@@ -36,18 +29,7 @@ fn plant(c: &mut redis::Connection, name: &str, doing: &str) {
         "clock_offset_ns": 0, "clock_uncertainty_ns": 1000, "mono_offset_ns": 0,
         "beat_hub_ns": 0, "doing": doing
     });
-    let _: () = redis::cmd("SET")
-        .arg(format!("concur:hub:agent:{name}"))
-        .arg(info.to_string())
-        .arg("EX")
-        .arg(300)
-        .query(c)
-        .unwrap();
-    let _: i64 = redis::cmd("SADD")
-        .arg("concur:hub:agents")
-        .arg(name)
-        .query(c)
-        .unwrap();
+    announce(c, name, &info.to_string());
 }
 
 /// `concur run -w fib:5 -m seq -n 4` over `hosts` of the hub's agents, one run, `extra` flags
@@ -200,7 +182,7 @@ fn the_run(results: &std::path::Path) -> Value {
 /// Pushes junk on run `run`'s list, keeping it from ever being empty, until `stop`: items
 /// that are not JSON, and answers for a share the run does not have.
 fn flood(hub: &Hub, run: String, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
-    let mut c = connect(hub);
+    let mut c = hub.connect();
     std::thread::spawn(move || {
         let key = format!("concur:hub:run:{run}:done");
         let other = json!({"run": run, "part": 99, "agent": "x", "clock": {
@@ -236,7 +218,7 @@ fn a_forged_histogram_cannot_take_the_studys_memory() {
     common::require(&[common::Need::Redis]);
     let _alone = common::alone();
     let hub = Hub::start(None);
-    let mut c = connect(&hub);
+    let mut c = hub.connect();
     plant(&mut c, "f1", "idle");
     let dir = tempfile::tempdir().unwrap();
     let mut rss = Vec::new();
@@ -294,7 +276,7 @@ fn a_flood_of_junk_does_not_keep_the_study_past_its_deadline() {
     // The flood loads the CPU, and the deadline is timed.
     let _alone = common::alone();
     let hub = Hub::start(None);
-    let mut c = connect(&hub);
+    let mut c = hub.connect();
     plant(&mut c, "f1", "idle");
     let dir = tempfile::tempdir().unwrap();
     let results = dir.path().join("r.jsonl");
@@ -339,7 +321,7 @@ fn ctrl_c_is_heard_through_a_flood_of_junk() {
     // The flood loads the CPU, and the deadline is timed.
     let _alone = common::alone();
     let hub = Hub::start(None);
-    let mut c = connect(&hub);
+    let mut c = hub.connect();
     plant(&mut c, "f1", "idle");
     let dir = tempfile::tempdir().unwrap();
     let results = dir.path().join("r.jsonl");
@@ -379,7 +361,7 @@ fn ctrl_c_is_heard_through_a_flood_of_junk() {
 fn junk_duplicates_and_oversized_answers_fail_the_run() {
     common::require(&[common::Need::Redis]);
     let hub = Hub::start(None);
-    let mut c = connect(&hub);
+    let mut c = hub.connect();
     plant(&mut c, "f1", "idle");
     plant(&mut c, "f2", "idle");
     let dir = tempfile::tempdir().unwrap();
@@ -428,7 +410,7 @@ fn junk_duplicates_and_oversized_answers_fail_the_run() {
 fn an_answer_from_another_agent_than_the_shares_is_refused() {
     common::require(&[common::Need::Redis]);
     let hub = Hub::start(None);
-    let mut c = connect(&hub);
+    let mut c = hub.connect();
     plant(&mut c, "f1", "idle");
     let dir = tempfile::tempdir().unwrap();
     let results = dir.path().join("r.jsonl");
@@ -457,7 +439,7 @@ fn an_answer_from_another_agent_than_the_shares_is_refused() {
 fn sums_that_overflow_and_counts_that_do_not_add_up_are_refused() {
     common::require(&[common::Need::Redis]);
     let hub = Hub::start(None);
-    let mut c = connect(&hub);
+    let mut c = hub.connect();
     plant(&mut c, "f1", "idle");
     plant(&mut c, "f2", "idle");
     let dir = tempfile::tempdir().unwrap();
@@ -514,7 +496,7 @@ fn sums_that_overflow_and_counts_that_do_not_add_up_are_refused() {
 fn a_busy_agent_is_given_no_share() {
     common::require(&[common::Need::Redis]);
     let hub = Hub::start(None);
-    let mut c = connect(&hub);
+    let mut c = hub.connect();
     plant(&mut c, "f1", "idle");
     plant(&mut c, "f2", "run 1a2b share 1 of 2");
     let dir = tempfile::tempdir().unwrap();
@@ -549,7 +531,7 @@ fn a_busy_agent_is_given_no_share() {
 fn work_no_agent_takes_expires() {
     common::require(&[common::Need::Redis]);
     let hub = Hub::start(None);
-    let mut c = connect(&hub);
+    let mut c = hub.connect();
     plant(&mut c, "f1", "idle");
     let dir = tempfile::tempdir().unwrap();
     let results = dir.path().join("r.jsonl");

@@ -13,22 +13,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::hub::Hub;
+use common::hub::{announce, hub_now_ns, Hub};
 use common::{concur, wait_for, wait_for_agents, Need};
 use concur::hub::{self as chub, HubUrl, KeyFiles, Role, Trust};
 use serde_json::{json, Value};
-
-fn connect(hub: &Hub) -> redis::Connection {
-    redis::Client::open(hub.url())
-        .unwrap()
-        .get_connection()
-        .unwrap()
-}
-
-fn hub_now_ns(c: &mut redis::Connection) -> u64 {
-    let (s, us): (u64, u64) = redis::cmd("TIME").query(c).unwrap();
-    s * 1_000_000_000 + us * 1000
-}
 
 /// Writes a key with `concur hub keygen --out DIR/NAME.key`: its file and public key.
 fn keygen(dir: &Path, name: &str) -> (PathBuf, String) {
@@ -201,7 +189,7 @@ fn a_share_signed_by_an_agents_key_is_refused_by_another_agent() {
     let beat = heartbeat(&hub, "a2");
     assert_eq!(beat["key"], json!(a2_pub), "{beat}");
     let epoch = beat["epoch"].as_str().unwrap().to_string();
-    let mut c = connect(&hub);
+    let mut c = hub.connect();
 
     // a1's key, a2's current epoch, a share that would run a command.
     let marker = dir.path().join("ran");
@@ -262,7 +250,7 @@ fn a_stop_signed_by_a_key_that_is_not_a_studys_is_refused() {
     };
     stop(&a1_key);
     // The study's share after it: once it is answered, the stop was judged.
-    let mut c = connect(&hub);
+    let mut c = hub.connect();
     let epoch = heartbeat(&hub, "a2")["epoch"].as_str().unwrap().to_string();
     let fib = share(&mut c, "after", "fib:1");
     send(&party(&hub, &study_key), &mut c, "a2", "after", &epoch, fib);
@@ -313,18 +301,7 @@ fn plant(hub: &Hub, c: &mut redis::Connection, name: &str, key: &Path) {
         "epoch": epoch_of(name)
     }))
     .unwrap();
-    let _: () = redis::cmd("SET")
-        .arg(format!("concur:hub:agent:{name}"))
-        .arg(party(hub, key).beat_text(&info))
-        .arg("EX")
-        .arg(300)
-        .query(c)
-        .unwrap();
-    let _: i64 = redis::cmd("SADD")
-        .arg("concur:hub:agents")
-        .arg(name)
-        .query(c)
-        .unwrap();
+    announce(c, name, &party(hub, key).beat_text(&info));
 }
 
 /// The share the study signed for agent `name`: its body, opened without a check.
@@ -374,7 +351,7 @@ fn an_answer_signed_by_another_agent_is_refused_and_the_study_fails() {
     let (study_key, _) = keygen(dir.path(), "study");
     let (x_key, x_pub) = keygen(dir.path(), "x");
     let (y_key, _) = keygen(dir.path(), "y");
-    let mut c = connect(&hub);
+    let mut c = hub.connect();
     plant(&hub, &mut c, "x", &x_key);
     plant(&hub, &mut c, "y", &y_key);
     let results = dir.path().join("r.jsonl");
@@ -468,7 +445,7 @@ fn a_share_sent_again_after_its_agent_restarted_is_refused() {
     let mut first = agent(&hub, "a1", &a1_key, &studies, &[], &first_log);
     wait_for_agents(&hub.url(), &["a1"]);
     let before = heartbeat(&hub, "a1")["epoch"].as_str().unwrap().to_string();
-    let mut c = connect(&hub);
+    let mut c = hub.connect();
     let study = party(&hub, &study_key);
     let body = share(&mut c, "once", "fib:1");
     let captured = send(&study, &mut c, "a1", "once", &before, body);

@@ -181,15 +181,7 @@ impl SigningKey {
             .map_err(|_| "its base64 does not decode".to_string())?;
         let pair = Ed25519KeyPair::from_pkcs8(&der)
             .map_err(|e| format!("not an Ed25519 private key in PKCS#8 ({e})"))?;
-        let public: [u8; 32] = pair
-            .public_key()
-            .as_ref()
-            .try_into()
-            .map_err(|_| "its public key is not 32 bytes".to_string())?;
-        Ok(SigningKey {
-            pair,
-            public: PublicKey(public),
-        })
+        SigningKey::of_pair(pair)
     }
 
     /// Reads the key file `flag` names: a regular file of at most [`MAX_KEY_FILE_BYTES`],
@@ -224,10 +216,8 @@ impl SigningKey {
         SigningKey::from_pem(&text).map_err(refuse)
     }
 
-    /// A key from its 32-byte seed: the fixed keys of tests and fuzz harnesses (a party's
-    /// key comes from [`SigningKey::generate`] and its file).
-    pub fn from_seed(seed: &[u8; 32]) -> std::result::Result<SigningKey, String> {
-        let pair = Ed25519KeyPair::from_seed_unchecked(seed).map_err(|e| e.to_string())?;
+    /// The key of `pair`, its public half kept beside it.
+    fn of_pair(pair: Ed25519KeyPair) -> std::result::Result<SigningKey, String> {
         let public: [u8; 32] = pair
             .public_key()
             .as_ref()
@@ -237,6 +227,13 @@ impl SigningKey {
             pair,
             public: PublicKey(public),
         })
+    }
+
+    /// A key from its 32-byte seed: the fixed keys of tests and fuzz harnesses (a party's
+    /// key comes from [`SigningKey::generate`] and its file).
+    pub fn from_seed(seed: &[u8; 32]) -> std::result::Result<SigningKey, String> {
+        let pair = Ed25519KeyPair::from_seed_unchecked(seed).map_err(|e| e.to_string())?;
+        SigningKey::of_pair(pair)
     }
 
     /// Its public half.

@@ -124,6 +124,14 @@ impl Hub {
         pid
     }
 
+    /// A connection of the test's own to the hub's Redis.
+    pub fn connect(&self) -> redis::Connection {
+        redis::Client::open(self.url())
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    }
+
     pub fn redis_cli(&self, args: &[&str]) {
         let mut c = Command::new("redis-cli");
         c.args(["-p", &self.port.to_string()]);
@@ -181,4 +189,27 @@ impl Drop for Hub {
         let _ = self.redis.kill();
         let _ = self.redis.wait();
     }
+}
+
+/// The hub's clock (Redis `TIME`), in nanoseconds since the epoch.
+pub fn hub_now_ns(c: &mut redis::Connection) -> u64 {
+    let (s, us): (u64, u64) = redis::cmd("TIME").query(c).unwrap();
+    s * 1_000_000_000 + us * 1000
+}
+
+/// Writes `text` as agent `name`'s heartbeat (for 300 s) and lists it among the agents, as an
+/// agent announces itself: how the tests plant an agent of their own.
+pub fn announce(c: &mut redis::Connection, name: &str, text: &str) {
+    let _: () = redis::cmd("SET")
+        .arg(format!("concur:hub:agent:{name}"))
+        .arg(text)
+        .arg("EX")
+        .arg(300)
+        .query(c)
+        .unwrap();
+    let _: i64 = redis::cmd("SADD")
+        .arg("concur:hub:agents")
+        .arg(name)
+        .query(c)
+        .unwrap();
 }
