@@ -7,47 +7,74 @@
 //! to a page of this process's own.
 //!
 //! What a task costs: one relaxed `fetch_add` as it starts and one as it ends (a second only
-//! when it failed), each counter on a cache line of its own, so threads that start tasks and
-//! threads that end them do not pass a line back and forth; no lock and no system call. The
-//! task that makes the started count reach the planned count also reads the clock once (the
-//! vDSO, no system call) to stamp "all started" (issue 44 takes its PSS sample then).
+//! when it failed), into its thread's [`Shard`]: a cache line of counters that threads share
+//! only when there are more of them than shards, so two workers starting and ending tasks do
+//! not pass a line back and forth; no lock, no clock and no system call. The reader sums the
+//! shards, and it is the reader that sees every planned task started (the started sum at the
+//! planned count): the memory sampler takes its PSS sample then.
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
-/// One counter alone on a cache line.
+/// The counts of the threads that share it, alone on a cache line.
 #[repr(C, align(64))]
-struct Line(AtomicU64);
+struct Shard {
+    started: AtomicU64,
+    ended: AtomicU64,
+    failed: AtomicU64,
+}
 
-/// What is written once a run (its planned count, when its last task started): read often
-/// by the parent, written twice by the child.
+/// What is written once a run: read often by the parent, written once by the child.
 #[repr(C, align(64))]
 struct Meta {
     planned: AtomicU64,
-    all_started_ns: AtomicU64,
 }
+
+/// How many shards the page holds: a thread counts into shard `k mod SHARDS`, `k` the order
+/// in which the process's threads first counted.
+const SHARDS: usize = 63;
 
 /// The counters, as laid out in the shared page.
 #[repr(C)]
 pub struct Counters {
-    started: Line,
-    ended: Line,
-    failed: Line,
     meta: Meta,
+    shards: [Shard; SHARDS],
 }
 
 impl Counters {
     const fn new() -> Counters {
+        #[allow(clippy::declare_interior_mutable_const)]
+        const ZERO: Shard = Shard {
+            started: AtomicU64::new(0),
+            ended: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+        };
         Counters {
-            started: Line(AtomicU64::new(0)),
-            ended: Line(AtomicU64::new(0)),
-            failed: Line(AtomicU64::new(0)),
             meta: Meta {
                 planned: AtomicU64::new(0),
-                all_started_ns: AtomicU64::new(0),
             },
+            shards: [ZERO; SHARDS],
+        }
+    }
+
+    /// The sums over the shards, and the planned count.
+    fn read(&self) -> Reading {
+        let planned = self.meta.planned.load(Ordering::Acquire);
+        let (mut started, mut ended, mut failed) = (0, 0, 0);
+        for s in &self.shards {
+            started += s.started.load(Ordering::Relaxed);
+            ended += s.ended.load(Ordering::Relaxed);
+            failed += s.failed.load(Ordering::Relaxed);
+        }
+        Reading {
+            started,
+            ended,
+            failed,
+            planned,
+            all_started: planned > 0 && started >= planned,
         }
     }
 }
@@ -70,48 +97,57 @@ fn active() -> &'static Counters {
     unsafe { &*ACTIVE.load(Ordering::Acquire) }
 }
 
-/// Counts one started task; the one that makes the count reach the planned count stamps
-/// the time all had started.
+/// The next thread's shard.
+static NEXT_SHARD: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// This thread's shard, `usize::MAX` until it first counts.
+    static SHARD: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+/// The calling thread's shard of the active counters.
+#[inline]
+fn shard() -> &'static Shard {
+    let k = SHARD.with(|k| {
+        let mut v = k.get();
+        if v == usize::MAX {
+            v = NEXT_SHARD.fetch_add(1, Ordering::Relaxed) % SHARDS;
+            k.set(v);
+        }
+        v
+    });
+    &active().shards[k]
+}
+
+/// Counts one started task.
 #[inline]
 pub fn started() {
-    let c = active();
-    let n = c.started.0.fetch_add(1, Ordering::Relaxed) + 1;
-    if n == c.meta.planned.load(Ordering::Relaxed) {
-        c.meta
-            .all_started_ns
-            .store(super::mono_ns().max(1), Ordering::Release);
-    }
+    shard().started.fetch_add(1, Ordering::Relaxed);
 }
 
 /// Counts one ended task.
 #[inline]
 pub fn ended(ok: bool) {
-    let c = active();
-    c.ended.0.fetch_add(1, Ordering::Relaxed);
+    let s = shard();
+    s.ended.fetch_add(1, Ordering::Relaxed);
     if !ok {
-        c.failed.0.fetch_add(1, Ordering::Relaxed);
+        s.failed.fetch_add(1, Ordering::Relaxed);
     }
 }
 
 /// Tasks ended so far, and how many of them failed.
 pub fn counts() -> (u64, u64) {
-    let c = active();
-    (
-        c.ended.0.load(Ordering::Relaxed),
-        c.failed.0.load(Ordering::Relaxed),
-    )
+    let r = active().read();
+    (r.ended, r.failed)
 }
 
 /// A run of `tasks` tasks begins in this process: the counts start again from zero.
 pub fn begin(tasks: usize) {
     let c = active();
-    for n in [
-        &c.started.0,
-        &c.ended.0,
-        &c.failed.0,
-        &c.meta.all_started_ns,
-    ] {
-        n.store(0, Ordering::Relaxed);
+    for s in &c.shards {
+        for n in [&s.started, &s.ended, &s.failed] {
+            n.store(0, Ordering::Relaxed);
+        }
     }
     c.meta.planned.store(tasks as u64, Ordering::Release);
 }
@@ -127,9 +163,8 @@ pub struct Reading {
     pub failed: u64,
     /// Tasks the run will start (0 until the child has said).
     pub planned: u64,
-    /// When the last planned task started (`CLOCK_MONOTONIC` ns, [`super::mono_ns`]), once
-    /// it has.
-    pub all_started_ns: Option<u64>,
+    /// Whether every planned task has started (the started count at the planned count).
+    pub all_started: bool,
 }
 
 /// A page of memory shared between the parent of a run and its child: made by the parent
@@ -207,21 +242,13 @@ impl CounterPage {
 
     /// The counts now.
     pub fn read(&self) -> Reading {
-        let c = self.counters();
-        let all = c.meta.all_started_ns.load(Ordering::Acquire);
-        Reading {
-            started: c.started.0.load(Ordering::Relaxed),
-            ended: c.ended.0.load(Ordering::Relaxed),
-            failed: c.failed.0.load(Ordering::Relaxed),
-            planned: c.meta.planned.load(Ordering::Acquire),
-            all_started_ns: (all > 0).then_some(all),
-        }
+        self.counters().read()
     }
 
-    /// When every planned task of the run had started (`CLOCK_MONOTONIC` ns), once they
-    /// have: the moment issue 44 samples the tree's PSS at.
-    pub fn all_started(&self) -> Option<u64> {
-        self.read().all_started_ns
+    /// Whether every planned task of the run has started: the moment the memory sampler
+    /// takes the tree's PSS at, seen within one of its reads.
+    pub fn all_started(&self) -> bool {
+        self.read().all_started
     }
 
     /// Makes this page the counters of every task of this process (and of the processes it
@@ -265,23 +292,51 @@ mod tests {
     use super::*;
 
     #[test]
-    fn each_counter_has_a_cache_line_of_its_own() {
-        use std::mem::offset_of;
-        assert_eq!(offset_of!(Counters, started), 0);
-        assert_eq!(offset_of!(Counters, ended), 64);
-        assert_eq!(offset_of!(Counters, failed), 128);
-        assert_eq!(offset_of!(Counters, meta), 192);
+    fn each_shard_has_a_cache_line_of_its_own_and_all_fill_the_page() {
+        use std::mem::{offset_of, size_of};
+        assert_eq!(offset_of!(Counters, meta), 0);
+        assert_eq!(offset_of!(Counters, shards), 64);
+        assert_eq!(size_of::<Shard>(), 64);
+        assert_eq!(size_of::<Counters>(), PAGE);
+    }
+
+    /// Threads count into shards of their own and the reading sums them: every count is
+    /// seen, whichever thread made it.
+    #[test]
+    fn counts_of_many_threads_sum_over_their_shards() {
+        let c: &'static Counters = Box::leak(Box::new(Counters::new()));
+        c.meta.planned.store(400, Ordering::Relaxed);
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                std::thread::spawn(move || {
+                    let k = NEXT_SHARD.fetch_add(1, Ordering::Relaxed) % SHARDS;
+                    for i in 0..100 {
+                        c.shards[k].started.fetch_add(1, Ordering::Relaxed);
+                        c.shards[k].ended.fetch_add(1, Ordering::Relaxed);
+                        if (i + t) % 10 == 0 {
+                            c.shards[k].failed.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    k
+                })
+            })
+            .collect();
+        let shards: std::collections::BTreeSet<usize> =
+            threads.into_iter().map(|t| t.join().unwrap()).collect();
+        assert_eq!(shards.len(), 4, "{shards:?}");
+        let r = c.read();
+        assert_eq!((r.started, r.ended, r.failed), (400, 400, 40), "{r:?}");
+        assert!(r.all_started);
     }
 
     /// A forked child attaches the page by its descriptor (as a `__run` child does), counts
-    /// into it, and the parent sees every count and the "all started" stamp; a grandchild
+    /// into it, and the parent sees every count and that all had started; a grandchild
     /// forked by the child counts into the same page.
     #[test]
     fn a_childs_counts_are_seen_by_its_parent_across_a_fork() {
         let page = CounterPage::create().unwrap();
         assert_eq!(page.read(), Reading::default());
         let fd = page.fd().unwrap().as_raw_fd();
-        let before = super::super::mono_ns();
         // SAFETY: the child only maps, counts with atomics, forks and exits with _exit; the
         // test harness's other threads are not touched in it.
         let pid = unsafe { libc::fork() };
@@ -333,8 +388,7 @@ mod tests {
             (5, 5, 1, 5),
             "{r:?}"
         );
-        let at = page.all_started().expect("all 5 started");
-        assert!(at >= before && at <= super::super::mono_ns(), "{at}");
+        assert!(page.all_started(), "{r:?}");
         // This process's own counters were not touched by the child.
         assert!(std::ptr::eq(active(), &OWN));
     }
@@ -344,8 +398,10 @@ mod tests {
         let page = CounterPage::create().unwrap();
         let c = page.counters();
         c.meta.planned.store(2, Ordering::Relaxed);
-        c.started.0.store(1, Ordering::Relaxed);
-        assert_eq!(page.all_started(), None);
+        c.shards[0].started.store(1, Ordering::Relaxed);
+        assert!(!page.all_started());
+        c.shards[5].started.store(1, Ordering::Relaxed);
+        assert!(page.all_started());
     }
 
     #[test]

@@ -138,7 +138,7 @@ impl crate::os::live::RunProbe for Probe {
             ended: c.ended,
             failed: c.failed,
             planned: c.planned,
-            all_started: c.all_started_ns.is_some(),
+            all_started: c.all_started,
             cpu_s: self.tree.cpu_s(),
             pss_kib: self.tree.pss_kib(),
         }
