@@ -170,18 +170,99 @@ fn a_server_that_offers_only_http1_gets_http1_recorded_as_such() {
 }
 
 #[test]
+fn an_open_run_over_http2_releases_every_arrival_as_a_stream_on_one_connection() {
+    let (s, _dir, _ca) = server(false);
+    // 50 ms a request, one released every 10 ms: about 5 in flight at once.
+    let url = format!("{}/add?name=r{{rand}}&delay=50", s.base_url());
+    let models = ["async:8", "async-local:8", "curl:8"];
+    let mut args = vec!["-n", "40", "--rate", "100"];
+    for m in &models {
+        args.extend(["-m", m]);
+    }
+    let runs = run_h2(&url, &args);
+    assert_eq!(runs.len(), models.len());
+    for (r, m) in runs.iter().zip(models) {
+        assert_eq!(r["model"], m, "{r}");
+        assert_eq!(r["status"], "ok", "{r}");
+        assert_eq!(
+            (r["tasks_ok"].as_u64(), r["tasks_failed"].as_u64()),
+            (Some(40), Some(0)),
+            "{r}"
+        );
+        assert_eq!(r["bytes"], 400, "10 bytes × 40: {r}");
+        assert_eq!(r["http_version"], "2", "{r}");
+        assert_eq!(r["rate_asked"], 100.0, "{r}");
+        assert_eq!(
+            conns(r),
+            (1, 39),
+            "every arrival a stream on one connection: {r}"
+        );
+        // Arrivals overlap (50 ms each, 10 ms apart): streams at once on the one connection.
+        assert!(r["peak_streams_per_connection"].as_u64() >= Some(2), "{r}");
+        // Latency is counted from each arrival's scheduled time, so it covers the service.
+        assert!(
+            us(r, "latency_us", "max") >= us(r, "service_us", "max"),
+            "{r}"
+        );
+        assert!(
+            us(r, "service_us", "p50") >= 50_000.0,
+            "the server's 50 ms: {r}"
+        );
+    }
+    let st = s.stats.snapshot();
+    assert_eq!(st.requests, 120, "{st:?}");
+    assert_eq!(
+        (st.connections, st.h2_connections),
+        (3, 3),
+        "one per run: {st:?}"
+    );
+}
+
+#[test]
 fn http2_is_refused_where_it_cannot_be_spoken() {
     let w = "http:http://127.0.0.1:1/x";
-    for m in ["green:2", "pool:2", "seq", "thread", "actor:2"] {
+    // Every model but the three whose clients speak HTTP/2, named here so that the code under
+    // test does not choose them; the registry has no other.
+    let http1_only = [
+        "seq",
+        "thread",
+        "spawn",
+        "fork",
+        "pool:2",
+        "rayon:2",
+        "green:2",
+        "actor:2",
+        "jobs:2",
+        "jobs-memory:2",
+        "jobs-redis:2",
+        "jobs-procs:2",
+    ];
+    let family = |m: &str| m.split(':').next().unwrap().to_string();
+    let mut covered: Vec<String> = http1_only.iter().map(|m| family(m)).collect();
+    covered.extend(concur::model::HTTP2_MODELS.iter().map(|m| m.to_string()));
+    covered.sort();
+    let mut registry: Vec<String> = concur::model::REGISTRY
+        .iter()
+        .map(|e| e.name.to_string())
+        .collect();
+    registry.sort();
+    assert_eq!(
+        covered, registry,
+        "a model neither refused nor speaking HTTP/2"
+    );
+    for m in http1_only {
         let err = refused_before_any_run(&["run", "-w", w, "-m", m, "--http2"]);
-        assert!(
-            err.contains(&format!("model '{m}' speaks only HTTP/1.1"))
-                && err.contains("async, async-local, curl"),
-            "{m}: {err}"
+        assert_eq!(
+            err.trim(),
+            format!("concur: --http2: model '{m}' speaks only HTTP/1.1 (models that speak HTTP/2: async, async-local, curl)"),
+            "{m}"
         );
     }
     let err = refused_before_any_run(&["run", "-w", "sleep:1ms", "-m", "async:2", "--http2"]);
-    assert!(err.contains("'sleep:1ms' is not one"), "{err}");
+    assert_eq!(
+        err.trim(),
+        "concur: --http2 applies to http: workloads; 'sleep:1ms' is not one"
+    );
     let err = refused_before_any_run(&[
         "run",
         "-w",
@@ -196,11 +277,23 @@ fn http2_is_refused_where_it_cannot_be_spoken() {
         err.contains("--connections '0' must be at least 1"),
         "{err}"
     );
-    for args in [vec!["--http2", "--http1.1"], vec!["--connections", "2"]] {
+    for (args, why) in [
+        (
+            vec!["--http2", "--http1.1"],
+            "the argument '--http2' cannot be used with '--http1.1'",
+        ),
+        (
+            vec!["--connections", "2"],
+            "the following required arguments were not provided: --http2",
+        ),
+    ] {
         let mut all = vec!["run", "-w", w, "-m", "async:2"];
         all.extend(&args);
         let err = refused_before_any_run(&all);
-        assert!(err.starts_with("concur:"), "{args:?}: {err}");
+        assert!(
+            err.starts_with(&format!("concur: {why}")),
+            "{args:?}: {err}"
+        );
     }
 }
 
@@ -287,11 +380,12 @@ fn crawl_with_http2_adds_h2_rows_beside_the_http1_rows_and_says_what_multiplexin
 
 #[test]
 fn http2_on_a_study_without_http_work_is_refused() {
-    for study in ["gil", "mailer"] {
+    for study in ["gil", "mailer", "tasks"] {
         let err = refused_before_any_run(&["run", study, "--http2"]);
-        assert!(
-            err.contains("--http2 adds HTTP/2 rows to the crawl study"),
-            "{study}: {err}"
+        assert_eq!(
+            err.trim(),
+            format!("concur: --http2 adds HTTP/2 rows to the crawl study (and the tour's crawl); the {study} study makes no HTTP requests"),
+            "{study}"
         );
     }
 }

@@ -42,6 +42,15 @@ fn bad_specs_and_flags_are_refused() {
             &["run", "-w", "fib:30", "-m", "warp:3"],
             "unknown model 'warp'",
         ),
+        // A comma inside a spec lists worker counts, so several models are one -m each.
+        (
+            &["run", "-w", "fib:30", "-m", "seq,thread,pool:4"],
+            "bad model 'seq,thread,pool:4': -m takes one model per flag: -m seq -m thread -m pool:4",
+        ),
+        (
+            &["run", "-w", "fib:30", "-m", "pool:4,thread"],
+            "-m takes one model per flag: -m pool:4 -m thread",
+        ),
         (&["run", "-w", "sleep:-1", "-m", "seq"], "'-1'"),
         (
             &["run", "-w", "read:/nonexistent:1x1", "-m", "seq"],

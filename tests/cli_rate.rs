@@ -184,6 +184,63 @@ fn live_lines_go_to_stderr_for_open_runs_only() {
 }
 
 #[test]
+fn a_warm_up_shows_no_live_lines_unless_verbose() {
+    let _alone = alone();
+    let stderr = |extra: &[&str]| {
+        let (dir, path) = results_path();
+        let out = concur()
+            .current_dir(dir.path())
+            .args(["run", "-w", "sleep:10ms", "-m", "pool:2", "-r", "1"])
+            .args([
+                "--warmup",
+                "1",
+                "--rate",
+                "40",
+                "-n",
+                "20",
+                "--interval",
+                "100ms",
+            ])
+            .args(extra)
+            .arg("--json")
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stderr).to_string()
+    };
+    // Tasks due so far, of each live line that starts with `prefix`: it only grows within a
+    // run, so a drop is a second run's lines.
+    let due = |text: &str, prefix: &str| -> Vec<u64> {
+        text.lines()
+            .filter(|l| l.starts_with(prefix) && l.contains(" due, "))
+            .map(|l| {
+                let before = l.split(" due, ").next().unwrap_or_default();
+                before
+                    .rsplit(' ')
+                    .next()
+                    .unwrap_or_default()
+                    .parse()
+                    .unwrap()
+            })
+            .collect()
+    };
+    let one_run = |due: &[u64], text: &str| {
+        assert!(due.len() >= 2, "{text}");
+        assert!(
+            due.windows(2).all(|w| w[0] <= w[1]),
+            "two runs' lines: {text}"
+        );
+    };
+    let quiet = stderr(&[]);
+    assert!(!quiet.contains("warm-up sleep"), "{quiet}");
+    one_run(&due(&quiet, "sleep:10ms pool:2 ×20:"), &quiet);
+    let verbose = stderr(&["--verbose"]);
+    one_run(&due(&verbose, "warm-up sleep:10ms pool:2 ×20:"), &verbose);
+    one_run(&due(&verbose, "sleep:10ms pool:2 ×20:"), &verbose);
+}
+
+#[test]
 fn a_grain_releases_on_its_ticks_and_is_recorded() {
     let _alone = alone();
     // 40/s for 20 tasks on a 100 ms grain: releases at the ticks 0, 100, 200 ms…, four tasks

@@ -628,3 +628,54 @@ fn a_figure_no_run_can_produce_is_refused_naming_file_line_and_field() {
         }
     }
 }
+
+/// The stderr lines of `concur` with `args` that start with `warning:`.
+fn warning_lines(args: &[&str], file: &std::path::Path) -> Vec<String> {
+    let out = concur().args(args).arg(file).output().unwrap();
+    assert!(out.status.success(), "{args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| l.starts_with("warning:"))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn a_warning_of_many_cells_is_one_line_naming_them_and_one_line_each_with_verbose() {
+    // fib:1 twice takes microseconds under any model: every cell is too short to time.
+    let (_dir, path) = results_path();
+    let study = [
+        "run", "-w", "fib:1", "-m", "seq", "-m", "thread", "-m", "pool:2", "-n", "2", "-r", "3",
+        "--warmup", "0", "--json",
+    ];
+    let cells = ["fib:1 seq ×2", "fib:1 thread ×2", "fib:1 pool:2 ×2"];
+    let short = |lines: &[String]| -> Vec<String> {
+        lines
+            .iter()
+            .filter(|l| l.contains("too short to time reliably"))
+            .cloned()
+            .collect()
+    };
+    for lines in [
+        warning_lines(&study, &path),
+        warning_lines(&["report"], &path),
+    ] {
+        let short = short(&lines);
+        assert_eq!(short.len(), 1, "{lines:#?}");
+        assert!(
+            short[0].starts_with("warning: runs too short to time reliably in 3 cells: "),
+            "{short:?}"
+        );
+        for cell in cells {
+            assert!(short[0].contains(&format!("{cell} (")), "{cell}: {short:?}");
+        }
+    }
+    let verbose = short(&warning_lines(&["report", "--verbose"], &path));
+    assert_eq!(verbose.len(), 3, "{verbose:#?}");
+    for (line, cell) in verbose.iter().zip(cells) {
+        assert!(
+            line.starts_with(&format!("warning: {cell}: runs take ")),
+            "{line}"
+        );
+    }
+}

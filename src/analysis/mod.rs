@@ -99,6 +99,98 @@ impl std::fmt::Display for Warning {
     }
 }
 
+impl Warning {
+    /// The cell a per-cell warning is about, and what it measured there as the grouped line
+    /// shows it beside the cell's name; `None` for a warning about the study as a whole.
+    fn cell(&self) -> Option<(&str, String)> {
+        match self {
+            Warning::TooShort { cell, wall_s } => {
+                Some((cell, crate::base::units::fmt_secs(*wall_s)))
+            }
+            Warning::Varies { cell, cv } => Some((cell, format!("{:.0}%", 100.0 * cv))),
+            Warning::Checksums { cell } => Some((cell, String::new())),
+            Warning::Behind {
+                cell,
+                achieved,
+                asked,
+            } => Some((
+                cell,
+                format!(
+                    "achieved {} of {asked:.1}/s",
+                    achieved.map_or("-".into(), |a| format!("{a:.1}/s"))
+                ),
+            )),
+            Warning::Loaded { .. } | Warning::Oversubscribed { .. } => None,
+        }
+    }
+
+    /// The line of `several` warnings of this one's kind, each about another cell.
+    fn grouped_line(&self, several: &[&Warning]) -> String {
+        let cells = several
+            .iter()
+            .filter_map(|w| w.cell())
+            .map(|(cell, what)| {
+                if what.is_empty() {
+                    cell.to_string()
+                } else {
+                    format!("{cell} ({what})")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        let n = several.len();
+        match self {
+            Warning::TooShort { .. } => format!(
+                "runs too short to time reliably in {n} cells: {cells}; use more tasks or a bigger task"
+            ),
+            Warning::Varies { .. } => {
+                let cvs = several.iter().filter_map(|w| match w {
+                    Warning::Varies { cv, .. } => Some(100.0 * cv),
+                    _ => None,
+                });
+                let (lo, hi) = cvs.fold((f64::INFINITY, 0.0_f64), |(lo, hi), c| {
+                    (lo.min(c), hi.max(c))
+                });
+                format!(
+                    "wall varies by {lo:.0}–{hi:.0}% (σ/mean) across runs in {n} cells: {cells}; other programs may have interfered — close them or add --repeat"
+                )
+            }
+            Warning::Checksums { .. } => {
+                format!("runs produced different checksums in {n} cells: {cells}")
+            }
+            Warning::Behind { .. } => format!(
+                "fell behind the asked rate (below 99%) in {n} cells: {cells}; arrivals queued, and the latency counts their wait"
+            ),
+            Warning::Loaded { .. } | Warning::Oversubscribed { .. } => self.to_string(),
+        }
+    }
+}
+
+/// The warnings as stderr shows them: one line per kind, in order of each kind's first
+/// warning, naming the cells it concerns and counting them when there are several; a kind
+/// with one warning keeps that warning's own line. (`--verbose` and every report keep one
+/// line per warning.)
+pub fn grouped(warnings: &[Warning]) -> Vec<String> {
+    let mut kinds: Vec<Vec<&Warning>> = Vec::new();
+    for w in warnings {
+        let kind = std::mem::discriminant(w);
+        match kinds
+            .iter_mut()
+            .find(|k| std::mem::discriminant(k[0]) == kind && w.cell().is_some())
+        {
+            Some(k) => k.push(w),
+            None => kinds.push(vec![w]),
+        }
+    }
+    kinds
+        .iter()
+        .map(|k| match k.as_slice() {
+            [one] => one.to_string(),
+            several => several[0].grouped_line(several),
+        })
+        .collect()
+}
+
 /// In a report a warning is its line.
 impl serde::Serialize for Warning {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
@@ -640,6 +732,67 @@ mod tests {
             (unstarted.status, unstarted.tasks_failed),
             (RunStatus::Spawn, 0)
         );
+    }
+
+    #[test]
+    fn warnings_group_into_one_line_per_kind_naming_and_counting_their_cells() {
+        let varies = |cell: &str, cv| Warning::Varies {
+            cell: cell.into(),
+            cv,
+        };
+        let short = |cell: &str| Warning::TooShort {
+            cell: cell.into(),
+            wall_s: 0.0012,
+        };
+        let behind = |cell: &str| Warning::Behind {
+            cell: cell.into(),
+            achieved: Some(40.0),
+            asked: 50.0,
+        };
+        let warnings = [
+            Warning::Loaded { busy: 0.5 },
+            varies("a seq ×10", 0.13),
+            short("a pool:4 ×10"),
+            varies("a thread ×10", 0.43),
+            Warning::Checksums {
+                cell: "a seq ×10".into(),
+            },
+            varies("a pool:4 ×10", 0.2),
+            behind("b pool:2 ×100"),
+            behind("b pool:8 ×100"),
+            Warning::Oversubscribed {
+                cells: vec!["thread ×10".into(), "pool:4 ×10".into()],
+                cores: 2,
+            },
+        ];
+        let lines = grouped(&warnings);
+        assert_eq!(
+            lines,
+            [
+                warnings[0].to_string(),
+                "wall varies by 13–43% (σ/mean) across runs in 3 cells: a seq ×10 (13%), a thread ×10 (43%), a pool:4 ×10 (20%); other programs may have interfered — close them or add --repeat".to_string(),
+                warnings[2].to_string(),
+                warnings[4].to_string(),
+                "fell behind the asked rate (below 99%) in 2 cells: b pool:2 ×100 (achieved 40.0/s of 50.0/s), b pool:8 ×100 (achieved 40.0/s of 50.0/s); arrivals queued, and the latency counts their wait".to_string(),
+                warnings[8].to_string(),
+            ]
+        );
+        assert_eq!(
+            grouped(&[short("x seq ×2"), short("x thread ×2")]),
+            ["runs too short to time reliably in 2 cells: x seq ×2 (1.2 ms), x thread ×2 (1.2 ms); use more tasks or a bigger task"]
+        );
+        assert_eq!(
+            grouped(&[
+                Warning::Checksums {
+                    cell: "x seq ×2".into()
+                },
+                Warning::Checksums {
+                    cell: "x fork ×2".into()
+                }
+            ]),
+            ["runs produced different checksums in 2 cells: x seq ×2, x fork ×2"]
+        );
+        assert!(grouped(&[]).is_empty());
     }
 
     #[test]

@@ -242,6 +242,7 @@ fn allowed() -> String {
 /// `async:1..64` takes the powers of two from the first to the last (both ends included,
 /// e.g. `3..20` is 3, 4, 8, 16, 20). Any other spec comes back alone, as typed.
 pub fn expand_scan(spec: &str) -> Result<Vec<String>, Error> {
+    one_model(spec)?;
     let Some((name, list)) = spec.split_once(':') else {
         return Ok(vec![spec.to_string()]);
     };
@@ -297,6 +298,34 @@ pub fn expand_scan(spec: &str) -> Result<Vec<String>, Error> {
         .filter(|w| seen.insert(*w))
         .map(|w| format!("{name}:{w}"))
         .collect())
+}
+
+/// Refuses several models in one spec (`seq,thread,pool:4`): a comma inside a spec lists a
+/// scan's worker counts (`pool:1,2,4`), so a list of models is one `-m` each.
+fn one_model(spec: &str) -> Result<(), Error> {
+    let mut pieces = spec.split(',');
+    let first = pieces.next().unwrap_or_default();
+    let is_model = |p: &str| {
+        let name = p.split(':').next().unwrap_or_default().trim();
+        REGISTRY.iter().any(|e| e.name == name)
+    };
+    let rest: Vec<&str> = pieces.collect();
+    // `seq,thread`: the comma is in the name; `pool:4,thread`: a model where a count should be.
+    let several = !rest.is_empty() && (!first.contains(':') || rest.iter().any(|p| is_model(p)));
+    if !several {
+        return Ok(());
+    }
+    let flags: Vec<String> = std::iter::once(first)
+        .chain(rest)
+        .map(|p| format!("-m {}", p.trim()))
+        .collect();
+    Err(Error::bad(
+        Input::Model,
+        format!(
+            "bad model '{spec}': -m takes one model per flag: {} (a comma inside one spec lists worker counts, as in pool:1,2,4)",
+            flags.join(" ")
+        ),
+    ))
 }
 
 /// Parses a worker count `W` (of `pool:W`, a scan's element, a `--peer` label's `:W`): the
@@ -436,6 +465,27 @@ mod tests {
                 "{s}: {err}"
             );
         }
+    }
+
+    #[test]
+    fn several_models_in_one_spec_are_refused_naming_one_flag_each() {
+        for (s, flags) in [
+            ("seq,thread,pool:4", "-m seq -m thread -m pool:4"),
+            ("pool:4,thread", "-m pool:4 -m thread"),
+            ("pool:1..4,async:2", "-m pool:1..4 -m async:2"),
+        ] {
+            let err = expand_scan(s).unwrap_err();
+            assert_eq!(err.input(), Some(&Input::Model), "{s}");
+            let err = err.to_string();
+            assert!(
+                err.starts_with(&format!(
+                    "bad model '{s}': -m takes one model per flag: {flags} ("
+                )),
+                "{s}: {err}"
+            );
+        }
+        // A scan's comma is a comma inside one spec.
+        assert_eq!(expand_scan("pool:1, 2").unwrap(), ["pool:1", "pool:2"]);
     }
 
     #[test]

@@ -62,6 +62,8 @@ impl Feedback {
 #[derive(Clone)]
 pub struct Terminal {
     feedback: Feedback,
+    /// `--verbose`: warm-ups' live lines shown too.
+    verbose: bool,
     bar: ProgressBar,
     /// The live view: what it will show until it opens, then the screen; `None` when the
     /// feedback is not [`Feedback::Live`] or the screen has closed (or would not open).
@@ -108,6 +110,7 @@ impl Terminal {
         };
         Terminal {
             feedback,
+            verbose: false,
             bar,
             live: Arc::new(Mutex::new(live)),
         }
@@ -169,6 +172,17 @@ impl Terminal {
         } else {
             Feedback::Lines
         })
+    }
+
+    /// This terminal, showing warm-up runs' live lines too when `verbose` (`--verbose`).
+    pub fn verbose(mut self, verbose: bool) -> Terminal {
+        self.verbose = verbose;
+        self
+    }
+
+    /// Whether warm-up runs' live lines are shown.
+    pub fn is_verbose(&self) -> bool {
+        self.verbose
     }
 
     /// A terminal that shows nothing.

@@ -55,6 +55,9 @@ pub struct OutputOptions {
     /// No progress bar, notes or warnings on stderr (the line saying why the exit status is not 0 stays)
     #[arg(long, short)]
     pub quiet: bool,
+    /// Every warning on a line of its own, one per cell (without it, one line per kind names its cells), and the warm-up runs' live lines
+    #[arg(long, short, conflicts_with = "quiet")]
+    pub verbose: bool,
     /// No live view while the study runs: the progress bar and lines on stderr, as when stdout is not a terminal (the live view, on a terminal, shows each cell's runs, tasks, rate, latency, CPU and memory; q stops as Ctrl-C does)
     #[arg(long)]
     pub no_live: bool,
@@ -107,6 +110,7 @@ impl OutputOptions {
             save_baseline: self.save_baseline,
             fail_on_regression: self.fail_on_regression,
             quiet: self.quiet,
+            verbose: self.verbose,
             no_live: self.no_live,
             ignore_failures,
         }
@@ -149,7 +153,7 @@ pub struct StudyOptions {
     /// Workload spec for a free-form study, repeatable (WORKLOADS); an http URL is fetched as given, every {rand} in it becomes 10 random letters
     #[arg(long = "workload", short = 'w', value_name = "SPEC")]
     pub workloads: Vec<String>,
-    /// Model spec for a free-form study, repeatable (MODELS)
+    /// Model spec for a free-form study, one model per flag (-m seq -m thread; a comma inside one spec lists worker counts, pool:1,2,4) (MODELS)
     #[arg(long = "model", short = 'm', value_name = "SPEC")]
     pub models: Vec<String>,
     /// Task counts for a free-form study (repeatable or comma-separated; default 10)

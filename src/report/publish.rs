@@ -26,6 +26,9 @@ pub struct Outputs {
     pub save_baseline: Option<String>,
     /// No progress bar, notes or warnings on stderr.
     pub quiet: bool,
+    /// Every warning on a line of its own (one line per kind otherwise), and warm-ups' live
+    /// lines.
+    pub verbose: bool,
     /// No live view on a terminal (`--no-live`): the progress bar instead.
     pub no_live: bool,
     /// Accept failed runs and tasks: exit 0 all the same (`-i`, as hyperfine's).
@@ -151,8 +154,14 @@ pub fn publish(
     };
     prepared.exports.write(&report)?;
     let terminal = Terminal::after(out.quiet);
-    for w in &a.warnings {
-        terminal.warning(w);
+    if out.verbose {
+        for w in &a.warnings {
+            terminal.warning(w);
+        }
+    } else {
+        for w in crate::analysis::grouped(&a.warnings) {
+            terminal.warning(w);
+        }
     }
     for w in comparison.iter().flat_map(|c| &c.warnings) {
         terminal.warning(w);

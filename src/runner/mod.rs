@@ -157,7 +157,13 @@ impl Executor for ProcessExecutor<'_> {
         let mut run = match &cell.kind {
             CellKind::Concur { .. } => {
                 let terminal = self.live.lock().unwrap_or_else(|p| p.into_inner()).clone();
-                let live = |l: &LiveLine| terminal.live(live_text(cell, l));
+                // A warm-up's lines are not results: shown only with --verbose, marked.
+                let warmup = matches!(iteration, Iteration::Warmup(_));
+                let live = |l: &LiveLine| match (warmup, terminal.is_verbose()) {
+                    (false, _) => terminal.live(live_text(cell, l)),
+                    (true, true) => terminal.live(format!("warm-up {}", live_text(cell, l))),
+                    (true, false) => {}
+                };
                 let watch = |p: Option<_>| terminal.watch(p);
                 let watch = terminal
                     .watching()

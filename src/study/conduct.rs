@@ -65,7 +65,7 @@ pub(crate) fn conduct(opts: &StudyOptions, out: &Outputs, how: Conduct) -> Resul
     if let Some(dir) = &plan.options.cmd_output {
         crate::os::files::check_output_dir("--cmd-output", dir)?;
     }
-    let terminal = Terminal::new(how.feedback);
+    let terminal = Terminal::new(how.feedback).verbose(out.verbose);
     // Said before bind connects to them.
     let cleartext = [
         plan.hub
