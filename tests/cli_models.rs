@@ -204,6 +204,37 @@ fn a_spawned_trees_memory_counts_every_process() {
     );
 }
 
+/// The tree's PSS is sampled when every task has started and at the run's end (the child
+/// waits for that sample), not only on the sampler's tick: a sequential task of 1 ms and one
+/// of 300 ms (30 ticks) hold the same memory at their end, and read the same PSS within 25%.
+/// Sampled on the tick alone, the short run's only sample fell anywhere from the exec to
+/// the end (measured 1.2 against 3.2 MiB on a busy machine).
+#[test]
+fn a_short_and_a_long_run_of_one_task_read_the_same_pss() {
+    let _alone = alone();
+    let pss_of = |wait: &str| {
+        let (_, lines) = run_study(&["-w", wait, "-m", "seq", "-n", "1", "-r", "3"]);
+        let runs = runs_of(&lines, "seq");
+        assert_eq!(runs.len(), 3, "{wait}");
+        let mut pss: Vec<u64> = runs
+            .iter()
+            .map(|r| {
+                r["tree_pss_kib"]
+                    .as_u64()
+                    .unwrap_or_else(|| panic!("{wait}: no tree PSS: {r}"))
+            })
+            .collect();
+        pss.sort_unstable();
+        pss[1]
+    };
+    let (short, long) = (pss_of("sleep:1ms"), pss_of("sleep:300ms"));
+    let ratio = short as f64 / long as f64;
+    assert!(
+        (0.75..=1.25).contains(&ratio),
+        "tree PSS of one 1 ms task {short} KiB, of one 300 ms task {long} KiB (ratio {ratio:.2})"
+    );
+}
+
 /// The most tasks a run's timeline shows running at once (its own start and end times).
 fn peak_overlap(run: &serde_json::Value) -> usize {
     let spans = run["timeline_us"].as_array().expect("a timeline");

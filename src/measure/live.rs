@@ -17,7 +17,7 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
 use std::cell::Cell;
-use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// The counts of the threads that share it, alone on a cache line.
 #[repr(C, align(64))]
@@ -27,10 +27,15 @@ struct Shard {
     failed: AtomicU64,
 }
 
-/// What is written once a run: read often by the parent, written once by the child.
+/// What is written once a run: read often by the parent, written once by the child; and the
+/// hand-shake of the run's end (futex words: 32 bits).
 #[repr(C, align(64))]
 struct Meta {
     planned: AtomicU64,
+    /// 1 once the run's tasks are over, set by the child, which then waits for `sampled`.
+    done: AtomicU32,
+    /// 1 once the parent has taken its sample of the ended run.
+    sampled: AtomicU32,
 }
 
 /// How many shards the page holds: a thread counts into shard `k mod SHARDS`, `k` the order
@@ -55,6 +60,8 @@ impl Counters {
         Counters {
             meta: Meta {
                 planned: AtomicU64::new(0),
+                done: AtomicU32::new(0),
+                sampled: AtomicU32::new(0),
             },
             shards: [ZERO; SHARDS],
         }
@@ -75,6 +82,7 @@ impl Counters {
             failed,
             planned,
             all_started: planned > 0 && started >= planned,
+            done: self.meta.done.load(Ordering::Acquire) != 0,
         }
     }
 }
@@ -149,7 +157,56 @@ pub fn begin(tasks: usize) {
             n.store(0, Ordering::Relaxed);
         }
     }
+    c.meta.done.store(0, Ordering::Relaxed);
+    c.meta.sampled.store(0, Ordering::Relaxed);
     c.meta.planned.store(tasks as u64, Ordering::Release);
+}
+
+/// The run's tasks are over: says so to the parent that handed this process its page, and
+/// waits at most `wait` for it to take its sample of the tree (its PSS at the end, before
+/// this process frees anything or exits). Returns at once where no page was handed over.
+pub fn run_ended(wait: std::time::Duration) {
+    let c = active();
+    if std::ptr::eq(c, &OWN) {
+        return;
+    }
+    c.meta.done.store(1, Ordering::Release);
+    futex_wake(&c.meta.done);
+    let deadline = std::time::Instant::now() + wait;
+    while c.meta.sampled.load(Ordering::Acquire) == 0 {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        futex_wait(&c.meta.sampled, 0, left);
+    }
+}
+
+/// Wakes every process waiting on `word` (the page is shared between processes: no
+/// `FUTEX_PRIVATE_FLAG`).
+fn futex_wake(word: &AtomicU32) {
+    // SAFETY: FUTEX_WAKE on a valid, aligned 32-bit word; no memory is written by the kernel.
+    unsafe {
+        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, i32::MAX);
+    }
+}
+
+/// Sleeps until `word` is woken, no longer holds `expected`, or `timeout` has passed.
+fn futex_wait(word: &AtomicU32, expected: u32, timeout: std::time::Duration) {
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs().min(i64::MAX as u64) as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: FUTEX_WAIT reads the aligned word and the timespec we own; a relative timeout.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT,
+            expected,
+            &ts as *const libc::timespec,
+        );
+    }
 }
 
 /// What a [`CounterPage`] holds at one moment.
@@ -165,6 +222,8 @@ pub struct Reading {
     pub planned: u64,
     /// Whether every planned task has started (the started count at the planned count).
     pub all_started: bool,
+    /// Whether the child has said its run's tasks are over ([`run_ended`]).
+    pub done: bool,
 }
 
 /// A page of memory shared between the parent of a run and its child: made by the parent
@@ -249,6 +308,27 @@ impl CounterPage {
     /// takes the tree's PSS at, seen within one of its reads.
     pub fn all_started(&self) -> bool {
         self.read().all_started
+    }
+
+    /// Sleeps until the child says its run is over ([`run_ended`]), [`CounterPage::wake`] is
+    /// called, or `timeout` has passed.
+    pub fn wait_done(&self, timeout: std::time::Duration) {
+        let c = self.counters();
+        if c.meta.done.load(Ordering::Acquire) == 0 {
+            futex_wait(&c.meta.done, 0, timeout);
+        }
+    }
+
+    /// Wakes a [`CounterPage::wait_done`] early (the sampler is told to stop).
+    pub fn wake(&self) {
+        futex_wake(&self.counters().meta.done);
+    }
+
+    /// Tells the child waiting in [`run_ended`] that its end was sampled.
+    pub fn sampled(&self) {
+        let c = self.counters();
+        c.meta.sampled.store(1, Ordering::Release);
+        futex_wake(&c.meta.sampled);
     }
 
     /// Makes this page the counters of every task of this process (and of the processes it

@@ -10,6 +10,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use super::live::CounterPage;
+
 /// The parent pid of every process on the machine.
 fn parent_map() -> HashMap<i32, Vec<i32>> {
     let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
@@ -168,6 +170,7 @@ pub struct TreeSampler {
     stop: Arc<AtomicBool>,
     handle: Option<JoinHandle<(u64, u32)>>,
     now: Arc<TreeNow>,
+    page: Option<Arc<CounterPage>>,
 }
 
 /// A sampled tree's latest sample, for the live view.
@@ -194,54 +197,117 @@ impl TreeNow {
     }
 }
 
+/// How often the counter page is read while a run's tasks are still starting, to take a
+/// sample as soon as the last one has.
+const STARTING_POLL: Duration = Duration::from_millis(2);
+
+/// The moments of a run the sampler takes a sample at besides its tick, read off the run's
+/// counter page: when every task has started, and when the child says the tasks are over
+/// (it waits for that sample before it goes on).
+#[derive(Default)]
+struct Moments {
+    all_started: bool,
+    ended: bool,
+}
+
+impl Moments {
+    /// Whether a sample is due now for a moment the page shows, and whether the child waits
+    /// for it.
+    fn due(&mut self, page: &CounterPage) -> (bool, bool) {
+        let r = page.read();
+        if !r.done && self.ended {
+            // The child began another run.
+            *self = Moments::default();
+        }
+        let started = r.all_started && !std::mem::replace(&mut self.all_started, r.all_started);
+        let ended = r.done && !std::mem::replace(&mut self.ended, r.done);
+        (started || ended, ended)
+    }
+
+    /// Whether the run's tasks are still starting (the page is read often then).
+    fn starting(&self, page: &CounterPage) -> bool {
+        let r = page.read();
+        r.planned > 0 && !r.all_started && !r.done
+    }
+}
+
 impl TreeSampler {
     /// Starts sampling the tree of `root`. The interval adapts to keep the sampler's own CPU
     /// cost under 2% of one core: at least 10 ms, at least 50 times one sample's
     /// CPU time. The tree is walked again (every process of the machine) only when a process or
     /// thread was created since the last walk; otherwise a sample reads the PSS of the
-    /// members found before.
-    pub fn start(root: i32) -> Self {
+    /// members found before. With the run's counter page, a sample is also taken when every
+    /// task has started and when the child says its tasks are over (it waits for that one).
+    pub fn start(root: i32, page: Option<Arc<CounterPage>>) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let now = Arc::new(TreeNow::default());
         let latest = now.clone();
+        let watched = page.clone();
         let handle = std::thread::Builder::new()
             .name("pss-sampler".into())
             .spawn(move || {
                 let mut peak = 0u64;
                 let mut samples = 0u32;
                 let mut tree = Tree::new(root);
+                let mut moments = Moments::default();
+                let mut next_tick = Instant::now();
                 while !flag.load(Ordering::Relaxed) {
-                    let t = thread_cpu();
-                    let now = tree.pss_kib();
-                    if now > 0 {
-                        samples += 1;
-                        peak = peak.max(now);
-                    }
-                    latest.pss_kib.store(now, Ordering::Relaxed);
-                    if latest.with_cpu.load(Ordering::Relaxed) {
-                        latest
-                            .cpu_ticks
-                            .store(tree.cpu_ticks() + 1, Ordering::Relaxed);
-                    }
-                    let cost = thread_cpu().saturating_sub(t);
-                    let pause = (cost * COST_PAUSE).max(MIN_PAUSE);
-                    // Sleeps the whole pause: `finish` unparks the thread after setting the
-                    // flag, so a short run does not wait for it. (A 2 ms poll of the flag
-                    // woke this thread 500 times a second, beside the run it measures.)
-                    let until = Instant::now() + pause;
-                    loop {
-                        let now = Instant::now();
-                        if flag.load(Ordering::Relaxed) || now >= until {
-                            break;
+                    let (moment, acked) = match &watched {
+                        Some(p) => moments.due(p),
+                        None => (false, false),
+                    };
+                    if moment || Instant::now() >= next_tick {
+                        let t = thread_cpu();
+                        let now = tree.pss_kib();
+                        if now > 0 {
+                            samples += 1;
+                            peak = peak.max(now);
                         }
-                        std::thread::park_timeout(until - now);
+                        latest.pss_kib.store(now, Ordering::Relaxed);
+                        if latest.with_cpu.load(Ordering::Relaxed) {
+                            latest
+                                .cpu_ticks
+                                .store(tree.cpu_ticks() + 1, Ordering::Relaxed);
+                        }
+                        if acked {
+                            if let Some(p) = &watched {
+                                p.sampled();
+                            }
+                        }
+                        let cost = thread_cpu().saturating_sub(t);
+                        next_tick = Instant::now() + (cost * COST_PAUSE).max(MIN_PAUSE);
+                    }
+                    // Sleeps until the next tick: `finish` wakes the thread after setting the
+                    // flag, so a short run does not wait for it; the child's end wakes it
+                    // through the page. (A 2 ms poll of the flag woke this thread 500 times a
+                    // second, beside the run it measures; the page is polled that often only
+                    // while tasks are starting.)
+                    let mut until = next_tick;
+                    match &watched {
+                        Some(p) if !moments.ended => {
+                            if moments.starting(p) {
+                                until = until.min(Instant::now() + STARTING_POLL);
+                            }
+                            p.wait_done(until.saturating_duration_since(Instant::now()));
+                        }
+                        _ => {
+                            let left = until.saturating_duration_since(Instant::now());
+                            if !left.is_zero() && !flag.load(Ordering::Relaxed) {
+                                std::thread::park_timeout(left);
+                            }
+                        }
                     }
                 }
                 (peak, samples)
             })
             .ok();
-        TreeSampler { stop, handle, now }
+        TreeSampler {
+            stop,
+            handle,
+            now,
+            page,
+        }
     }
 
     /// The latest sample, updated as the sampler goes; from now on each sample reads the
@@ -256,7 +322,18 @@ impl TreeSampler {
     pub fn finish(mut self) -> Option<u64> {
         self.stop.store(true, Ordering::Relaxed);
         let handle = self.handle.take()?;
-        handle.thread().unpark();
+        // A wake-up through the page is not kept for a thread not yet waiting on it (as an
+        // unpark is): woken again until it has seen the flag.
+        loop {
+            handle.thread().unpark();
+            if let Some(p) = &self.page {
+                p.wake();
+            }
+            if handle.is_finished() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
         match handle.join() {
             Ok((peak, samples)) if samples > 0 => Some(peak),
             _ => None,

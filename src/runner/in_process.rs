@@ -24,7 +24,7 @@ impl Executor for InProcessExecutor {
 
     fn run(&self, plan: &Plan, cell: &CellPlan, iteration: Iteration) -> RunResult {
         let started = Instant::now();
-        let sampler = TreeSampler::start(std::process::id() as i32);
+        let sampler = TreeSampler::start(std::process::id() as i32, None);
         let before = self_usage();
         let report = child::run_cell(request(plan, cell, iteration));
         let after = self_usage();

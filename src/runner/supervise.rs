@@ -221,7 +221,7 @@ fn supervise(
     watch: Option<Watch<'_>>,
 ) -> Ended {
     let pid = run.pid;
-    let sampler = TreeSampler::start(pid);
+    let sampler = TreeSampler::start(pid, run.counters.clone());
     if let Some(w) = watch {
         w(Some(Arc::new(Probe {
             counters: run.counters.clone(),
