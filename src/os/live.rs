@@ -922,7 +922,10 @@ mod tests {
             Some("refused its share"),
         ));
         let screen = text(&s, t0, 110, 16);
-        assert!(screen.contains(" hosts (tasks: their last share's) "), "{screen}");
+        assert!(
+            screen.contains(" hosts (tasks: their last share's) "),
+            "{screen}"
+        );
         let line = |name: &str| -> Vec<String> {
             screen
                 .lines()
