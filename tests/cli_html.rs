@@ -787,6 +787,60 @@ fn chromium_draws_the_timeline_with_a_row_per_worker() {
 }
 
 #[test]
+#[ignore = "full tier: needs chromium and redis-server"]
+fn chromium_draws_a_run_over_two_hosts_with_each_lane_named_by_its_agent() {
+    common::require(&[common::Need::Chromium, common::Need::Redis]);
+    let mut hub = common::hub::Hub::start(None);
+    let url = hub.url();
+    hub.agent("h1", &[]);
+    hub.agent("h2", &[]);
+    common::wait_for_agents(&url, &["h1", "h2"]);
+    let (_dir, _json, html, _page) = run_with_html(&[
+        "-w",
+        "sleep:5ms",
+        "-m",
+        "pool:4",
+        "-n",
+        "40",
+        "--hub",
+        &url,
+        "--hosts",
+        "2",
+    ]);
+    let dom = chromium(BROWSER, &["--dump-dom"], &html);
+    let text = String::from_utf8_lossy(&dom.stdout);
+    let (tag, svg) = timeline_of(&text, "pool:4 @2 hosts ×40");
+    let titles: Vec<&str> = svg
+        .split("<title>")
+        .skip(1)
+        .map(|t| t.split(':').next().unwrap())
+        .collect();
+    // W is each host's (`pool:4` on 2 hosts is 8 workers): each host's four, on rows of their
+    // own named by the agent.
+    assert_eq!(attr(tag, "data-lanes"), "8", "{titles:?}");
+    for host in ["h1", "h2"] {
+        assert_eq!(
+            svg.matches(&format!(" data-host=\"{host}\"")).count(),
+            4,
+            "{svg}"
+        );
+        for worker in 0..4 {
+            assert!(
+                svg.contains(&format!("<title>host {host} worker {worker}: ")),
+                "{svg}"
+            );
+        }
+    }
+    assert_eq!(drawn_tasks(svg), (0..40).collect::<Vec<_>>());
+    let log = String::from_utf8_lossy(&dom.stderr);
+    assert!(
+        !log.lines()
+            .any(|l| l.contains("CONSOLE") || l.contains("Uncaught")),
+        "console errors: {log}"
+    );
+}
+
+#[test]
 #[ignore = "full tier: needs chromium"]
 fn chromium_draws_phase_coloured_bars_and_their_legend() {
     common::require(&[common::Need::Chromium]);

@@ -1,8 +1,9 @@
 //! The live view (docs/output.md, "The live view"): on a terminal (tmux's, read with
 //! capture-pane and typed into with send-keys) it shows each cell's progress and rate while
 //! the study runs, `q` stops the study as Ctrl-C does (exit 130, the finished runs kept in the
-//! results file) and the terminal is given back; `--no-live` keeps the progress bar; off a
-//! terminal nothing of it is written.
+//! results file) and the terminal is given back; a study over a hub's hosts lists its agents
+//! with their state; `--no-live` keeps the progress bar; off a terminal nothing of it is
+//! written.
 
 mod common;
 
@@ -189,6 +190,49 @@ fn no_live_keeps_the_progress_bar_on_a_terminal() {
     });
     assert!(!seen.contains("q: stop"), "{seen}");
     assert_eq!(exit_code(&tmux), 0, "{}", tmux.screen());
+}
+
+#[test]
+#[ignore = "full tier: needs tmux and redis-server"]
+fn a_study_over_two_hosts_lists_its_agents_and_their_states() {
+    require(&[Need::Tmux, Need::Redis]);
+    let mut hub = common::hub::Hub::start(None);
+    let url = hub.url();
+    hub.agent("live-a", &[]);
+    hub.agent("live-b", &[]);
+    common::wait_for_agents(&url, &["live-a", "live-b"]);
+    let tmux = Tmux::start();
+    // Each host's share: 50 tasks of 20 ms on one worker, 1 s a run.
+    tmux.session(&script(
+        &tmux,
+        &format!("-w sleep:20ms -m pool:2 -n 100 -r 3 --warmup 0 --hub {url} --hosts 2"),
+    ));
+    let row = |screen: &str, name: &str| {
+        screen
+            .lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .map(str::to_string)
+    };
+    let mut seen = String::new();
+    wait_for(
+        "the live view listing both agents, each running its share of 50 tasks",
+        Duration::from_secs(60),
+        || {
+            seen = tmux.screen();
+            seen.contains(" hosts (")
+                && ["live-a", "live-b"].iter().all(|n| {
+                    row(&seen, n)
+                        .is_some_and(|r| r.contains("running its share") && r.contains(" 50"))
+                })
+        },
+    );
+    // Each row has its agent's clock offset, as measured against the hub.
+    for name in ["live-a", "live-b"] {
+        let r = row(&seen, name).unwrap_or_default();
+        assert!(r.contains(" ms ± "), "{name}: {r}\n{seen}");
+    }
+    assert_eq!(exit_code(&tmux), 0, "last screen:\n{seen}");
+    assert_eq!(finished_runs(&tmux.path("r.jsonl")), 3);
 }
 
 /// Off a terminal (stdout and stderr are pipes here) the study writes what it wrote before

@@ -13,6 +13,10 @@
 //! the run fails, and no item on the list, however many, keeps the wait from its deadline,
 //! its heartbeat checks and Ctrl-C. Shares go to idle agents only, and an agent's work list
 //! expires when the run's wait would.
+//!
+//! On a terminal's live view, each agent's row says where it stands (announced, running its
+//! share, answered, failed, refused, lost), said as each share is sent and as each outcome is
+//! known: from this process, never from a measured one.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
@@ -28,6 +32,8 @@ use crate::analysis::results::{Machine, MetaHost, PartStatus, RunResult, RunStat
 use crate::jobs::BackendUrl;
 use crate::measure::schedule::Segment;
 use crate::model::selfcall::{PartRequest, RunRequest};
+use crate::os::live::{HostRow, HostState};
+use crate::os::terminal::Terminal;
 use crate::plan::{CellKind, CellPlan, Hook, Plan};
 use crate::runner;
 use crate::runner::{convert, Executor, Iteration, RunCounters, StudyServer};
@@ -93,6 +99,8 @@ pub struct HubExecutor<'a> {
     /// How many answers were refused over the whole study (forged, misaddressed, not what a
     /// run could report): a study that refused one never exits 0, `-i` or not.
     refused: std::sync::atomic::AtomicUsize,
+    /// Where the hosts' rows are shown (the live view, when it is up).
+    live: Mutex<Terminal>,
 }
 
 /// What waiting for a run's answers met besides them: how many items of its list were
@@ -152,6 +160,7 @@ impl<'a> HubExecutor<'a> {
             answered: Mutex::new(BTreeMap::new()),
             pop: Script::new(POP_BOUNDED),
             refused: std::sync::atomic::AtomicUsize::new(0),
+            live: Mutex::new(Terminal::silent()),
         })
     }
 
@@ -170,6 +179,35 @@ impl<'a> HubExecutor<'a> {
                 .unwrap_or_else(|p| p.into_inner())
                 .get(&agent.name)
                 .is_some_and(|run| agent.doing.contains(run.as_str()))
+    }
+
+    /// Says on the live view how a host stands.
+    fn show_host(&self, row: HostRow) {
+        self.live
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .host(row);
+    }
+
+    /// Says on the live view how a share ended.
+    fn show_outcome(&self, o: &PartOutcome) {
+        let (state, why) = match (&o.lost, &o.run) {
+            (Some((PartStatus::Lost, why)), _) => (HostState::Lost, Some(why.clone())),
+            (Some((PartStatus::Refused, why)), _) => (HostState::Refused, Some(why.clone())),
+            (Some((_, why)), _) => (HostState::Failed, Some(why.clone())),
+            (None, Some(run)) if run.status == RunStatus::Ok && run.tasks_failed == 0 => {
+                (HostState::Answered, None)
+            }
+            (None, Some(run)) => (HostState::Failed, run.error.clone()),
+            (None, None) => (HostState::Lost, None),
+        };
+        self.show_host(HostRow {
+            name: o.host.clone(),
+            state,
+            clock: clock_text(o.clock),
+            tasks: Some(o.tasks as u64),
+            why,
+        });
     }
 
     /// A run line of `cell` that no host ran, with why.
@@ -200,6 +238,15 @@ impl<'a> HubExecutor<'a> {
             Ok(pending) => pending,
             Err(why) => return self.not_run(cell, rep, why),
         };
+        for sent in pending.values() {
+            self.show_host(HostRow {
+                name: sent.agent.name.clone(),
+                state: HostState::Running,
+                clock: clock_text(sent.agent.clock()),
+                tasks: Some(sent.bounds.tasks as u64),
+                why: None,
+            });
+        }
         let (parts, waited) = self.gather(c, plan, cell, rep, &launch.run, launch.wait, pending);
         self.remember_answered(&parts, &launch.run);
         let mut base = convert::template(cell, rep, RunStatus::Ok, 0.0, None);
@@ -382,6 +429,7 @@ impl<'a> HubExecutor<'a> {
         let mut g = Gather::new(run, wait, pending);
         let host_cell = per_host(cell, g.k);
         let mut beaten = Instant::now();
+        let mut shown: BTreeSet<usize> = BTreeSet::new();
         while !g.pending.is_empty() {
             if beaten.elapsed() >= super::BEAT {
                 let _ = beat_for(c, run);
@@ -391,6 +439,11 @@ impl<'a> HubExecutor<'a> {
             g.lose_silent(c);
             g.cancel_on_interrupt(c);
             g.give_up_when_due(plan.timeout);
+            for (share, o) in &g.outcomes {
+                if shown.insert(*share) {
+                    self.show_outcome(o);
+                }
+            }
             if !took && !g.pending.is_empty() {
                 std::thread::sleep(EMPTY_WAIT);
             }
@@ -739,6 +792,11 @@ fn lost_part(share: usize, s: Sent, why: String) -> PartOutcome {
     }
 }
 
+/// An agent's clock offset as the live view says it; none when it was never measured.
+fn clock_text(c: clock::ClockOffset) -> Option<String> {
+    (c != clock::ClockOffset::default()).then(|| clock::describe(&c))
+}
+
 /// Renews the study's heartbeat for `run` ([`super::alive_key`]).
 fn beat_for(c: &mut Connection, run: &str) -> redis::RedisResult<()> {
     redis::cmd("SET")
@@ -859,6 +917,19 @@ impl Executor for HubExecutor<'_> {
 
     fn interrupted(&self) -> bool {
         crate::os::interrupt::interrupted()
+    }
+
+    fn show_live(&self, terminal: Terminal) {
+        for agent in &self.agents {
+            terminal.host(HostRow {
+                name: agent.name.clone(),
+                state: HostState::Announced,
+                clock: clock_text(agent.clock()),
+                tasks: None,
+                why: None,
+            });
+        }
+        *self.live.lock().unwrap_or_else(|p| p.into_inner()) = terminal;
     }
 
     fn hook(&self, plan: &Plan, cell: &CellPlan, hook: Hook) -> std::result::Result<(), String> {

@@ -669,7 +669,7 @@ fn add_open(mut a: OpenStats, b: &OpenStats) -> OpenStats {
 /// A run line as `convert::template` makes it for `fib:5` under `seq` ×8 over 2 hosts, with
 /// `status` and `error`: what the merge starts from (this file's tests and the executor's).
 #[cfg(test)]
-pub(super) fn two_host_template(status: RunStatus, error: Option<&str>) -> RunResult {
+pub(crate) fn two_host_template(status: RunStatus, error: Option<&str>) -> RunResult {
     let req = crate::plan::presets::CellRequest {
         study: "s".into(),
         workload: "fib:5".into(),

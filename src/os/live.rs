@@ -13,6 +13,11 @@
 //! [`crate::os::interrupt`]); Ctrl-C itself still arrives as SIGINT (the terminal keeps
 //! ISIG: only line buffering and echo are turned off).
 //!
+//! A study over a hub's hosts also lists each host the run uses, its state, its clock offset
+//! and its share's tasks, as the study's executor says them ([`LiveState::host`]): the
+//! executor runs in the study's process, between runs and while it waits for answers, never
+//! in a measured path.
+//!
 //! The screen is the terminal's alternate screen: lines the study prints meanwhile (notes,
 //! warnings) show at its foot and are printed again, in order, once it closes. The terminal
 //! is given back on every way out: the study's end, an error (the screen's `Drop`), a panic
@@ -87,6 +92,52 @@ pub struct RunDone {
     pub p99_us: Option<u64>,
 }
 
+/// Where a host of a study over a hub stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostState {
+    /// Alive on the hub, known to the study, no share of the run under way.
+    Announced,
+    /// Given its share of the run under way, not yet answered.
+    Running,
+    /// Answered with its share's run, every task ok.
+    Answered,
+    /// Answered with a run that failed (or some of its tasks did).
+    Failed,
+    /// Refused its share, or its answer was refused.
+    Refused,
+    /// Stopped heartbeating, or did not answer in time.
+    Lost,
+}
+
+impl HostState {
+    /// What the screen says.
+    pub fn word(self) -> &'static str {
+        match self {
+            HostState::Announced => "announced",
+            HostState::Running => "running its share",
+            HostState::Answered => "answered",
+            HostState::Failed => "failed",
+            HostState::Refused => "refused",
+            HostState::Lost => "lost",
+        }
+    }
+}
+
+/// One host of a study over a hub, as the screen shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostRow {
+    /// The agent's name.
+    pub name: String,
+    /// Where it stands.
+    pub state: HostState,
+    /// Its clock against the hub's, as said (`+0.120 ms ± 0.051 ms`), when measured.
+    pub clock: Option<String>,
+    /// Its share's tasks (arrivals, for an open cell), once it was given one.
+    pub tasks: Option<u64>,
+    /// Why it failed, was refused or lost.
+    pub why: Option<String>,
+}
+
 /// One cell as the view keeps it.
 #[derive(Debug, Clone, Default)]
 struct CellState {
@@ -120,6 +171,8 @@ pub struct LiveState {
     said: Vec<String>,
     status: Option<String>,
     stopping: bool,
+    /// The hosts of a study over a hub, in the study's order (none for a local study).
+    hosts: Vec<HostRow>,
 }
 
 impl LiveState {
@@ -142,6 +195,19 @@ impl LiveState {
             said: Vec::new(),
             status: None,
             stopping: false,
+            hosts: Vec::new(),
+        }
+    }
+
+    /// Host `row.name` stands as `row` says: its row replaced, or added after the others.
+    /// Text from the hub (names, reasons) is shown with its control characters escaped.
+    pub fn host(&mut self, mut row: HostRow) {
+        use crate::os::terminal::escape_controls;
+        row.name = escape_controls(&row.name).into_owned();
+        row.why = row.why.map(|w| escape_controls(&w).into_owned());
+        match self.hosts.iter_mut().find(|h| h.name == row.name) {
+            Some(h) => *h = row,
+            None => self.hosts.push(row),
         }
     }
 
@@ -276,14 +342,24 @@ impl LiveState {
     pub fn render(&self, frame: &mut Frame, now: Instant) {
         let area = frame.area();
         let foot = self.foot.len() as u16 + u16::from(self.status.is_some());
-        let [head, table, bottom] = Layout::vertical([
+        // The hosts' block: its title line, its header and a row per host.
+        let hosts = if self.hosts.is_empty() {
+            0
+        } else {
+            self.hosts.len() as u16 + 2
+        };
+        let [head, table, hosts_area, bottom] = Layout::vertical([
             Constraint::Length(2),
             Constraint::Min(3),
+            Constraint::Length(hosts),
             Constraint::Length(foot),
         ])
         .areas(area);
         self.render_head(frame, head, now);
         self.render_table(frame, table);
+        if !self.hosts.is_empty() {
+            self.render_hosts(frame, hosts_area);
+        }
         let mut lines: Vec<Line> = self.foot.iter().map(|l| Line::raw(l.as_str())).collect();
         if let Some(s) = &self.status {
             lines.push(Line::raw(s.as_str()));
@@ -400,6 +476,46 @@ impl LiveState {
         let block = Block::new()
             .borders(Borders::TOP)
             .title(" cells (rate, CPU and memory: the run under way, else the last run) ");
+        frame.render_widget(Table::new(rows, widths).header(header).block(block), area);
+    }
+}
+
+impl LiveState {
+    fn render_hosts(&self, frame: &mut Frame, area: Rect) {
+        let dash = || "-".to_string();
+        let rows = self.hosts.iter().map(|h| {
+            let row = Row::new(vec![
+                Cell::from(format!("  {}", h.name)),
+                Cell::from(h.state.word()),
+                Cell::from(h.clock.clone().unwrap_or_else(dash)),
+                Cell::from(h.tasks.map_or_else(dash, |t| t.to_string())),
+                Cell::from(h.why.clone().unwrap_or_default()),
+            ]);
+            if h.state == HostState::Running {
+                row.style(Style::new().add_modifier(Modifier::BOLD))
+            } else {
+                row
+            }
+        });
+        let name_width = self
+            .hosts
+            .iter()
+            .map(|h| h.name.chars().count() + 3)
+            .max()
+            .unwrap_or(0)
+            .clamp(6, 30) as u16;
+        let widths = [
+            Constraint::Length(name_width),
+            Constraint::Length(18),
+            Constraint::Length(22),
+            Constraint::Length(7),
+            Constraint::Fill(1),
+        ];
+        let header = Row::new(vec!["  host", "state", "clock offset", "tasks", ""])
+            .style(Style::new().add_modifier(Modifier::UNDERLINED));
+        let block = Block::new()
+            .borders(Borders::TOP)
+            .title(" hosts (tasks: their last share's) ");
         frame.render_widget(Table::new(rows, widths).header(header).block(block), area);
     }
 }
@@ -768,6 +884,85 @@ mod tests {
         let screen = text(&s, t2, 100, 12);
         assert!(screen.contains("stopping:"), "{screen}");
         assert!(!screen.contains("160/200"), "{screen}");
+    }
+
+    #[test]
+    fn a_study_over_hosts_lists_each_host_with_its_state_clock_and_share() {
+        let t0 = Instant::now();
+        let mut s = LiveState::new(
+            "study 'run'".into(),
+            vec![("sleep:5ms pool:2 @2 hosts ×20".into(), 3)],
+            t0,
+        );
+        s.running(0);
+        let row = |name: &str, state, tasks, why: Option<&str>| HostRow {
+            name: name.into(),
+            state,
+            clock: Some("+0.120 ms ± 0.051 ms".into()),
+            tasks,
+            why: why.map(str::to_string),
+        };
+        for name in ["h1", "h2", "h3"] {
+            s.host(row(name, HostState::Announced, None, None));
+        }
+        // Each state the executor says, a row replaced by name, an escape sequence in a
+        // reason from the hub shown escaped.
+        s.host(row("h1", HostState::Running, Some(10), None));
+        s.host(row("h2", HostState::Answered, Some(10), None));
+        s.host(row(
+            "h3",
+            HostState::Lost,
+            Some(10),
+            Some("was lost: no heartbeat\x1b[2J"),
+        ));
+        s.host(row(
+            "h4\x1b]0;x\x07",
+            HostState::Refused,
+            Some(5),
+            Some("refused its share"),
+        ));
+        let screen = text(&s, t0, 110, 16);
+        assert!(
+            screen.contains(" hosts (tasks: their last share's) "),
+            "{screen}"
+        );
+        let line = |name: &str| -> Vec<String> {
+            screen
+                .lines()
+                .find(|l| l.trim_start().starts_with(name))
+                .unwrap_or_else(|| panic!("no row for {name}:\n{screen}"))
+                .split("  ")
+                .map(str::trim)
+                .filter(|w| !w.is_empty())
+                .map(str::to_string)
+                .collect()
+        };
+        assert_eq!(
+            line("h1"),
+            ["h1", "running its share", "+0.120 ms ± 0.051 ms", "10"],
+            "{screen}"
+        );
+        assert_eq!(line("h2")[1], "answered", "{screen}");
+        assert_eq!(
+            line("h3"),
+            [
+                "h3",
+                "lost",
+                "+0.120 ms ± 0.051 ms",
+                "10",
+                "was lost: no heartbeat\\x1b[2J"
+            ],
+            "{screen}"
+        );
+        assert_eq!(
+            line("h4")[..2],
+            ["h4\\x1b]0;x\\x07".to_string(), "refused".into()],
+            "{screen}"
+        );
+        assert_eq!(screen.matches("announced").count(), 0, "{screen}");
+        // A local study has no hosts' block.
+        let local = LiveState::new("x".into(), vec![("a".into(), 2)], t0);
+        assert!(!text(&local, t0, 80, 12).contains("hosts"));
     }
 
     #[test]

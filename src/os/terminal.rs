@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::os::live::{LiveState, RunDone, RunProbe, Screen};
+use crate::os::live::{HostRow, LiveState, RunDone, RunProbe, Screen};
 
 /// What a study shows on stderr while it runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,6 +153,11 @@ impl Terminal {
     /// A run of cell `i` ended, having measured `done`.
     pub(crate) fn ran(&self, i: usize, done: RunDone) {
         self.on_screen(|s| s.ran(i, done));
+    }
+
+    /// A host of a study over a hub stands as `row` says, on the live view if it is up.
+    pub(crate) fn host(&self, row: HostRow) {
+        self.on_screen(|s| s.host(row));
     }
 
     /// Whether the live view is up (the runner then hands it each run's probe).

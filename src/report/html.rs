@@ -845,6 +845,102 @@ mod tests {
         assert!(ticks >= 3, "{labels:?}");
     }
 
+    /// A run merged over two hosts draws each host's workers on rows of their own, each
+    /// named by its host's agent, and its caption names the hosts.
+    #[test]
+    fn a_run_over_two_hosts_labels_each_lane_with_its_agent() {
+        use crate::analysis::results::{Meta, RunStatus};
+        use crate::hub::merge::{merge, two_host_template, PartOutcome};
+        use crate::measure::lanes::{Lanes, TimelineTasks};
+        // Each host's share of 4 tasks on its 2 workers, 10 ms each.
+        let share = || {
+            let mut r = two_host_template(RunStatus::Ok, None);
+            r.tasks_ok = 4;
+            r.timeline_us = Some(vec![
+                [0, 10_000],
+                [0, 10_000],
+                [10_000, 20_000],
+                [10_000, 20_000],
+            ]);
+            r.timeline_tasks = Some(Box::new(TimelineTasks {
+                tasks: 4,
+                kept: 4,
+                cap: Some(10_000),
+                lanes: Lanes::Worker,
+                index: (0..4).collect(),
+                worker: vec![0, 1, 0, 1],
+                bytes: vec![1; 4],
+                ..Default::default()
+            }));
+            r
+        };
+        let part = |host: &str, i: usize| PartOutcome {
+            host: host.into(),
+            share: i,
+            tasks: 4,
+            run: Some(share()),
+            lost: None,
+            latency: None,
+            queue_wait: None,
+            clock: Default::default(),
+            first_task_ns: None,
+        };
+        let run = merge(
+            two_host_template(RunStatus::Ok, None),
+            vec![part("alpha", 0), part("b<eta>", 1)],
+            0.0,
+        );
+        let runs = vec![run];
+        let machine = crate::runner::machine::machine();
+        let analysis = crate::analysis::analyze(&runs, &machine);
+        let meta = Meta {
+            schema: 1,
+            concur: "0".into(),
+            started: "2026-01-01T00:00:00Z".into(),
+            machine,
+            command: Vec::new(),
+            allocator: None,
+            notes: Vec::new(),
+            hosts: Vec::new(),
+        };
+        let html = render(&Report {
+            analysis: &analysis,
+            meta: &meta,
+            runs: &runs,
+            comparison: None,
+            advice: &[],
+        });
+        let at = html.find("<svg class=\"timeline\"").expect("a timeline");
+        let svg = &html[at..at + html[at..].find("</svg>").unwrap()];
+        let titles: Vec<&str> = svg
+            .split("<title>")
+            .skip(1)
+            .map(|t| t.split(':').next().unwrap())
+            .collect();
+        assert_eq!(
+            titles,
+            [
+                "host alpha worker 0",
+                "host alpha worker 1",
+                "host b&lt;eta&gt; worker 0",
+                "host b&lt;eta&gt; worker 1"
+            ],
+            "{svg}"
+        );
+        assert!(svg.contains(">host alpha worker 1</text>"), "{svg}");
+        assert_eq!(svg.matches(" data-host=\"alpha\"").count(), 2, "{svg}");
+        assert_eq!(
+            svg.matches(" data-host=\"b&lt;eta&gt;\"").count(),
+            2,
+            "{svg}"
+        );
+        assert!(!svg.contains("b<eta>"), "{svg}");
+        assert!(
+            html.contains("8 tasks · 4 workers · over 2 hosts (alpha, b&lt;eta&gt;), each host&#39;s lanes apart"),
+            "{html}"
+        );
+    }
+
     #[test]
     fn one_cell_far_past_the_rest_gets_a_panel_of_its_own() {
         // The mailer's shape: ten cells near a second, thread ×10000 at forty.

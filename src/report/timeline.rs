@@ -51,12 +51,57 @@ pub struct RunTimeline {
     pub phases_per_task: Option<(usize, u64)>,
     /// The kept tasks, in start order.
     pub spans: Vec<TaskSpan>,
+    /// A run over several hosts: each host's agent, by its position in the run's parts.
+    pub hosts: Vec<String>,
+    /// Once [`hosts_apart`] put each host's lanes apart: the lanes a host takes (host h's
+    /// lane l is lane h·L + l).
+    pub host_stride: Option<u32>,
+}
+
+impl RunTimeline {
+    /// Host `h` (a position in the run's parts) as its agent is named; its position where
+    /// the run does not say.
+    pub fn host_name(&self, h: u32) -> String {
+        self.hosts
+            .get(h as usize)
+            .cloned()
+            .unwrap_or_else(|| h.to_string())
+    }
+
+    /// The host of `lane` and its lane there, once hosts are apart.
+    fn host_of(&self, lane: u32) -> Option<(u32, u32)> {
+        self.host_stride.map(|l| (lane / l.max(1), lane % l.max(1)))
+    }
+
+    /// What lane `lane` is called: `worker 3`, or `host NAME worker 3` once hosts are apart.
+    pub fn lane_name(&self, lane: u32) -> String {
+        match self.host_of(lane) {
+            Some((h, l)) => format!("host {} {} {l}", self.host_name(h), self.lanes.word()),
+            None => format!("{} {lane}", self.lanes.word()),
+        }
+    }
+
+    /// What the neighbouring lanes `first` to `last` are called together.
+    fn band_name(&self, first: u32, last: u32) -> String {
+        match (self.host_of(first), self.host_of(last)) {
+            (Some((h, a)), Some((k, z))) if h == k => {
+                format!("host {} {} {a}–{z}", self.host_name(h), self.lanes.word())
+            }
+            (Some(_), Some(_)) => format!("{} – {}", self.lane_name(first), self.lane_name(last)),
+            _ => format!("{} {first}–{last}", self.lanes.word()),
+        }
+    }
 }
 
 /// The run's timeline with the lane of every span: as recorded in `timeline_tasks`, or, for
 /// a run without them, coloured into slots that never overlap. None without `timeline_us`.
 pub fn read(run: &RunResult) -> Option<RunTimeline> {
     let timeline = run.timeline_us.as_deref()?;
+    let hosts: Vec<String> = run
+        .hub
+        .as_ref()
+        .map(|h| h.parts.iter().map(|p| p.host.clone()).collect())
+        .unwrap_or_default();
     Some(match &run.timeline_tasks {
         Some(t) if t.index.len() == timeline.len() && t.worker.len() == timeline.len() => {
             let mut spans: Vec<TaskSpan> = timeline
@@ -87,6 +132,8 @@ pub fn read(run: &RunResult) -> Option<RunTimeline> {
                 tasks: t.tasks.max(timeline.len()),
                 phases_per_task: t.phases.as_ref().map(|p| (p.per_task, p.dropped)),
                 spans,
+                hosts,
+                host_stride: None,
             }
         }
         _ => {
@@ -111,13 +158,16 @@ pub fn read(run: &RunResult) -> Option<RunTimeline> {
                         phases: Vec::new(),
                     })
                     .collect(),
+                hosts,
+                host_stride: None,
             }
         }
     })
 }
 
 /// A run over several hosts with each host's lanes apart: host `h`'s lane `l` becomes lane
-/// `h·L + l`, L one more than the highest lane of any host, so no two hosts share a row.
+/// `h·L + l`, L one more than the highest lane of any host, so no two hosts share a row; each
+/// row is then named by its host's agent ([`RunTimeline::lane_name`]).
 pub fn hosts_apart(t: &RunTimeline) -> RunTimeline {
     let mut t = t.clone();
     if t.spans.iter().all(|s| s.host.is_none()) {
@@ -134,6 +184,7 @@ pub fn hosts_apart(t: &RunTimeline) -> RunTimeline {
         let h = s.host.unwrap_or(0);
         s.lane = h.saturating_mul(stride).saturating_add(s.lane);
     }
+    t.host_stride = Some(stride);
     t
 }
 
@@ -325,9 +376,9 @@ pub fn draw(t: &RunTimeline, workers: Option<usize>, axis: &Axis) -> Drawn {
 
     let label = |r: &Row| {
         if r.count == 1 {
-            format!("{} {}", t.lanes.word(), r.first)
+            t.lane_name(r.first)
         } else {
-            format!("{} {}–{}", t.lanes.word(), r.first, r.last)
+            t.band_name(r.first, r.last)
         }
     };
     let label_chars = rows
@@ -423,7 +474,8 @@ pub fn draw(t: &RunTimeline, workers: Option<usize>, axis: &Axis) -> Drawn {
             .map(|&i| t.spans[i].end.saturating_sub(t.spans[i].start))
             .sum();
         let busy = busy as f64 / (run_end * row.count as f64);
-        let name = label(row);
+        // An agent's name is outside input: escaped wherever the SVG holds it.
+        let name = super::html::escape(&label(row));
         let title = format!(
             "{name}{}: {} task{}{}, busy {:.0}% of the run",
             if row.count > 1 {
@@ -445,9 +497,16 @@ pub fn draw(t: &RunTimeline, workers: Option<usize>, axis: &Axis) -> Drawn {
         } else {
             format!("{}-{}", row.first, row.last)
         };
+        // A row of one host's lanes says which host.
+        let host_attr = match (t.host_of(row.first), t.host_of(row.last)) {
+            (Some((h, _)), Some((k, _))) if h == k => {
+                format!(" data-host=\"{}\"", super::html::escape(&t.host_name(h)))
+            }
+            _ => String::new(),
+        };
         let _ = writeln!(
             svg,
-            "<g class=\"lane\" data-lane=\"{lane_attr}\" data-lanes=\"{}\" data-tasks=\"{n}\" data-failed=\"{row_failed}\"><title>{title}</title>",
+            "<g class=\"lane\" data-lane=\"{lane_attr}\"{host_attr} data-lanes=\"{}\" data-tasks=\"{n}\" data-failed=\"{row_failed}\"><title>{title}</title>",
             row.count
         );
         let _ = writeln!(
@@ -575,6 +634,21 @@ pub fn draw(t: &RunTimeline, workers: Option<usize>, axis: &Axis) -> Drawn {
         caption.push(format!("{} failed", thousands(failed)));
     }
     caption.push(format!("{} {}", thousands(lanes), plural(t.lanes, lanes)));
+    if t.host_stride.is_some() {
+        let mut hosts: Vec<u32> = t.spans.iter().filter_map(|s| s.host).collect();
+        hosts.sort_unstable();
+        hosts.dedup();
+        caption.push(format!(
+            "over {} host{} ({}), each host's lanes apart",
+            hosts.len(),
+            if hosts.len() == 1 { "" } else { "s" },
+            hosts
+                .iter()
+                .map(|&h| t.host_name(h))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
     if banded {
         caption.push(format!(
             "grouped into {nrows} bands of about {} neighbouring {} (shade: the share of the band's time busy, the palest any work at all)",
@@ -652,6 +726,8 @@ mod tests {
             tasks: 40,
             phases_per_task: None,
             spans,
+            hosts: Vec::new(),
+            host_stride: None,
         };
         let d = draw(&t, Some(4), &Axis::to(10_000));
         assert!(!d.occupancy);
@@ -680,6 +756,8 @@ mod tests {
             spans: (0..3)
                 .map(|i| span(i * 10, i * 10 + 10, 0, i as usize))
                 .collect(),
+            hosts: Vec::new(),
+            host_stride: None,
         };
         let d = draw(&t, Some(2), &Axis::to(30));
         assert!(d.svg.contains("data-lanes=\"2\""));
@@ -699,6 +777,8 @@ mod tests {
             tasks: 10_000,
             phases_per_task: None,
             spans,
+            hosts: Vec::new(),
+            host_stride: None,
         };
         let d = draw(&t, None, &Axis::to(10_000));
         assert!(d.occupancy);
@@ -739,6 +819,8 @@ mod tests {
             tasks: 4,
             phases_per_task: None,
             spans,
+            hosts: Vec::new(),
+            host_stride: None,
         };
         let d = draw(&t, None, &Axis::to(1000));
         assert_eq!(d.svg.matches("class=\"failed\"").count(), 1);

@@ -111,14 +111,7 @@ fn run_events(run: &RunResult, pid: u64, out: &mut Vec<Value>) -> u64 {
         let spans: Vec<&timeline::TaskSpan> = t.spans.iter().filter(|s| s.host == host).collect();
         let meta = |what: &str, tid: u64, args: Value| json!({ "ph": "M", "name": what, "ts": 0, "pid": pid, "tid": tid, "args": args });
         let pname = match host {
-            Some(h) => {
-                let agent = run
-                    .hub
-                    .as_ref()
-                    .and_then(|hub| hub.parts.get(h as usize))
-                    .map_or_else(|| format!("{h}"), |p| p.host.clone());
-                format!("{name} · host {agent}")
-            }
+            Some(h) => format!("{name} · host {}", t.host_name(h)),
             None => name.clone(),
         };
         out.push(meta("process_name", 0, json!({ "name": pname })));
