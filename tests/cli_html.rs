@@ -490,7 +490,10 @@ fn phases_beside_their_task_are_drawn_before_or_after_its_bar_inside_the_axis() 
             .map(|r| {
                 let r = format!(" x={r}");
                 let x = num(&r, "x");
-                (attr(&r, "data-task").parse().unwrap(), (x, x + num(&r, "width")))
+                (
+                    attr(&r, "data-task").parse().unwrap(),
+                    (x, x + num(&r, "width")),
+                )
             })
             .collect();
         assert_eq!(bars.len(), 4, "{cell}");

@@ -153,8 +153,16 @@ fn every_model_traces_each_task_once_on_its_own_lanes() {
             .map(|ps| ps.iter().map(|(k, _, _)| k.as_str()).collect())
             .collect();
         if matches!(*model, "fork" | "spawn") {
-            assert_eq!(phases.len(), 12, "{model}: a process start and exit per task");
-            assert_eq!(kinds, [vec!["process-start", "process-exit"]].into(), "{model}");
+            assert_eq!(
+                phases.len(),
+                12,
+                "{model}: a process start and exit per task"
+            );
+            assert_eq!(
+                kinds,
+                [vec!["process-start", "process-exit"]].into(),
+                "{model}"
+            );
             for (task, ps) in &phases {
                 let slice = slice_of(events, *task);
                 assert_eq!(ps[0].2, slice.0, "{model}: task {task}: {ps:?} {slice:?}");
@@ -586,12 +594,7 @@ fn async_s_own_client_shows_connect_tls_send_wait_and_read_in_order() {
 }
 
 /// Each task's phase kinds, and how many tasks opened a connection (began with a connect).
-fn http_phases(
-    events: &[Value],
-    what: &str,
-    opening: &[&str],
-    reusing: &[&str],
-) -> (usize, u64) {
+fn http_phases(events: &[Value], what: &str, opening: &[&str], reusing: &[&str]) -> (usize, u64) {
     let phases = assert_nested_and_in_order(events, what);
     let mut connects = 0;
     for (task, ps) in &phases {
@@ -628,7 +631,7 @@ fn the_blocking_and_green_clients_show_connect_tls_wait_and_read_in_order() {
         };
         let (tasks, connects) = http_phases(events, model, opening, reusing);
         assert_eq!(tasks, 8, "{model}: every request");
-        assert_eq!(connects as u64, opened, "{model}: a connect per connection");
+        assert_eq!(connects, opened, "{model}: a connect per connection");
         assert!(opened >= 1, "{model}");
     }
     // Over plain HTTP ureq shows no end of the TCP connect: a new connection's lies in the
@@ -661,7 +664,7 @@ fn http2_requests_show_their_send_before_the_wait() {
         &["send", "wait", "read"],
     );
     assert_eq!(tasks, 8, "every stream");
-    assert_eq!(connects as u64, opened, "a connect per connection");
+    assert_eq!(connects, opened, "a connect per connection");
     assert!(opened >= 1);
 }
 

@@ -414,6 +414,27 @@ mod tests {
     }
 
     #[test]
+    fn every_kind_is_listed_named_as_serialised_and_read_back_from_its_tag() {
+        let mut names = std::collections::BTreeSet::new();
+        for k in PhaseKind::ALL {
+            assert_eq!(PhaseKind::from_u8(k as u8), Some(k));
+            assert_eq!(serde_json::to_value(k).unwrap(), k.name());
+            assert!(names.insert(k.name()));
+            // Beside the task or inside it, never both; only a process's start reaches it.
+            assert!(!(k.before_task() && k.after_task()), "{k:?}");
+            assert!(!k.reaches_task() || k.before_task(), "{k:?}");
+        }
+        assert_eq!(PhaseKind::from_u8(0), None);
+        assert_eq!(PhaseKind::from_u8(PhaseKind::ALL.len() as u8 + 1), None);
+        let beside: Vec<&str> = PhaseKind::ALL
+            .into_iter()
+            .filter(|k| k.before_task() || k.after_task())
+            .map(PhaseKind::name)
+            .collect();
+        assert_eq!(beside, ["process-start", "process-exit", "queued", "ack"]);
+    }
+
+    #[test]
     fn a_book_keeps_its_first_events_per_task_and_counts_the_rest() {
         let book = Book::new(Sample { tasks: 10, cap: 5 }, 2);
         book.record_slot(1, PhaseKind::LockWait, 100, 150);

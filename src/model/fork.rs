@@ -78,7 +78,11 @@ fn reap_reported(children: &mut Vec<(libc::pid_t, usize)>, records: &[Option<Tas
         };
         let _ = rusage::wait_child(pid);
         if let Some(task) = crate::measure::phases::task(k) {
-            task.record(PhaseKind::ProcessExit, rec.end_ns, crate::measure::mono_ns());
+            task.record(
+                PhaseKind::ProcessExit,
+                rec.end_ns,
+                crate::measure::mono_ns(),
+            );
         }
         false
     });

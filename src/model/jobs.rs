@@ -307,7 +307,11 @@ impl Model for Jobs {
             if let Some(t) = &traced {
                 let enqueued = enqueued_ns.or_else(|| open.as_ref().map(|a| a.due_ns(index)));
                 if let Some(at) = enqueued {
-                    t.record(PhaseKind::Queued, at, FETCHED.with(std::cell::Cell::get).max(at));
+                    t.record(
+                        PhaseKind::Queued,
+                        at,
+                        FETCHED.with(std::cell::Cell::get).max(at),
+                    );
                 }
             }
             let mut rec = run_task(&*ctx.workload, index);

@@ -67,7 +67,11 @@ fn finish(i: usize, child: std::process::Child, mut pipe: std::fs::File) -> Task
     let rec = match (read, TaskRecord::from_line(&text)) {
         (Ok(_), Some(rec)) => {
             if let Some(task) = crate::measure::phases::task(i) {
-                task.record(PhaseKind::ProcessExit, rec.end_ns, crate::measure::mono_ns());
+                task.record(
+                    PhaseKind::ProcessExit,
+                    rec.end_ns,
+                    crate::measure::mono_ns(),
+                );
             }
             rec
         }
@@ -180,7 +184,10 @@ impl Model for Spawn {
         // of these leaves the rest to be collected in order.
         while !children.is_empty() {
             let Some(pid) = any_exited() else { break };
-            let Some(k) = children.iter().position(|c| c.1 .0.id() as libc::pid_t == pid) else {
+            let Some(k) = children
+                .iter()
+                .position(|c| c.1 .0.id() as libc::pid_t == pid)
+            else {
                 break;
             };
             let (i, (child, pipe)) = children.swap_remove(k);
