@@ -6,6 +6,7 @@
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use common::*;
@@ -459,6 +460,75 @@ fn bars_are_coloured_by_their_phases_with_a_legend() {
         "{svg}"
     );
     assert!(timeline_legend(&text).contains("</span>holding the lock"));
+}
+
+#[test]
+fn phases_beside_their_task_are_drawn_before_or_after_its_bar_inside_the_axis() {
+    let (_dir, _json, _html, text) = run_with_html(&[
+        "-w",
+        "sleep:2ms",
+        "-m",
+        "jobs-memory:2",
+        "-m",
+        "fork",
+        "-n",
+        "4",
+    ]);
+    // Each bar's (x, end) and each phase's (kind, task, x, end), in SVG units.
+    let num = |r: &str, a: &str| attr(r, a).parse::<f64>().unwrap();
+    for (cell, before, after) in [
+        ("jobs-memory:2 ×4", "queued", "ack"),
+        ("fork ×4", "process-start", "process-exit"),
+    ] {
+        let (tag, svg) = timeline_of(&text, cell);
+        let axis_end = 760.0 - 14.0;
+        assert!(tag.contains("data-axis-end-us"), "{tag}");
+        let bars: BTreeMap<usize, (f64, f64)> = svg
+            .split("<rect x=")
+            .skip(1)
+            .filter(|r| r.contains(" data-task=\""))
+            .map(|r| {
+                let r = format!(" x={r}");
+                let x = num(&r, "x");
+                (
+                    attr(&r, "data-task").parse().unwrap(),
+                    (x, x + num(&r, "width")),
+                )
+            })
+            .collect();
+        assert_eq!(bars.len(), 4, "{cell}");
+        for r in svg.split("<rect class=\"phase\"").skip(1) {
+            let (kind, task) = (attr(r, "data-phase"), attr(r, "data-phase-of"));
+            let (x, w) = (num(r, "x"), num(r, "width"));
+            let bar = bars[&task.parse::<usize>().unwrap()];
+            // Positions are written to 0.1, a phase is at least 0.5 wide, and a bar leaves a
+            // pixel's gap after it (its drawn end is a pixel short).
+            if kind == before {
+                assert!(x + w <= bar.0 + 0.6, "{cell}: {kind} of {task}: {r}");
+            } else if kind == after {
+                assert!(x + 1.1 >= bar.1, "{cell}: {kind} of {task}: {r}");
+                assert!(x + w <= axis_end + 0.6, "{cell}: {kind} past the axis: {r}");
+            } else {
+                panic!("{cell}: {kind}");
+            }
+        }
+        for kind in [before, after] {
+            let n = drawn_phases(svg).iter().filter(|(k, _)| k == kind).count();
+            assert_eq!(n, 4, "{cell}: a {kind} per task");
+        }
+    }
+    let legend = timeline_legend(&text);
+    for name in [
+        "waiting in the queue",
+        "acknowledgement",
+        "process start",
+        "process exit (until reaped)",
+    ] {
+        assert!(
+            legend.contains(&format!("</span>{name}")),
+            "{name}: {legend}"
+        );
+    }
 }
 
 fn check_snapshot(name: &str, actual: &str) {

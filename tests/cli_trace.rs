@@ -143,20 +143,36 @@ fn every_model_traces_each_task_once_on_its_own_lanes() {
         let queue = model.starts_with("jobs") && *model != "jobs-procs:2";
         assert_eq!(waits, if queue { 12 } else { 0 }, "{model}");
         // Phases: a process's start before each task of fork and spawn, ending where the
-        // task starts; no other model sees any of sleep's.
-        let phases = phases_by_task(events);
+        // task starts, and its exit after it, from where the task ends; a job's wait in the
+        // queue before each task of a queue on threads, from the run's one enqueue, and its
+        // acknowledgement after it; no other model (jobs-procs's workers are processes of
+        // their own) sees any of sleep's.
+        let phases = assert_nested_and_in_order(events, model);
+        let kinds: BTreeSet<Vec<&str>> = phases
+            .values()
+            .map(|ps| ps.iter().map(|(k, _, _)| k.as_str()).collect())
+            .collect();
         if matches!(*model, "fork" | "spawn") {
-            assert_eq!(phases.len(), 12, "{model}: a process start per task");
+            assert_eq!(
+                phases.len(),
+                12,
+                "{model}: a process start and exit per task"
+            );
+            assert_eq!(
+                kinds,
+                [vec!["process-start", "process-exit"]].into(),
+                "{model}"
+            );
             for (task, ps) in &phases {
                 let slice = slice_of(events, *task);
-                assert_eq!(ps.len(), 1, "{model}: task {task}: {ps:?}");
-                let (kind, a, z) = &ps[0];
-                assert_eq!(kind, "process-start");
-                assert!(
-                    *a <= *z && *z == slice.0,
-                    "{model}: task {task}: {ps:?} {slice:?}"
-                );
+                assert_eq!(ps[0].2, slice.0, "{model}: task {task}: {ps:?} {slice:?}");
+                assert_eq!(ps[1].1, slice.1, "{model}: task {task}: {ps:?} {slice:?}");
             }
+        } else if queue {
+            assert_eq!(phases.len(), 12, "{model}: a wait and an ack per job");
+            assert_eq!(kinds, [vec!["queued", "ack"]].into(), "{model}");
+            let enqueued: BTreeSet<u64> = phases.values().map(|ps| ps[0].1).collect();
+            assert_eq!(enqueued.len(), 1, "{model}: one enqueue: {phases:?}");
         } else {
             assert!(phases.is_empty(), "{model}: {phases:?}");
         }
@@ -239,8 +255,10 @@ fn slice_of(events: &[Value], task: u64) -> (u64, u64) {
     (ts, ts + e["dur"].as_u64().unwrap())
 }
 
-/// Every phase but a process's start lies inside its task's slice, and a task's phases come
-/// one after another in time (none starts before the one before it ended).
+/// Every phase lies inside its task's slice but those beside it (a process's start and a
+/// job's wait in the queue end by its start, a process's exit and a job's acknowledgement
+/// start from its end), and a task's phases come one after another in time (none starts
+/// before the one before it ended).
 fn assert_nested_and_in_order(
     events: &[Value],
     what: &str,
@@ -250,12 +268,12 @@ fn assert_nested_and_in_order(
         let (start, end) = slice_of(events, *task);
         for (kind, a, z) in ps {
             assert!(a <= z, "{what}: task {task}: {ps:?}");
-            if kind != "process-start" {
-                assert!(
-                    start <= *a && *z <= end,
-                    "{what}: task {task} ({start}-{end}): {ps:?}"
-                );
-            }
+            let placed = match kind.as_str() {
+                "process-start" | "queued" => *z <= start,
+                "process-exit" | "ack" => end <= *a,
+                _ => start <= *a && *z <= end,
+            };
+            assert!(placed, "{what}: task {task} ({start}-{end}): {ps:?}");
         }
         for w in ps.windows(2) {
             assert!(w[0].2 <= w[1].1, "{what}: task {task} out of order: {ps:?}");
@@ -573,6 +591,121 @@ fn async_s_own_client_shows_connect_tls_send_wait_and_read_in_order() {
         );
         assert!(opened >= 1, "{model}");
     }
+}
+
+/// Each task's phase kinds, and how many tasks opened a connection (began with a connect).
+fn http_phases(events: &[Value], what: &str, opening: &[&str], reusing: &[&str]) -> (usize, u64) {
+    let phases = assert_nested_and_in_order(events, what);
+    let mut connects = 0;
+    for (task, ps) in &phases {
+        let kinds: Vec<&str> = ps.iter().map(|(k, _, _)| k.as_str()).collect();
+        if kinds == opening {
+            connects += 1;
+        } else {
+            assert_eq!(kinds, reusing, "{what}: task {task}");
+        }
+    }
+    (phases.len(), connects)
+}
+
+#[test]
+fn the_blocking_and_green_clients_show_connect_tls_wait_and_read_in_order() {
+    let models = ["seq", "pool:2", "green:2"];
+    let mut args = vec!["-w", "http:/delay/5ms", "-n", "8", "--tls"];
+    for m in models {
+        args.extend(["-m", m]);
+    }
+    let (_err, runs, procs) = traced(&args);
+    for model in models {
+        let run = runs.iter().find(|r| r["model"] == model).unwrap();
+        let opened = run["connections_opened"].as_u64().unwrap();
+        let events = &procs[&format!("{model} ×8 run 1 · http:/delay/5ms")];
+        // ureq writes the request inside the call that returns the response's head: no send.
+        let (opening, reusing): (&[&str], &[&str]) = if model == "green:2" {
+            (
+                &["connect", "tls", "send", "wait", "read"],
+                &["send", "wait", "read"],
+            )
+        } else {
+            (&["connect", "tls", "wait", "read"], &["wait", "read"])
+        };
+        let (tasks, connects) = http_phases(events, model, opening, reusing);
+        assert_eq!(tasks, 8, "{model}: every request");
+        assert_eq!(connects, opened, "{model}: a connect per connection");
+        assert!(opened >= 1, "{model}");
+    }
+    // Over plain HTTP ureq shows no end of the TCP connect: a new connection's lies in the
+    // wait, and every request has its wait and read.
+    let (_err, _runs, procs) = traced(&["-w", "http:/delay/5ms", "-m", "seq", "-n", "3"]);
+    let events = &procs["seq ×3 run 1 · http:/delay/5ms"];
+    let (tasks, connects) = http_phases(events, "seq", &[], &["wait", "read"]);
+    assert_eq!((tasks, connects), (3, 0));
+}
+
+#[test]
+fn http2_requests_show_their_send_before_the_wait() {
+    let (_err, runs, procs) = traced(&[
+        "-w",
+        "http:/delay/5ms",
+        "-m",
+        "async:2",
+        "-n",
+        "8",
+        "--tls",
+        "--http2",
+    ]);
+    let run = runs.iter().find(|r| r["model"] == "async:2").unwrap();
+    let opened = run["connections_opened"].as_u64().unwrap();
+    let events = &procs["async:2 h2 ×8 run 1 · http:/delay/5ms"];
+    let (tasks, connects) = http_phases(
+        events,
+        "async:2 h2",
+        &["connect", "tls", "send", "wait", "read"],
+        &["send", "wait", "read"],
+    );
+    assert_eq!(tasks, 8, "every stream");
+    assert_eq!(connects, opened, "a connect per connection");
+    assert!(opened >= 1);
+}
+
+#[test]
+fn processes_of_their_own_hide_their_tasks_phases_and_the_trace_line_says_so() {
+    let (err, runs, procs) = traced(&[
+        "-w",
+        "http:/delay/2ms",
+        "-m",
+        "fork",
+        "-m",
+        "jobs-procs:2",
+        "-m",
+        "jobs-memory:2",
+        "-n",
+        "4",
+    ]);
+    assert!(
+        err.contains("trace: phases unseen under fork, jobs-procs (tasks or workers in processes of their own: fork and spawn show only each process's start and exit)"),
+        "{err}"
+    );
+    let kinds = |model: &str| -> BTreeSet<Vec<String>> {
+        let events = &procs[&format!("{model} ×4 run 1 · http:/delay/2ms")];
+        assert_nested_and_in_order(events, model)
+            .into_values()
+            .map(|ps| ps.into_iter().map(|(k, _, _)| k).collect())
+            .collect()
+    };
+    assert_eq!(
+        kinds("fork"),
+        [vec!["process-start".to_string(), "process-exit".into()]].into()
+    );
+    assert!(kinds("jobs-procs:2").is_empty());
+    // A queue on threads sees its jobs' HTTP phases between their wait and their ack.
+    for ks in kinds("jobs-memory:2") {
+        assert_eq!(ks.first().map(String::as_str), Some("queued"), "{ks:?}");
+        assert_eq!(ks.last().map(String::as_str), Some("ack"), "{ks:?}");
+        assert!(ks.iter().any(|k| k == "wait"), "{ks:?}");
+    }
+    let run = runs.iter().find(|r| r["model"] == "fork").unwrap();
+    assert_eq!(run["timeline_tasks"]["phases"]["per_task"], 2);
 }
 
 #[test]

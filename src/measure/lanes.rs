@@ -147,7 +147,9 @@ pub struct Phases {
     /// Each phase's kind.
     pub kind: Vec<PhaseKind>,
     /// Each phase's `[start, end]`, µs from the run's start: inside its task's span, but for
-    /// a process's start, which ends where its task starts.
+    /// the phases before it (a process's start, which ends where its task starts; a job's
+    /// wait in its queue, which ends at the latest there) and after it (a process's exit, a
+    /// job's acknowledgement, which start at the earliest at its end).
     pub us: Vec<[u64; 2]>,
 }
 
@@ -188,7 +190,16 @@ pub fn sample(
             let end = r.end_ns.max(r.start_ns);
             for e in events {
                 let (a, z) = if e.kind.before_task() {
-                    (e.start_ns.min(r.start_ns), r.start_ns)
+                    let a = e.start_ns.min(r.start_ns);
+                    let z = if e.kind.reaches_task() {
+                        r.start_ns
+                    } else {
+                        e.end_ns.clamp(a, r.start_ns)
+                    };
+                    (a, z)
+                } else if e.kind.after_task() {
+                    let a = e.start_ns.max(end);
+                    (a, e.end_ns.max(a))
                 } else {
                     let a = e.start_ns.clamp(r.start_ns, end);
                     (a, e.end_ns.clamp(a, end))
@@ -289,6 +300,27 @@ mod tests {
             vec![PhaseKind::ProcessStart, PhaseKind::Connect, PhaseKind::Read]
         );
         assert_eq!(p.us, vec![[0, 0], [20, 22], [25, 30]]);
+        // Beside its task: a job's wait in the queue keeps its own end, at the latest the
+        // task's start; an exit or an acknowledgement starts at the earliest at its end.
+        let book = Book::new(keep, 4);
+        book_record(&book, 1, PhaseKind::Queued, 2_000, 18_000);
+        book_record(&book, 1, PhaseKind::Ack, 29_000, 33_000);
+        book_record(&book, 0, PhaseKind::Queued, 0, 12_000);
+        book_record(&book, 0, PhaseKind::ProcessExit, 10_000, 11_000);
+        let p = sample(&recs, 0, keep, Lanes::Worker, Some(&book))
+            .1
+            .phases
+            .unwrap();
+        assert_eq!(
+            p.kind,
+            vec![
+                PhaseKind::Queued,
+                PhaseKind::ProcessExit,
+                PhaseKind::Queued,
+                PhaseKind::Ack
+            ]
+        );
+        assert_eq!(p.us, vec![[0, 0], [10, 11], [2, 18], [30, 33]]);
         // A book with nothing in it leaves the timeline without phases.
         let empty = Book::new(keep, 3);
         assert!(sample(&recs, 0, keep, Lanes::Worker, Some(&empty))

@@ -1,6 +1,6 @@
 //! The phases of a run's traced tasks: what a model or a client sees of a task's time without
 //! extra cost (connect, TLS, first byte, read; the interpreter lock waited for and held; a
-//! task process's start), recorded by the run's own process into a buffer made before the
+//! task process's start and exit; a job's wait in its queue and its acknowledgement), recorded by the run's own process into a buffer made before the
 //! run, for the tasks of the trace's sample only ([`Sample`]).
 //!
 //! One event is 16 bytes: its start on the monotonic clock and, in one more word, its kind
@@ -26,7 +26,9 @@ pub enum PhaseKind {
     Connect = 1,
     /// HTTP: its TLS handshake.
     Tls = 2,
-    /// HTTP: the request written.
+    /// HTTP: the request written. Over HTTP/2, the request handed to the connection: the
+    /// wait for a stream the server's limit allows, then its frames queued (the connection
+    /// writes them; when is not seen).
     Send = 3,
     /// HTTP: from the request (its start, where the client does not see it end) to the
     /// response's first byte.
@@ -39,11 +41,20 @@ pub enum PhaseKind {
     LockHeld = 7,
     /// `fork`/`spawn`: from the call that creates the task's process to the task's start in it.
     ProcessStart = 8,
+    /// `fork`/`spawn`: from the task's end in its process to the run's process reaping that
+    /// process (its `wait4` returned).
+    ProcessExit = 9,
+    /// A queue model's job: from its enqueue (a closed run's one enqueue of every job, an
+    /// open run's scheduled one) to a worker's fetch of the batch it came in.
+    Queued = 10,
+    /// A queue model's job: its acknowledgement to the backend, one call for the worker's
+    /// batch after its last job ran.
+    Ack = 11,
 }
 
 impl PhaseKind {
     /// Every kind, in the order a legend lists them.
-    pub const ALL: [PhaseKind; 8] = [
+    pub const ALL: [PhaseKind; 11] = [
         PhaseKind::Connect,
         PhaseKind::Tls,
         PhaseKind::Send,
@@ -52,6 +63,9 @@ impl PhaseKind {
         PhaseKind::LockWait,
         PhaseKind::LockHeld,
         PhaseKind::ProcessStart,
+        PhaseKind::ProcessExit,
+        PhaseKind::Queued,
+        PhaseKind::Ack,
     ];
 
     /// Its name in the results file and the trace.
@@ -65,13 +79,28 @@ impl PhaseKind {
             PhaseKind::LockWait => "lock-wait",
             PhaseKind::LockHeld => "lock-held",
             PhaseKind::ProcessStart => "process-start",
+            PhaseKind::ProcessExit => "process-exit",
+            PhaseKind::Queued => "queued",
+            PhaseKind::Ack => "ack",
         }
     }
 
-    /// Whether the phase lies before its task's start (a process's start): drawn beside the
-    /// task, not inside it.
+    /// Whether the phase lies before its task's start (a process's start, a job's wait in
+    /// its queue): drawn beside the task, not inside it.
     pub fn before_task(self) -> bool {
+        matches!(self, PhaseKind::ProcessStart | PhaseKind::Queued)
+    }
+
+    /// Whether the phase reaches its task's start, which its recorder cannot see (a process's
+    /// start is recorded as the instant the process is made).
+    pub fn reaches_task(self) -> bool {
         self == PhaseKind::ProcessStart
+    }
+
+    /// Whether the phase lies after its task's end (a process's exit, a job's
+    /// acknowledgement): drawn beside the task, not inside it.
+    pub fn after_task(self) -> bool {
+        matches!(self, PhaseKind::ProcessExit | PhaseKind::Ack)
     }
 
     fn from_u8(v: u8) -> Option<PhaseKind> {
@@ -85,6 +114,12 @@ pub const LOCK_PHASES_PER_TASK: usize = 16;
 
 /// The phase events an HTTP task can have (connect, TLS, send, wait, read).
 pub const HTTP_PHASES_PER_TASK: usize = 5;
+
+/// The phase events a task process has (its start and its exit).
+pub const PROCESS_PHASES_PER_TASK: usize = 2;
+
+/// The phase events a queue model's job has (its wait in the queue, its acknowledgement).
+pub const JOB_PHASES_PER_TASK: usize = 2;
 
 /// Which tasks of a run of `tasks` a trace of at most `cap` keeps: all of them, or the
 /// `cap` tasks whose index is `⌊k·tasks/cap⌋` for `k` in `0..cap`, evenly spread.
@@ -286,6 +321,13 @@ pub fn uninstall() -> Option<Arc<Book>> {
     BOOK.write().unwrap_or_else(|p| p.into_inner()).take()
 }
 
+/// Whether a book is installed: what a recorder that must read the clock before it knows its
+/// task checks first (one atomic load).
+#[inline]
+pub fn on() -> bool {
+    ON.load(Ordering::Acquire)
+}
+
 /// Where one traced task's phases go.
 #[derive(Clone)]
 pub struct TaskPhases {
@@ -369,6 +411,27 @@ mod tests {
         assert_eq!(kept, vec![0, 2, 4]);
         let s = Sample { tasks: 5, cap: 10 };
         assert_eq!((0..6).filter_map(|i| s.slot(i)).count(), 5);
+    }
+
+    #[test]
+    fn every_kind_is_listed_named_as_serialised_and_read_back_from_its_tag() {
+        let mut names = std::collections::BTreeSet::new();
+        for k in PhaseKind::ALL {
+            assert_eq!(PhaseKind::from_u8(k as u8), Some(k));
+            assert_eq!(serde_json::to_value(k).unwrap(), k.name());
+            assert!(names.insert(k.name()));
+            // Beside the task or inside it, never both; only a process's start reaches it.
+            assert!(!(k.before_task() && k.after_task()), "{k:?}");
+            assert!(!k.reaches_task() || k.before_task(), "{k:?}");
+        }
+        assert_eq!(PhaseKind::from_u8(0), None);
+        assert_eq!(PhaseKind::from_u8(PhaseKind::ALL.len() as u8 + 1), None);
+        let beside: Vec<&str> = PhaseKind::ALL
+            .into_iter()
+            .filter(|k| k.before_task() || k.after_task())
+            .map(PhaseKind::name)
+            .collect();
+        assert_eq!(beside, ["process-start", "process-exit", "queued", "ack"]);
     }
 
     #[test]

@@ -23,9 +23,6 @@ pub struct AsyncLocal {
 }
 
 impl Model for AsyncLocal {
-    fn sees_http_phases(&self) -> bool {
-        true
-    }
     fn spec(&self) -> String {
         format!("async-local:{}", self.limit)
     }

@@ -274,9 +274,6 @@ pub(super) fn run_on(
 }
 
 impl Model for AsyncMultiThread {
-    fn sees_http_phases(&self) -> bool {
-        true
-    }
     fn spec(&self) -> String {
         format!("async:{}", self.limit)
     }

@@ -622,9 +622,6 @@ fn caps(workers: usize, http2: bool, connections: Option<usize>) -> (usize, Opti
 }
 
 impl Model for CurlMulti {
-    fn sees_http_phases(&self) -> bool {
-        true
-    }
     fn spec(&self) -> String {
         format!("curl:{}", self.workers)
     }

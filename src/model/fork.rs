@@ -1,7 +1,10 @@
 //! `fork`: one process per task with fork(2), from the single-threaded process of the run.
 //! Each child runs its task, writes its record to a shared pipe in one atomic write, and
-//! `_exit`s; the parent reads the records and reaps every child. A child dies with the run's
-//! process, so none outlives a killed study.
+//! `_exit`s; the parent reads the records as they come and reaps each child whose record came
+//! (it is exiting). A child dies with the run's process, so none outlives a killed study.
+//!
+//! A traced task's process exit is from its task's end in the child (its record's end, on
+//! the machine's monotonic clock) to this process's `wait4` for it returning.
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -64,6 +67,25 @@ fn take_lines(buf: &mut Vec<u8>, records: &mut [Option<TaskRecord>]) {
             }
         }
     }
+}
+
+/// Reaps each child whose record has come (it is exiting: the wait is short), recording a
+/// traced task's process exit, and keeps the others.
+fn reap_reported(children: &mut Vec<(libc::pid_t, usize)>, records: &[Option<TaskRecord>]) {
+    children.retain(|&(pid, k)| {
+        let Some(rec) = &records[k] else {
+            return true;
+        };
+        let _ = rusage::wait_child(pid);
+        if let Some(task) = crate::measure::phases::task(k) {
+            task.record(
+                PhaseKind::ProcessExit,
+                rec.end_ns,
+                crate::measure::mono_ns(),
+            );
+        }
+        false
+    });
 }
 
 /// Sets or clears `O_NONBLOCK` on `fd`.
@@ -170,15 +192,7 @@ impl Model for Fork {
                 a.dispatch(|i| {
                     drain(read_end.as_raw_fd(), &mut pending);
                     take_lines(&mut pending, &mut records);
-                    children.retain(|&(pid, k)| {
-                        if records[k].is_some() {
-                            // It has written its record and is exiting: the wait is short.
-                            let _ = rusage::wait_child(pid);
-                            false
-                        } else {
-                            true
-                        }
-                    });
+                    reap_reported(&mut children, &records);
                     let ok = fork_one(i, &mut children, &mut error);
                     created += usize::from(ok);
                     ok
@@ -195,10 +209,25 @@ impl Model for Fork {
             }
         }
         drop(write_end);
+        // The rest of the records as they come (the pipe ends when every child has exited),
+        // each child reaped once its record is read.
         let mut rest = File::from(read_end);
-        let _ = rest.read_to_end(&mut pending);
+        let mut chunk = vec![0u8; 16 << 10];
+        loop {
+            match rest.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => {
+                    pending.extend_from_slice(&chunk[..n]);
+                    take_lines(&mut pending, &mut records);
+                    reap_reported(&mut children, &records);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
         pending.push(b'\n');
         take_lines(&mut pending, &mut records);
+        reap_reported(&mut children, &records);
         for (pid, i) in children {
             let ended = rusage::wait_child(pid);
             if records[i].is_none() {

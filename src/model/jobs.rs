@@ -12,6 +12,11 @@
 //! without the interpreter-lock emulation (one thread each, so it would change nothing) and
 //! with the `mail` workload's default sink. The run's wall time covers opening the queue (a few milliseconds for
 //! SQLite), enqueueing, and everything up to the last acknowledgement.
+//!
+//! A traced job's phases, on worker threads: its wait in the queue (from its enqueue to the
+//! fetch of its batch) and its acknowledgement (the one call for its batch, after the batch's
+//! last job ran); its task is its run. `jobs-procs:W` records none: its workers are
+//! processes of their own, whose phases the run's process cannot see.
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -24,7 +29,8 @@ use super::{never_started, run_task, Entry, Model, ModelOutcome, RunCtx};
 use crate::jobs::worker::{new_worker_id, run_batch, BatchSize, Performed};
 use crate::jobs::{self, Backend, BackendUrl, Claimed, Job, RetrySchedule, DEFAULT_LEASE};
 use crate::measure::lanes::Lanes;
-use crate::measure::TaskRecord;
+use crate::measure::phases::{self, PhaseKind, TaskPhases};
+use crate::measure::{mono_ns, TaskRecord};
 use crate::model::selfcall::SelfCall;
 use crate::workload::Workload;
 
@@ -109,6 +115,10 @@ std::thread_local! {
     /// by every worker thread, and this tells it whose task it records (a thread-local read,
     /// no system call).
     static WORKER: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    /// When this worker thread fetched the batch it runs (ns); set only while tracing.
+    static FETCHED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// The traced jobs of this worker's batch that ran: their acknowledgement is a phase.
+    static TO_ACK: std::cell::RefCell<Vec<TaskPhases>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 impl Jobs {
@@ -290,13 +300,30 @@ impl Model for Jobs {
             let Some(index) = job.args.get(1).and_then(|v| v.as_u64()) else {
                 return Performed::Malformed(format!("no task index in {:?}", job.args));
             };
-            let mut rec = run_task(&*ctx.workload, index as usize);
+            let index = index as usize;
+            // A traced job's wait in the queue: from its enqueue (an open run's scheduled
+            // one) to its batch's fetch.
+            let traced = phases::task(index);
+            if let Some(t) = &traced {
+                let enqueued = enqueued_ns.or_else(|| open.as_ref().map(|a| a.due_ns(index)));
+                if let Some(at) = enqueued {
+                    t.record(
+                        PhaseKind::Queued,
+                        at,
+                        FETCHED.with(std::cell::Cell::get).max(at),
+                    );
+                }
+            }
+            let mut rec = run_task(&*ctx.workload, index);
             rec.sched_ns = enqueued_ns;
             rec.worker = WORKER.with(std::cell::Cell::get);
             let out = match &rec.error {
                 None => Performed::Ok(rec.bytes),
                 Some(e) => Performed::Failed(e.kind.clone(), e.message.clone()),
             };
+            if let (Some(t), None) = (traced, &rec.error) {
+                TO_ACK.with(|a| a.borrow_mut().push(t));
+            }
             drain
                 .records
                 .lock()
@@ -431,10 +458,20 @@ fn work(tasks: usize, q: &Opened, drain: &Drain, perform: &(dyn Fn(&Job) -> Perf
                 return;
             }
         };
+        // While tracing: when the batch was fetched, and when its last job was handled (the
+        // acknowledgement follows).
+        let tracing = phases::on();
+        if tracing {
+            FETCHED.with(|f| f.set(mono_ns()));
+        }
+        let mut handled = 0;
         let mut ended = 0;
         let mut each = |_: &Claimed, r: crate::base::error::Result<Performed>| {
             if let Err(e) = r {
                 *drain.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+            }
+            if tracing {
+                handled = mono_ns();
             }
             ended += 1;
         };
@@ -449,6 +486,15 @@ fn work(tasks: usize, q: &Opened, drain: &Drain, perform: &(dyn Fn(&Job) -> Perf
             &mut size,
             &mut each,
         );
+        if tracing {
+            let now = mono_ns();
+            let traced = TO_ACK.with(|a| std::mem::take(&mut *a.borrow_mut()));
+            if acked.is_ok() {
+                for t in traced {
+                    t.record(PhaseKind::Ack, handled.min(now), now);
+                }
+            }
+        }
         if let Err(e) = acked {
             *drain.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
         }

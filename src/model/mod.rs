@@ -85,11 +85,12 @@ pub trait Model: Send + Sync {
         false
     }
     /// Whether an HTTP task's phases (connect, TLS, send, wait, read) are recorded under this
-    /// model: by its own client (`curl`), or by the workload's async client it drives.
+    /// model: every client records them (curl's own, the async, blocking and green ones), into
+    /// the run's process, so wherever the tasks run in it.
     fn sees_http_phases(&self) -> bool {
-        false
+        !self.task_processes()
     }
-    /// Whether the model records each task's process start (`fork`, `spawn`).
+    /// Whether the model records each task's process start and exit (`fork`, `spawn`).
     fn process_start_phases(&self) -> bool {
         false
     }

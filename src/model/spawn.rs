@@ -1,7 +1,10 @@
 //! `spawn`: one process per task by re-executing our own binary (`concur __task`, a
 //! [`SelfCall::Task`]), the way a language without fork (or `multiprocessing`'s spawn start
 //! method) does it. Each child reads its task on fd 4, reports its record on its own pipe, and
-//! dies with this process.
+//! dies with this process; each is collected as it exits.
+//!
+//! A traced task's process exit is from its task's end in the child (its record's end, on
+//! the machine's monotonic clock) to this process's `wait4` for it returning.
 
 use std::io::Read;
 
@@ -37,14 +40,41 @@ fn exited(pid: libc::pid_t) -> bool {
     }
 }
 
+/// One of this process's children that has exited, left waitable (`WNOWAIT`): blocks until
+/// one has; none when there is none left or the wait failed.
+fn any_exited() -> Option<libc::pid_t> {
+    // SAFETY: as in `exited`, for any child, blocking.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        loop {
+            let r = libc::waitid(libc::P_ALL, 0, &mut info, libc::WEXITED | libc::WNOWAIT);
+            if r == 0 {
+                return Some(info.si_pid());
+            }
+            if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+                return None;
+            }
+        }
+    }
+}
+
 /// Reads a task child's record and reaps it; a child that wrote none crashed, and its exit
-/// is the reason.
+/// is the reason. A traced task's process exit ends here.
 fn finish(i: usize, child: std::process::Child, mut pipe: std::fs::File) -> TaskRecord {
     let mut text = String::new();
     let read = pipe.read_to_string(&mut text);
     let ended = rusage::wait_child(child.id() as i32);
     let rec = match (read, TaskRecord::from_line(&text)) {
-        (Ok(_), Some(rec)) => rec,
+        (Ok(_), Some(rec)) => {
+            if let Some(task) = crate::measure::phases::task(i) {
+                task.record(
+                    PhaseKind::ProcessExit,
+                    rec.end_ns,
+                    crate::measure::mono_ns(),
+                );
+            }
+            rec
+        }
         _ => {
             let why = match ended {
                 Ok(u) => describe_exit(&u),
@@ -149,6 +179,19 @@ impl Model for Spawn {
                     created += 1;
                 }
             }
+        }
+        // Each child collected as it exits (its record is whole by then); a pid that is none
+        // of these leaves the rest to be collected in order.
+        while !children.is_empty() {
+            let Some(pid) = any_exited() else { break };
+            let Some(k) = children
+                .iter()
+                .position(|c| c.1 .0.id() as libc::pid_t == pid)
+            else {
+                break;
+            };
+            let (i, (child, pipe)) = children.swap_remove(k);
+            records.push(finish(i, child, pipe));
         }
         for (i, (child, pipe)) in children {
             records.push(finish(i, child, pipe));

@@ -470,11 +470,18 @@ fn timeline_axes<'a>(
 ) -> BTreeMap<(&'a str, &'a str), timeline::Axis> {
     let mut last: BTreeMap<(&str, &str), u64> = BTreeMap::new();
     for (key, run) in runs {
+        // A phase after its task (a process's exit, a job's acknowledgement) may end last.
+        let phases = run
+            .timeline_tasks
+            .iter()
+            .filter_map(|t| t.phases.as_ref())
+            .flat_map(|p| p.us.iter().map(|u| u[1]));
         let end = run
             .timeline_us
             .iter()
             .flatten()
             .map(|s| s[1])
+            .chain(phases)
             .max()
             .unwrap_or(0);
         let m = last
@@ -507,7 +514,7 @@ fn timelines(
     // threads with and without --gil, are compared by the length of their rows at a glance.
     let last = read
         .iter()
-        .flat_map(|(_, _, t)| t.spans.iter().map(|s| s.end))
+        .flat_map(|(_, _, t)| t.spans.iter().map(timeline::TaskSpan::last_us))
         .max()
         .unwrap_or(0);
     let axis = read

@@ -36,6 +36,14 @@ pub struct TaskSpan {
     pub phases: Vec<(PhaseKind, u64, u64)>,
 }
 
+impl TaskSpan {
+    /// Where the task's drawing ends, µs: its end, or a phase's after it (a process's exit, a
+    /// job's acknowledgement).
+    pub fn last_us(&self) -> u64 {
+        self.phases.iter().map(|p| p.2).fold(self.end, u64::max)
+    }
+}
+
 /// What one run kept of its tasks.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunTimeline {
@@ -270,6 +278,9 @@ pub fn phase_colour(kind: PhaseKind) -> charts::Rgb {
         PhaseKind::LockWait => RGBColor(150, 150, 150),
         PhaseKind::LockHeld => RGBColor(148, 103, 189),
         PhaseKind::ProcessStart => RGBColor(140, 86, 75),
+        PhaseKind::ProcessExit => RGBColor(196, 156, 148),
+        PhaseKind::Queued => RGBColor(188, 189, 34),
+        PhaseKind::Ack => RGBColor(23, 190, 207),
     }
 }
 
@@ -284,6 +295,9 @@ pub fn phase_label(kind: PhaseKind) -> &'static str {
         PhaseKind::LockWait => "waiting for the lock",
         PhaseKind::LockHeld => "holding the lock",
         PhaseKind::ProcessStart => "process start",
+        PhaseKind::ProcessExit => "process exit (until reaped)",
+        PhaseKind::Queued => "waiting in the queue",
+        PhaseKind::Ack => "acknowledgement",
     }
 }
 
@@ -594,7 +608,8 @@ pub fn draw(t: &RunTimeline, workers: Option<usize>, axis: &Axis) -> Drawn {
                     y + pad,
                     row_h - 2.0 * pad
                 );
-                // The task's phases over its bar, in their colours (a process's start before it).
+                // The task's phases over its bar, in their colours (a process's start or a job's wait
+                // in the queue before it, a process's exit or a job's acknowledgement after it).
                 for &(kind, a, z) in &s.phases {
                     let px = x0 + a as f64 * scale;
                     let pw = (z.saturating_sub(a) as f64 * scale).max(0.5);

@@ -3,7 +3,8 @@
 //! (ui.perfetto.dev) and `chrome://tracing` open. A process per run that kept a timeline
 //! (a cell's first counted run; per host of a run over several hosts), a thread per lane
 //! (`worker 3`, `thread 3`, `process 3`, `slot 3`), a complete event (`ph:"X"`) per task in
-//! the timeline with its phases as complete events inside it, and counters (`ph:"C"`) of the
+//! the timeline with its phases as complete events inside it (or beside it: a process's start
+//! and exit, a job's wait in the queue and acknowledgement), and counters (`ph:"C"`) of the
 //! timeline's tasks in flight and, where tasks had a scheduled time, of each one's wait from
 //! it to its start. The process's labels say the sampling and the phases' bound. Times are µs
 //! from the run's start (for hosts, the common start), each run on its own.
@@ -141,7 +142,8 @@ fn run_events(run: &RunResult, pid: u64, out: &mut Vec<Value>) -> u64 {
 }
 
 /// A task's slice, named by its task (an older file's by position), and its phases as slices
-/// nested in it; a process's start lies before the task, on the same track.
+/// nested in it; a process's start or a job's wait in the queue lies before the task, a
+/// process's exit or a job's acknowledgement after it, on the same track.
 fn task_events(span: &timeline::TaskSpan, i: usize, pid: u64, out: &mut Vec<Value>) {
     let tid = u64::from(span.lane);
     let (name, args) = match span.task {

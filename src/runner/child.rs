@@ -340,9 +340,12 @@ pub fn run_cell(req: RunRequest) -> Result<ChildReport> {
 const RUN_END_SAMPLE_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// How many phase events a traced task of this run keeps: what its workload and model can
-/// show (HTTP's five, the lock's first hand-offs, a task process's start); 0 for none.
+/// show (HTTP's five, the lock's first hand-offs, a task process's start and exit, a job's
+/// wait in the queue and acknowledgement); 0 for none.
 fn phases_per_task(ctx: &RunCtx, model: &dyn model::Model) -> usize {
-    use measure::phases::{HTTP_PHASES_PER_TASK, LOCK_PHASES_PER_TASK};
+    use measure::phases::{
+        HTTP_PHASES_PER_TASK, JOB_PHASES_PER_TASK, LOCK_PHASES_PER_TASK, PROCESS_PHASES_PER_TASK,
+    };
     let mut n = 0;
     if ctx.workload.http().is_some() && model.sees_http_phases() {
         n += HTTP_PHASES_PER_TASK;
@@ -351,7 +354,10 @@ fn phases_per_task(ctx: &RunCtx, model: &dyn model::Model) -> usize {
         n += LOCK_PHASES_PER_TASK;
     }
     if model.process_start_phases() {
-        n += 1;
+        n += PROCESS_PHASES_PER_TASK;
+    }
+    if model.is_queue() && !model.task_processes() {
+        n += JOB_PHASES_PER_TASK;
     }
     n
 }

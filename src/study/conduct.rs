@@ -321,8 +321,10 @@ pub fn advise(
 }
 
 /// The line that says how each run's timeline is sampled, when a cell has more tasks than
-/// `--trace-tasks` keeps, and the bound on the lock's phases under `--gil`; none when every
-/// task is kept and no phase is bounded.
+/// `--trace-tasks` keeps, the bound on the lock's phases under `--gil`, and the models whose
+/// tasks run in processes of their own, where that hides phases the run's process would
+/// see (a queue's, an HTTP client's, the lock's); none when every task is kept and no phase
+/// is bounded or hidden.
 fn trace_line(plan: &crate::plan::Plan) -> Option<String> {
     use crate::base::units::thousands;
     let cap = plan.settings.trace_tasks;
@@ -340,6 +342,25 @@ fn trace_line(plan: &crate::plan::Plan) -> Option<String> {
         parts.push(format!(
             "the lock's first {} waits and holds per traced task",
             crate::measure::phases::LOCK_PHASES_PER_TASK
+        ));
+    }
+    let mut hidden: Vec<String> = Vec::new();
+    for c in concur.clone() {
+        let Some(model) = c.model().map(|m| m.build()) else {
+            continue;
+        };
+        let inner = c.key.gil || c.key.workload.starts_with("http:");
+        if model.task_processes() && (model.is_queue() || inner) {
+            let family = model.family();
+            if !hidden.contains(&family) {
+                hidden.push(family);
+            }
+        }
+    }
+    if !hidden.is_empty() {
+        parts.push(format!(
+            "phases unseen under {} (tasks or workers in processes of their own: fork and spawn show only each process's start and exit)",
+            hidden.join(", ")
         ));
     }
     (!parts.is_empty()).then(|| format!("trace: {}", parts.join("; ")))

@@ -2,6 +2,12 @@
 //! workload whose keep-alive connections the worker threads share. ureq tells nothing about
 //! the connection a request used, so its resolver and TLS connector leave that in a
 //! thread-local for the request's thread to read.
+//!
+//! A traced task's phases: connect (from the resolver's call to the TLS handshake's start)
+//! and TLS over `https`; wait, from the request's start (or the handshake's end) to ureq
+//! returning the response's head; read, the body. ureq writes the request inside the same
+//! call, so there is no send phase; over plain HTTP it shows no end of the TCP connect, so a
+//! new connection's connect lies in the wait.
 
 use std::cell::Cell;
 use std::error::Error as _;
@@ -15,6 +21,7 @@ use super::endpoint::{micros, Endpoint};
 use super::request::HttpRequest;
 use super::status_error;
 use crate::measure::conn::ConnSample;
+use crate::measure::phases::{PhaseKind, TaskPhases};
 use crate::measure::{mono_ns, TaskError};
 use crate::os::tls;
 
@@ -43,44 +50,61 @@ impl Client {
         })
     }
 
-    /// Makes `req` on the calling thread: the body bytes read.
-    pub(super) fn fetch(&self, ep: &Endpoint, req: &HttpRequest) -> Result<u64, TaskError> {
+    /// Makes `req` on the calling thread: the body bytes read; its phases into `task` when
+    /// the run traces it.
+    pub(super) fn fetch(
+        &self,
+        ep: &Endpoint,
+        req: &HttpRequest,
+        task: Option<&TaskPhases>,
+    ) -> Result<u64, TaskError> {
         let mut r = self.agent(ep).request(&req.method, &req.url);
         // Every header the builder decided, `Host`, `User-Agent`, `Accept` and
         // `Content-Length` included: ureq adds its own only where a request has none.
         for (name, value) in &req.headers {
             r = r.set(name, value);
         }
-        UREQ_CONN.with(|c| c.set((None, None, None)));
+        UREQ_CONN.with(|c| c.set(NewConn::default()));
+        let asked = task.map(|_| mono_ns());
         let sent = match &req.body {
             Some(b) => r.send_bytes(b),
             None => r.call(),
         };
-        let (opened, connect_us, tls_us) = UREQ_CONN.with(|c| c.take());
-        ep.conns.record(ConnSample {
-            opened: opened.is_some(),
-            connect_us,
-            tls_us,
-        });
+        let head = task.map(|_| mono_ns());
+        let conn = UREQ_CONN.with(|c| c.take());
+        ep.conns.record(conn.sample());
+        if let (Some(t), Some(a), Some(h)) = (task, asked, head) {
+            conn.record(t);
+            if !matches!(sent, Err(ureq::Error::Transport(_))) {
+                t.record(PhaseKind::Wait, conn.tls_end_ns.unwrap_or(a).max(a), h);
+            }
+        }
         let resp = match sent {
             Ok(r) => r,
             Err(ureq::Error::Status(code, r)) => {
                 // Drain so the connection can be reused.
                 let _ = std::io::copy(&mut r.into_reader(), &mut std::io::sink());
+                if let (Some(t), Some(h)) = (task, head) {
+                    t.record(PhaseKind::Read, h, mono_ns());
+                }
                 return Err(status_error(code));
             }
             Err(ureq::Error::Transport(t)) => {
                 return Err(TaskError::new(transport_kind(&t), t.to_string()))
             }
         };
-        std::io::copy(&mut resp.into_reader(), &mut std::io::sink()).map_err(|e| {
+        let read = std::io::copy(&mut resp.into_reader(), &mut std::io::sink()).map_err(|e| {
             let kind = if e.kind() == std::io::ErrorKind::TimedOut {
                 "timeout"
             } else {
                 "read"
             };
             TaskError::new(kind, e.to_string())
-        })
+        });
+        if let (Some(t), Some(h)) = (task, head) {
+            t.record(PhaseKind::Read, h, mono_ns());
+        }
+        read
     }
 }
 
@@ -103,11 +127,42 @@ fn transport_kind(t: &ureq::Transport) -> &'static str {
     }
 }
 
+/// The new connection a request opened, if it opened one: when ureq's resolver was asked for
+/// it, and the TLS handshake's start and end (ns).
+#[derive(Debug, Clone, Copy, Default)]
+struct NewConn {
+    resolved_ns: Option<u64>,
+    tls_start_ns: Option<u64>,
+    tls_end_ns: Option<u64>,
+}
+
+impl NewConn {
+    /// What opening it cost: the TCP connect is what lies between the resolver's call and the
+    /// handshake's start, so it is known over TLS only.
+    fn sample(&self) -> ConnSample {
+        let tls_start = self.tls_start_ns;
+        ConnSample {
+            opened: self.resolved_ns.is_some(),
+            connect_us: self.resolved_ns.zip(tls_start).map(|(a, z)| micros(a, z)),
+            tls_us: tls_start.zip(self.tls_end_ns).map(|(a, z)| micros(a, z)),
+        }
+    }
+
+    /// Its connect and TLS phases, where it has them.
+    fn record(&self, task: &TaskPhases) {
+        if let (Some(a), Some(t)) = (self.resolved_ns, self.tls_start_ns) {
+            task.record(PhaseKind::Connect, a, t);
+            if let Some(z) = self.tls_end_ns {
+                task.record(PhaseKind::Tls, t, z);
+            }
+        }
+    }
+}
+
 thread_local! {
-    /// The connection of the request this thread is making: when ureq's resolver was asked
-    /// for a new connection (ns), the TCP connect's µs and the TLS handshake's µs. Blocking
-    /// threads only: never read inside a coroutine.
-    static UREQ_CONN: Cell<(Option<u64>, Option<u64>, Option<u64>)> = const { Cell::new((None, None, None)) };
+    /// The connection of the request this thread is making. Blocking threads only: never
+    /// read inside a coroutine.
+    static UREQ_CONN: Cell<NewConn> = const { Cell::new(NewConn { resolved_ns: None, tls_start_ns: None, tls_end_ns: None }) };
 }
 
 /// ureq's resolver, counting new connections (ureq resolves once per connection it opens).
@@ -115,7 +170,12 @@ struct CountingResolver;
 
 impl ureq::Resolver for CountingResolver {
     fn resolve(&self, netloc: &str) -> std::io::Result<Vec<SocketAddr>> {
-        UREQ_CONN.with(|c| c.set((Some(mono_ns()), None, None)));
+        UREQ_CONN.with(|c| {
+            c.set(NewConn {
+                resolved_ns: Some(mono_ns()),
+                ..NewConn::default()
+            })
+        });
         netloc.to_socket_addrs().map(|a| a.collect())
     }
 }
@@ -182,8 +242,11 @@ impl ureq::TlsConnector for TimedTls {
         }
         let now = mono_ns();
         UREQ_CONN.with(|c| {
-            let (start, _, _) = c.get();
-            c.set((start, start.map(|s| micros(s, t0)), Some(micros(t0, now))));
+            c.set(NewConn {
+                tls_start_ns: Some(t0),
+                tls_end_ns: Some(now),
+                ..c.get()
+            })
         });
         Ok(Box::new(UreqTls(rustls::StreamOwned::new(conn, io))))
     }

@@ -2,8 +2,11 @@
 //! sockets, whose reads and writes yield to the other coroutines; TLS through rustls's own
 //! blocking stream over such a socket, since rustls does no I/O of its own. Nothing here may
 //! touch a thread-local or block in std I/O: a coroutine migrates between threads.
+//!
+//! A traced task's phases: a new connection's connect and TLS, the request's send, the wait
+//! for the response's first bytes, and the read of the rest.
 
-use std::io::{BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::sync::Mutex;
 
 use super::endpoint::{micros, Endpoint};
@@ -11,6 +14,7 @@ use super::request::HttpRequest;
 use super::status_error;
 use super::wire::{read_response_to, write_request};
 use crate::measure::conn::ConnSample;
+use crate::measure::phases::{PhaseKind, TaskPhases};
 use crate::measure::{mono_ns, TaskError};
 use crate::os::tls;
 
@@ -56,8 +60,14 @@ pub(super) struct Client {
 }
 
 impl Client {
-    /// Makes `req` in the calling coroutine: the body bytes read.
-    pub(super) fn fetch(&self, ep: &Endpoint, req: &HttpRequest) -> Result<u64, TaskError> {
+    /// Makes `req` in the calling coroutine: the body bytes read; its phases into `task` when
+    /// the run traces it.
+    pub(super) fn fetch(
+        &self,
+        ep: &Endpoint,
+        req: &HttpRequest,
+        task: Option<&TaskPhases>,
+    ) -> Result<u64, TaskError> {
         let pooled = if ep.keepalive {
             self.pool.lock().unwrap_or_else(|p| p.into_inner()).pop()
         } else {
@@ -68,7 +78,7 @@ impl Client {
                 ep.conns.record(ConnSample::default());
                 s
             }
-            None => connect(ep)?,
+            None => connect(ep, task)?,
         };
         // The socket's timeouts (set at connect) make a stalled server a `TimedOut` error, or
         // `WouldBlock` where the platform says so.
@@ -79,11 +89,26 @@ impl Client {
             };
             TaskError::new(kind, e.to_string())
         };
+        let writing = task.map(|_| mono_ns());
         let w = stream.get_mut();
         w.write_all(&write_request(req))
             .and_then(|_| w.flush())
             .map_err(io)?;
+        // A traced task waits for the response's first bytes apart (the read below would wait
+        // for them first anyway): send, wait and read are then its phases.
+        let mut first = None;
+        if let (Some(t), Some(w)) = (task, writing) {
+            let sent = mono_ns();
+            t.record(PhaseKind::Send, w, sent);
+            stream.fill_buf().map_err(io)?;
+            let now = mono_ns();
+            t.record(PhaseKind::Wait, sent, now);
+            first = Some(now);
+        }
         let (status, n, keep) = read_response_to(&mut stream, req.is_head()).map_err(io)?;
+        if let (Some(t), Some(f)) = (task, first) {
+            t.record(PhaseKind::Read, f, mono_ns());
+        }
         if keep && ep.keepalive {
             self.pool
                 .lock()
@@ -97,13 +122,17 @@ impl Client {
     }
 }
 
-/// Opens a green connection (TLS included), recording what it cost.
-fn connect(ep: &Endpoint) -> Result<BufReader<Stream>, TaskError> {
+/// Opens a green connection (TLS included), recording what it cost, and its phases into
+/// `task` when traced.
+fn connect(ep: &Endpoint, task: Option<&TaskPhases>) -> Result<BufReader<Stream>, TaskError> {
     let addr = ep.addr()?;
     let t0 = mono_ns();
     let s = may::net::TcpStream::connect(addr)
         .map_err(|e| TaskError::new("connect", format!("{addr}: {e}")))?;
     let t1 = mono_ns();
+    if let Some(t) = task {
+        t.record(PhaseKind::Connect, t0, t1);
+    }
     let _ = s.set_nodelay(true);
     let _ = s.set_read_timeout(Some(ep.timeout));
     let _ = s.set_write_timeout(Some(ep.timeout));
@@ -129,7 +158,11 @@ fn connect(ep: &Endpoint) -> Result<BufReader<Stream>, TaskError> {
                 ep.conns.record(sample);
                 return Err(tls_err(tls::handshake_failure(&e)));
             }
-            sample.tls_us = Some(micros(t1, mono_ns()));
+            let t2 = mono_ns();
+            sample.tls_us = Some(micros(t1, t2));
+            if let Some(t) = task {
+                t.record(PhaseKind::Tls, t1, t2);
+            }
             Stream::Tls(Box::new(rustls::StreamOwned::new(conn, s)))
         }
     };

@@ -447,6 +447,7 @@ async fn send_h2(
     task: Option<&TaskPhases>,
 ) -> Result<u64, TaskError> {
     let read = |e: h2::Error| TaskError::new("read", e.to_string());
+    let asked = task.map(|_| mono_ns());
     // Waits while the connection has as many streams open as the server allows.
     let mut sender = conn
         .sender
@@ -456,14 +457,19 @@ async fn send_h2(
         .map_err(|e| TaskError::new("connect", e.to_string()))?;
     let body = body.filter(|b| !b.is_empty());
     let stream = OpenStream::new(&conn.open, &ep.conns);
-    let sent = task.map(|_| mono_ns());
     let (resp, mut send) = sender.send_request(head, body.is_none()).map_err(read)?;
     if let Some(b) = body {
         // Queued whole; h2 sends it as the server's window allows.
         send.send_data(b, true).map_err(read)?;
     }
+    // HTTP/2: the send is the wait for a stream the server's limit allows and the frames
+    // handed to h2 (its connection task writes them, unseen here); then the wait for the
+    // response's head, then the body.
+    let sent = task.map(|_| mono_ns());
+    if let (Some(t), Some(a), Some(z)) = (task, asked, sent) {
+        t.record(PhaseKind::Send, a, z);
+    }
     let resp = resp.await.map_err(read)?;
-    // HTTP/2: from handing the stream to h2 to its response's head, then the body.
     let first = task.map(|_| mono_ns());
     if let (Some(t), Some(a), Some(z)) = (task, sent, first) {
         t.record(PhaseKind::Wait, a, z);

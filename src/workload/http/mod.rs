@@ -37,6 +37,7 @@ pub use wire::{read_response, read_response_to};
 
 use super::{Entry, HttpTasks, Nature, TaskError, TaskFuture, Workload, WorkloadOptions};
 use crate::measure::conn::{ConnRecorder, Connections};
+use crate::measure::phases;
 use crate::workload::gil;
 use endpoint::Endpoint;
 use request::RequestBuilder;
@@ -121,7 +122,8 @@ impl Workload for Http {
     fn task(&self, index: usize) -> Result<u64, TaskError> {
         self.check_server()?;
         let req = self.requests.build(index);
-        gil::released(|| self.blocking.fetch(&self.endpoint, &req))
+        let phases = phases::workload_task(index);
+        gil::released(|| self.blocking.fetch(&self.endpoint, &req, phases.as_ref()))
     }
     fn task_async(self: Arc<Self>, index: usize) -> TaskFuture {
         Box::pin(async move {
@@ -133,8 +135,9 @@ impl Workload for Http {
     }
     fn task_green(&self, index: usize) -> Result<u64, TaskError> {
         self.check_server()?;
+        let phases = phases::workload_task(index);
         self.green
-            .fetch(&self.endpoint, &self.requests.build(index))
+            .fetch(&self.endpoint, &self.requests.build(index), phases.as_ref())
     }
     fn supports_green(&self) -> bool {
         true
