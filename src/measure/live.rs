@@ -13,10 +13,10 @@
 //! shards, and it is the reader that sees every planned task started (the started sum at the
 //! planned count): the memory sampler takes its PSS sample then.
 
+use std::cell::Cell;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
-use std::cell::Cell;
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// The counts of the threads that share it, alone on a cache line.
