@@ -241,6 +241,15 @@ fn peer_report(ended: &Ended) -> Option<Result<PeerReport, String>> {
     )
 }
 
+/// The bytes each task of an external cell produces, when the cell knows them (a classic
+/// program's): its runs must count their tasks and report those bytes.
+fn bytes_per_task(cell: &CellPlan) -> Option<u64> {
+    match cell.kind {
+        CellKind::External { bytes_per_task, .. } => bytes_per_task,
+        CellKind::Concur { .. } => None,
+    }
+}
+
 /// The tasks ok and failed of an external run's `CONCUR` line, held to its cell, or why they
 /// are a bad line rather than a measurement (the reason names the counts): they must account
 /// for every task of the cell (a line of 7 tasks ok out of 4 was found by the concur_line
@@ -255,11 +264,7 @@ fn counted(r: &PeerReport, cell: &CellPlan) -> Result<(usize, usize), String> {
             "its CONCUR line counts {ok} tasks ok and {failed} failed, not the cell's {n}"
         ));
     }
-    let CellKind::External {
-        bytes_per_task: Some(each),
-        ..
-    } = cell.kind
-    else {
+    let Some(each) = bytes_per_task(cell) else {
         return Ok((ok, failed));
     };
     if r.tasks_ok.is_none() {
@@ -366,6 +371,13 @@ pub(crate) fn convert_external(
             if run.tasks_failed > 0 {
                 run.failures.insert("external".into(), run.tasks_failed);
             }
+        }
+        None if verdict.status == RunStatus::Ok && bytes_per_task(cell).is_some() => {
+            run.status = RunStatus::Failed;
+            run.error = Some(format!(
+                "it printed no CONCUR line to count its tasks ok of the cell's {n}"
+            ));
+            run.tasks_failed = n;
         }
         _ => {
             run.tasks_ok = if verdict.status == RunStatus::Ok {
@@ -487,6 +499,50 @@ mod tests {
         assert!(
             e.contains("2 tasks ok and 0 failed, not the cell's 4"),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn a_cell_that_knows_its_bytes_fails_a_run_without_a_concur_line() {
+        let ended = |line: Option<&str>| Ended {
+            waited: Ok(crate::measure::rusage::ChildUsage {
+                exit_code: Some(0),
+                ..Default::default()
+            }),
+            concur_line: line.map(str::to_string),
+            ..ended_with("")
+        };
+        let judged = |each, line| {
+            let ended = ended(line);
+            let verdict = classify_external(&ended, Duration::from_secs(9));
+            convert_external(&external_cell(each), 0, ended, verdict)
+        };
+        let run = judged(Some(0), None);
+        assert_eq!(run.status, RunStatus::Failed);
+        assert_eq!(
+            run.error.as_deref(),
+            Some("it printed no CONCUR line to count its tasks ok of the cell's 4")
+        );
+        assert_eq!((run.tasks_ok, run.tasks_failed), (0, 4));
+        // A program of the user's own may print none: its whole process is the run.
+        let run = judged(None, None);
+        assert_eq!((run.status, run.tasks_ok), (RunStatus::Ok, 4));
+        let run = judged(
+            Some(0),
+            Some(r#"{"wall_s": 0.5, "tasks_ok": 4, "bytes": 0}"#),
+        );
+        assert_eq!(
+            (run.status, run.tasks_ok, run.wall_s),
+            (RunStatus::Ok, 4, 0.5)
+        );
+        let run = judged(
+            Some(8),
+            Some(r#"{"wall_s": 0.5, "tasks_ok": 4, "bytes": 24}"#),
+        );
+        assert_eq!(run.status, RunStatus::Failed);
+        assert!(
+            run.error.as_deref().is_some_and(|e| e.contains("24 bytes")),
+            "{run:?}"
         );
     }
 
