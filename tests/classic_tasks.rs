@@ -2,12 +2,15 @@
 //! Java, Elixir, CPython and MRI, and the bare tokio floor, as rows beside concur's own
 //! models, each with its own start, wake-ups and task count (its checksum) from its `CONCUR`
 //! line; and without those toolchains, notes naming the packages and an exit of 0. The crawl
-//! and gil studies: Go's, Java's and Node.js's rows.
+//! and gil studies: Go's, Java's and Node.js's rows. Each program counts its own work: a
+//! copy that loses tasks, run as a user's own program, fails its row.
 //! The tests with the toolchains are in the full tier (`.ci/run` installs them); the one
 //! without needs nothing. The studies make 10,000 threads, so each test holds
 //! `common::alone()`.
 
 mod common;
+
+use std::path::{Path, PathBuf};
 
 use common::*;
 use serde_json::Value;
@@ -190,6 +193,257 @@ fn classic_crawl_and_gil_run_go_java_and_node() {
         }
     }
     assert!(notes.contains("iterations of its 32-bit loop"), "{notes}");
+}
+
+/// The shipped program `name` (`concur classic show NAME`) with each `(from, to)` made, written
+/// as `dir/file`: a variant that loses part of its work. Each `from` must be in the program
+/// once, so that a program that changes shape fails here rather than passing unbroken.
+fn variant(dir: &Path, name: &str, file: &str, edits: &[(&str, &str)]) -> PathBuf {
+    let out = concur()
+        .args(["classic", "show", name])
+        .output()
+        .expect("concur runs");
+    assert!(out.status.success(), "classic show {name}: {out:?}");
+    let mut text = String::from_utf8(out.stdout).expect("utf-8");
+    for (from, to) in edits {
+        assert_eq!(
+            text.matches(from).count(),
+            1,
+            "{name}: {from:?} once in\n{text}"
+        );
+        text = text.replace(from, to);
+    }
+    let path = dir.join(file);
+    std::fs::create_dir_all(path.parent().expect("a folder")).expect("folder");
+    std::fs::write(&path, text).expect("written");
+    path
+}
+
+/// Runs the external cells `peers` (`LABEL=COMMAND`) at 20 tasks in the table of
+/// `sleep:10ms` (`seq`), as a user's own programs are run (`--peer`): the results' lines.
+fn run_peers(peers: &[String], code: i32) -> Vec<Value> {
+    let mut args = vec!["-w", "sleep:10ms", "-m", "seq", "-n", "20", "-r", "1"];
+    for p in peers {
+        args.extend(["--peer", p.as_str()]);
+    }
+    run_study_exiting(&args, code).1
+}
+
+/// What a row of 20 tasks that counted 18 of them says.
+const LOST_TWO: &str = "its CONCUR line counts 18 tasks ok and 0 failed, not the cell's 20";
+
+/// Checks that the row `label` failed its one run with [`LOST_TWO`].
+fn assert_lost_two(lines: &[Value], label: &str) {
+    let runs = runs_of(lines, label);
+    assert_eq!(runs.len(), 1, "{label}: {lines:?}");
+    let r = runs[0];
+    assert_eq!(r["status"], "failed", "{label}: {r}");
+    assert_eq!(r["error"], LOST_TWO, "{label}: {r}");
+    assert_eq!(
+        (&r["tasks_ok"], &r["tasks_failed"]),
+        (&0.into(), &20.into()),
+        "{r}"
+    );
+}
+
+/// Fast tier (a second): the Python programs count their own work. A copy of tasks.py whose
+/// every 10th task does not count itself, and of gil.py whose every 10th thread's call does
+/// not return, run as a user's own programs beside the intact ones: their rows fail with the
+/// counts named; the intact rows count all 20.
+#[test]
+fn python_programs_that_lose_tasks_fail_their_rows() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tasks = variant(dir.path(), "tasks-python", "tasks.py", &[]);
+    let lossy = |i: &str| format!("0 if i % 10 == 0 else {i}");
+    let broken = variant(
+        dir.path(),
+        "tasks-python",
+        "broken/tasks.py",
+        &[
+            (
+                "        return 1\n",
+                &format!("        return {}\n", lossy("1")),
+            ),
+            (
+                "        done[i] = 1\n",
+                &format!("        done[i] = {}\n", lossy("1")),
+            ),
+        ],
+    );
+    let gil = variant(
+        dir.path(),
+        "gil",
+        "broken/gil.py",
+        &[(
+            "        out[i] = fn(*args)\n\n",
+            "        out[i] = None if i % 10 == 0 else fn(*args)\n\n",
+        )],
+    );
+    let py = |label: &str, file: &Path, mode: &str| {
+        format!(
+            "{label}=python3 {} {mode} --tasks {{tasks}} --wait-ms 10",
+            file.display()
+        )
+    };
+    let lines = run_peers(
+        &[
+            py("intact:asyncio", &tasks, "asyncio"),
+            py("intact:threads", &tasks, "threads"),
+            py("broken:asyncio", &broken, "asyncio"),
+            py("broken:threads", &broken, "threads"),
+            format!(
+                "broken:gil=python3 {} --mode threads --tasks {{tasks}} --iterations 1000",
+                gil.display()
+            ),
+        ],
+        1,
+    );
+    for label in ["intact:asyncio", "intact:threads"] {
+        let r = runs_of(&lines, label)[0];
+        assert_eq!(r["status"], "ok", "{r}");
+        assert_eq!(r["tasks_ok"], 20, "{r}");
+    }
+    for label in ["broken:asyncio", "broken:threads", "broken:gil"] {
+        assert_lost_two(&lines, label);
+    }
+}
+
+/// The other runtimes' programs count their own work too: a copy of each tasks program whose
+/// every 10th task does not count itself, and of each gil program that loses every 10th
+/// call's result, fails its row with the counts named.
+#[test]
+#[ignore = "full tier: needs Go, Node.js, a JDK, Elixir and ruby"]
+fn other_runtimes_programs_that_lose_tasks_fail_their_rows() {
+    require(&[Need::Runtimes, Need::Ruby]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let built = |what: &str, cmd: &mut std::process::Command| {
+        let out = cmd.output().expect("the toolchain runs");
+        assert!(out.status.success(), "{what}: {out:?}");
+    };
+    let go = |name: &str, file: &str, edits: &[(&str, &str)]| {
+        let src = variant(d, name, &format!("{name}/{file}"), edits);
+        let bin = d.join(name).join("bin");
+        built(
+            name,
+            std::process::Command::new("go")
+                .arg("build")
+                .arg("-o")
+                .arg(&bin)
+                .arg(&src)
+                .current_dir(d.join(name)),
+        );
+        bin
+    };
+    let java = |name: &str, file: &str, edits: &[(&str, &str)]| {
+        let src = variant(d, name, &format!("{name}/{file}"), edits);
+        let classes = d.join(name);
+        built(
+            name,
+            std::process::Command::new("javac")
+                .arg("-d")
+                .arg(&classes)
+                .arg(&src),
+        );
+        classes
+    };
+    let tasks_go = go(
+        "tasks-go",
+        "tasks.go",
+        &[(
+            "\t\t\tfinished.Add(1)\n",
+            "\t\t\tif i%10 != 0 {\n\t\t\t\tfinished.Add(1)\n\t\t\t}\n",
+        )],
+    );
+    let gil_go = go(
+        "gil-go",
+        "gil.go",
+        &[(
+            "\t\t\t\twork(*iterations, &results[i], &done, &bytes)\n\t\t\t}(i)",
+            "\t\t\t\tif i%10 != 0 {\n\t\t\t\t\twork(*iterations, &results[i], &done, &bytes)\n\t\t\t\t}\n\t\t\t}(i)",
+        )],
+    );
+    let tasks_java = java(
+        "tasks-java",
+        "Tasks.java",
+        &[(
+            "                finished.incrementAndGet();\n",
+            "                if (k % 10 != 0) finished.incrementAndGet();\n",
+        )],
+    );
+    let gil_java = java(
+        "gil-java",
+        "Gil.java",
+        &[(
+            "new Thread(() -> work(n, results, k));",
+            "new Thread(() -> { if (k % 10 != 0) work(n, results, k); });",
+        )],
+    );
+    let tasks_node = variant(
+        d,
+        "tasks-node",
+        "tasks.js",
+        &[("  return 1;\n", "  return i % 10 === 0 ? 0 : 1;\n")],
+    );
+    let gil_node = variant(
+        d,
+        "gil-node",
+        "gil.js",
+        &[(
+            "Promise.all(runs).then(done);",
+            "Promise.all(runs).then((r) => done(r.filter((_, i) => i % 10 !== 0)));",
+        )],
+    );
+    let tasks_ruby = variant(
+        d,
+        "tasks-ruby",
+        "tasks.rb",
+        &[(
+            "    late[i] = clock.call - start - wait\n    1\n",
+            "    late[i] = clock.call - start - wait\n    i % 10 == 0 ? 0 : 1\n",
+        )],
+    );
+    let tasks_elixir = variant(
+        d,
+        "tasks-elixir",
+        "tasks.exs",
+        &[
+            ("|> Enum.map(fn _ ->", "|> Enum.map(fn i ->"),
+            (
+                "wait_ms * 1000, 1}",
+                "wait_ms * 1000, if(rem(i, 10) == 0, do: 0, else: 1)}",
+            ),
+        ],
+    );
+    let waits = "--tasks {tasks} --wait-ms 10";
+    let gil = "--tasks {tasks} --iterations 1000";
+    let peers = [
+        format!("broken:go-tasks={} {waits}", tasks_go.display()),
+        format!("broken:go-gil={} --mode goroutines {gil}", gil_go.display()),
+        format!(
+            "broken:java-tasks=java -cp {} Tasks {waits}",
+            tasks_java.display()
+        ),
+        format!(
+            "broken:java-gil=java -cp {} Gil --mode threads {gil}",
+            gil_java.display()
+        ),
+        format!("broken:node-tasks=node {} {waits}", tasks_node.display()),
+        format!(
+            "broken:node-gil=node {} --mode workers {gil}",
+            gil_node.display()
+        ),
+        format!("broken:ruby-tasks=ruby {} {waits}", tasks_ruby.display()),
+        format!(
+            "broken:elixir-tasks=elixir {} {waits}",
+            tasks_elixir.display()
+        ),
+    ];
+    let lines = run_peers(&peers, 1);
+    for p in &peers {
+        let label = p.split_once('=').map_or(p.as_str(), |(l, _)| l);
+        assert_lost_two(&lines, label);
+    }
 }
 
 /// Bad sizes for the floor program and flags the tasks study cannot take are usage errors:

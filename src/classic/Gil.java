@@ -1,11 +1,23 @@
 // The gil study's CPU body in Java: K platform threads each running the multiply loop
 // (a, b = b, a*b, wrapping 64-bit: concur's own loop), on every core (the JVM has no
 // interpreter lock), or the K calls one after another with --mode plain. Prints one CONCUR
-// line: the work's wall and 8 bytes a task, as concur's spin.
+// line: the work's wall, the calls that returned (each adds itself to an AtomicLong) and the
+// bytes they produced, summed: each result's size, Long.BYTES, as concur's spin.
 //
 //   javac -d . Gil.java && java -cp . Gil --mode threads --tasks 6 --iterations 60000000
+import java.util.concurrent.atomic.AtomicLong;
+
 public class Gil {
     static volatile long sink;
+    static final AtomicLong done = new AtomicLong();
+    static final AtomicLong bytes = new AtomicLong();
+
+    /** One call: its result kept, the call and the result's bytes counted. */
+    static void work(long n, long[] results, int i) {
+        results[i] = spin(n);
+        done.incrementAndGet();
+        bytes.addAndGet(Long.BYTES);
+    }
 
     static long spin(long n) {
         long a = 3;
@@ -34,12 +46,12 @@ public class Gil {
         long[] results = new long[tasks];
         long t0 = System.nanoTime();
         if (mode.equals("plain")) {
-            for (int i = 0; i < tasks; i++) results[i] = spin(n);
+            for (int i = 0; i < tasks; i++) work(n, results, i);
         } else {
             Thread[] threads = new Thread[tasks];
             for (int i = 0; i < tasks; i++) {
                 final int k = i;
-                threads[i] = new Thread(() -> results[k] = spin(n));
+                threads[i] = new Thread(() -> work(n, results, k));
                 threads[i].start();
             }
             for (Thread t : threads) t.join();
@@ -48,6 +60,6 @@ public class Gil {
         for (long r : results) sink ^= r;
         System.out.printf(
             "CONCUR {\"wall_s\": %.6f, \"bytes\": %d, \"tasks_ok\": %d, \"runtime\": \"java %s\"}%n",
-            wall, 8 * tasks, tasks, System.getProperty("java.version"));
+            wall, bytes.get(), done.get(), System.getProperty("java.version"));
     }
 }

@@ -1,17 +1,20 @@
 // The gil study's CPU body in Go: K goroutines each running the multiply loop
 // (a, b = b, a*b, wrapping) N times, on every core (Go has no interpreter lock), or the K
-// calls one after another with --mode plain. Prints one CONCUR line: the work's wall and 8
-// bytes a task (its result's size, as concur's spin).
+// calls one after another with --mode plain. Prints one CONCUR line: the work's wall, the
+// calls that returned (each adds itself to an atomic counter) and the bytes they produced,
+// summed: each result's size, 8 bytes, as concur's spin.
 //
 //	go build -o gil gil.go && ./gil --mode goroutines --tasks 6 --iterations 60000000
 package main
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -26,6 +29,13 @@ func spin(n int64) uint64 {
 
 var sink uint64
 
+// work is one call: its result kept, the call and the result's bytes counted.
+func work(n int64, result *uint64, done, bytes *atomic.Int64) {
+	*result = spin(n)
+	done.Add(1)
+	bytes.Add(int64(binary.Size(*result)))
+}
+
 func main() {
 	mode := flag.String("mode", "goroutines", "plain or goroutines")
 	tasks := flag.Int("tasks", 1, "K")
@@ -33,9 +43,10 @@ func main() {
 	flag.Parse()
 	t0 := time.Now()
 	results := make([]uint64, *tasks)
+	var done, bytes atomic.Int64
 	if *mode == "plain" {
 		for i := range results {
-			results[i] = spin(*iterations)
+			work(*iterations, &results[i], &done, &bytes)
 		}
 	} else {
 		var wg sync.WaitGroup
@@ -43,7 +54,7 @@ func main() {
 			wg.Add(1)
 			go func(i int) {
 				defer wg.Done()
-				results[i] = spin(*iterations)
+				work(*iterations, &results[i], &done, &bytes)
 			}(i)
 		}
 		wg.Wait()
@@ -53,7 +64,7 @@ func main() {
 		sink ^= r
 	}
 	line, _ := json.Marshal(map[string]any{
-		"wall_s": wall, "bytes": 8 * *tasks, "tasks_ok": *tasks, "runtime": runtime.Version(),
+		"wall_s": wall, "bytes": bytes.Load(), "tasks_ok": done.Load(), "runtime": runtime.Version(),
 	})
 	fmt.Printf("CONCUR %s\n", line)
 }

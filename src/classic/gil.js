@@ -1,13 +1,21 @@
 // The gil study's CPU body in Node.js: K tasks each running the multiply loop
 // (a, b = b, a*b, in 32-bit integers) N times, in K worker_threads (on every core: no lock
 // between workers), or one after another on the main thread with --mode plain. With
-// --calibrate N it times N iterations instead. Prints one CONCUR line: the work's wall and 8
-// bytes a task, as concur's spin.
+// --calibrate N it times N iterations instead. Prints one CONCUR line: the work's wall, the
+// calls that returned (each worker's message, or each plain call's result) and the bytes
+// they produced, summed: each result's size, 8 bytes (a Float64Array element: a JavaScript
+// number), as concur's spin.
 //
 //   node gil.js --mode workers --tasks 6 --iterations 60000000
 'use strict';
 const { Worker, isMainThread, parentPort, workerData } = require('node:worker_threads');
 const { performance } = require('node:perf_hooks');
+
+// One call: its result and the result's bytes.
+function work(n) {
+  const result = spin(n);
+  return { result, bytes: Float64Array.of(result).byteLength };
+}
 
 function spin(n) {
   let a = 3;
@@ -21,7 +29,7 @@ function spin(n) {
 }
 
 if (!isMainThread) {
-  parentPort.postMessage(spin(workerData));
+  parentPort.postMessage(work(workerData));
 } else {
   const arg = (name, fallback) => {
     const i = process.argv.indexOf(name);
@@ -43,14 +51,14 @@ if (!isMainThread) {
     const wall = (performance.now() - t0) / 1000;
     const line = {
       wall_s: wall,
-      bytes: 8 * results.length,
+      bytes: results.reduce((sum, r) => sum + r.bytes, 0),
       tasks_ok: results.length,
       runtime: `node ${process.version}`,
     };
     console.log(`CONCUR ${JSON.stringify(line)}`);
   };
   if (mode === 'plain') {
-    done(Array.from({ length: tasks }, () => spin(n)));
+    done(Array.from({ length: tasks }, () => work(n)));
   } else {
     const runs = Array.from(
       { length: tasks },

@@ -13,8 +13,10 @@ multiprocessing.Process objects (fork by default), started together and joined. 
   math1 -- CPU: a, b = 3, 5; N times a, b = b, (a * b) % 2**64 (the modulo keeps the ints
            bounded, like concur's wrapping multiply);
   io1   -- I/O: open /dev/urandom once, then R reads of S bytes.
-One cell's last line is `CONCUR {"wall_s": ..., "bytes": ..., "tasks_ok": K}`: the work's own
-wall, without the interpreter's start-up. The table times every (body, K, mode) REPEAT times
+One cell's last line is `CONCUR {"wall_s": ..., "bytes": ..., "tasks_ok": ...}`: the work's own
+wall, without the interpreter's start-up, the calls that returned (threads' and processes'
+results come back through a list or a shared array) and the bytes they produced, summed: math1's
+8-byte result, io1's bytes read. The table times every (body, K, mode) REPEAT times
 in the same way, one after another in this process, and prints the medians with the speedup
 over plain calls for the same K; --json also writes them as a list of {"body", "mode",
 "tasks", "median_s", "runs"}. Standard library only.
@@ -35,7 +37,7 @@ def math1(iterations):
     a, b = 3, 5
     for _ in range(iterations):
         a, b = b, (a * b) % MOD64
-    return 8
+    return len(b.to_bytes(8, "little"))
 
 
 def io1(reads, read_size):
@@ -46,12 +48,15 @@ def io1(reads, read_size):
     return total
 
 
+# Each mode returns every call's result (its bytes), None for a call that did not return.
+
+
 def plain(fn, args, k):
-    return sum(fn(*args) for _ in range(k))
+    return [fn(*args) for _ in range(k)]
 
 
 def threads(fn, args, k):
-    out = [0] * k
+    out = [None] * k
 
     def one(i):
         out[i] = fn(*args)
@@ -61,11 +66,17 @@ def threads(fn, args, k):
         t.start()
     for t in ts:
         t.join()
-    return sum(out)
+    return out
+
+
+def in_child(out, i, fn, args):
+    """A worker process's call: its result goes back through the shared array."""
+    out[i] = fn(*args)
 
 
 def processes(fn, args, k):
-    ps = [multiprocessing.Process(target=fn, args=args) for _ in range(k)]
+    out = multiprocessing.RawArray("q", [-1] * k)
+    ps = [multiprocessing.Process(target=in_child, args=(out, i, fn, args)) for i in range(k)]
     for p in ps:
         p.start()
     for p in ps:
@@ -73,18 +84,17 @@ def processes(fn, args, k):
     bad = [p.exitcode for p in ps if p.exitcode != 0]
     if bad:
         raise SystemExit(f"{len(bad)} worker processes failed (exit codes {bad})")
-    # The children's results stay in the children, as in the classic; the bytes are known.
-    return k * (fn is math1 and 8 or args[0] * args[1])
+    return [None if r < 0 else r for r in out]
 
 
 MODES = {"plain": plain, "threads": threads, "processes": processes}
 
 
 def run(mode, fn, args, k):
-    """One cell, timed: its wall and its bytes."""
+    """One cell, timed: its wall and the results of the calls that returned."""
     t = time.perf_counter()
-    total = MODES[mode](fn, args, k)
-    return time.perf_counter() - t, total
+    results = MODES[mode](fn, args, k)
+    return time.perf_counter() - t, [r for r in results if r is not None]
 
 
 def table(bodies, a):
@@ -171,8 +181,8 @@ def main():
         p.error(f"--tasks takes one K for one cell (a list only with --table): {a.tasks}")
     k = a.tasks[0] if a.tasks else 1
     fn, args = bodies[a.body]
-    wall, total = run(a.mode, fn, args, k)
-    print("CONCUR " + json.dumps({"wall_s": wall, "bytes": total, "tasks_ok": k}))
+    wall, done = run(a.mode, fn, args, k)
+    print("CONCUR " + json.dumps({"wall_s": wall, "bytes": sum(done), "tasks_ok": len(done)}))
     return 0
 
 

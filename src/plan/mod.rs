@@ -36,6 +36,8 @@ pub enum CellKind {
     External {
         /// The command as given, before `{tasks}`, `{workers}` and `{url}` are replaced.
         command: String,
+        /// The bytes each of its tasks produces, when known: its run's checksum is checked.
+        bytes_per_task: Option<u64>,
     },
 }
 
@@ -371,6 +373,7 @@ fn peer_cells(
         .map(|n| CellPlan {
             kind: CellKind::External {
                 command: peer.command.clone(),
+                bytes_per_task: peer.bytes_per_task,
             },
             key: CellKey {
                 study: study.to_string(),

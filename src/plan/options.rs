@@ -470,6 +470,10 @@ pub struct PeerRequest {
     /// How many tasks it runs at once when its label has no `:W` (a serial program: 1);
     /// `None`: all of them.
     pub workers: Option<usize>,
+    /// The bytes each task of its work produces, when they are known (a classic program of
+    /// the gil or tasks study): a run must then report them, summed over its tasks.
+    /// `None` (`--peer`): its bytes are its own.
+    pub bytes_per_task: Option<u64>,
 }
 
 impl PeerRequest {

@@ -241,6 +241,47 @@ fn peer_report(ended: &Ended) -> Option<Result<PeerReport, String>> {
     )
 }
 
+/// The bytes each task of an external cell produces, when the cell knows them (a classic
+/// program's): its runs must count their tasks and report those bytes.
+fn bytes_per_task(cell: &CellPlan) -> Option<u64> {
+    match cell.kind {
+        CellKind::External { bytes_per_task, .. } => bytes_per_task,
+        CellKind::Concur { .. } => None,
+    }
+}
+
+/// The tasks ok and failed of an external run's `CONCUR` line, held to its cell, or why they
+/// are a bad line rather than a measurement (the reason names the counts): they must account
+/// for every task of the cell (a line of 7 tasks ok out of 4 was found by the concur_line
+/// fuzz target), and where the cell knows the bytes each task produces (a classic program),
+/// the line must count its tasks ok itself and report their bytes, summed.
+fn counted(r: &PeerReport, cell: &CellPlan) -> Result<(usize, usize), String> {
+    let n = cell.key.tasks;
+    let failed = r.tasks_failed.unwrap_or(0);
+    let ok = r.tasks_ok.unwrap_or(n.saturating_sub(failed));
+    if ok.checked_add(failed) != Some(n) {
+        return Err(format!(
+            "its CONCUR line counts {ok} tasks ok and {failed} failed, not the cell's {n}"
+        ));
+    }
+    let Some(each) = bytes_per_task(cell) else {
+        return Ok((ok, failed));
+    };
+    if r.tasks_ok.is_none() {
+        return Err(format!(
+            "its CONCUR line does not count its tasks ok (tasks_ok) of the cell's {n}"
+        ));
+    }
+    let expected = each.saturating_mul(ok as u64);
+    match r.bytes {
+        Some(bytes) if bytes == expected => Ok((ok, failed)),
+        got => Err(format!(
+            "its CONCUR line counts {ok} tasks ok and {}, not the {expected} bytes of {ok} tasks of {each} bytes each",
+            got.map_or("no bytes".to_string(), |b| format!("{b} bytes"))
+        )),
+    }
+}
+
 /// Decides how an external program's run ended: killed by the parent, a bad exit (its last
 /// stderr line as the reason), a bad `CONCUR` line, failed tasks it reported, or ok.
 pub(crate) fn classify_external(ended: &Ended, timeout: Duration) -> Verdict {
@@ -312,18 +353,15 @@ pub(crate) fn convert_external(
     let n = cell.key.tasks;
     match peer_report(&ended) {
         Some(Ok(r)) => {
-            // Counts that do not add up to the cell's tasks are a bad line, not a measurement
-            // (a run line of 7 tasks ok out of 4; found by the concur_line fuzz target).
-            let failed = r.tasks_failed.unwrap_or(0);
-            let ok = r.tasks_ok.unwrap_or(n.saturating_sub(failed));
-            if ok.checked_add(failed) != Some(n) {
-                run.status = RunStatus::Failed;
-                run.error = Some(format!(
-                    "its CONCUR line counts {ok} tasks ok and {failed} failed, not the cell's {n}"
-                ));
-                run.tasks_failed = n;
-                return run;
-            }
+            let (ok, failed) = match counted(&r, cell) {
+                Ok(counts) => counts,
+                Err(why) => {
+                    run.status = RunStatus::Failed;
+                    run.error = Some(why);
+                    run.tasks_failed = n;
+                    return run;
+                }
+            };
             run.wall_s = r.wall_s;
             run.startup_s = Some((ended.wall_s - r.wall_s).max(0.0));
             run.bytes = r.bytes.unwrap_or(0);
@@ -333,6 +371,13 @@ pub(crate) fn convert_external(
             if run.tasks_failed > 0 {
                 run.failures.insert("external".into(), run.tasks_failed);
             }
+        }
+        None if verdict.status == RunStatus::Ok && bytes_per_task(cell).is_some() => {
+            run.status = RunStatus::Failed;
+            run.error = Some(format!(
+                "it printed no CONCUR line to count its tasks ok of the cell's {n}"
+            ));
+            run.tasks_failed = n;
         }
         _ => {
             run.tasks_ok = if verdict.status == RunStatus::Ok {
@@ -374,6 +419,131 @@ mod tests {
             .unwrap()
             .unwrap_err();
         assert!(e.contains("wall_s"), "{e}");
+    }
+
+    /// An external cell of 4 tasks (`fib:5`'s table), expecting `each` bytes a task or not.
+    fn external_cell(each: Option<u64>) -> CellPlan {
+        let opts = crate::plan::StudyOptions {
+            workloads: vec!["fib:5".into()],
+            models: vec!["seq".into()],
+            tasks: vec![4],
+            peers: crate::plan::options::PeerOptions {
+                peers: vec!["prog=true".into()],
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let plan = crate::plan::build(&opts).expect("plan");
+        let mut cell = plan
+            .cells
+            .into_iter()
+            .find(|c| !c.is_concur())
+            .expect("the external cell");
+        cell.kind = CellKind::External {
+            command: "true".into(),
+            bytes_per_task: each,
+        };
+        cell
+    }
+
+    fn report(line: &str) -> PeerReport {
+        peer_report(&ended_with(line)).unwrap().unwrap()
+    }
+
+    #[test]
+    fn counts_must_account_for_every_task_of_the_cell() {
+        let cell = external_cell(None);
+        let ok = |line: &str| counted(&report(line), &cell);
+        assert_eq!(ok(r#"{"wall_s": 1}"#), Ok((4, 0)));
+        assert_eq!(
+            ok(r#"{"wall_s": 1, "tasks_ok": 3, "tasks_failed": 1}"#),
+            Ok((3, 1))
+        );
+        // A program that finished fewer tasks than it was asked for and said nothing of the rest.
+        let e = ok(r#"{"wall_s": 1, "tasks_ok": 3, "bytes": 7}"#).unwrap_err();
+        assert_eq!(
+            e,
+            "its CONCUR line counts 3 tasks ok and 0 failed, not the cell's 4"
+        );
+        // Without an expectation, the bytes are the program's own.
+        assert_eq!(
+            ok(r#"{"wall_s": 1, "tasks_ok": 4, "bytes": 7}"#),
+            Ok((4, 0))
+        );
+    }
+
+    #[test]
+    fn a_cell_that_knows_its_bytes_checks_the_checksum_and_the_count() {
+        let cell = external_cell(Some(8));
+        let ok = |line: &str| counted(&report(line), &cell);
+        assert_eq!(
+            ok(r#"{"wall_s": 1, "tasks_ok": 4, "bytes": 32}"#),
+            Ok((4, 0))
+        );
+        assert_eq!(
+            ok(r#"{"wall_s": 1, "tasks_ok": 3, "tasks_failed": 1, "bytes": 24}"#),
+            Ok((3, 1))
+        );
+        assert_eq!(
+            ok(r#"{"wall_s": 1, "tasks_ok": 4, "bytes": 24}"#).unwrap_err(),
+            "its CONCUR line counts 4 tasks ok and 24 bytes, not the 32 bytes of 4 tasks of 8 bytes each"
+        );
+        let e = ok(r#"{"wall_s": 1, "tasks_ok": 4}"#).unwrap_err();
+        assert!(e.contains("4 tasks ok and no bytes"), "{e}");
+        let e = ok(r#"{"wall_s": 1, "bytes": 32}"#).unwrap_err();
+        assert_eq!(
+            e,
+            "its CONCUR line does not count its tasks ok (tasks_ok) of the cell's 4"
+        );
+        let e = ok(r#"{"wall_s": 1, "tasks_ok": 2, "bytes": 16}"#).unwrap_err();
+        assert!(
+            e.contains("2 tasks ok and 0 failed, not the cell's 4"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_cell_that_knows_its_bytes_fails_a_run_without_a_concur_line() {
+        let ended = |line: Option<&str>| Ended {
+            waited: Ok(crate::measure::rusage::ChildUsage {
+                exit_code: Some(0),
+                ..Default::default()
+            }),
+            concur_line: line.map(str::to_string),
+            ..ended_with("")
+        };
+        let judged = |each, line| {
+            let ended = ended(line);
+            let verdict = classify_external(&ended, Duration::from_secs(9));
+            convert_external(&external_cell(each), 0, ended, verdict)
+        };
+        let run = judged(Some(0), None);
+        assert_eq!(run.status, RunStatus::Failed);
+        assert_eq!(
+            run.error.as_deref(),
+            Some("it printed no CONCUR line to count its tasks ok of the cell's 4")
+        );
+        assert_eq!((run.tasks_ok, run.tasks_failed), (0, 4));
+        // A program of the user's own may print none: its whole process is the run.
+        let run = judged(None, None);
+        assert_eq!((run.status, run.tasks_ok), (RunStatus::Ok, 4));
+        let run = judged(
+            Some(0),
+            Some(r#"{"wall_s": 0.5, "tasks_ok": 4, "bytes": 0}"#),
+        );
+        assert_eq!(
+            (run.status, run.tasks_ok, run.wall_s),
+            (RunStatus::Ok, 4, 0.5)
+        );
+        let run = judged(
+            Some(8),
+            Some(r#"{"wall_s": 0.5, "tasks_ok": 4, "bytes": 24}"#),
+        );
+        assert_eq!(run.status, RunStatus::Failed);
+        assert!(
+            run.error.as_deref().is_some_and(|e| e.contains("24 bytes")),
+            "{run:?}"
+        );
     }
 
     #[test]

@@ -170,7 +170,9 @@ impl Executor for ProcessExecutor<'_> {
                     .then_some(&watch as supervise::Watch<'_>);
                 run_child(&self.exe, plan, cell, iteration, &live, watch)
             }
-            CellKind::External { command } => run_external(command, plan, cell, iteration.rep()),
+            CellKind::External { command, .. } => {
+                run_external(command, plan, cell, iteration.rep())
+            }
         };
         run.server_peak_in_flight = self.server.peak_in_flight();
         run

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use super::{Classic, Language, Part, Program, Programs, Sizes, Study};
+use super::{Classic, Language, Part, Program, Programs, Row, Sizes, Study};
 use crate::classic::toolchain::{on_path, output, quoted};
 use crate::plan::presets;
 
@@ -112,8 +112,7 @@ fn crawl(c: &mut Classic, s: &Sizes) {
         c.row(
             "go:goroutines:100",
             command,
-            presets::CRAWL_WORKLOAD,
-            s.gil,
+            Row::of(presets::CRAWL_WORKLOAD, s.gil),
             &[n],
         );
     }
@@ -128,7 +127,7 @@ fn gil(c: &mut Classic, s: &Sizes) {
         let spin = format!("spin:{spin_n}");
         for (label, mode) in [("go:plain", "plain"), ("go:goroutines", "goroutines")] {
             let command = format!("{base} --mode {mode}");
-            c.row(label, command, &spin, false, presets::GIL_TASKS);
+            c.row(label, command, Row::spin(&spin, false), presets::GIL_TASKS);
         }
     }
 }

@@ -5,7 +5,7 @@
 
 use std::process::Command;
 
-use super::{Classic, Language, Part, Program, Programs, Sizes, Study};
+use super::{Classic, Language, Part, Program, Programs, Row, Sizes, Study};
 use crate::classic::toolchain::{on_path, output, quoted};
 use crate::plan::presets;
 
@@ -143,8 +143,7 @@ fn crawl(c: &mut Classic, s: &Sizes) {
         c.row(
             "java:httpclient:100",
             command,
-            presets::CRAWL_WORKLOAD,
-            s.gil,
+            Row::of(presets::CRAWL_WORKLOAD, s.gil),
             &[n],
         );
     }
@@ -162,7 +161,7 @@ fn gil(c: &mut Classic, s: &Sizes) {
         let spin = format!("spin:{spin_n}");
         for (label, mode) in [("java:plain", "plain"), ("java:threads", "threads")] {
             let command = format!("{base} --mode {mode}");
-            c.row(label, command, &spin, false, presets::GIL_TASKS);
+            c.row(label, command, Row::spin(&spin, false), presets::GIL_TASKS);
         }
     }
 }

@@ -196,6 +196,43 @@ impl<'a> Sizes<'a> {
     }
 }
 
+/// The table a row joins and what its runs are held to.
+#[derive(Clone, Copy)]
+struct Row<'a> {
+    /// The workload of the table it joins.
+    workload: &'a str,
+    /// Whether it joins the table with the lock.
+    gil: bool,
+    /// The bytes each of its tasks produces, when the work fixes them (its runs must then
+    /// count their tasks and report those bytes, summed); `None` where they are not concur's
+    /// to know (a crawl's replies come from the server, a Ruby mail is Ruby's).
+    each: Option<u64>,
+}
+
+impl<'a> Row<'a> {
+    /// A row whose tasks' bytes are the program's own.
+    fn of(workload: &'a str, gil: bool) -> Row<'a> {
+        Row {
+            workload,
+            gil,
+            each: None,
+        }
+    }
+
+    /// A gil study's row of the CPU body: each task produces its result's 8 bytes, as
+    /// concur's `spin`.
+    fn spin(workload: &'a str, gil: bool) -> Row<'a> {
+        Row {
+            workload,
+            gil,
+            each: Some(SPIN_BYTES),
+        }
+    }
+}
+
+/// The bytes of one `spin` task: its `u64` result's size.
+const SPIN_BYTES: u64 = std::mem::size_of::<u64>() as u64;
+
 /// The classic programs of a study: the folder they were written to (removed when dropped),
 /// the external cells, and the notes (sizes chosen, what is missing and how to install it).
 pub struct Classic {
@@ -213,30 +250,36 @@ impl Classic {
         self.dir.path().join(file)
     }
 
-    /// A row run at `tasks` counts in the table of `workload`, with the lock's or without.
-    fn row(&mut self, label: &str, command: String, workload: &str, gil: bool, tasks: &[usize]) {
+    /// A row run at `tasks` counts in the table `row` names.
+    fn row(&mut self, label: &str, command: String, row: Row, tasks: &[usize]) {
         self.peers.push(PeerRequest {
             label: label.into(),
             command,
-            workload: Some(workload.into()),
-            gil,
+            workload: Some(row.workload.into()),
+            gil: row.gil,
             tasks: Some(tasks.to_vec()),
             workers: None,
+            bytes_per_task: row.each,
         });
     }
 
     /// A row of a program that runs one task at a time: its ideal is seq's.
-    fn serial_row(&mut self, label: &str, command: String, workload: &str, gil: bool, n: &[usize]) {
-        self.row(label, command, workload, gil, n);
+    fn serial_row(&mut self, label: &str, command: String, row: Row, n: &[usize]) {
+        self.row(label, command, row, n);
         if let Some(p) = self.peers.last_mut() {
             p.workers = Some(1);
         }
     }
 
-    /// A tasks-study row: the study's waiting task, without the lock.
+    /// A tasks-study row: the study's waiting task (no bytes), without the lock.
     fn tasks_row(&mut self, label: &str, command: String, tasks: &[usize], s: &Sizes) {
         let workload = presets::tasks_workload(presets::tasks_sizes(s.quick).0);
-        self.row(label, command, &workload, false, tasks);
+        let row = Row {
+            workload: &workload,
+            gil: false,
+            each: Some(0),
+        };
+        self.row(label, command, row, tasks);
     }
 
     /// The note for rows left out because their toolchain `tool` is not on `PATH`, naming

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use super::{calibrate, spin_time, Classic, Language, Part, Program, Programs, Sizes, Study};
+use super::{calibrate, spin_time, Classic, Language, Part, Program, Programs, Row, Sizes, Study};
 use crate::classic::toolchain::{on_path, quoted};
 use crate::plan::presets;
 
@@ -95,8 +95,7 @@ fn crawl(c: &mut Classic, s: &Sizes) {
     c.row(
         "node:fetch:100",
         command,
-        presets::CRAWL_WORKLOAD,
-        s.gil,
+        Row::of(presets::CRAWL_WORKLOAD, s.gil),
         &[n],
     );
     c.version_note(
@@ -133,7 +132,7 @@ fn gil(c: &mut Classic, s: &Sizes) {
     let spin = format!("spin:{spin_n}");
     for (label, mode) in [("node:plain", "plain"), ("node:workers", "workers")] {
         let command = format!("{base} --mode {mode}");
-        c.row(label, command, &spin, false, presets::GIL_TASKS);
+        c.row(label, command, Row::spin(&spin, false), presets::GIL_TASKS);
     }
     let version = probe
         .as_ref()

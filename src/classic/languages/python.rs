@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use super::INSTALL;
-use super::{calibrate, spin_time, Classic, Language, Part, Program, Programs, Sizes, Study};
+use super::{calibrate, spin_time, Classic, Language, Part, Program, Programs, Row, Sizes, Study};
 use crate::classic::toolchain::{home, on_path, output, quoted};
 use crate::plan::presets;
 
@@ -139,6 +139,13 @@ fn gil(c: &mut Classic, s: &Sizes) {
         .next()
         .and_then(|s| s.split_once('x'))
         .map_or(("100", "65536"), |(size, reads)| (reads, size));
+    // io1's task reads what concur's read task reads: its bytes.
+    let io1_bytes = reads.parse::<u64>().ok().zip(size.parse::<u64>().ok());
+    let io1_row = Row {
+        workload: read,
+        gil: true,
+        each: io1_bytes.map(|(r, s)| r * s),
+    };
     let spin = format!("spin:{spin_n}");
     for (label, mode) in [
         ("py:plain", "plain"),
@@ -154,11 +161,11 @@ fn gil(c: &mut Classic, s: &Sizes) {
         let io1 = format!("{base} --body io1 --reads {reads} --read-size {size}");
         let rows = presets::GIL_TASKS;
         if label == "py:plain" {
-            c.serial_row(label, math1, &spin, true, rows);
-            c.serial_row(label, io1, read, true, rows);
+            c.serial_row(label, math1, Row::spin(&spin, true), rows);
+            c.serial_row(label, io1, io1_row, rows);
         } else {
-            c.row(label, math1, &spin, true, rows);
-            c.row(label, io1, read, true, rows);
+            c.row(label, math1, Row::spin(&spin, true), rows);
+            c.row(label, io1, io1_row, rows);
         }
     }
     c.notes.push(format!(
@@ -218,9 +225,19 @@ fn crawl(c: &mut Classic, s: &Sizes) {
             if serial { "1" } else { "{workers}" }
         );
         if serial {
-            c.serial_row(label, command, presets::CRAWL_WORKLOAD, s.gil, &[tasks]);
+            c.serial_row(
+                label,
+                command,
+                Row::of(presets::CRAWL_WORKLOAD, s.gil),
+                &[tasks],
+            );
         } else {
-            c.row(label, command, presets::CRAWL_WORKLOAD, s.gil, &[tasks]);
+            c.row(
+                label,
+                command,
+                Row::of(presets::CRAWL_WORKLOAD, s.gil),
+                &[tasks],
+            );
         }
     }
 }

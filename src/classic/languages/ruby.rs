@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use super::{Classic, Language, Part, Program, Programs, Sizes, Study, INSTALL};
+use super::{Classic, Language, Part, Program, Programs, Row, Sizes, Study, INSTALL};
 use crate::classic::toolchain::{on_path, output, quoted};
 use crate::plan::presets;
 
@@ -114,9 +114,9 @@ fn mailer(c: &mut Classic, s: &Sizes) {
         );
         let tasks = [presets::MAILER_TASKS];
         if label == "rb:seq" {
-            c.serial_row(label, cmd, workload, s.gil, &tasks);
+            c.serial_row(label, cmd, Row::of(workload, s.gil), &tasks);
         } else {
-            c.row(label, cmd, workload, s.gil, &tasks);
+            c.row(label, cmd, Row::of(workload, s.gil), &tasks);
         }
     }
     c.notes.push(format!(
