@@ -74,7 +74,15 @@ fn main() {
         }
     };
     let per_task = phases::HTTP_PHASES_PER_TASK;
-    let book = || Book::new(Sample { tasks: 2 * TASKS, cap: 2 * TASKS }, per_task);
+    let book = || {
+        Book::new(
+            Sample {
+                tasks: 2 * TASKS,
+                cap: 2 * TASKS,
+            },
+            per_task,
+        )
+    };
     println!("ns a task, median of {rounds} rounds of {TASKS} tasks a thread");
     for threads in [1, 2] {
         let mut rows: Vec<(&str, Vec<f64>)> = vec![
