@@ -6,10 +6,12 @@
 //! was handed over (a lab in-process, an agent's older parent, a `__task` child) the counts go
 //! to a page of this process's own.
 //!
-//! What a task costs: one relaxed `fetch_add` as it starts and one as it ends (a second only
-//! when it failed), into its thread's [`Shard`]: a cache line of counters that threads share
-//! only when there are more of them than shards, so two workers starting and ending tasks do
-//! not pass a line back and forth; no lock, no clock and no system call. The reader sums the
+//! What a task costs: one count as it starts and one as it ends (a second only when it
+//! failed), into its thread's [`Shard`]: a cache line of counters of its own, written with a
+//! plain load and store, so two workers starting and ending tasks do not pass a line back
+//! and forth and no locked instruction is paid; threads past the first 62 (of every process
+//! counting into the page, forked children included) share the last shard and count into it
+//! with `fetch_add`. No lock, no clock and no system call. The reader sums the
 //! shards, and it is the reader that sees every planned task started (the started sum at the
 //! planned count): the memory sampler takes its PSS sample then.
 
@@ -17,7 +19,7 @@ use std::cell::Cell;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 /// The counts of the threads that share it, alone on a cache line.
 #[repr(C, align(64))]
@@ -36,6 +38,8 @@ struct Meta {
     done: AtomicU32,
     /// 1 once the parent has taken its sample of the ended run.
     sampled: AtomicU32,
+    /// The next shard a thread claims, of any process counting into the page.
+    next_shard: AtomicU32,
 }
 
 /// How many shards the page holds: a thread counts into shard `k mod SHARDS`, `k` the order
@@ -62,6 +66,7 @@ impl Counters {
                 planned: AtomicU64::new(0),
                 done: AtomicU32::new(0),
                 sampled: AtomicU32::new(0),
+                next_shard: AtomicU32::new(0),
             },
             shards: [ZERO; SHARDS],
         }
@@ -105,42 +110,67 @@ fn active() -> &'static Counters {
     unsafe { &*ACTIVE.load(Ordering::Acquire) }
 }
 
-/// The next thread's shard.
-static NEXT_SHARD: AtomicUsize = AtomicUsize::new(0);
+/// Which claims of shards hold: bumped when a page is installed and in the child of every
+/// fork, whose threads claim shards of their own again (a forked child must not write into
+/// its parent thread's shard, which that thread goes on writing).
+static EPOCH: AtomicU32 = AtomicU32::new(0);
 
 thread_local! {
-    /// This thread's shard, `usize::MAX` until it first counts.
-    static SHARD: Cell<usize> = const { Cell::new(usize::MAX) };
+    /// This thread's claim: the epoch it was made in (high 32 bits) and its shard.
+    static CLAIM: Cell<u64> = const { Cell::new(u64::MAX) };
 }
 
-/// The calling thread's shard of the active counters.
+/// The shard every thread past the first `SHARDS - 1` shares, counting with `fetch_add`.
+const SHARED_SHARD: usize = SHARDS - 1;
+
+/// The calling thread's shard of the active counters, and whether it is the thread's alone.
 #[inline]
-fn shard() -> &'static Shard {
-    let k = SHARD.with(|k| {
-        let mut v = k.get();
-        if v == usize::MAX {
-            v = NEXT_SHARD.fetch_add(1, Ordering::Relaxed) % SHARDS;
-            k.set(v);
+fn shard() -> (&'static Shard, bool) {
+    let c = active();
+    let epoch = EPOCH.load(Ordering::Relaxed);
+    let k = CLAIM.with(|claim| {
+        let v = claim.get();
+        if (v >> 32) as u32 == epoch && v != u64::MAX {
+            return (v & 0xffff_ffff) as usize;
         }
-        v
+        let k = (c.meta.next_shard.fetch_add(1, Ordering::Relaxed) as usize).min(SHARED_SHARD);
+        claim.set(((epoch as u64) << 32) | k as u64);
+        k
     });
-    &active().shards[k]
+    (&c.shards[k], k != SHARED_SHARD)
+}
+
+/// One more on `n`: a plain load and store where only this thread writes it (no locked
+/// instruction), `fetch_add` on the shared shard.
+#[inline]
+fn bump(n: &AtomicU64, alone: bool) {
+    if alone {
+        n.store(n.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    } else {
+        n.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// Counts one started task.
 #[inline]
 pub fn started() {
-    shard().started.fetch_add(1, Ordering::Relaxed);
+    let (s, alone) = shard();
+    bump(&s.started, alone);
 }
 
 /// Counts one ended task.
 #[inline]
 pub fn ended(ok: bool) {
-    let s = shard();
-    s.ended.fetch_add(1, Ordering::Relaxed);
+    let (s, alone) = shard();
+    bump(&s.ended, alone);
     if !ok {
-        s.failed.fetch_add(1, Ordering::Relaxed);
+        bump(&s.failed, alone);
     }
+}
+
+/// In the child of a fork: its threads claim shards again.
+extern "C" fn after_fork_in_child() {
+    EPOCH.fetch_add(1, Ordering::Relaxed);
 }
 
 /// Tasks ended so far, and how many of them failed.
@@ -334,8 +364,14 @@ impl CounterPage {
     /// Makes this page the counters of every task of this process (and of the processes it
     /// forks from now on), for the rest of its life.
     pub fn install(self) {
+        static AT_FORK: std::sync::Once = std::sync::Once::new();
+        AT_FORK.call_once(|| {
+            // SAFETY: registers a handler that only increments an atomic (async-signal-safe).
+            unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
+        });
         let page = std::mem::ManuallyDrop::new(self);
         ACTIVE.store(page.counters.as_ptr(), Ordering::Release);
+        EPOCH.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -389,7 +425,7 @@ mod tests {
         let threads: Vec<_> = (0..4)
             .map(|t| {
                 std::thread::spawn(move || {
-                    let k = NEXT_SHARD.fetch_add(1, Ordering::Relaxed) % SHARDS;
+                    let k = c.meta.next_shard.fetch_add(1, Ordering::Relaxed) as usize;
                     for i in 0..100 {
                         c.shards[k].started.fetch_add(1, Ordering::Relaxed);
                         c.shards[k].ended.fetch_add(1, Ordering::Relaxed);
@@ -469,6 +505,18 @@ mod tests {
             "{r:?}"
         );
         assert!(page.all_started(), "{r:?}");
+        // The grandchild claimed a shard of its own: its parent thread's is written with plain
+        // stores, which two processes must not share.
+        let used = page
+            .counters()
+            .shards
+            .iter()
+            .filter(|s| s.started.load(Ordering::Relaxed) > 0)
+            .count();
+        assert_eq!(
+            used, 2,
+            "the child and its forked child each count into their own shard"
+        );
         // This process's own counters were not touched by the child.
         assert!(std::ptr::eq(active(), &OWN));
     }
