@@ -59,7 +59,7 @@ fn main() {
         .unwrap_or(9);
     let counters = |i: usize| {
         live::started();
-        live::ended(i % 1024 != 0);
+        live::ended(!i.is_multiple_of(1024));
     };
     // With no book installed: a task outside any trace; with one: a traced task's place.
     let lookup = |i: usize| {
