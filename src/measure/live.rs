@@ -7,7 +7,7 @@
 //! to a page of this process's own.
 //!
 //! What a task costs: one count as it starts and one as it ends (a second only when it
-//! failed), into its thread's [`Shard`]: a cache line of counters of its own, written with a
+//! failed), into its thread's shard: a cache line of counters of its own, written with a
 //! plain load and store, so two workers starting and ending tasks do not pass a line back
 //! and forth and no locked instruction is paid; threads past the first 62 (of every process
 //! counting into the page, forked children included) share the last shard and count into it
