@@ -211,7 +211,6 @@ fn a_spawned_trees_memory_counts_every_process() {
 /// dwarfs the binary's shared pages, whose share of PSS moves with how many other concur
 /// processes the machine runs (3.6 MiB for one `seq` task alone, 1.5 MiB beside three more).
 #[test]
-#[ignore = "full tier: 100,000 tasks, about 6 s"]
 fn a_short_and_a_long_run_of_the_same_tasks_read_the_same_pss() {
     let _alone = alone();
     let pss_of = |wait: &str| {

@@ -4,6 +4,7 @@
 
 pub(crate) mod clap_defaults;
 pub mod error;
+pub mod escape;
 pub(crate) mod secret;
 pub(crate) mod stats;
 pub mod units;

@@ -202,7 +202,7 @@ impl LiveState {
     /// Host `row.name` stands as `row` says: its row replaced, or added after the others.
     /// Text from the hub (names, reasons) is shown with its control characters escaped.
     pub fn host(&mut self, mut row: HostRow) {
-        use crate::os::terminal::escape_controls;
+        use crate::base::escape::escape_controls;
         row.name = escape_controls(&row.name).into_owned();
         row.why = row.why.map(|w| escape_controls(&w).into_owned());
         match self.hosts.iter_mut().find(|h| h.name == row.name) {

@@ -13,23 +13,7 @@ use crate::analysis::results::{CellKey, CellResult, RunResult};
 use crate::base::units::{fmt_kib, fmt_secs};
 use crate::measure::series::SeriesPoint;
 
-/// Escapes text for HTML.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    // Control characters (from an agent, or a results file from elsewhere) are shown as
-    // escapes, as on the terminal; line breaks are kept.
-    for ch in crate::os::terminal::escape_controls_but_newlines(s).chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+pub use crate::base::escape::html as escape;
 
 const CSS: &str = "
 :root { color-scheme: light; }

@@ -489,7 +489,7 @@ pub fn draw(t: &RunTimeline, workers: Option<usize>, axis: &Axis) -> Drawn {
             .sum();
         let busy = busy as f64 / (run_end * row.count as f64);
         // An agent's name is outside input: escaped wherever the SVG holds it.
-        let name = super::html::escape(&label(row));
+        let name = crate::base::escape::html(&label(row));
         let title = format!(
             "{name}{}: {} task{}{}, busy {:.0}% of the run",
             if row.count > 1 {
@@ -514,7 +514,10 @@ pub fn draw(t: &RunTimeline, workers: Option<usize>, axis: &Axis) -> Drawn {
         // A row of one host's lanes says which host.
         let host_attr = match (t.host_of(row.first), t.host_of(row.last)) {
             (Some((h, _)), Some((k, _))) if h == k => {
-                format!(" data-host=\"{}\"", super::html::escape(&t.host_name(h)))
+                format!(
+                    " data-host=\"{}\"",
+                    crate::base::escape::html(&t.host_name(h))
+                )
             }
             _ => String::new(),
         };
