@@ -263,8 +263,11 @@ fn off_a_terminal_the_output_is_the_plain_one() {
             .map(|l| {
                 l.split(' ')
                     .map(|w| {
-                        if ["ns", "µs", "ms", "s"].contains(&w) {
-                            return "UNIT".to_string();
+                        // A unit alone or closing a bracket or list: "ms", "µs),", "s;".
+                        let (bare, tail) =
+                            w.split_at(w.trim_end_matches([')', ',', ';', ':']).len());
+                        if ["ns", "µs", "ms", "s"].contains(&bare) {
+                            return format!("UNIT{tail}");
                         }
                         let mut out = String::new();
                         for c in w.chars() {
