@@ -116,8 +116,11 @@ fn active() -> &'static Counters {
 static EPOCH: AtomicU32 = AtomicU32::new(0);
 
 thread_local! {
-    /// This thread's claim: the epoch it was made in (high 32 bits) and its shard.
-    static CLAIM: Cell<u64> = const { Cell::new(u64::MAX) };
+    /// This thread's claim: the epoch it was made in, its shard, and whether the shard is the
+    /// thread's alone. The shard's address is kept, not its number, so that a task's count
+    /// reads only this and [`EPOCH`] (a claim of an older epoch, or none, is made again).
+    static CLAIM: Cell<(u32, *const Shard, bool)> =
+        const { Cell::new((u32::MAX, std::ptr::null(), false)) };
 }
 
 /// The shard every thread past the first `SHARDS - 1` shares, counting with `fetch_add`.
@@ -126,18 +129,28 @@ const SHARED_SHARD: usize = SHARDS - 1;
 /// The calling thread's shard of the active counters, and whether it is the thread's alone.
 #[inline]
 fn shard() -> (&'static Shard, bool) {
-    let c = active();
     let epoch = EPOCH.load(Ordering::Relaxed);
-    let k = CLAIM.with(|claim| {
-        let v = claim.get();
-        if (v >> 32) as u32 == epoch && v != u64::MAX {
-            return (v & 0xffff_ffff) as usize;
+    let (claimed, shard, alone) = CLAIM.with(|claim| {
+        let held = claim.get();
+        if held.0 == epoch && !held.1.is_null() {
+            return held;
         }
-        let k = (c.meta.next_shard.fetch_add(1, Ordering::Relaxed) as usize).min(SHARED_SHARD);
-        claim.set(((epoch as u64) << 32) | k as u64);
-        k
+        claim_shard(claim, epoch)
     });
-    (&c.shards[k], k != SHARED_SHARD)
+    // SAFETY: `shard` points into OWN or into a page that `install` leaked (mapped until the
+    // process ends); it was claimed in this epoch, so from the counters active now.
+    debug_assert_eq!(claimed, epoch);
+    (unsafe { &*shard }, alone)
+}
+
+/// Claims the next shard of the active counters for the calling thread.
+#[cold]
+fn claim_shard(claim: &Cell<(u32, *const Shard, bool)>, epoch: u32) -> (u32, *const Shard, bool) {
+    let c = active();
+    let k = (c.meta.next_shard.fetch_add(1, Ordering::Relaxed) as usize).min(SHARED_SHARD);
+    let held = (epoch, std::ptr::addr_of!(c.shards[k]), k != SHARED_SHARD);
+    claim.set(held);
+    held
 }
 
 /// One more on `n`: a plain load and store where only this thread writes it (no locked

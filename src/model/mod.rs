@@ -118,6 +118,7 @@ pub trait Model: Send + Sync {
 pub const HTTP2_MODELS: &[&str] = &["async", "async-local", "curl"];
 
 /// Runs task `index` on the calling thread and records it.
+#[inline]
 pub fn run_task(w: &dyn Workload, index: usize) -> TaskRecord {
     crate::measure::live::started();
     let start_ns = mono_ns();
@@ -153,6 +154,7 @@ pub(crate) fn never_started(
         .collect()
 }
 
+#[inline]
 fn record(index: usize, start_ns: u64, result: Result<u64, workload::TaskError>) -> TaskRecord {
     let end_ns = mono_ns();
     crate::measure::live::ended(result.is_ok());

@@ -66,6 +66,7 @@ pub fn trace(on: bool) {
 }
 
 /// Whether the emulation is on in this process.
+#[inline]
 pub fn enabled() -> bool {
     ENABLED.load(Ordering::Relaxed)
 }
@@ -188,14 +189,21 @@ pub struct Held {
 }
 
 impl Drop for Held {
+    #[inline]
     fn drop(&mut self) {
         if self.active {
-            held_until_now();
-            release();
-            if TRACING.load(Ordering::Relaxed) {
-                TASK.with(|t| t.borrow_mut().take());
-            }
+            let_go();
         }
+    }
+}
+
+/// What dropping an active [`Held`] does: the hold noted, the lock released.
+#[inline(never)]
+fn let_go() {
+    held_until_now();
+    release();
+    if TRACING.load(Ordering::Relaxed) {
+        TASK.with(|t| t.borrow_mut().take());
     }
 }
 
@@ -208,16 +216,24 @@ pub fn hold() -> Held {
 /// Takes the lock for task `index` (a no-op when the emulation is off); when the run traces
 /// the lock and the task is traced, its waits and holds on this thread are its phases until
 /// the guard is dropped.
+#[inline]
 pub fn hold_task(index: usize) -> Held {
-    let active = enabled();
-    if active {
-        if TRACING.load(Ordering::Relaxed) {
-            let task = phases::task(index);
-            TASK.with(|t| *t.borrow_mut() = task);
-        }
-        acquire_noted();
+    if !enabled() {
+        return Held { active: false };
     }
-    Held { active }
+    take(index)
+}
+
+/// [`hold_task`] when the emulation is on: out of line, so that every task of a run without
+/// `--gil` pays one load and a branch.
+#[inline(never)]
+fn take(index: usize) -> Held {
+    if TRACING.load(Ordering::Relaxed) {
+        let task = phases::task(index);
+        TASK.with(|t| *t.borrow_mut() = task);
+    }
+    acquire_noted();
+    Held { active: true }
 }
 
 /// Called often from CPU loops by the lock holder: hands the lock over when the holder has
