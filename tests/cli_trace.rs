@@ -148,6 +148,7 @@ fn every_model_traces_each_task_once_on_its_own_lanes() {
         // acknowledgement after it; no other model (jobs-procs's workers are processes of
         // their own) sees any of sleep's.
         let phases = assert_nested_and_in_order(events, model);
+        let extents = lanes_of_tasks_with_their_phases(events, &phases, model);
         let kinds: BTreeSet<Vec<&str>> = phases
             .values()
             .map(|ps| ps.iter().map(|(k, _, _)| k.as_str()).collect())
@@ -171,7 +172,13 @@ fn every_model_traces_each_task_once_on_its_own_lanes() {
         } else if queue {
             assert_eq!(phases.len(), 12, "{model}: a wait and an ack per job");
             assert_eq!(kinds, [vec!["queued", "ack"]].into(), "{model}");
-            let enqueued: BTreeSet<u64> = phases.values().map(|ps| ps[0].1).collect();
+            // Each lane's first job waited from the run's one enqueue; a later job's wait is
+            // drawn from where its lane's previous job ended (its whole wait is the queue-wait
+            // counter above).
+            let enqueued: BTreeSet<u64> = extents
+                .values()
+                .map(|spans| phases[&spans[0].2][0].1)
+                .collect();
             assert_eq!(enqueued.len(), 1, "{model}: one enqueue: {phases:?}");
         } else {
             assert!(phases.is_empty(), "{model}: {phases:?}");
@@ -245,6 +252,44 @@ fn phases_by_task(events: &[Value]) -> BTreeMap<u64, Vec<(String, u64, u64)>> {
     out
 }
 
+/// Each lane's tasks, each stretched over its phases (start, end µs, task), in time order;
+/// asserts that a lane draws one thing at a time: a task with its phases before and after it
+/// (a job's wait, a process's start and exit) never overlaps the lane's other tasks, as
+/// Perfetto requires of the slices of one track.
+fn lanes_of_tasks_with_their_phases(
+    events: &[Value],
+    phases: &BTreeMap<u64, Vec<(String, u64, u64)>>,
+    what: &str,
+) -> BTreeMap<u64, Vec<(u64, u64, u64)>> {
+    let mut lanes: BTreeMap<u64, Vec<(u64, u64, u64)>> = BTreeMap::new();
+    for e in events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["cat"] == "task")
+    {
+        let task = e["args"]["task"].as_u64().unwrap();
+        let (mut a, mut z) = slice_of(events, task);
+        for (_, pa, pz) in phases.get(&task).into_iter().flatten() {
+            (a, z) = (a.min(*pa), z.max(*pz));
+        }
+        lanes
+            .entry(e["tid"].as_u64().unwrap())
+            .or_default()
+            .push((a, z, task));
+    }
+    for (tid, spans) in &mut lanes {
+        spans.sort_unstable();
+        for w in spans.windows(2) {
+            assert!(
+                w[0].1 <= w[1].0,
+                "{what}: lane {tid}: task {} with its phases overlaps task {}: {spans:?}",
+                w[0].2,
+                w[1].2
+            );
+        }
+    }
+    lanes
+}
+
 /// Task `task`'s slice: start and end, µs.
 fn slice_of(events: &[Value], task: u64) -> (u64, u64) {
     let e = events
@@ -258,7 +303,8 @@ fn slice_of(events: &[Value], task: u64) -> (u64, u64) {
 /// Every phase lies inside its task's slice but those beside it (a process's start and a
 /// job's wait in the queue end by its start, a process's exit and a job's acknowledgement
 /// start from its end), and a task's phases come one after another in time (none starts
-/// before the one before it ended).
+/// before the one before it ended); and that a lane draws one thing at a time
+/// ([`lanes_of_tasks_with_their_phases`]).
 fn assert_nested_and_in_order(
     events: &[Value],
     what: &str,
@@ -279,6 +325,7 @@ fn assert_nested_and_in_order(
             assert!(w[0].2 <= w[1].1, "{what}: task {task} out of order: {ps:?}");
         }
     }
+    lanes_of_tasks_with_their_phases(events, &phases, what);
     phases
 }
 

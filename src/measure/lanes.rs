@@ -149,7 +149,10 @@ pub struct Phases {
     /// Each phase's `[start, end]`, µs from the run's start: inside its task's span, but for
     /// the phases before it (a process's start, which ends where its task starts; a job's
     /// wait in its queue, which ends at the latest there) and after it (a process's exit, a
-    /// job's acknowledgement, which start at the earliest at its end).
+    /// job's acknowledgement, which start at the earliest at its end). A phase before its
+    /// task starts at the earliest where the lane's previous kept task and its phases ended:
+    /// a lane shows its worker's time, never two things at once (a job's whole wait is its
+    /// `sched_us` to its start).
     pub us: Vec<[u64; 2]>,
 }
 
@@ -183,14 +186,21 @@ pub fn sample(
             per_task: b.per_task(),
             ..Default::default()
         };
+        // Where each lane's last kept task, its phases after it included, ended: a phase
+        // before a task starts there at the earliest, so that a lane draws what its worker
+        // did (a job's wait in the queue while its worker ran the jobs before it is no
+        // time of this lane's; the whole wait is the job's scheduled time to its start).
+        let mut lane_free: std::collections::HashMap<u32, u64> = Default::default();
         for (span, &(_, _, k)) in kept.iter().enumerate() {
             let r = &records[k];
             let (events, more) = b.events(r.index);
             p.dropped += more as u64;
             let end = r.end_ns.max(r.start_ns);
+            let free = lane_free.get(&r.worker).copied().unwrap_or(0);
+            let mut last = end;
             for e in events {
                 let (a, z) = if e.kind.before_task() {
-                    let a = e.start_ns.min(r.start_ns);
+                    let a = e.start_ns.max(free.min(r.start_ns)).min(r.start_ns);
                     let z = if e.kind.reaches_task() {
                         r.start_ns
                     } else {
@@ -204,10 +214,12 @@ pub fn sample(
                     let a = e.start_ns.clamp(r.start_ns, end);
                     (a, e.end_ns.clamp(a, end))
                 };
+                last = last.max(z);
                 p.span.push(span as u32);
                 p.kind.push(e.kind);
                 p.us.push([us(a), us(z)]);
             }
+            lane_free.insert(r.worker, last);
         }
         p
     });
@@ -320,6 +332,16 @@ mod tests {
                 PhaseKind::Ack
             ]
         );
+        // Task 2's wait began at 2 µs, while the lane's worker still ran task 0 and its
+        // exit (to 11 µs): the lane draws it from there, never over task 0.
+        assert_eq!(p.us, vec![[0, 0], [10, 11], [11, 18], [30, 33]]);
+        // On another lane (another worker), the same wait is drawn whole.
+        let mut recs2 = recs.clone();
+        recs2[2].worker = 1;
+        let p = sample(&recs2, 0, keep, Lanes::Worker, Some(&book))
+            .1
+            .phases
+            .unwrap();
         assert_eq!(p.us, vec![[0, 0], [10, 11], [2, 18], [30, 33]]);
         // A book with nothing in it leaves the timeline without phases.
         let empty = Book::new(keep, 3);
