@@ -188,6 +188,63 @@ fn the_in_process_server_counts_real_concurrency() {
 }
 
 #[test]
+fn with_url_a_concur_server_gives_each_run_its_own_peak_and_another_server_none() {
+    let _alone = alone();
+    // `concur serve` started apart: its /stats is reset before each run and read after it,
+    // so each run's peak is its own (seq's 1 after async:8's 8, and again for the second
+    // repetition), as with the server concur starts in-process.
+    let s = Serve::start(&[]);
+    let (_, lines) = run_study(&[
+        "--url",
+        &s.url,
+        "-w",
+        "http:/delay/200ms",
+        "-m",
+        "async:8",
+        "-m",
+        "seq",
+        "-n",
+        "8",
+        "-r",
+        "2",
+    ]);
+    let peaks = |m: &str| -> Vec<Option<i64>> {
+        runs_of(&lines, m)
+            .iter()
+            .map(|r| r["server_peak_in_flight"].as_i64())
+            .collect()
+    };
+    assert_eq!(peaks("async:8"), [Some(8), Some(8)]);
+    assert_eq!(peaks("seq"), [Some(1), Some(1)]);
+    let cell = |m: &str| {
+        of_type(&lines, "cell")
+            .into_iter()
+            .find(|c| c["model"] == m)
+            .map(|c| c["server_peak_in_flight"].clone())
+    };
+    assert_eq!(cell("async:8"), Some(8.into()));
+    // A server of another kind: its GET /stats (the one request that asks) answers
+    // something that is not concur's counters, so nothing else is sent to /stats, the runs
+    // succeed and their server peak stays empty.
+    let other =
+        Canned::start("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok".into());
+    let base = format!("http://{}", other.addr);
+    let (_, lines) = run_study(&[
+        "--url", &base, "-w", "http:/x", "-m", "async:2", "-n", "2", "-r", "2",
+    ]);
+    let runs = of_type(&lines, "run");
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    for r in runs {
+        assert_eq!(r["status"], "ok", "{r}");
+        assert!(r["server_peak_in_flight"].is_null(), "{r}");
+    }
+    let seen = other.seen.lock().unwrap().clone();
+    let stats: Vec<&String> = seen.iter().filter(|l| l.contains("/stats")).collect();
+    assert_eq!(stats, ["GET /stats HTTP/1.1"], "{seen:?}");
+    assert_eq!(seen.len(), 5, "one /stats and four tasks: {seen:?}");
+}
+
+#[test]
 fn a_closed_port_gives_connect_errors_and_the_run_finishes() {
     let _alone = alone();
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -407,6 +464,8 @@ fn a_crawl_finds_the_rate_its_client_sustains_with_rate_auto() {
 struct Canned {
     addr: std::net::SocketAddr,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// The request line of every request it answered.
+    seen: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Canned {
@@ -416,6 +475,8 @@ impl Canned {
         let addr = listener.local_addr().unwrap();
         let stop = std::sync::Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let lines = seen.clone();
         std::thread::spawn(move || {
             for conn in listener.incoming() {
                 if flag.load(Ordering::SeqCst) {
@@ -423,6 +484,7 @@ impl Canned {
                 }
                 let Ok(mut c) = conn else { continue };
                 let reply = reply.clone();
+                let lines = lines.clone();
                 std::thread::spawn(move || {
                     // Reads the request head, then answers and closes.
                     let _ = c.set_read_timeout(Some(Duration::from_secs(10)));
@@ -434,11 +496,14 @@ impl Canned {
                             Ok(n) => seen.extend_from_slice(&buf[..n]),
                         }
                     }
+                    let line = String::from_utf8_lossy(&seen);
+                    let line = line.lines().next().unwrap_or_default().to_string();
+                    lines.lock().unwrap().push(line);
                     let _ = c.write_all(reply.as_bytes());
                 });
             }
         });
-        Canned { addr, stop }
+        Canned { addr, stop, seen }
     }
 
     fn url(&self, path: &str) -> String {

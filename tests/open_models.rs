@@ -10,7 +10,11 @@
 //! task's floor (both workloads take at least `TASK`), what releasing and starting a task
 //! cost the model (a queue's lock, a process, a poll: [`release_cost`], [`start_cost`]), and
 //! a margin for a loaded 2-core machine ([`LOADED`] on any one task, [`TYPICAL`] on the
-//! median). The records checked against
+//! median). The single worst release or start also gets what the machine was seen to add to
+//! any thread's wake-up during that same study ([`WakeProbe`]): outside load (other builds,
+//! busy loops) now and then keeps a woken thread off the cores for tens of milliseconds, and
+//! the bound on the worst task is on the model's mechanism, not on the machine's luck. The
+//! records checked against
 //! them: `lag_us` (the dispatcher's lateness), `queue_us`, `service_us` and `latency_us`
 //! (each task's start and end against its due time), `timeline_us` (each task's start),
 //! `rate_achieved`, `behind`, `series` and the task counts.
@@ -46,6 +50,59 @@ const LOADED: Duration = Duration::from_millis(50);
 /// What it may add to the median release or start: half an interval. A model that released
 /// every task one interval late (or at the tick after its own) fails here.
 const TYPICAL: Duration = Duration::from_millis(10);
+/// The machine's own wake-up lateness while a study runs, measured beside it: a thread of the
+/// test sleeping [`PROBE_PERIOD`] at a time towards absolute deadlines, and the worst it woke
+/// past one. A model's release is a wake-up like the probe's on the same cores, so the worst
+/// of its releases may be late by what the probe saw, beside [`LOADED`]; on a quiet machine
+/// that is under a millisecond and the bounds are as tight as without it. (The probe wakes
+/// 1,000 times a second over the whole study, the dispatcher 50: the probe's worst is the
+/// better sample of the machine's stalls.)
+struct WakeProbe {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<u64>>,
+}
+
+/// How long the probe sleeps between two wake-ups.
+const PROBE_PERIOD: Duration = Duration::from_millis(1);
+
+impl WakeProbe {
+    fn start() -> WakeProbe {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::time::Instant;
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut worst = 0u64;
+            let mut due = Instant::now();
+            while !flag.load(Ordering::Relaxed) {
+                due += PROBE_PERIOD;
+                let now = Instant::now();
+                if due > now {
+                    std::thread::sleep(due - now);
+                }
+                let woke = Instant::now();
+                worst = worst.max(us_of(woke.saturating_duration_since(due)));
+                // After a stall, the next deadline is from now: one stall is counted once.
+                due = due.max(woke);
+            }
+            worst
+        });
+        WakeProbe {
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// Stops the probe: the worst lateness it saw, µs.
+    fn worst_us(mut self) -> u64 {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread
+            .take()
+            .map(|t| t.join().expect("the probe thread"))
+            .unwrap_or(0)
+    }
+}
+
 /// Starting a fresh concur process (exec of a 20 MB binary, its runtime, the request read
 /// from its pipe): a few milliseconds on a quiet machine, ten times that under load.
 const PROCESS_START: Duration = Duration::from_millis(50);
@@ -187,7 +244,8 @@ fn pct(r: &Value, field: &str, q: &str) -> u64 {
 
 /// Checks that run `r` (one model, one workload) kept the schedule of `--rate 50 -n 20`
 /// released with `grain`; `bytes` is the workload's checksum for 20 tasks.
-fn assert_schedule_kept(r: &Value, grain: Option<Duration>, bytes: u64) {
+/// `stall_us` is the machine's worst wake-up lateness during the study ([`WakeProbe`]).
+fn assert_schedule_kept(r: &Value, grain: Option<Duration>, bytes: u64, stall_us: u64) {
     let model = r["model"].as_str().unwrap();
     let what = format!("{} on {model}", r["workload"]);
     let sched = Schedule::new(grain);
@@ -209,15 +267,26 @@ fn assert_schedule_kept(r: &Value, grain: Option<Duration>, bytes: u64) {
     assert_eq!((done, errors), (TASKS as u64, 0), "{what}: {series:?}");
 
     // The dispatcher's lag: every release at its time (with a grain, at its tick, so the
-    // largest is at least the largest shift), a loaded machine's margin past it at most.
+    // largest is at least the largest shift), a loaded machine's margin past it at most,
+    // and the worst stall the machine gave any wake-up meanwhile.
     let shifts = sched.shifts();
     let shift_max = *shifts.last().unwrap();
     let lag_max = pct(r, "lag_us", "max");
     let release = us_of(release_cost(model));
+    let loaded = us_of(LOADED) + stall_us;
+    // `seq` and `green` record only the releases they waited for (a task already due when
+    // the runner came back has no release of its own): with a grain, the task of the largest
+    // shift may be one they did not wait for, most often on a loaded machine, so their
+    // largest lag may be under it. That they keep the ticks is checked by their queue times
+    // below (a release at the due time instead of the tick puts the median under the floor).
+    let waits_when_idle =
+        grain.is_some() && matches!(model.split(':').next(), Some("seq" | "green"));
+    let lag_min = if waits_when_idle { 0 } else { shift_max };
     assert!(
-        lag_max + ROUNDING >= shift_max && lag_max <= shift_max + release + us_of(LOADED),
-        "{what}: the largest release lag {lag_max} µs, against a largest shift of \
-         {shift_max} µs plus at most {release} µs (release cost) and {LOADED:?}: {r}"
+        lag_max + ROUNDING >= lag_min && lag_max <= shift_max + release + loaded,
+        "{what}: the largest release lag {lag_max} µs, against at least {lag_min} µs and a \
+         largest shift of {shift_max} µs plus at most {release} µs (release cost), {LOADED:?} and the \
+         machine's worst wake-up meanwhile, {stall_us} µs: {r}"
     );
     if grain.is_none() {
         // (With a grain, `seq` and `green` record only the releases they waited for, so
@@ -242,16 +311,16 @@ fn assert_schedule_kept(r: &Value, grain: Option<Duration>, bytes: u64) {
     let floor = sched.ideal_queue(workers, us_of(TASK));
     let ceiling = sched.ideal_queue(workers, service_max);
     let cost = release + us_of(start_cost(model));
-    for (q, p, margin) in [("p50", 0.5, TYPICAL), ("max", 1.0, LOADED)] {
+    for (q, p, margin) in [("p50", 0.5, us_of(TYPICAL)), ("max", 1.0, loaded)] {
         let got = pct(r, "queue_us", q);
         let (lo, hi) = (
             percentile(&floor, p),
-            percentile(&ceiling, p) + cost + us_of(margin),
+            percentile(&ceiling, p) + cost + margin,
         );
         assert!(
             got + ROUNDING >= lo && got <= hi,
             "{what}: queue {q} {got} µs, outside {lo}..={hi} µs (release and start cost {cost} µs, \
-             margin {margin:?}): {r}"
+             margin {margin} µs): {r}"
         );
     }
 
@@ -339,12 +408,15 @@ fn open_study(
         args.extend(["--grain", g]);
     }
     args.extend(extra);
+    let probe = WakeProbe::start();
     let (_, lines) = run_study(&args);
+    let stall_us = probe.worst_us();
+    eprintln!("{workload}, grain {grain:?}: the machine's worst wake-up meanwhile {stall_us} µs");
     let runs = of_type(&lines, "run");
     let ran: Vec<&str> = runs.iter().map(|r| r["model"].as_str().unwrap()).collect();
     assert_eq!(ran, models, "{workload}: one run per model, in order");
     for r in runs {
-        assert_schedule_kept(r, grain, bytes);
+        assert_schedule_kept(r, grain, bytes, stall_us);
     }
 }
 

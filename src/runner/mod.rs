@@ -11,6 +11,7 @@ pub mod in_process;
 pub(crate) mod machine;
 #[cfg(test)]
 pub(crate) mod mock;
+pub mod remote_stats;
 pub(crate) mod supervise;
 
 use std::path::{Path, PathBuf};
@@ -24,6 +25,7 @@ use crate::plan::{CellKind, CellPlan, Hook, Plan};
 use crate::runner::child::LiveLine;
 use crate::runner::supervise::Launch;
 use crate::server::Stats;
+use remote_stats::RemoteStats;
 
 /// Which of a cell's runs an executor is asked for (hyperfine's `BenchmarkIteration`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,15 +99,18 @@ fn live_text(cell: &CellPlan, l: &LiveLine) -> String {
     )
 }
 
-/// The counters of the server a study started in this process for its `http:/PATH` cells:
-/// each run records the server's peak in-flight. (Where it listens and the certificate its
-/// clients trust are in the plan's options: the bind step put them there.)
-pub struct StudyServer<'a> {
-    /// Its counters.
-    pub stats: &'a Stats,
+/// The counters of the study's delay server, read around each run so that each run records
+/// the server's peak in-flight: the server concur started in this process for its
+/// `http:/PATH` cells, or a concur server `--url` points at. (Where it listens and the
+/// certificate its clients trust are in the plan's options: the bind step put them there.)
+pub enum StudyServer<'a> {
+    /// The in-process server's counters.
+    InProcess(&'a Stats),
+    /// A concur server elsewhere, read over HTTP.
+    Remote(&'a RemoteStats),
 }
 
-/// Reads the in-process server's counters around one run (nothing for a server elsewhere).
+/// Reads the study's server's counters around one run (nothing for a server of another kind).
 pub(crate) trait RunCounters {
     /// Clears them before a run.
     fn reset_counters(&self);
@@ -115,13 +120,19 @@ pub(crate) trait RunCounters {
 
 impl RunCounters for Option<StudyServer<'_>> {
     fn reset_counters(&self) {
-        if let Some(s) = self {
-            s.stats.reset();
+        match self {
+            Some(StudyServer::InProcess(s)) => s.reset(),
+            Some(StudyServer::Remote(r)) => r.reset(),
+            None => {}
         }
     }
 
     fn peak_in_flight(&self) -> Option<i64> {
-        self.as_ref().map(|s| s.stats.snapshot().peak_in_flight)
+        match self {
+            Some(StudyServer::InProcess(s)) => Some(s.snapshot().peak_in_flight),
+            Some(StudyServer::Remote(r)) => r.peak_in_flight(),
+            None => None,
+        }
     }
 }
 
@@ -134,7 +145,7 @@ pub struct ProcessExecutor<'a> {
 
 impl<'a> ProcessExecutor<'a> {
     /// Finds our own binary and takes over Ctrl-C and SIGTERM (so a stopped study kills the
-    /// current run's tree and keeps every finished run). With the in-process server's
+    /// current run's tree and keeps every finished run). With the study's server's
     /// counters, each run records the server's peak in-flight.
     pub fn new(server: Option<StudyServer<'a>>) -> Result<Self> {
         let exe = std::env::current_exe().map_err(|e| Error::io("finding our own binary", e))?;

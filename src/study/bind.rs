@@ -6,6 +6,7 @@
 
 use crate::base::error::{Error, Result};
 use crate::plan::Plan;
+use crate::runner::remote_stats::RemoteStats;
 use crate::runner::StudyServer;
 use crate::server::{InProcessServer, ServeTls, ServerOptions};
 
@@ -25,17 +26,22 @@ pub struct Bound {
     pub hub: Option<(crate::hub::Hub, Vec<crate::hub::AgentInfo>)>,
     /// The study's delay server on an agent (`--server-host`), kept while this lives.
     pub remote_server: Option<crate::hub::server::RemoteServer>,
+    /// The counters of the concur server `--url` points at, when it is one that lets us
+    /// reset them (each run records its peak in-flight, as with the in-process server).
+    pub url_stats: Option<RemoteStats>,
 }
 
 use crate::hub::server::ServerCpu;
 
 impl Bound {
-    /// The counters of the study's server, when it runs in this process (each run records
-    /// its peak in-flight).
+    /// The counters of the study's server, when it runs in this process or is the concur
+    /// server `--url` points at (each run records its peak in-flight).
     pub fn run_server(&self) -> Option<StudyServer<'_>> {
-        self.server
-            .as_ref()
-            .map(|s| StudyServer { stats: &s.stats })
+        match (&self.server, &self.url_stats) {
+            (Some(s), _) => Some(StudyServer::InProcess(&s.stats)),
+            (None, Some(r)) => Some(StudyServer::Remote(r)),
+            (None, None) => None,
+        }
     }
 
     /// Where the study's server runs (`this host` or the agent's name) and how to read the
@@ -140,6 +146,21 @@ pub fn bind(mut plan: Plan) -> Result<Bound> {
         (None, Some(s)) => Some((s.base_url(), s.cert.as_ref().map(|c| c.cert_pem.clone()))),
         (None, None) => None,
     };
+    // http:/PATH cells with --url: when that URL is a concur server (its GET /stats answers
+    // concur's counters, the one request sent to find out), its counters are read around each
+    // run as the in-process server's are; a server of another kind gets nothing more.
+    let url_stats = match (&study_server, &plan.options.base_url) {
+        (None, Some(url)) if plan.cells.iter().any(|c| fetches_path(&c.key.workload)) => {
+            match RemoteStats::probe(url, &plan.options) {
+                Ok(r) => Some(r),
+                Err(note) => {
+                    plan.notes.extend(note);
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
     if let Some((url, cert)) = study_server {
         plan.options.base_url = Some(url);
         if let Some(cert) = cert {
@@ -155,7 +176,16 @@ pub fn bind(mut plan: Plan) -> Result<Bound> {
         _classic_dir: classic,
         hub,
         remote_server,
+        url_stats,
     })
+}
+
+/// Whether a workload spec fetches a `/PATH` of the run's server (`http:/PATH`), rather than
+/// a URL of its own.
+fn fetches_path(workload: &str) -> bool {
+    workload
+        .strip_prefix("http:")
+        .is_some_and(|u| u.starts_with('/'))
 }
 
 /// Reaches the hub of `--hub` and picks the agents: every one alive, by name; one of another

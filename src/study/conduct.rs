@@ -129,6 +129,11 @@ pub(crate) fn conduct(opts: &StudyOptions, out: &Outputs, how: Conduct) -> Resul
             s.base_url()
         ));
     }
+    if let (Some(_), Some(url)) = (&bound.url_stats, &plan.options.base_url) {
+        terminal.line(format_args!(
+            "server: concur's delay server at {url} (--url; its /stats reset before each run and read after)"
+        ));
+    }
     if let Some(s) = &bound.remote_server {
         terminal.line(format_args!(
             "server: concur's delay server on agent '{}' at {}",

@@ -180,6 +180,48 @@ impl ureq::Resolver for CountingResolver {
     }
 }
 
+/// One request of concur's own, not a task's (reading a server's `/stats`): `METHOD` of
+/// `path` on `base_url`, TLS set up from `opts` (`--cacert`, `-k`) as the tasks' is, no
+/// redirect, no proxy, within `timeout`; its status and body, or why there was none. The body
+/// is read to at most `limit` bytes: a longer one is an error, never a larger buffer.
+pub(crate) fn small_request(
+    method: &str,
+    base_url: &str,
+    path: &str,
+    opts: &crate::workload::WorkloadOptions,
+    timeout: std::time::Duration,
+    limit: u64,
+) -> Result<(u16, Vec<u8>), String> {
+    let target = super::spec::read_url(path, Some(base_url))?;
+    let ep = Endpoint::new(&target, opts)?;
+    let mut b = ureq::AgentBuilder::new()
+        .timeout(timeout)
+        .redirects(0)
+        .max_idle_connections(0);
+    if let Some(config) = &ep.tls {
+        b = b.tls_connector(Arc::new(TimedTls {
+            config: config.clone(),
+        }));
+    }
+    let scheme = if target.tls { "https" } else { "http" };
+    let url = format!("{scheme}://{}{}", target.host, target.path);
+    let answer = match b.build().request(method, &url).call() {
+        Ok(r) | Err(ureq::Error::Status(_, r)) => r,
+        Err(ureq::Error::Transport(t)) => return Err(t.to_string()),
+    };
+    let status = answer.status();
+    let mut body = Vec::new();
+    answer
+        .into_reader()
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut body)
+        .map_err(|e| e.to_string())?;
+    if body.len() as u64 > limit {
+        return Err(format!("its answer is over {limit} bytes"));
+    }
+    Ok((status, body))
+}
+
 /// ureq's TLS: rustls with our config, the handshake done at once (ureq's own does it on the
 /// first write) so that its time and its failure are the handshake's.
 struct TimedTls {

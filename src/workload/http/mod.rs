@@ -28,6 +28,7 @@ mod wire;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub(crate) use blocking::small_request;
 pub use request::{letters, HttpRequest, INDEX, RAND, USER_AGENT};
 pub(crate) use spec::connect_address;
 pub use spec::{check_header, check_method};
