@@ -718,7 +718,7 @@ pub fn concur_line(data: &[u8]) {
         }),
         killed_for: None,
         wall_s: 1.0,
-        tree_pss_kib: Some(4096),
+        pss: crate::measure::memory::TreePss::peak(Some(4096)),
         report: None,
         concur_line: found.clone(),
         stderr_tail: Vec::new(),

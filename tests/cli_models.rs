@@ -236,6 +236,59 @@ fn a_short_and_a_long_run_of_the_same_tasks_read_the_same_pss() {
     );
 }
 
+/// Each run line carries the two moments' samples beside the peak: 10,000 `async` tasks
+/// waiting 300 ms are all alive when the last has started (the tree then holds every task's
+/// memory) and at the run's end (the child waits for that sample before freeing anything).
+/// Both are samples the peak was taken over, so neither exceeds it; the 10,000-task tree
+/// holds more than the 1-task tree at the same moment; and the cell's PSS/task is taken from
+/// the all-started samples of the two cells.
+#[test]
+fn runs_carry_the_all_started_and_the_end_sample_of_their_tree() {
+    let _alone = alone();
+    let (_, lines) = run_study(&[
+        "-w",
+        "sleep:300ms",
+        "-m",
+        "async:10000",
+        "-n",
+        "1,10000",
+        "-r",
+        "1",
+    ]);
+    let field = |r: &serde_json::Value, f: &str| {
+        r[f].as_u64()
+            .unwrap_or_else(|| panic!("no {f} on the run of {} tasks: {r}", r["tasks"]))
+    };
+    let runs = runs_of(&lines, "async:10000");
+    assert_eq!(runs.len(), 2);
+    let mut at_start = std::collections::BTreeMap::new();
+    for r in &runs {
+        let (peak, started, end) = (
+            field(r, "tree_pss_kib"),
+            field(r, "tree_pss_all_started_kib"),
+            field(r, "tree_pss_end_kib"),
+        );
+        assert!(started > 0 && end > 0, "{r}");
+        assert!(started <= peak && end <= peak, "{r}");
+        at_start.insert(field(r, "tasks"), started);
+    }
+    // 10,000 waiting tasks cost more than nothing (measured about 550 B each).
+    assert!(
+        at_start[&10000] > at_start[&1] + 1024,
+        "all started: {at_start:?} KiB"
+    );
+    let cell = of_type(&lines, "cell")
+        .into_iter()
+        .find(|c| c["tasks"] == 10000)
+        .expect("the 10,000-task cell");
+    let per_task = cell["pss_per_task_b"].as_f64().expect("a PSS/task");
+    let expected = (at_start[&10000] as f64 - at_start[&1] as f64) * 1024.0 / 9999.0;
+    assert!(
+        (per_task - expected).abs() < 1e-6,
+        "PSS/task {per_task} B, from the all-started samples {expected} B"
+    );
+}
+
 /// The most tasks a run's timeline shows running at once (its own start and end times).
 fn peak_overlap(run: &serde_json::Value) -> usize {
     let spans = run["timeline_us"].as_array().expect("a timeline");

@@ -679,3 +679,86 @@ fn a_warning_of_many_cells_is_one_line_naming_them_and_one_line_each_with_verbos
         );
     }
 }
+
+/// The PSS/task column is taken from the all-started samples where both cells have one, and
+/// from the peaks otherwise (a file from before the samples were recorded still reads). A real
+/// study's run lines, their PSS set to figures that tell the two apart: the 1-task run peaks at
+/// 3,000 KiB and held 2,000 when its task had started, the 11-task run 4,100 and 4,000: 200 KiB
+/// a task from the all-started samples, 110 KiB from the peaks.
+#[test]
+fn pss_per_task_comes_from_the_all_started_samples() {
+    let (dir, path) = results_path();
+    run_study_to(
+        &path,
+        &[
+            "-w",
+            "sleep:10ms",
+            "-m",
+            "async:11",
+            "-n",
+            "1,11",
+            "-r",
+            "1",
+        ],
+    );
+    let write = |name: &str, with_moments: bool| {
+        let lines: Vec<String> = read_lines(&path)
+            .into_iter()
+            .filter(|l| l["type"] != "cell")
+            .map(|mut l| {
+                if l["type"] == "run" {
+                    let (peak, started) = if l["tasks"] == 1 {
+                        (3000, 2000)
+                    } else {
+                        (4100, 4000)
+                    };
+                    let o = l.as_object_mut().unwrap();
+                    o.insert("tree_pss_kib".into(), peak.into());
+                    o.remove("tree_pss_all_started_kib");
+                    o.remove("tree_pss_end_kib");
+                    if with_moments {
+                        o.insert("tree_pss_all_started_kib".into(), started.into());
+                        o.insert("tree_pss_end_kib".into(), started.into());
+                    }
+                }
+                l.to_string()
+            })
+            .collect();
+        let p = dir.path().join(name);
+        std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+        p
+    };
+    let pss_per_task = |file: &std::path::Path| {
+        let md = stdout_of(&["--format", "markdown"], file);
+        let header: Vec<&str> = md
+            .lines()
+            .find(|l| l.contains("| PSS/task |"))
+            .unwrap_or_else(|| panic!("no PSS/task column: {md}"))
+            .split('|')
+            .map(str::trim)
+            .collect();
+        let col = header.iter().position(|h| *h == "PSS/task").unwrap();
+        let row: Vec<&str> = md
+            .lines()
+            .find(|l| l.starts_with("| async:11 | 11 |"))
+            .unwrap_or_else(|| panic!("no async:11 ×11 row: {md}"))
+            .split('|')
+            .map(str::trim)
+            .collect();
+        row[col].to_string()
+    };
+    let new = write("new.jsonl", true);
+    assert_eq!(pss_per_task(&new), "200.0 KiB");
+    let cells = stdout_of(&["--format", "json"], &new);
+    let cells: serde_json::Value = serde_json::from_str(&cells).unwrap();
+    let cell = cells["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["tasks"] == 11)
+        .expect("the 11-task cell");
+    assert_eq!(cell["tree_pss_all_started_kib"], 4000, "{cell}");
+    assert_eq!(cell["pss_per_task_b"], 200.0 * 1024.0, "{cell}");
+    let old = write("old.jsonl", false);
+    assert_eq!(pss_per_task(&old), "110.0 KiB");
+}

@@ -684,6 +684,8 @@ mod tests {
             sys_median_s: Some(sys),
             max_rss_kib: Some(4000 * par as u64),
             tree_pss_kib: Some(1500 * par as u64),
+            tree_pss_all_started_kib: None,
+            tree_pss_end_kib: None,
             speedup: None,
             efficiency: None,
             effective_cores: Some((user + sys) / wall),

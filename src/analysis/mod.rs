@@ -258,6 +258,10 @@ fn summarize_cell(key: &CellKey, runs: &[&RunResult]) -> CellResult {
         sys_median_s: med(|r| r.sys_s),
         max_rss_kib: median_u64(measured.iter().map(|r| r.max_rss_kib)),
         tree_pss_kib: median_u64(measured.iter().filter_map(|r| r.tree_pss_kib)),
+        tree_pss_all_started_kib: median_u64(
+            measured.iter().filter_map(|r| r.tree_pss_all_started_kib),
+        ),
+        tree_pss_end_kib: median_u64(measured.iter().filter_map(|r| r.tree_pss_end_kib)),
         speedup: None,
         efficiency: None,
         effective_cores: eff_cores,
@@ -317,19 +321,34 @@ fn row_key(k: &CellKey) -> (String, String, String, bool) {
 }
 
 /// Fills each cell's memory per task from the same row's 1-task cell (cells whose every task
-/// ran).
+/// ran). Both cells' all-started samples where both have one: the tree with every task in it,
+/// the same moment in both runs, where a peak is whichever tick or moment read most (a busy
+/// machine's tick catches a short run late or not at all). Their peaks otherwise.
 fn memory_per_task(cells: &mut [CellResult]) {
-    let one: BTreeMap<(String, String, String, bool), u64> = cells
+    type Row = (String, String, String, bool);
+    let one: BTreeMap<Row, (Option<u64>, Option<u64>)> = cells
         .iter()
         .filter(|c| c.key.tasks == 1)
-        .filter_map(|c| Some((row_key(&c.key), c.tree_pss_kib?)))
+        .map(|c| {
+            (
+                row_key(&c.key),
+                (c.tree_pss_all_started_kib, c.tree_pss_kib),
+            )
+        })
         .collect();
     // A cell whose tasks did not all run (a model past its limit) has no memory per task.
     let whole = |c: &CellResult| c.runs_failed == 0 && c.tasks_failed == 0;
     for c in cells.iter_mut().filter(|c| c.key.tasks > 1 && whole(c)) {
-        let k = &c.key;
-        if let (Some(base), Some(pss)) = (one.get(&row_key(k)), c.tree_pss_kib) {
-            c.pss_per_task_b = Some((pss as f64 - *base as f64) * 1024.0 / (k.tasks - 1) as f64);
+        let Some(&(base_started, base_peak)) = one.get(&row_key(&c.key)) else {
+            continue;
+        };
+        let pair = match (base_started, c.tree_pss_all_started_kib) {
+            (Some(base), Some(pss)) => Some((base, pss)),
+            _ => base_peak.zip(c.tree_pss_kib),
+        };
+        if let Some((base, pss)) = pair {
+            let extra = (c.key.tasks - 1) as f64;
+            c.pss_per_task_b = Some((pss as f64 - base as f64) * 1024.0 / extra);
         }
     }
 }
@@ -608,6 +627,30 @@ mod tests {
         let a = analyze(&runs, &MockExecutor::new(2).machine());
         assert_eq!(cell(&a, "async:11", 11).pss_per_task_b, None);
         assert!(cell(&a, "thread", 11).pss_per_task_b.is_some());
+    }
+
+    /// PSS/task from both cells' all-started samples where both have one, from both peaks
+    /// where either has none (never one of each).
+    #[test]
+    fn memory_per_task_takes_the_all_started_samples_of_both_cells_or_both_peaks() {
+        // Peaks (the mock's) 3100 KiB at 1 task, 4100 at 11 (async:11 has 11 workers).
+        let plan = mock_plan(&["sleep:1s"], &["async:11"], &[1, 11], 1);
+        let mut runs = MockExecutor::new(2).runs(&plan);
+        for r in runs.iter_mut() {
+            r.tree_pss_all_started_kib = Some(if r.key.tasks == 1 { 2000 } else { 4000 });
+        }
+        let machine = MockExecutor::new(2).machine();
+        let a = analyze(&runs, &machine);
+        let c = cell(&a, "async:11", 11);
+        assert_eq!(c.tree_pss_all_started_kib, Some(4000));
+        assert!(close(c.pss_per_task_b, 2000.0 * 1024.0 / 10.0), "{c:?}");
+        // The 1-task run's task ended before its all-started sample: both peaks.
+        for r in runs.iter_mut().filter(|r| r.key.tasks == 1) {
+            r.tree_pss_all_started_kib = None;
+        }
+        let a = analyze(&runs, &machine);
+        let c = cell(&a, "async:11", 11);
+        assert!(close(c.pss_per_task_b, 1000.0 * 1024.0 / 10.0), "{c:?}");
     }
 
     #[test]

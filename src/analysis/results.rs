@@ -265,6 +265,17 @@ pub struct RunResult {
     pub max_rss_kib: u64,
     /// Peak total PSS of the whole process tree (sampled), KiB.
     pub tree_pss_kib: Option<u64>,
+    /// Total PSS of the process tree sampled when every task had started and the run was not
+    /// over (the child's counter page told the parent), KiB: the tree with every task in it.
+    /// Absent where no such sample was taken (no counter page: external programs, in-process
+    /// runs; a run whose tasks ended before the sampler saw them all started) and in files
+    /// from before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree_pss_all_started_kib: Option<u64>,
+    /// Total PSS of the process tree sampled when the child said its tasks were over, before
+    /// it freed anything, KiB. Absent where no such sample was taken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree_pss_end_kib: Option<u64>,
     /// Voluntary context switches.
     pub ctx_voluntary: u64,
     /// Involuntary context switches.
@@ -499,6 +510,13 @@ pub struct CellResult {
     pub max_rss_kib: Option<u64>,
     /// Median peak PSS of the process tree, KiB.
     pub tree_pss_kib: Option<u64>,
+    /// Median of the runs' tree PSS when every task had started, KiB (over the runs that
+    /// have one; absent when none has).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree_pss_all_started_kib: Option<u64>,
+    /// Median of the runs' tree PSS at the run's end, KiB (over the runs that have one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree_pss_end_kib: Option<u64>,
     /// Median wall of `seq` (same workload, tasks, lock) over this cell's median.
     pub speedup: Option<f64>,
     /// Speedup over min(parallelism, cores).
@@ -552,7 +570,9 @@ pub struct CellResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wakeups: Option<Wakeups>,
     /// Memory per task: the tree PSS above the same row's 1-task cell (same study, workload
-    /// and lock; the model without its worker count), over the extra tasks, bytes.
+    /// and lock; the model without its worker count), over the extra tasks, bytes. Taken
+    /// from the all-started samples (`tree_pss_all_started_kib`) where both cells have one,
+    /// from the peaks (`tree_pss_kib`) otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pss_per_task_b: Option<f64>,
 }

@@ -120,8 +120,14 @@ pub(crate) fn check_ended(e: &mut PartEnded, share: ShareBounds) -> Result<(), S
         }
         Err(why) => clip(why),
     }
-    if let Some(pss) = e.tree_pss_kib {
-        count("tree_pss_kib", pss, KIB_MAX)?;
+    for (name, pss) in [
+        ("tree_pss_kib", e.tree_pss_kib),
+        ("tree_pss_all_started_kib", e.tree_pss_all_started_kib),
+        ("tree_pss_end_kib", e.tree_pss_end_kib),
+    ] {
+        if let Some(pss) = pss {
+            count(name, pss, KIB_MAX)?;
+        }
     }
     let Some(r) = &mut e.report else {
         return Ok(());
@@ -595,6 +601,10 @@ fn add_run(m: &mut RunResult, r: &RunResult, first: bool) {
         (Some(a), Some(b)) => Some(a + b),
         (a, b) => a.or(b),
     };
+    // A moment's sum means the whole cell's tree only when every host sampled it.
+    let both = |a: Option<u64>, b: Option<u64>| if first { b } else { Some(a? + b?) };
+    m.tree_pss_all_started_kib = both(m.tree_pss_all_started_kib, r.tree_pss_all_started_kib);
+    m.tree_pss_end_kib = both(m.tree_pss_end_kib, r.tree_pss_end_kib);
     m.ctx_voluntary += r.ctx_voluntary;
     m.ctx_involuntary += r.ctx_involuntary;
     m.threads_created += r.threads_created;
@@ -722,6 +732,8 @@ mod tests {
             killed_for: None,
             wall_s: 1.2,
             tree_pss_kib: Some(9000),
+            tree_pss_all_started_kib: None,
+            tree_pss_end_kib: None,
             report: Some(ChildReport {
                 wall_s: 1.0,
                 tasks_ok: 4,

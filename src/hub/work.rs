@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::measure::memory::TreePss;
 use crate::measure::rusage::ChildUsage;
 use crate::model::selfcall::RunRequest;
 use crate::runner::child::ChildReport;
@@ -99,6 +100,12 @@ pub struct PartEnded {
     pub wall_s: f64,
     /// Peak PSS of its process tree.
     pub tree_pss_kib: Option<u64>,
+    /// Its tree's PSS when every task had started (absent from agents before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree_pss_all_started_kib: Option<u64>,
+    /// Its tree's PSS at the run's end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree_pss_end_kib: Option<u64>,
     /// The child's report.
     pub report: Option<ChildReport>,
     /// The last lines of its stderr.
@@ -111,7 +118,9 @@ impl From<Ended> for PartEnded {
             waited: e.waited.map_err(|e| e.to_string()),
             killed_for: e.killed_for,
             wall_s: e.wall_s,
-            tree_pss_kib: e.tree_pss_kib,
+            tree_pss_kib: e.pss.peak_kib,
+            tree_pss_all_started_kib: e.pss.all_started_kib,
+            tree_pss_end_kib: e.pss.end_kib,
             report: e.report,
             stderr_tail: e.stderr_tail,
         }
@@ -124,7 +133,11 @@ impl From<PartEnded> for Ended {
             waited: e.waited.map_err(std::io::Error::other),
             killed_for: e.killed_for,
             wall_s: e.wall_s,
-            tree_pss_kib: e.tree_pss_kib,
+            pss: TreePss {
+                peak_kib: e.tree_pss_kib,
+                all_started_kib: e.tree_pss_all_started_kib,
+                end_kib: e.tree_pss_end_kib,
+            },
             report: e.report,
             concur_line: None,
             stderr_tail: e.stderr_tail,

@@ -36,11 +36,20 @@ struct Meta {
     planned: AtomicU64,
     /// 1 once the run's tasks are over, set by the child, which then waits for `sampled`.
     done: AtomicU32,
-    /// 1 once the parent has taken its sample of the ended run.
+    /// `SAMPLED` once the parent has taken its sample of the ended run, `GONE` once its
+    /// sampler has stopped watching.
     sampled: AtomicU32,
+    /// 1 while a sampler of the parent watches the page ([`CounterPage::watch`]): only then
+    /// does the child wait at its end for a sample.
+    watching: AtomicU32,
     /// The next shard a thread claims, of any process counting into the page.
     next_shard: AtomicU32,
 }
+
+/// `sampled`: the parent took its sample of the ended run.
+const SAMPLED: u32 = 1;
+/// `sampled`: the parent's sampler stopped watching; nothing will answer.
+const GONE: u32 = 2;
 
 /// How many shards the page holds: a thread counts into shard `k mod SHARDS`, `k` the order
 /// in which the process's threads first counted.
@@ -66,6 +75,7 @@ impl Counters {
                 planned: AtomicU64::new(0),
                 done: AtomicU32::new(0),
                 sampled: AtomicU32::new(0),
+                watching: AtomicU32::new(0),
                 next_shard: AtomicU32::new(0),
             },
             shards: [ZERO; SHARDS],
@@ -194,7 +204,11 @@ pub fn counts() -> (u64, u64) {
 
 /// A run of `tasks` tasks begins in this process: the counts start again from zero.
 pub fn begin(tasks: usize) {
-    let c = active();
+    begin_on(active(), tasks);
+}
+
+/// [`begin`] on the counters `c`.
+fn begin_on(c: &Counters, tasks: usize) {
     for s in &c.shards {
         for n in [&s.started, &s.ended, &s.failed] {
             n.store(0, Ordering::Relaxed);
@@ -203,23 +217,58 @@ pub fn begin(tasks: usize) {
     c.meta.done.store(0, Ordering::Relaxed);
     c.meta.sampled.store(0, Ordering::Relaxed);
     c.meta.planned.store(tasks as u64, Ordering::Release);
+    // The parent's sampler sleeps on `done` until its next tick; woken now, it sees tasks
+    // starting and reads the page every few ms until all have (a short run's all-started
+    // moment falls between two ticks).
+    futex_wake(&c.meta.done);
+}
+
+/// How a child's [`run_ended`] went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunEnd {
+    /// No page was handed to this process: nobody to tell.
+    NoPage,
+    /// A page, but no sampler of the parent watches it (its thread did not start): the end is
+    /// said and not waited for.
+    NoSampler,
+    /// The parent took its sample of the ended run.
+    Sampled,
+    /// The parent watches but took no sample within the wait.
+    TimedOut,
 }
 
 /// The run's tasks are over: says so to the parent that handed this process its page, and
 /// waits at most `wait` for it to take its sample of the tree (its PSS at the end, before
-/// this process frees anything or exits). Returns at once where no page was handed over.
-pub fn run_ended(wait: std::time::Duration) {
+/// this process frees anything or exits). Returns at once where no page was handed over or
+/// no sampler watches it.
+pub fn run_ended(wait: std::time::Duration) -> RunEnd {
     let c = active();
     if std::ptr::eq(c, &OWN) {
-        return;
+        return RunEnd::NoPage;
     }
+    end_on(c, wait)
+}
+
+/// [`run_ended`] on the counters `c`.
+fn end_on(c: &Counters, wait: std::time::Duration) -> RunEnd {
     c.meta.done.store(1, Ordering::Release);
     futex_wake(&c.meta.done);
+    // A sampler sets `watching` as it starts, before the child could reach its end (the
+    // parent starts it right after the spawn, while the child is still being exec'd); one
+    // whose thread failed never does, and nothing would answer.
+    if c.meta.watching.load(Ordering::Acquire) == 0 {
+        return RunEnd::NoSampler;
+    }
     let deadline = std::time::Instant::now() + wait;
-    while c.meta.sampled.load(Ordering::Acquire) == 0 {
+    loop {
+        match c.meta.sampled.load(Ordering::Acquire) {
+            SAMPLED => return RunEnd::Sampled,
+            GONE => return RunEnd::NoSampler,
+            _ => {}
+        }
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         if left.is_zero() {
-            return;
+            return RunEnd::TimedOut;
         }
         futex_wait(&c.meta.sampled, 0, left);
     }
@@ -367,10 +416,30 @@ impl CounterPage {
         futex_wake(&self.counters().meta.done);
     }
 
+    /// The child's side of its run's end ([`run_ended`]) on this page: says the tasks are
+    /// over and waits at most `wait` for the parent's sample.
+    pub fn end_run(&self, wait: std::time::Duration) -> RunEnd {
+        end_on(self.counters(), wait)
+    }
+
+    /// Says a sampler watches this page (the parent's, as its thread starts): a child waits
+    /// at its run's end only for a sampler that watches.
+    pub fn watch(&self) {
+        self.counters().meta.watching.store(1, Ordering::Release);
+    }
+
+    /// Says the sampler stopped watching: a child waiting at its run's end stops waiting.
+    pub fn unwatch(&self) {
+        let c = self.counters();
+        c.meta.watching.store(0, Ordering::Release);
+        c.meta.sampled.store(GONE, Ordering::Release);
+        futex_wake(&c.meta.sampled);
+    }
+
     /// Tells the child waiting in [`run_ended`] that its end was sampled.
     pub fn sampled(&self) {
         let c = self.counters();
-        c.meta.sampled.store(1, Ordering::Release);
+        c.meta.sampled.store(SAMPLED, Ordering::Release);
         futex_wake(&c.meta.sampled);
     }
 
@@ -543,6 +612,55 @@ mod tests {
         assert!(!page.all_started());
         c.shards[5].started.store(1, Ordering::Relaxed);
         assert!(page.all_started());
+    }
+
+    /// A page no sampler watches (the parent's sampler thread did not start): the child's end
+    /// says so and returns at once instead of waiting its whole wait for a sample.
+    #[test]
+    fn a_run_end_that_no_sampler_watches_does_not_wait() {
+        let page = CounterPage::create().unwrap();
+        let t = std::time::Instant::now();
+        let end = page.end_run(std::time::Duration::from_secs(30));
+        assert_eq!(end, RunEnd::NoSampler);
+        assert!(t.elapsed() < std::time::Duration::from_secs(5), "{t:?}");
+        assert!(page.read().done, "the end is said all the same");
+    }
+
+    /// A watched page: the child waits until the sampler answers, or until its wait is over.
+    #[test]
+    fn a_watched_run_end_waits_for_the_sample_or_its_wait() {
+        let page = std::sync::Arc::new(CounterPage::create().unwrap());
+        page.watch();
+        let end = page.end_run(std::time::Duration::from_millis(20));
+        assert_eq!(end, RunEnd::TimedOut);
+        begin_on(page.counters(), 1);
+        let answer = {
+            let page = page.clone();
+            std::thread::spawn(move || {
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+                while !page.read().done {
+                    assert!(std::time::Instant::now() < deadline, "no end said");
+                    page.wait_done(std::time::Duration::from_millis(100));
+                }
+                page.sampled();
+            })
+        };
+        let end = page.end_run(std::time::Duration::from_secs(30));
+        answer.join().unwrap();
+        assert_eq!(end, RunEnd::Sampled);
+        // A sampler that stops watching releases a child still waiting.
+        begin_on(page.counters(), 1);
+        let waiting = {
+            let page = page.clone();
+            std::thread::spawn(move || page.end_run(std::time::Duration::from_secs(30)))
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !page.read().done {
+            assert!(std::time::Instant::now() < deadline, "no end said");
+            std::thread::yield_now();
+        }
+        page.unwatch();
+        assert_eq!(waiting.join().unwrap(), RunEnd::NoSampler);
     }
 
     #[test]

@@ -168,7 +168,7 @@ const MIN_PAUSE: Duration = Duration::from_millis(10);
 /// Samples a process tree's total PSS on a thread of its own and keeps the peak.
 pub struct TreeSampler {
     stop: Arc<AtomicBool>,
-    handle: Option<JoinHandle<(u64, u32)>>,
+    handle: Option<JoinHandle<TreePss>>,
     now: Arc<TreeNow>,
     page: Option<Arc<CounterPage>>,
 }
@@ -210,10 +210,19 @@ struct Moments {
     ended: bool,
 }
 
+/// The moments a read of the page shows for the first time.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Due {
+    /// Every task has started and the run is not over yet: the tree holds every task.
+    all_started: bool,
+    /// The child says its tasks are over and waits for this sample.
+    ended: bool,
+}
+
 impl Moments {
-    /// Whether a sample is due now for a moment the page shows, and whether the child waits
-    /// for it.
-    fn due(&mut self, page: &CounterPage) -> (bool, bool) {
+    /// The moments due now that the page shows. Every task seen started only together with
+    /// the end is no all-started moment: tasks may have ended and freed their memory.
+    fn due(&mut self, page: &CounterPage) -> Due {
         let r = page.read();
         if !r.done && self.ended {
             // The child began another run.
@@ -221,7 +230,10 @@ impl Moments {
         }
         let started = r.all_started && !std::mem::replace(&mut self.all_started, r.all_started);
         let ended = r.done && !std::mem::replace(&mut self.ended, r.done);
-        (started || ended, ended)
+        Due {
+            all_started: started && !r.done,
+            ended,
+        }
     }
 
     /// Whether the run's tasks are still starting (the page is read often then).
@@ -231,13 +243,39 @@ impl Moments {
     }
 }
 
+/// What a sampler took of a tree: the peak of every sample, and the samples taken at the
+/// moments of the run (when a counter page told them).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct TreePss {
+    /// The peak of the samples, KiB; None if no sample was taken.
+    pub peak_kib: Option<u64>,
+    /// The sample taken when every task had started and the run was not over, KiB: the
+    /// tree with every task in it (the last sample of that moment, for a child that ran
+    /// several runs).
+    pub all_started_kib: Option<u64>,
+    /// The sample taken when the child said its tasks were over, before it freed anything,
+    /// KiB.
+    pub end_kib: Option<u64>,
+}
+
+impl TreePss {
+    /// Only a peak (no moments were seen).
+    pub fn peak(peak_kib: Option<u64>) -> TreePss {
+        TreePss {
+            peak_kib,
+            ..TreePss::default()
+        }
+    }
+}
+
 impl TreeSampler {
     /// Starts sampling the tree of `root`. The interval adapts to keep the sampler's own CPU
     /// cost under 2% of one core: at least 10 ms, at least 50 times one sample's
     /// CPU time. The tree is walked again (every process of the machine) only when a process or
     /// thread was created since the last walk; otherwise a sample reads the PSS of the
     /// members found before. With the run's counter page, a sample is also taken when every
-    /// task has started and when the child says its tasks are over (it waits for that one).
+    /// task has started and when the child says its tasks are over (it waits for that one,
+    /// and only while this sampler watches the page: [`CounterPage::watch`]).
     pub fn start(root: i32, page: Option<Arc<CounterPage>>) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
@@ -247,22 +285,26 @@ impl TreeSampler {
         let handle = std::thread::Builder::new()
             .name("pss-sampler".into())
             .spawn(move || {
-                let mut peak = 0u64;
-                let mut samples = 0u32;
+                let mut pss = TreePss::default();
                 let mut tree = Tree::new(root);
                 let mut moments = Moments::default();
                 let mut next_tick = Instant::now();
                 while !flag.load(Ordering::Relaxed) {
-                    let (moment, acked) = match &watched {
+                    let due = match &watched {
                         Some(p) => moments.due(p),
-                        None => (false, false),
+                        None => Due::default(),
                     };
-                    if moment || Instant::now() >= next_tick {
+                    if due.all_started || due.ended || Instant::now() >= next_tick {
                         let t = thread_cpu();
                         let now = tree.pss_kib();
                         if now > 0 {
-                            samples += 1;
-                            peak = peak.max(now);
+                            pss.peak_kib = Some(pss.peak_kib.unwrap_or(0).max(now));
+                            if due.all_started {
+                                pss.all_started_kib = Some(now);
+                            }
+                            if due.ended {
+                                pss.end_kib = Some(now);
+                            }
                         }
                         latest.pss_kib.store(now, Ordering::Relaxed);
                         if latest.with_cpu.load(Ordering::Relaxed) {
@@ -270,7 +312,7 @@ impl TreeSampler {
                                 .cpu_ticks
                                 .store(tree.cpu_ticks() + 1, Ordering::Relaxed);
                         }
-                        if acked {
+                        if due.ended {
                             if let Some(p) = &watched {
                                 p.sampled();
                             }
@@ -299,9 +341,14 @@ impl TreeSampler {
                         }
                     }
                 }
-                (peak, samples)
+                pss
             })
             .ok();
+        // Watched only by a thread that runs: without it the child would wait its whole
+        // `run_ended` wait at every run's end for a sample nobody takes.
+        if let (Some(_), Some(p)) = (&handle, &page) {
+            p.watch();
+        }
         TreeSampler {
             stop,
             handle,
@@ -318,10 +365,16 @@ impl TreeSampler {
         self.now.clone()
     }
 
-    /// Stops sampling and returns the peak (KiB) if at least one sample was taken.
-    pub fn finish(mut self) -> Option<u64> {
+    /// Stops sampling and returns what it took: the peak (KiB) if at least one sample was
+    /// taken, and the samples of the run's moments.
+    pub fn finish(mut self) -> TreePss {
         self.stop.store(true, Ordering::Relaxed);
-        let handle = self.handle.take()?;
+        if let Some(p) = &self.page {
+            p.unwatch();
+        }
+        let Some(handle) = self.handle.take() else {
+            return TreePss::default();
+        };
         // A wake-up through the page is not kept for a thread not yet waiting on it (as an
         // unpark is): woken again until it has seen the flag.
         loop {
@@ -334,10 +387,7 @@ impl TreeSampler {
             }
             std::thread::sleep(Duration::from_millis(1));
         }
-        match handle.join() {
-            Ok((peak, samples)) if samples > 0 => Some(peak),
-            _ => None,
-        }
+        handle.join().unwrap_or_default()
     }
 }
 
@@ -370,6 +420,26 @@ mod tests {
         assert!(tree.contains(&(child.id() as i32)), "{tree:?}");
         child.kill().unwrap();
         child.wait().unwrap();
+    }
+
+    /// A sampler watches the page it was given: the end a child says on it is sampled and
+    /// answered (the child does not wait out its wait), and the sample is the run's end's.
+    #[test]
+    fn a_sampler_answers_the_end_said_on_its_page() {
+        let page = Arc::new(CounterPage::create().unwrap());
+        let sampler = TreeSampler::start(std::process::id() as i32, Some(page.clone()));
+        let end = page.end_run(Duration::from_secs(60));
+        assert_eq!(end, crate::measure::live::RunEnd::Sampled);
+        let pss = sampler.finish();
+        let (peak, at_end) = (pss.peak_kib.unwrap(), pss.end_kib.unwrap());
+        assert!(at_end > 0 && at_end <= peak, "{pss:?}");
+        // No task was planned: there was no moment when all had started.
+        assert_eq!(pss.all_started_kib, None, "{pss:?}");
+        // Finished, it watches no more: a later end is not waited for.
+        assert_eq!(
+            page.end_run(Duration::from_secs(60)),
+            crate::measure::live::RunEnd::NoSampler
+        );
     }
 
     #[test]

@@ -44,6 +44,8 @@ pub(crate) fn template(
         sys_s: 0.0,
         max_rss_kib: 0,
         tree_pss_kib: None,
+        tree_pss_all_started_kib: None,
+        tree_pss_end_kib: None,
         ctx_voluntary: 0,
         ctx_involuntary: 0,
         threads_created: 0,
@@ -157,7 +159,9 @@ fn parent_measured(run: &mut RunResult, ended: &Ended) -> bool {
     run.user_s = usage.user_s;
     run.sys_s = usage.sys_s;
     run.max_rss_kib = usage.max_rss_kib;
-    run.tree_pss_kib = ended.tree_pss_kib;
+    run.tree_pss_kib = ended.pss.peak_kib;
+    run.tree_pss_all_started_kib = ended.pss.all_started_kib;
+    run.tree_pss_end_kib = ended.pss.end_kib;
     run.ctx_voluntary = usage.ctx_voluntary;
     run.ctx_involuntary = usage.ctx_involuntary;
     true
@@ -394,13 +398,14 @@ pub(crate) fn convert_external(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::measure::memory::TreePss;
 
     fn ended_with(line: &str) -> Ended {
         Ended {
             waited: Err(std::io::Error::other("not waited for")),
             killed_for: None,
             wall_s: 1.0,
-            tree_pss_kib: None,
+            pss: TreePss::default(),
             report: None,
             concur_line: Some(line.into()),
             stderr_tail: vec![],

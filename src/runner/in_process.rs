@@ -28,7 +28,7 @@ impl Executor for InProcessExecutor {
         let before = self_usage();
         let report = child::run_cell(request(plan, cell, iteration));
         let after = self_usage();
-        let tree_pss_kib = sampler.finish();
+        let pss = sampler.finish();
         let (report, stderr_tail) = match report {
             Ok(r) => (Some(r), Vec::new()),
             Err(e) => (None, vec![e.to_string()]),
@@ -37,7 +37,7 @@ impl Executor for InProcessExecutor {
             waited: Ok(usage_between(&before, &after)),
             killed_for: None,
             wall_s: started.elapsed().as_secs_f64(),
-            tree_pss_kib,
+            pss,
             report,
             stderr_tail,
             concur_line: None,

@@ -30,6 +30,7 @@ use std::time::Duration;
 
 use crate::analysis::results::{CellKey, Machine, RunResult};
 use crate::measure::latency::LatencySummary;
+use crate::measure::memory::TreePss;
 use crate::measure::open::OpenStats;
 use crate::measure::rusage::ChildUsage;
 use crate::plan;
@@ -284,7 +285,7 @@ impl MockExecutor {
             killed_for: None,
             // The parent's wall includes the child's start-up; a millisecond stands for it.
             wall_s: wall + 0.001,
-            tree_pss_kib: Some(3000 + 100 * cell.parallelism as u64),
+            pss: TreePss::peak(Some(3000 + 100 * cell.parallelism as u64)),
             report: Some(report),
             concur_line: None,
             stderr_tail: vec![],
@@ -300,7 +301,7 @@ impl MockExecutor {
             }),
             killed_for: Some(kill),
             wall_s,
-            tree_pss_kib: Some(3000),
+            pss: TreePss::peak(Some(3000)),
             report: None,
             concur_line: None,
             stderr_tail: vec![],
@@ -346,7 +347,7 @@ impl Executor for MockExecutor {
                     }),
                     killed_for: None,
                     wall_s: 0.02,
-                    tree_pss_kib: Some(3000),
+                    pss: TreePss::peak(Some(3000)),
                     report: None,
                     concur_line: None,
                     stderr_tail: vec!["mock: segfault".into(), String::new()],

@@ -14,7 +14,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::measure::live::CounterPage;
-use crate::measure::memory::{TreeNow, TreeSampler};
+use crate::measure::memory::{TreeNow, TreePss, TreeSampler};
 use crate::measure::rusage::{self, ChildUsage};
 use crate::model::selfcall::{RunRequest, SelfCall};
 use crate::runner::child::{ChildReport, LiveLine, LIVE_PREFIX};
@@ -57,8 +57,9 @@ pub(crate) struct Ended {
     pub killed_for: Option<Kill>,
     /// Wall time seen by the parent, from before the spawn to the reap.
     pub wall_s: f64,
-    /// Peak PSS of the run's process tree, when at least one sample was taken.
-    pub tree_pss_kib: Option<u64>,
+    /// The run's process tree's PSS: the peak, when at least one sample was taken, and the
+    /// samples at the run's moments.
+    pub pss: TreePss,
     /// The child's report, when it wrote one that decodes.
     pub report: Option<ChildReport>,
     /// An external program's last `CONCUR {json}` line (the JSON only).
@@ -265,7 +266,7 @@ fn supervise(
     }
     // Whatever the run left behind in its group goes with it.
     kill_group(pid);
-    let tree_pss_kib = sampler.finish();
+    let pss = sampler.finish();
     let stderr_tail = stderr.join().map(Vec::from).unwrap_or_default();
     let report_text = report
         .map(|r| r.join().unwrap_or_default())
@@ -275,7 +276,7 @@ fn supervise(
         waited,
         killed_for,
         wall_s,
-        tree_pss_kib,
+        pss,
         report: serde_json::from_str(report_text.trim()).ok(),
         concur_line,
         stderr_tail,
