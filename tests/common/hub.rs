@@ -89,6 +89,25 @@ impl Hub {
         panic!("redis-server did not start again on port {}", self.port);
     }
 
+    /// Kills the Redis server, leaves the port closed for `outage`, then starts a new one
+    /// on the same port (its data gone), as a restart that takes that long would.
+    pub fn restart_after(&mut self, outage: Duration) {
+        self.stop();
+        let down = std::time::Instant::now();
+        wait_for(
+            "the outage to last",
+            outage + Duration::from_secs(1),
+            || down.elapsed() >= outage,
+        );
+        self.restart();
+    }
+
+    /// Kills the Redis server (its data goes) and leaves the port closed.
+    pub fn stop(&mut self) {
+        let _ = self.redis.kill();
+        let _ = self.redis.wait();
+    }
+
     /// The agents' flags for a study whose delay server is on loopback, as every test hub's
     /// is: load from a hub goes to loopback only when the agent's operator lists it.
     pub const LOOPBACK: [&'static str; 2] = ["--allow-targets", "127.0.0.1"];
