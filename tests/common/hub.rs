@@ -23,7 +23,7 @@ pub const LOADED_MARGIN: Duration = Duration::from_secs(2);
 ///   every turn of its wait (20 ms when its list is empty: the executor's `EMPTY_WAIT`);
 /// - plus [`LOADED_MARGIN`].
 ///
-/// A study that never noticed the loss would wait `LEAD` + the run's timeout + 10 s (the
+/// A study that never noticed the loss would wait `LEAD` + the run's timeout + 2.5 s (the
 /// executor's `ANSWER_MARGIN`), past this bound.
 pub fn loss_bound(share_wall: Duration) -> Duration {
     use concur::hub::{executor::LEAD, BEAT, LOST_AFTER};
