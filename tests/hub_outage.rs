@@ -223,7 +223,8 @@ struct Mismatch<'a> {
 
 /// The study and its agents sign with different keys: the agents refuse the work and say so
 /// on the hub, and the study ends within 5 s, naming which agent refused what, exit 1.
-/// Both ways of signing: two different hub keys, and a study key the agents do not list.
+/// Two different hub keys, a study without the agents' hub key, and a study key the agents
+/// do not list.
 #[test]
 #[ignore = "full tier: needs redis-server"]
 fn a_key_mismatch_is_reported_within_5_s_naming_who_refused_what() {
@@ -259,6 +260,14 @@ fn a_key_mismatch_is_reported_within_5_s_naming_who_refused_what() {
             why: "does not match the hub key",
         },
         Mismatch {
+            what: "a keyed agent, a study without a key",
+            agent_flags: vec![],
+            agent_env: &hub_key_agent,
+            study_flags: vec![],
+            study_env: &[],
+            why: "not signed with the hub key",
+        },
+        Mismatch {
             what: "keys per party",
             agent_flags: vec!["--signing-key", &agent_key, "--study-keys", &listed],
             agent_env: &[],
@@ -280,7 +289,9 @@ fn a_key_mismatch_is_reported_within_5_s_naming_who_refused_what() {
         let url = hub.url();
         let _a = agent(&url, "k1", &agent_flags, agent_env);
         wait_for_agents(&url, &["k1"]);
-        let results = dir.path().join(format!("{}.jsonl", what.replace(' ', "-")));
+        let results = dir
+            .path()
+            .join(format!("{}.jsonl", what.replace([' ', ','], "-")));
         let mut args = vec!["-w", "fib:5", "-m", "seq", "-n", "2", "--hosts", "1"];
         args.extend_from_slice(&study_flags);
         let started = Instant::now();

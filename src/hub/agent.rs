@@ -467,12 +467,19 @@ impl Agent<'_> {
 
     /// Leaves on the hub, under this agent's name, that it refused the item `text` and why
     /// ([`Refusal`]): the study waiting for that share hears it at once, not at its deadline.
-    /// Only an item that names a scope (a signed one) has a study to tell.
+    /// Only an item that names a run (a signed one its scope, a bare share its `run`) has a
+    /// study to tell.
     fn say_refused(&self, c: &mut Connection, text: &str, why: &str) {
+        #[derive(serde::Deserialize)]
+        struct Bare {
+            run: String,
+        }
         if admit::check_size(text).is_err() {
             return;
         }
-        let Some(scope) = super::sign::scope_of(text) else {
+        let scope = super::sign::scope_of(text)
+            .or_else(|| serde_json::from_str::<Bare>(text).ok().map(|b| b.run));
+        let Some(scope) = scope else {
             return;
         };
         let notice = Refusal::new(&scope, why);
