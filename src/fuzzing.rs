@@ -19,7 +19,7 @@ use crate::analysis::results::{Line, RunStatus};
 use crate::hub::keys::{self, KeyList, PublicKey, SigningKey};
 use crate::hub::merge::{self, PartOutcome, ShareBounds};
 use crate::hub::sign::{self, Expect, HubKey, Opener, Seen};
-use crate::hub::work::{PartDone, PartWork, Work};
+use crate::hub::work::{self, PartDone, PartWork, Refusal, Work};
 use crate::hub::{admit, AgentInfo};
 use crate::measure::latency::{LatencyRecorder, LatencyWire};
 use crate::os::terminal::{escape_controls, escape_json_controls};
@@ -476,9 +476,20 @@ pub fn hub_answer(data: &[u8]) {
         return;
     }
     read_answer(data);
+    // An agent's refusal notice: taken only within its bound, its reason clean and short.
+    if let Some(r) = Refusal::read(data) {
+        assert!(data.len() <= work::REFUSAL_MAX_BYTES);
+        assert!(r.why.chars().count() <= work::REFUSAL_WHY_CHARS, "{r:?}");
+        assert!(!r.why.chars().any(char::is_control), "{r:?}");
+        assert!(r.scope.chars().count() <= 128, "{r:?}");
+    }
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
+    // An answer whose signature was refused: its body, read unchecked, as the study reads it.
+    if let Some(body) = sign::body_of(text) {
+        read_answer(body.as_bytes());
+    }
     let key = test_hub_key();
     let mut seen = Seen::default();
     let opened = sign::open(

@@ -347,6 +347,13 @@ fn hub_seeds() -> Vec<(&'static str, String, Vec<u8>)> {
                 a["ended"]["report"] = Value::Null;
             }),
         ),
+        // An agent's refusal notice (`concur:hub:agent:NAME:refused`), which the study reads
+        // beside the answers.
+        (
+            "refusal-notice",
+            json!({"scope": TEST_RUN, "why": "a message whose signature does not match the hub key"})
+                .to_string(),
+        ),
     ];
     let beats: Vec<(&str, String)> = vec![
         ("idle", heartbeat("a1", "lab-1", "idle").to_string()),
@@ -411,7 +418,7 @@ fn hub_seeds() -> Vec<(&'static str, String, Vec<u8>)> {
 fn the_hub_seeds_are_the_committed_ones() {
     let dir = fuzz_dir().join("corpus");
     let seeds = hub_seeds();
-    assert_eq!(seeds.len(), 14 + 8 + 4 + 5, "seeds made");
+    assert_eq!(seeds.len(), 14 + 9 + 4 + 5, "seeds made");
     if std::env::var_os("CONCUR_WRITE_SEEDS").is_some() {
         for (target, name, bytes) in &seeds {
             std::fs::create_dir_all(dir.join(target)).unwrap();

@@ -634,8 +634,8 @@ fn a_share_that_does_not_end_is_killed_at_its_deadline_and_the_study_ends_soon_a
     let took = started.elapsed();
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     // The share's deadline is 2 s after the common start (LEAD from now); the agent kills it
-    // then and answers, and the study ends within a loaded machine's margin of it. A study
-    // that waited for the answer's own deadline (its 10 s ANSWER_MARGIN more) would not.
+    // then and answers, and the study ends within a loaded machine's margin of it. (A study
+    // that waited for the answer's own deadline would end its 2.5 s ANSWER_MARGIN later.)
     let bound =
         concur::hub::executor::LEAD + Duration::from_secs(2) + 2 * common::hub::LOADED_MARGIN;
     assert!(took < bound, "the study took {took:?} (bound {bound:?})");

@@ -702,3 +702,75 @@ fn a_study_and_its_agents_with_keys_of_their_own_run_together() {
         );
     }
 }
+
+/// Issue 42, row 5: an answer for agent x's share signed by a key that is none of the
+/// study's agents' (x holds another key than the one its heartbeat was pinned with): the
+/// study refuses it and ends the share at once, naming the host and why, instead of waiting
+/// for the run's timeout (here 60 s); exit 1. (Before: the share waited for its deadline.)
+#[test]
+#[ignore = "full tier: needs redis-server"]
+fn an_answer_under_a_key_the_study_does_not_take_ends_its_share_within_5_s() {
+    common::require(&[Need::Redis]);
+    let dir = tempfile::tempdir().unwrap();
+    let hub = Hub::start(None);
+    let (study_key, _) = keygen(dir.path(), "study");
+    let (x_key, _) = keygen(dir.path(), "x");
+    let (other_key, _) = keygen(dir.path(), "other");
+    let mut c = hub.connect();
+    plant(&hub, &mut c, "x", &x_key);
+    let results = dir.path().join("r.jsonl");
+    let mut study = Killed(
+        Command::new(env!("CARGO_BIN_EXE_concur"))
+            .args(["run", "-w", "fib:5", "-m", "seq", "-n", "2", "-r", "1"])
+            .args(["--warmup", "0", "--hub", &hub.url(), "--hosts", "1"])
+            .args(["--timeout", "60s", "--signing-key"])
+            .arg(&study_key)
+            .arg("--json")
+            .arg(&results)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let for_x = take(&mut c, "x");
+    let run = for_x["run"].as_str().unwrap().to_string();
+    let text = party(&hub, &other_key)
+        .seal(&mut c, "study", &run, "", honest(&for_x, "x"))
+        .unwrap();
+    let pushed = Instant::now();
+    let _: i64 = redis::cmd("RPUSH")
+        .arg(format!("concur:hub:run:{run}:done"))
+        .arg(text)
+        .query(&mut c)
+        .unwrap();
+    let mut status = None;
+    wait_for("the study to end", Duration::from_secs(70), || {
+        status = study.0.try_wait().unwrap();
+        status.is_some()
+    });
+    let took = pushed.elapsed();
+    let mut stderr = String::new();
+    study
+        .0
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    eprintln!("the refused answer ended the study in {took:?}");
+    assert!(took < Duration::from_secs(5), "{took:?}: {stderr}");
+    assert_eq!(status.unwrap().code(), Some(1), "{stderr}");
+    let runs = common::run_lines(&results);
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let error = runs[0]["error"].as_str().unwrap();
+    assert!(
+        error.contains("host 'x' had its answer refused by the study")
+            && error.contains("the key of none of this study's agents"),
+        "{error}"
+    );
+    assert_eq!(
+        runs[0]["hub"]["parts"][0]["status"], "refused",
+        "{}",
+        runs[0]
+    );
+}

@@ -10,11 +10,12 @@ use std::time::{Duration, Instant};
 
 use redis::Connection;
 
-use super::work::{PartDone, PartWork, Work};
+use super::retry::{interruptible_sleep, Backoff};
+use super::work::{PartDone, PartWork, Refusal, Work};
 use super::{admit, clock};
 use super::{
-    agent_key, agents_key, cancel_key, check_name, doing_key, done_key, retrying_mends, work_key,
-    AgentInfo, Hub, HubUrl, BEAT, LOST_AFTER,
+    agent_key, agents_key, cancel_key, check_name, doing_key, done_key, refused_key,
+    retrying_mends, work_key, AgentInfo, Hub, HubUrl, BEAT, LOST_AFTER,
 };
 use crate::analysis::results::MetaHost;
 use crate::base::error::{Error, Result};
@@ -27,12 +28,19 @@ use crate::workload::outside::Allowed;
 /// How long the results of a run stay on the hub for a study that has not read them.
 const DONE_TTL_S: u64 = 3600;
 
-/// The first pause before an agent asks a hub that did not answer again; it doubles up to
-/// [`RETRY_MAX`].
-const RETRY_FIRST: Duration = Duration::from_millis(250);
+/// How long past a share's timeout its answer is offered again after a rejoin.
+const RESEND_MARGIN: Duration = Duration::from_secs(10);
 
-/// The longest pause between two attempts to reach the hub.
-const RETRY_MAX: Duration = Duration::from_secs(5);
+/// An answer, and until when it is offered again after a rejoin.
+struct LastAnswer {
+    /// The work item it answers.
+    text: String,
+    done: PartDone,
+    until: Instant,
+}
+
+/// How long an agent's word that it refused an item stays on the hub.
+const REFUSAL_TTL: Duration = Duration::from_secs(60);
 
 /// `concur agent`'s flags.
 #[derive(Debug, Clone, Default)]
@@ -57,7 +65,18 @@ struct Shared {
     /// Whether the study's own heartbeat for that run ([`super::alive_key`]) was seen: once
     /// it was, its expiry means the study is gone, and the share is stopped.
     study_seen: bool,
+    /// When the heartbeat reached the hub again after losing it during that run: the hub
+    /// may have restarted empty, so the study's heartbeat is looked for again, and only its
+    /// absence for [`STUDY_GRACE`] after that stops the share.
+    hub_back: Option<std::time::Instant>,
 }
+
+/// How long after the hub is back the study of a running share has to beat again before the
+/// share is stopped: the longest pause of the backoff with which the study reconnects, and
+/// a heartbeat's life.
+const STUDY_GRACE: Duration = Duration::from_millis(
+    super::retry::RETRY_MAX.as_millis() as u64 + LOST_AFTER.as_millis() as u64,
+);
 
 /// This host's name.
 fn hostname() -> String {
@@ -87,8 +106,9 @@ struct Agent<'a> {
     exe: std::path::PathBuf,
     terminal: &'a Terminal,
     served: super::server::Served,
-    /// An answer not yet delivered: the work item it answers and the answer.
-    unsent: Option<(String, PartDone)>,
+    /// The last answer: not yet delivered, or delivered and offered again after each
+    /// rejoin while its study may still wait for it (a hub that restarted empty lost it).
+    last: Option<LastAnswer>,
     /// The signed work items already taken (a replay is refused).
     seen: super::sign::Seen,
     /// This process's epoch, published at join: work must name it.
@@ -113,12 +133,11 @@ pub fn run(url: &HubUrl, o: &AgentOptions, terminal: &Terminal) -> Result<i32> {
         exe,
         terminal,
         served: super::server::Served::default(),
-        unsent: None,
+        last: None,
         seen: super::sign::Seen::default(),
         epoch: super::sign::new_epoch(),
     };
-    let mut pause = RETRY_FIRST;
-    let mut attempt = 0u32;
+    let mut backoff = Backoff::default();
     let mut first = true;
     let told = loop {
         if crate::os::interrupt::interrupted() {
@@ -128,7 +147,7 @@ pub fn run(url: &HubUrl, o: &AgentOptions, terminal: &Terminal) -> Result<i32> {
             Ok(joined) => joined,
             Err(JoinError::Fatal(e)) => return Err(e),
             Err(JoinError::Retry(e)) => {
-                attempt += 1;
+                let (attempt, pause) = backoff.failed();
                 terminal.warning(format_args!(
                     "agent '{}': the hub {url} does not answer ({}); attempt {attempt}, next in {:.1} s",
                     agent.name,
@@ -136,7 +155,6 @@ pub fn run(url: &HubUrl, o: &AgentOptions, terminal: &Terminal) -> Result<i32> {
                     pause.as_secs_f64()
                 ));
                 interruptible_sleep(pause);
-                pause = (pause * 2).min(RETRY_MAX);
                 continue;
             }
         };
@@ -149,8 +167,7 @@ pub fn run(url: &HubUrl, o: &AgentOptions, terminal: &Terminal) -> Result<i32> {
             ));
         }
         first = false;
-        pause = RETRY_FIRST;
-        attempt = 0;
+        backoff.reset();
         match agent.session(&mut c, info) {
             Ended::Told => break true,
             Ended::Signalled => break false,
@@ -185,14 +202,6 @@ enum JoinError {
 impl From<redis::RedisError> for JoinError {
     fn from(e: redis::RedisError) -> Self {
         JoinError::Retry(e)
-    }
-}
-
-/// Sleeps `d`, or less if Ctrl-C comes.
-fn interruptible_sleep(d: Duration) {
-    let until = Instant::now() + d;
-    while !crate::os::interrupt::interrupted() && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(20).min(until - Instant::now()));
     }
 }
 
@@ -331,6 +340,7 @@ impl Agent<'_> {
             info,
             run: None,
             study_seen: false,
+            hub_back: None,
         }));
         let cancel = Arc::new(AtomicBool::new(false));
         let stop = Arc::new(AtomicBool::new(false));
@@ -359,9 +369,14 @@ impl Agent<'_> {
             let s = shared.lock().unwrap_or_else(|p| p.into_inner());
             hub.beat_text(&s.info)
         };
-        if let Some((text, done)) = self.unsent.take() {
-            if let Err(e) = answer(&self.hub, c, &text, &name, &done, &beat()) {
-                self.unsent = Some((text, done));
+        // Delivered again after a rejoin: the study takes an answer it already has as the
+        // same, and one the hub lost in a restart as the first.
+        if let Some(last) = self.last.as_ref().filter(|l| Instant::now() < l.until) {
+            let again = PartDone {
+                resent: true,
+                ..last.done.clone()
+            };
+            if let Err(e) = answer(&self.hub, c, &last.text, &name, &again, &beat()) {
                 return Ended::Lost(e);
             }
         }
@@ -417,13 +432,24 @@ impl Agent<'_> {
                 }
                 Err(why) => {
                     self.refuse_item(&why);
+                    self.say_refused(c, &text, &why);
                     None
                 }
-                Ok(Work::Part(w)) => Some(self.part(c, shared, cancel, &w)),
+                Ok(Work::Part(w)) => {
+                    let done = self.part(c, shared, cancel, &w);
+                    // The study waits at most the timeout and a few seconds past the start.
+                    let wait = Duration::from_secs_f64(w.timeout_s.clamp(0.0, 86_400.0));
+                    Some((done, wait + RESEND_MARGIN))
+                }
             };
-            if let Some(done) = done {
-                if let Err(e) = answer(&self.hub, c, &text, &name, &done, &beat()) {
-                    self.unsent = Some((text, done));
+            if let Some((done, keep)) = done {
+                let delivered = answer(&self.hub, c, &text, &name, &done, &beat());
+                self.last = Some(LastAnswer {
+                    text,
+                    done,
+                    until: Instant::now() + keep,
+                });
+                if let Err(e) = delivered {
                     return Ended::Lost(e);
                 }
             } else {
@@ -437,6 +463,35 @@ impl Agent<'_> {
     fn refuse_item(&self, why: &str) {
         self.terminal
             .warning(format_args!("agent '{}': work refused: {why}", self.name));
+    }
+
+    /// Leaves on the hub, under this agent's name, that it refused the item `text` and why
+    /// ([`Refusal`]): the study waiting for that share hears it at once, not at its deadline.
+    /// Only an item that names a run (a signed one its scope, a bare share its `run`) has a
+    /// study to tell.
+    fn say_refused(&self, c: &mut Connection, text: &str, why: &str) {
+        #[derive(serde::Deserialize)]
+        struct Bare {
+            run: String,
+        }
+        if admit::check_size(text).is_err() {
+            return;
+        }
+        let scope = super::sign::scope_of(text)
+            .or_else(|| serde_json::from_str::<Bare>(text).ok().map(|b| b.run));
+        let Some(scope) = scope else {
+            return;
+        };
+        let notice = Refusal::new(&scope, why);
+        let Ok(json) = serde_json::to_string(&notice) else {
+            return;
+        };
+        let _: redis::RedisResult<()> = redis::cmd("SET")
+            .arg(refused_key(&self.name))
+            .arg(json)
+            .arg("PX")
+            .arg(REFUSAL_TTL.as_millis() as u64)
+            .query(c);
     }
 
     /// Starts (or names again) the delay server of a study, within [`admit::MAX_SERVED`].
@@ -477,6 +532,7 @@ impl Agent<'_> {
             let mut s = shared.lock().unwrap_or_else(|p| p.into_inner());
             s.run = Some(w.run.clone());
             s.study_seen = false;
+            s.hub_back = None;
             s.info.doing = format!(
                 "run {} share {} of {}",
                 w.run.escape_debug(),
@@ -576,13 +632,24 @@ fn heartbeat(
     stop: &AtomicBool,
 ) {
     let mut conn: Option<Connection> = None;
+    let mut lost = false;
     while !stop.load(Ordering::SeqCst) {
         if conn.is_none() {
             conn = hub.try_connect().ok();
+            lost |= conn.is_none();
         }
         if let Some(c) = conn.as_mut() {
+            if lost {
+                // Back after an outage: the hub may have restarted empty, the study's
+                // heartbeat with it; it has STUDY_GRACE to beat again.
+                let mut s = shared.lock().unwrap_or_else(|p| p.into_inner());
+                s.study_seen = false;
+                s.hub_back = s.run.is_some().then(std::time::Instant::now);
+                lost = false;
+            }
             if beat_once(hub, c, name, shared, cancel).is_err() {
                 conn = None;
+                lost = true;
             }
         }
         std::thread::sleep(BEAT);
@@ -617,7 +684,8 @@ fn beat_once(
             .arg(super::alive_key(&run))
             .query(c)?;
         let mut s = shared.lock().unwrap_or_else(|p| p.into_inner());
-        let study_gone = s.study_seen && !study_alive && s.run.as_deref() == Some(run.as_str());
+        let unheard = s.study_seen || s.hub_back.is_some_and(|t| t.elapsed() > STUDY_GRACE);
+        let study_gone = unheard && !study_alive && s.run.as_deref() == Some(run.as_str());
         s.study_seen |= study_alive;
         if cancelled || study_gone {
             cancel.store(true, Ordering::SeqCst);
@@ -653,6 +721,7 @@ fn run_part(
         refused: Some(why),
         ended: None,
         clock,
+        resent: false,
     };
     if w.version != crate::base::version::VERSION {
         return refused(format!(
@@ -706,6 +775,7 @@ fn run_part(
         refused: None,
         ended: Some(ended.into()),
         clock,
+        resent: false,
     }
 }
 

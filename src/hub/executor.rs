@@ -5,6 +5,16 @@
 //! is lost within [`super::LOST_AFTER`], a share not answered within the run's timeout is
 //! lost, and the run is then recorded as failed with what was not performed.
 //!
+//! It rides out its hub: a hub that stops answering (a Redis restart, a network cut) is
+//! reconnected to with the agents' own backoff ([`super::retry`]), the study's heartbeat for
+//! the run is renewed at once, no agent is declared lost until its heartbeat had a life to
+//! come back, and the answers the agents deliver (again) after they rejoin are taken; the
+//! same answer delivered twice counts once. The wait keeps its deadline, the run's timeout
+//! plus at most 5 s, and a run given up at it names the outage. An agent that refused the
+//! run's work because it could not trust it (another key) says so on the hub, and the share
+//! ends refused within a second, naming the agent and its reason; an answer whose signature
+//! the study refuses ends its share at once too.
+//!
 //! What comes back on the run's list is outside input: anyone who can write to the hub can
 //! push there. An answer is read only up to `merge::ANSWER_MAX_BYTES` (a script pops it on
 //! the hub and sends only its length when it is longer), must name this run, one of its
@@ -26,8 +36,9 @@ use redis::{Connection, Script};
 
 use super::clock;
 use super::merge::{self, PartOutcome, ShareBounds};
-use super::work::{PartDone, PartWork, Work};
-use super::{agent_key, cancel_key, done_key, work_key, AgentInfo, Hub};
+use super::retry::Backoff;
+use super::work::{PartDone, PartWork, Refusal, Work};
+use super::{agent_key, cancel_key, done_key, refused_key, work_key, AgentInfo, Hub};
 use crate::analysis::results::{Machine, MetaHost, PartStatus, RunResult, RunStatus};
 use crate::jobs::BackendUrl;
 use crate::measure::schedule::Segment;
@@ -52,8 +63,17 @@ const CANCEL_GRACE: Duration = Duration::from_secs(5);
 /// How a share's error starts when its answer was refused once claimed.
 const ANSWER_REFUSED: &str = "its answer was refused";
 
-/// How long past the run's timeout the study waits for its answers.
-const ANSWER_MARGIN: Duration = Duration::from_secs(10);
+/// How long past the run's timeout the study waits for its answers: an agent kills a share
+/// at the timeout and answers at once. With [`LEAD`] and one reply the hub may hold back
+/// ([`REPLY_WAIT`]), the study never waits past the timeout + 5 s.
+const ANSWER_MARGIN: Duration = Duration::from_millis(2500);
+
+/// The longest the study waits for one reply of the hub, or to connect to it: a hub that
+/// went silent is noticed, and the wait keeps its deadline.
+const REPLY_WAIT: Duration = Duration::from_secs(2);
+
+/// How often the study looks for the agents' word that they refused a share's work.
+const REFUSAL_LOOK: Duration = Duration::from_millis(250);
 
 /// Pops the first answer of a run's list if it is at most `ARGV[1]` bytes; a longer one is
 /// popped too, and only its length comes back. Nothing when the list is empty.
@@ -149,7 +169,9 @@ impl<'a> HubExecutor<'a> {
         server: Option<StudyServer<'a>>,
         server_cpu: Option<(String, super::server::ServerCpu<'a>)>,
     ) -> crate::base::error::Result<Self> {
-        let conn = Mutex::new(hub.connect()?);
+        let conn = Mutex::new(
+            study_connection(&hub, REPLY_WAIT + REPLY_WAIT).map_err(|e| hub.unreachable(e))?,
+        );
         crate::os::interrupt::install_interrupt_handler();
         Ok(HubExecutor {
             hub,
@@ -225,6 +247,13 @@ impl<'a> HubExecutor<'a> {
     ) -> RunResult {
         let rep = iteration.rep();
         let k = cell.key.hosts.unwrap_or(1).max(1);
+        // The hub may have gone away since the last run (a restart): a new connection, once.
+        if redis::cmd("PING").query::<String>(c).is_err() {
+            match study_connection(&self.hub, REPLY_WAIT) {
+                Ok(fresh) => *c = fresh,
+                Err(e) => return self.not_run(cell, rep, self.hub.unreachable(e).to_string()),
+            }
+        }
         let chosen = match self.choose(c, k) {
             Ok(chosen) => chosen,
             Err(why) => return self.not_run(cell, rep, why),
@@ -392,6 +421,37 @@ impl<'a> HubExecutor<'a> {
         }
     }
 
+    /// While the hub does not answer: once the backoff's pause has passed (the agents'
+    /// [`Backoff`]), a new connection, within what is left of the wait; once it answers, the
+    /// study's heartbeat for the run at once (the agents look for it) and one line.
+    fn reconnect(&self, c: &mut Connection, g: &mut Gather) {
+        let o = &mut g.outage;
+        if o.next_try.is_some_and(|t| Instant::now() < t) {
+            return;
+        }
+        let left = g.deadline.saturating_duration_since(Instant::now());
+        let fresh = study_connection(&self.hub, left.clamp(Duration::from_millis(50), REPLY_WAIT))
+            .and_then(|mut fresh| beat_for(&mut fresh, g.run).map(|()| fresh));
+        match fresh {
+            Ok(fresh) => {
+                *c = fresh;
+                let was = o.back();
+                crate::os::terminal::warn_always(format_args!(
+                    "run {}: reconnected to the hub {} after {}; the agents' heartbeats are looked at again in {} s",
+                    g.run,
+                    self.hub.url(),
+                    crate::base::units::fmt_secs(was.as_secs_f64()),
+                    super::LOST_AFTER.as_secs_f64()
+                ));
+            }
+            Err(e) => {
+                o.error = Some(self.hub.url().scrub(&e.to_string()));
+                let (_, pause) = o.backoff.failed();
+                o.next_try = Some(Instant::now() + pause);
+            }
+        }
+    }
+
     /// Pops the run's next answer, bounded: `Ok(None)` when the list is empty, `Err(len)`
     /// for one longer than [`merge::ANSWER_MAX_BYTES`] (popped on the hub, never read here).
     fn pop_answer(
@@ -429,16 +489,29 @@ impl<'a> HubExecutor<'a> {
         let mut g = Gather::new(run, wait, pending);
         let host_cell = per_host(cell, g.k);
         let mut beaten = Instant::now();
+        let mut looked = Instant::now();
         let mut shown: BTreeSet<usize> = BTreeSet::new();
         while !g.pending.is_empty() {
-            if beaten.elapsed() >= super::BEAT {
-                let _ = beat_for(c, run);
+            if g.outage.down_since.is_some() {
+                self.reconnect(c, &mut g);
+            }
+            let up = g.outage.down_since.is_none();
+            if up && beaten.elapsed() >= super::BEAT {
+                if let Err(e) = beat_for(c, run) {
+                    g.outage.went_down(&self.hub, &e);
+                }
                 beaten = Instant::now();
             }
-            let took = self.take_answer(c, &mut g, &host_cell, plan, rep);
-            g.lose_silent(c);
+            let took = up && self.take_answer(c, &mut g, &host_cell, plan, rep);
+            if g.outage.down_since.is_none() && g.outage.settled() {
+                g.lose_silent(c, &self.hub);
+            }
+            if g.outage.down_since.is_none() && looked.elapsed() >= REFUSAL_LOOK {
+                g.hear_refusals(c, &self.hub);
+                looked = Instant::now();
+            }
             g.cancel_on_interrupt(c);
-            g.give_up_when_due(plan.timeout);
+            g.give_up_when_due(plan.timeout, &self.hub);
             for (share, o) in &g.outcomes {
                 if shown.insert(*share) {
                     self.show_outcome(o);
@@ -499,9 +572,13 @@ impl<'a> HubExecutor<'a> {
             Ok(Some(Ok(bytes))) => {
                 // Signed (with the hub key, or by one of the study's agents with its own), for
                 // the study, in this run's scope (a bare answer without a key).
-                let opened = std::str::from_utf8(&bytes)
+                let text = std::str::from_utf8(&bytes);
+                let opened = text
                     .map_err(|_| "an item that is not text".to_string())
                     .and_then(|t| self.hub.unseal_answer(c, run, t, &mut g.seen));
+                if let (Ok(t), Err(why)) = (text, &opened) {
+                    g.refuse_signature(t, why);
+                }
                 let read = opened.and_then(|(body, signer)| {
                     serde_json::from_str::<PartDone>(&body)
                         .map(|done| (done, signer))
@@ -515,11 +592,16 @@ impl<'a> HubExecutor<'a> {
                 let mut refused_once_claimed = false;
                 match read {
                     Err(why) => g.waited.refuse(run, clipped(&why, 300)),
+                    // Its agent's answer delivered again after a rejoin, the same as the one
+                    // taken: nothing new.
+                    Ok((done, _))
+                        if done.resent && g.claimed.get(&done.part) == Some(&digest(&done)) => {}
                     Ok((done, signer)) => match g
                         .signed_by_its_agent(&done, signer.as_deref())
                         .and_then(|()| g.claim(&done))
                     {
                         Ok(s) => {
+                            g.claimed.insert(done.part, digest(&done));
                             let o = outcome(done, s, host_cell, plan, rep);
                             refused_once_claimed = matches!(
                                 &o.lost,
@@ -536,6 +618,7 @@ impl<'a> HubExecutor<'a> {
             // The hub did not answer this time: the checks, then again; said if the run is
             // given up.
             Err(e) => {
+                g.outage.went_down(&self.hub, &e);
                 g.read_failed = Some(self.hub.failed("reading answers", e).to_string());
                 None
             }
@@ -658,6 +741,91 @@ struct Gather<'a> {
     /// The last failure to read the run's list.
     read_failed: Option<String>,
     seen: super::sign::Seen,
+    /// The hub's outages during the wait.
+    outage: Outage,
+    /// By share, the [`digest`] of the answer taken for it.
+    claimed: BTreeMap<usize, Vec<u8>>,
+}
+
+/// The hub's outages during one run's wait, as the study met them.
+#[derive(Debug, Default)]
+struct Outage {
+    /// Since when the hub has not answered, while it does not.
+    down_since: Option<Instant>,
+    /// How long it did not answer in the outages that ended.
+    total: Duration,
+    /// When it last answered again.
+    back_at: Option<Instant>,
+    /// When to try to reconnect next.
+    next_try: Option<Instant>,
+    /// The pauses between attempts: the agents' own.
+    backoff: Backoff,
+    /// Its last error.
+    error: Option<String>,
+}
+
+impl Outage {
+    /// A command failed: the hub is unreachable from now (said once per outage).
+    fn went_down(&mut self, hub: &Hub, e: &redis::RedisError) {
+        let text = hub.url().scrub(&e.to_string());
+        if self.down_since.is_none() {
+            crate::os::terminal::warn_always(format_args!(
+                "the hub {} is unreachable ({text}); reconnecting with the agents' backoff",
+                hub.url()
+            ));
+            self.down_since = Some(Instant::now());
+            self.next_try = None;
+            self.backoff.reset();
+        }
+        self.error = Some(text);
+    }
+
+    /// The hub answered again: how long this outage lasted.
+    fn back(&mut self) -> Duration {
+        let was = self
+            .down_since
+            .take()
+            .map_or(Duration::ZERO, |t| t.elapsed());
+        self.total += was;
+        self.back_at = Some(Instant::now());
+        was
+    }
+
+    /// How long the hub was unreachable over the wait so far.
+    fn unreachable_for(&self) -> Duration {
+        self.total + self.down_since.map_or(Duration::ZERO, |t| t.elapsed())
+    }
+
+    /// Whether an agent's missing heartbeat means it is gone: not while the hub is out,
+    /// nor within a heartbeat's life after it is back (a restarted hub is empty until each
+    /// agent beats again).
+    fn settled(&self) -> bool {
+        self.down_since.is_none()
+            && self
+                .back_at
+                .is_none_or(|t| t.elapsed() >= super::LOST_AFTER)
+    }
+
+    /// The outage as a lost share's reason ends: none when the hub always answered.
+    fn said(&self, hub: &Hub) -> Option<String> {
+        let for_ = self.unreachable_for();
+        (!for_.is_zero()).then(|| {
+            format!(
+                "the hub {} was unreachable for {} of the run{}{}",
+                hub.url(),
+                crate::base::units::fmt_secs(for_.as_secs_f64()),
+                if self.down_since.is_some() {
+                    " (still at the deadline)"
+                } else {
+                    ""
+                },
+                self.error
+                    .as_deref()
+                    .map(|e| format!(", last error: {}", clipped(e, 200)))
+                    .unwrap_or_default()
+            )
+        })
+    }
 }
 
 impl<'a> Gather<'a> {
@@ -674,6 +842,8 @@ impl<'a> Gather<'a> {
             cancelled: None,
             read_failed: None,
             seen: super::sign::Seen::default(),
+            outage: Outage::default(),
+            claimed: BTreeMap::new(),
         }
     }
 
@@ -720,15 +890,44 @@ impl<'a> Gather<'a> {
         ))
     }
 
+    /// An answer whose signature the study refused (`why`: another key than its agent's,
+    /// or another hub key): if it names, unchecked, a share of this run still waiting and
+    /// that share's agent, the share ends refused now, naming both, rather than at the
+    /// deadline (the item also fails the run, as every refused item does).
+    fn refuse_signature(&mut self, text: &str, why: &str) {
+        let Some(done) = super::sign::body_of(text)
+            .and_then(|body| serde_json::from_str::<PartDone>(&body).ok())
+        else {
+            return;
+        };
+        let names_it = done.run == self.run
+            && self
+                .pending
+                .get(&done.part)
+                .is_some_and(|s| s.agent.name == done.agent);
+        if !names_it {
+            return;
+        }
+        if let Some(s) = self.pending.remove(&done.part) {
+            let why = format!("had its answer refused by the study: {}", clipped(why, 300));
+            let mut o = lost_part(done.part, s, why);
+            o.lost = o.lost.map(|(_, why)| (PartStatus::Refused, why));
+            self.outcomes.insert(done.part, o);
+        }
+    }
+
     /// Declares lost the pending shares whose agents stopped heartbeating.
-    fn lose_silent(&mut self, c: &mut Connection) {
+    fn lose_silent(&mut self, c: &mut Connection, hub: &Hub) {
         let shares: Vec<usize> = self.pending.keys().copied().collect();
         for share in shares {
             let s = self.pending[&share];
-            let beating: bool = redis::cmd("EXISTS")
-                .arg(agent_key(&s.agent.name))
-                .query(c)
-                .unwrap_or(true);
+            let beating: bool = match redis::cmd("EXISTS").arg(agent_key(&s.agent.name)).query(c) {
+                Ok(beating) => beating,
+                Err(e) => {
+                    self.outage.went_down(hub, &e);
+                    return;
+                }
+            };
             if !beating {
                 self.pending.remove(&share);
                 let why = format!(
@@ -737,6 +936,40 @@ impl<'a> Gather<'a> {
                 );
                 self.outcomes.insert(share, lost_part(share, s, why));
             }
+        }
+    }
+
+    /// The agents' word that they refused this run's work ([`Refusal`], read bounded): the
+    /// share of each that said so ends refused, naming the agent and its reason. The word is
+    /// not signed (the key is what the two sides disagree on): it ends only a share still
+    /// waiting, which anyone who can write to the hub could already fail.
+    fn hear_refusals(&mut self, c: &mut Connection, hub: &Hub) {
+        let shares: Vec<usize> = self.pending.keys().copied().collect();
+        for share in shares {
+            let s = self.pending[&share];
+            let said: redis::RedisResult<Vec<u8>> = redis::cmd("GETRANGE")
+                .arg(refused_key(&s.agent.name))
+                .arg(0)
+                .arg(super::work::REFUSAL_MAX_BYTES)
+                .query(c);
+            let notice = match said {
+                Ok(bytes) => Refusal::read(&bytes),
+                Err(e) => {
+                    self.outage.went_down(hub, &e);
+                    return;
+                }
+            };
+            let Some(notice) = notice.filter(|n| n.scope == self.run) else {
+                continue;
+            };
+            self.pending.remove(&share);
+            let why = format!(
+                "refused the study's work: {} (its word on the hub, not signed)",
+                notice.why
+            );
+            let mut o = lost_part(share, s, why);
+            o.lost = o.lost.map(|(_, why)| (PartStatus::Refused, why));
+            self.outcomes.insert(share, o);
         }
     }
 
@@ -755,7 +988,7 @@ impl<'a> Gather<'a> {
     }
 
     /// Past the deadline, or the grace after an interrupt, every pending share is lost.
-    fn give_up_when_due(&mut self, timeout: Duration) {
+    fn give_up_when_due(&mut self, timeout: Duration, hub: &Hub) {
         let gave_up = self.cancelled.is_some_and(|t| t.elapsed() > CANCEL_GRACE);
         if gave_up || Instant::now() > self.deadline {
             let mut why = if gave_up {
@@ -766,8 +999,13 @@ impl<'a> Gather<'a> {
                     crate::base::units::fmt_secs(timeout.as_secs_f64())
                 )
             };
-            if let Some(e) = &self.read_failed {
-                why.push_str(&format!(" (last error: {e})"));
+            match self.outage.said(hub) {
+                Some(outage) => why.push_str(&format!(": {outage}")),
+                None => {
+                    if let Some(e) = &self.read_failed {
+                        why.push_str(&format!(" (last error: {e})"));
+                    }
+                }
             }
             for (share, s) in std::mem::take(&mut self.pending) {
                 self.outcomes
@@ -805,6 +1043,29 @@ fn beat_for(c: &mut Connection, run: &str) -> redis::RedisResult<()> {
         .arg("PX")
         .arg(super::LOST_AFTER.as_millis() as u64)
         .query(c)
+}
+
+/// What tells an answer from another: SHA-256 of its text as it was read, its being sent
+/// again left out (the run's id is in it).
+fn digest(done: &PartDone) -> Vec<u8> {
+    let first = PartDone {
+        resent: false,
+        ..done.clone()
+    };
+    let text = serde_json::to_vec(&first).unwrap_or_default();
+    aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, &text)
+        .as_ref()
+        .to_vec()
+}
+
+/// A connection of the study's to the hub: `within` to connect, [`REPLY_WAIT`] for each
+/// reply, so that no command keeps a wait past its deadline by more than that.
+fn study_connection(hub: &Hub, within: Duration) -> redis::RedisResult<Connection> {
+    let mut c = hub.try_connect_within(within)?;
+    c.set_read_timeout(Some(REPLY_WAIT))?;
+    c.set_write_timeout(Some(REPLY_WAIT))?;
+    redis::cmd("PING").query::<String>(&mut c)?;
+    Ok(c)
 }
 
 /// Text from an answer (a name, an id, what the parser said of it) as a refusal shows it:
@@ -994,6 +1255,7 @@ mod tests {
             refused: None,
             ended: None,
             clock: ClockOffset::default(),
+            resent: false,
         }
     }
 

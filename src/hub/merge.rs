@@ -1145,6 +1145,7 @@ mod tests {
             refused: None,
             ended: Some(e),
             clock: ClockOffset::default(),
+            resent: false,
         };
         let key = HubKey::new(&"k".repeat(64)).unwrap();
         let body = serde_json::to_string(&done).unwrap();

@@ -19,6 +19,7 @@ pub(crate) mod clock;
 pub mod executor;
 pub mod keys;
 pub(crate) mod merge;
+pub mod retry;
 pub(crate) mod server;
 pub mod sign;
 pub(crate) mod work;
@@ -515,12 +516,20 @@ impl Hub {
         crate::jobs::redis::connect(&self.client)
     }
 
+    /// [`Hub::try_connect`], with at most `within` to connect.
+    pub fn try_connect_within(&self, within: Duration) -> redis::RedisResult<Connection> {
+        let c = self.client.get_connection_with_timeout(within)?;
+        c.set_read_timeout(Some(Duration::from_secs(10)))?;
+        c.set_write_timeout(Some(Duration::from_secs(10)))?;
+        Ok(c)
+    }
+
     /// The URL (masked when shown).
     pub fn url(&self) -> &HubUrl {
         &self.url
     }
 
-    fn unreachable(&self, e: redis::RedisError) -> Error {
+    pub(crate) fn unreachable(&self, e: redis::RedisError) -> Error {
         Error::flag(
             "--hub",
             format!(
@@ -732,6 +741,11 @@ fn work_key(name: &str) -> String {
 
 fn doing_key(name: &str) -> String {
     format!("{PREFIX}agent:{name}:doing")
+}
+
+/// Where an agent says it refused a work item it could not trust ([`work::Refusal`]).
+fn refused_key(name: &str) -> String {
+    format!("{PREFIX}agent:{name}:refused")
 }
 
 fn done_key(run: &str) -> String {

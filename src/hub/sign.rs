@@ -416,6 +416,12 @@ pub fn scope_of(text: &str) -> Option<String> {
     serde_json::from_str::<Scope>(text).ok().map(|s| s.scope)
 }
 
+/// The body a message carries, read without checking its signature (to tell which share an
+/// answer whose signature was refused claims to be, for the refusal's words only).
+pub fn body_of(text: &str) -> Option<String> {
+    serde_json::from_str::<Envelope>(text).ok().map(|e| e.body)
+}
+
 /// What an agent's heartbeat signature covers: a domain of its own and the heartbeat's JSON
 /// without its signature.
 pub fn beat_input(unsigned_json: &str) -> Vec<u8> {

@@ -87,6 +87,10 @@ pub struct PartDone {
     pub ended: Option<PartEnded>,
     /// The agent's clock against the hub's, measured just before the share started.
     pub clock: ClockOffset,
+    /// Delivered again after the agent rejoined its hub (which may have lost it in a
+    /// restart): a study that already has the same answer takes it as that one.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub resent: bool,
 }
 
 /// [`Ended`] as it travels.
@@ -142,5 +146,48 @@ impl From<PartEnded> for Ended {
             concur_line: None,
             stderr_tail: e.stderr_tail,
         }
+    }
+}
+
+/// An agent's word that it refused a work item it could not trust (its signature or key, its
+/// size, its text), left on the hub under the agent's name so that the study waiting for the
+/// share hears it within a second instead of at its deadline. It is not signed (the key is
+/// what the two sides disagree on): a study takes it only as the reason for a share it
+/// already lacks, read bounded ([`REFUSAL_MAX_BYTES`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Refusal {
+    /// The run (or study) the refused item named, read without checking it.
+    pub scope: String,
+    /// Why the agent refused it.
+    pub why: String,
+}
+
+/// The longest refusal notice a study reads.
+pub const REFUSAL_MAX_BYTES: usize = 2048;
+
+/// The longest reason a refusal notice carries, in characters.
+pub const REFUSAL_WHY_CHARS: usize = 400;
+
+impl Refusal {
+    /// The notice of `why` for an item naming `scope` (each cut to what a notice carries).
+    pub fn new(scope: &str, why: &str) -> Refusal {
+        Refusal {
+            scope: scope.chars().take(128).collect(),
+            why: why
+                .chars()
+                .filter(|c| !c.is_control())
+                .take(REFUSAL_WHY_CHARS)
+                .collect(),
+        }
+    }
+
+    /// A notice read from the hub: at most [`REFUSAL_MAX_BYTES`] of JSON, its reason without
+    /// control characters; `None` for anything else.
+    pub fn read(bytes: &[u8]) -> Option<Refusal> {
+        if bytes.len() > REFUSAL_MAX_BYTES {
+            return None;
+        }
+        let r: Refusal = serde_json::from_slice(bytes).ok()?;
+        Some(Refusal::new(&r.scope, &r.why))
     }
 }

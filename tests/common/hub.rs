@@ -23,7 +23,7 @@ pub const LOADED_MARGIN: Duration = Duration::from_secs(2);
 ///   every turn of its wait (20 ms when its list is empty: the executor's `EMPTY_WAIT`);
 /// - plus [`LOADED_MARGIN`].
 ///
-/// A study that never noticed the loss would wait `LEAD` + the run's timeout + 10 s (the
+/// A study that never noticed the loss would wait `LEAD` + the run's timeout + 2.5 s (the
 /// executor's `ANSWER_MARGIN`), past this bound.
 pub fn loss_bound(share_wall: Duration) -> Duration {
     use concur::hub::{executor::LEAD, BEAT, LOST_AFTER};
@@ -87,6 +87,25 @@ impl Hub {
             }
         }
         panic!("redis-server did not start again on port {}", self.port);
+    }
+
+    /// Kills the Redis server, leaves the port closed for `outage`, then starts a new one
+    /// on the same port (its data gone), as a restart that takes that long would.
+    pub fn restart_after(&mut self, outage: Duration) {
+        self.stop();
+        let down = std::time::Instant::now();
+        wait_for(
+            "the outage to last",
+            outage + Duration::from_secs(1),
+            || down.elapsed() >= outage,
+        );
+        self.restart();
+    }
+
+    /// Kills the Redis server (its data goes) and leaves the port closed.
+    pub fn stop(&mut self) {
+        let _ = self.redis.kill();
+        let _ = self.redis.wait();
     }
 
     /// The agents' flags for a study whose delay server is on loopback, as every test hub's
