@@ -261,7 +261,11 @@ fn off_a_terminal_the_output_is_the_plain_one() {
     let shape = |b: &[u8]| -> String {
         String::from_utf8_lossy(b)
             .lines()
-            .filter(|l| !["busy", "too short", "varies"].iter().any(|w| l.contains(w)))
+            .filter(|l| {
+                !["busy", "too short", "varies"]
+                    .iter()
+                    .any(|w| l.contains(w))
+            })
             .map(|l| {
                 l.split(' ')
                     .map(|w| {
