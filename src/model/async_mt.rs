@@ -161,9 +161,16 @@ pub(super) fn drive(
                     tokio::spawn(task_group::run(g, members.collect()))
                 })
                 .collect()
-        } else {
+        } else if open {
             (0..loops)
-                .map(|_| tokio::spawn(one(shared.clone())))
+                .map(|_| tokio::spawn(open_loop(shared.clone())))
+                .collect()
+        } else {
+            // Each loop spawned as itself, not through `one`: an async block holding either
+            // loop is as large as the open one, and tokio's task cell (128-byte aligned) took
+            // 384 bytes a waiting task instead of 256 (tests/task_allocations.rs).
+            (0..loops)
+                .map(|_| tokio::spawn(closed_loop(shared.clone())))
                 .collect()
         };
         let mut lost = None;
