@@ -9,7 +9,7 @@
 //! (tokio's task cell, 256 bytes; the workload's boxed future, 24) and 381 bytes at the peak,
 //! with the run's record (64) and the precise timer's entry (32) in preallocated or amortised
 //! blocks; the bare tokio floor, counted the same way, 1 allocation and 304 bytes
-//! (`docs/benchmarks.md` §25 lists them). The bounds leave 5% for the runtime's own amortised
+//! (`docs/benchmarks.md` §26 lists them). The bounds leave 5% for the runtime's own amortised
 //! growth and no room for one more allocation, a larger size class of the task cell (384 bytes,
 //! what 52e88b2 had brought: 506 bytes a task) or a 256-byte box.
 
