@@ -13,24 +13,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::hub::{announce, hub_now_ns, Hub};
+use common::hub::{announce, hub_now_ns, keygen, Hub};
 use common::{concur, wait_for, wait_for_agents, Need};
 use concur::hub::{self as chub, HubUrl, KeyFiles, Role, Trust};
 use serde_json::{json, Value};
-
-/// Writes a key with `concur hub keygen --out DIR/NAME.key`: its file and public key.
-fn keygen(dir: &Path, name: &str) -> (PathBuf, String) {
-    let path = dir.join(format!("{name}.key"));
-    let out = concur()
-        .args(["hub", "keygen", "--out"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let public = String::from_utf8(out.stdout).unwrap().trim().to_string();
-    assert!(public.starts_with("concur-ed25519:"), "{public}");
-    (path, public)
-}
 
 /// Writes the list `lines` to DIR/NAME.
 fn list(dir: &Path, name: &str, lines: &[String]) -> PathBuf {

@@ -13,7 +13,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use common::hub::{Hub, LOADED_MARGIN};
-use common::{concur, run_lines, wait_for, wait_for_agents, Need};
+use common::{run_lines, wait_for, wait_for_agents, Need};
 use serde_json::Value;
 
 /// A child process killed when dropped.
@@ -232,14 +232,7 @@ fn a_key_mismatch_is_reported_within_5_s_naming_who_refused_what() {
     let _alone = common::alone();
     let dir = tempfile::tempdir().unwrap();
     let keygen = |name: &str| {
-        let path = dir.path().join(format!("{name}.key"));
-        let out = concur()
-            .args(["hub", "keygen", "--out"])
-            .arg(&path)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{out:?}");
-        let public = String::from_utf8(out.stdout).unwrap().trim().to_string();
+        let (path, public) = common::hub::keygen(dir.path(), name);
         (path.to_string_lossy().into_owned(), public)
     };
     let (study_key, _) = keygen("study");

@@ -6,7 +6,7 @@
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use super::{free_port, wait_for};
+use super::{concur, free_port, wait_for};
 
 /// What a loaded two-core machine may add to a hub mechanism's own bound: process starts,
 /// Redis round trips and the test's own polling, on cores shared with other tests (which the
@@ -231,4 +231,18 @@ pub fn announce(c: &mut redis::Connection, name: &str, text: &str) {
         .arg(name)
         .query(c)
         .unwrap();
+}
+
+/// Writes a key with `concur hub keygen --out DIR/NAME.key`: its file and public key.
+pub fn keygen(dir: &std::path::Path, name: &str) -> (std::path::PathBuf, String) {
+    let path = dir.join(format!("{name}.key"));
+    let out = concur()
+        .args(["hub", "keygen", "--out"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let public = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    assert!(public.starts_with("concur-ed25519:"), "{public}");
+    (path, public)
 }
