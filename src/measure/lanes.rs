@@ -240,7 +240,7 @@ pub fn sample(
         },
         sched_us: if scheduled {
             kept.iter()
-                .map(|&(_, _, k)| us(records[k].sched_ns.unwrap_or(records[k].start_ns)))
+                .map(|&(_, _, k)| us(records[k].sched().unwrap_or(records[k].start_ns)))
                 .collect()
         } else {
             Vec::new()

@@ -71,7 +71,7 @@ impl OpenStats {
         let (mut service, mut queue) = (LatencyRecorder::new(), LatencyRecorder::new());
         let mut ends: Vec<u64> = Vec::with_capacity(records.len());
         for r in records.iter().filter(|r| r.error.is_none()) {
-            let sched = r.sched_ns.unwrap_or(r.start_ns);
+            let sched = r.sched().unwrap_or(r.start_ns);
             // Coordinated omission: the caller's wait starts when the request was due, not
             // when a busy client got round to sending it (wrk2, oha --latency-correction).
             corrected.record_us(r.end_ns.saturating_sub(sched) / 1000);

@@ -52,7 +52,7 @@ pub fn series(
     let mut due: Vec<u64> = Vec::with_capacity(records.len());
     let mut ends: Vec<u64> = Vec::with_capacity(records.len());
     for r in records {
-        let sched = r.sched_ns.unwrap_or(r.start_ns);
+        let sched = r.sched().unwrap_or(r.start_ns);
         due.push(sched);
         ends.push(r.end_ns);
         let b = (r.end_ns.saturating_sub(t0_ns) / interval_ns) as usize;
@@ -98,7 +98,7 @@ mod tests {
             end_ns: end,
             bytes: 1,
             error: None,
-            sched_ns: Some(sched),
+            sched_ns: std::num::NonZeroU64::new(sched),
             worker: 0,
         };
         let s = series(

@@ -39,21 +39,35 @@ pub struct ActorPool {
     actors: usize,
 }
 
-/// One message: run task `index` and reply with its record.
+/// One message: run task `index` and reply with what it did.
 struct Deliver {
     index: usize,
-    reply: oneshot::Sender<TaskRecord>,
+    reply: oneshot::Sender<Done>,
+}
+
+/// An actor's reply: the task's record less what the caller knows already (its index, and its
+/// actor, which the round-robin chose). A reply lives from its send to the run's end, one per
+/// task, in a cell shared by two cores: 32 bytes rather than the whole record's 56 keep that
+/// cell in a smaller allocation (96 bytes, not 112 or 128; a larger one cost `actor:2` about
+/// 60 ns a task, docs/benchmarks.md §25).
+struct Done {
+    start_ns: u64,
+    end_ns: u64,
+    bytes: u64,
+    error: Option<Box<TaskError>>,
 }
 
 /// An actor's life: take messages from its mailbox one at a time until every sender is gone.
-async fn actor(w: Arc<dyn Workload>, k: u32, mut mailbox: mpsc::UnboundedReceiver<Deliver>) {
+async fn actor(w: Arc<dyn Workload>, mut mailbox: mpsc::UnboundedReceiver<Deliver>) {
     while let Some(Deliver { index, reply }) = mailbox.recv().await {
-        let rec = TaskRecord {
-            worker: k,
-            ..run_task_async(w.clone(), index).await
-        };
+        let rec = run_task_async(w.clone(), index).await;
         // The caller may have stopped waiting; the task ran either way.
-        let _ = reply.send(rec);
+        let _ = reply.send(Done {
+            start_ns: rec.start_ns,
+            end_ns: rec.end_ns,
+            bytes: rec.bytes,
+            error: rec.error,
+        });
     }
 }
 
@@ -90,9 +104,9 @@ impl Model for ActorPool {
         };
         let records = rt.block_on(async {
             let mailboxes: Vec<_> = (0..self.actors)
-                .map(|k| {
+                .map(|_| {
                     let (tx, rx) = mpsc::unbounded_channel();
-                    tokio::spawn(actor(ctx.workload.clone(), k as u32, rx));
+                    tokio::spawn(actor(ctx.workload.clone(), rx));
                     tx
                 })
                 .collect();
@@ -102,7 +116,7 @@ impl Model for ActorPool {
                 // The actor holds its mailbox until every sender is dropped, so this send
                 // only fails if the actor panicked; the reply then reports it.
                 let _ = mailboxes[i % self.actors].send(Deliver { index: i, reply });
-                done
+                (i, done)
             };
             let replies: Vec<_> = match rx {
                 // Open model: each message is sent when its task is due.
@@ -117,10 +131,19 @@ impl Model for ActorPool {
             };
             drop(mailboxes);
             let mut out = Vec::with_capacity(ctx.tasks);
-            for (i, done) in replies.into_iter().enumerate() {
-                out.push(done.await.unwrap_or_else(|_| {
-                    TaskRecord::not_started(i, TaskError::new("panic", "the actor died"))
-                }));
+            for (i, done) in replies {
+                out.push(match done.await {
+                    Ok(d) => TaskRecord {
+                        index: i,
+                        start_ns: d.start_ns,
+                        end_ns: d.end_ns,
+                        bytes: d.bytes,
+                        error: d.error,
+                        sched_ns: None,
+                        worker: (i % self.actors) as u32,
+                    },
+                    Err(_) => TaskRecord::not_started(i, TaskError::new("panic", "the actor died")),
+                });
             }
             out
         });

@@ -315,7 +315,7 @@ impl Model for Jobs {
                 }
             }
             let mut rec = run_task(&*ctx.workload, index);
-            rec.sched_ns = enqueued_ns;
+            rec.set_sched(enqueued_ns);
             rec.worker = WORKER.with(std::cell::Cell::get);
             let out = match &rec.error {
                 None => Performed::Ok(rec.bytes),

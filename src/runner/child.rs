@@ -130,7 +130,7 @@ pub fn report_open(
     let mut latency = LatencyRecorder::new();
     if let Some((a, interval_ns)) = open {
         for rec in &mut outcome.records {
-            rec.sched_ns = Some(a.due_ns(rec.index));
+            rec.set_sched(Some(a.due_ns(rec.index)));
         }
         r.open = Some(OpenStats::measure(
             &outcome.records,
@@ -153,7 +153,7 @@ pub fn report_open(
                 r.bytes += rec.bytes;
                 if open.is_none() {
                     latency.record_us(rec.end_ns.saturating_sub(rec.start_ns) / 1000);
-                    if let Some(enqueued) = rec.sched_ns {
+                    if let Some(enqueued) = rec.sched() {
                         queue_wait.record_us(rec.start_ns.saturating_sub(enqueued) / 1000);
                     }
                 }
@@ -314,7 +314,7 @@ pub fn run_cell(req: RunRequest) -> Result<ChildReport> {
     lanes.assign(&mut outcome.records);
     if let Some((a, _)) = &arrivals {
         for rec in &mut outcome.records {
-            rec.sched_ns = Some(a.due_ns(rec.index));
+            rec.set_sched(Some(a.due_ns(rec.index)));
         }
     }
     // A host's share is drawn on the common start's clock, so the hosts' tracks line up.
