@@ -876,6 +876,32 @@ fn tour_report() -> (tempfile::TempDir, PathBuf, String) {
     let text = std::fs::read_to_string(&html).unwrap();
     let (groups, cells) = tour_groups();
     check_groups_by_content(&text, &groups);
+    // The mailer's `thread ×10000` (seconds) would flatten its 100-task rows (about 100 ms):
+    // its timeline has an axis of its own, the others share theirs.
+    let mailer = text
+        .split("<section class=\"group\"")
+        .find(|s| s.contains("<h2>mailer"))
+        .expect("the mailer's group");
+    let ends: Vec<(&str, u64)> = mailer
+        .split("<div class=\"tl\" data-cell=\"")
+        .skip(1)
+        .map(|d| {
+            let cell = &d[..d.find('"').unwrap()];
+            (cell, attr(d, "data-axis-end-us").parse().unwrap())
+        })
+        .collect();
+    let (big, rest): (Vec<_>, Vec<_>) = ends.iter().partition(|(c, _)| *c == "thread ×10000");
+    assert_eq!(big.len(), 1, "{ends:?}");
+    assert_eq!(rest.len(), 10, "{ends:?}");
+    assert!(
+        rest.iter()
+            .all(|&&(_, e)| e == rest[0].1 && e * 5 <= big[0].1),
+        "{ends:?}"
+    );
+    assert!(
+        mailer.contains("thread ×10000 would flatten the rest, so it is drawn on its own axis"),
+        "the caption says so"
+    );
     // One run a cell (`-r 1 --warmup 0`), every cell of the plan.
     let data = embedded_data(&text);
     assert_eq!(data["cells"].as_array().unwrap().len(), cells);

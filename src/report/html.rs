@@ -206,9 +206,15 @@ fn extent(r: &HRow) -> f64 {
 /// third of them, when they reach 5× or more the longest of the rest (which would then be
 /// under a fifth of the axis). None when no such gap exists.
 fn flattening(rows: &[HRow]) -> Option<(Vec<bool>, f64)> {
-    let mut e: Vec<f64> = rows.iter().map(extent).collect();
+    flattening_of(&rows.iter().map(extent).collect::<Vec<_>>())
+}
+
+/// [`flattening`] of any lengths drawn on one axis: which would flatten the others (at most
+/// a third of them, 5× or more the longest of the rest), and by how much.
+fn flattening_of(extents: &[f64]) -> Option<(Vec<bool>, f64)> {
+    let mut e = extents.to_vec();
     e.sort_by(|a, b| b.total_cmp(a));
-    let best = (1..=rows.len() / 3)
+    let best = (1..=e.len() / 3)
         .filter(|&k| e[k] > 0.0)
         .map(|k| (k, e[k - 1] / e[k]))
         .max_by(|a, b| a.1.total_cmp(&b.1))?;
@@ -216,7 +222,7 @@ fn flattening(rows: &[HRow]) -> Option<(Vec<bool>, f64)> {
         return None;
     }
     let cut = e[best.0 - 1];
-    Some((rows.iter().map(|r| extent(r) >= cut).collect(), best.1))
+    Some((extents.iter().map(|&x| x >= cut).collect(), best.1))
 }
 
 /// Horizontal bars, with the rows that would flatten the rest in a panel of their own below,
@@ -447,12 +453,22 @@ fn latency_section(
     Some(out)
 }
 
+/// A traced cell's time axis, and whether it is one of the cells that would have flattened
+/// the rest of its workload's timelines (drawn on an axis of their own).
+#[derive(Clone, Copy)]
+struct TimelineAxis {
+    axis: timeline::Axis,
+    own: bool,
+}
+
 /// One time axis per workload (study and workload spec, with and without `--gil`): the end
-/// of the last task any of its traced runs kept.
+/// of the last task any of its traced runs kept. As in the bar charts ([`flattening`]), the
+/// runs that would flatten the others (a `thread ×10000` of 8 s beside runs of 100 ms) get
+/// an axis of their own, shared among them; the rest share the axis of their longest.
 fn timeline_axes<'a>(
     runs: &BTreeMap<&'a CellKey, &RunResult>,
-) -> BTreeMap<(&'a str, &'a str), timeline::Axis> {
-    let mut last: BTreeMap<(&str, &str), u64> = BTreeMap::new();
+) -> BTreeMap<&'a CellKey, TimelineAxis> {
+    let mut ends: BTreeMap<(&str, &str), Vec<(&CellKey, u64)>> = BTreeMap::new();
     for (key, run) in runs {
         // A phase after its task (a process's exit, a job's acknowledgement) may end last.
         let phases = run
@@ -468,20 +484,35 @@ fn timeline_axes<'a>(
             .chain(phases)
             .max()
             .unwrap_or(0);
-        let m = last
-            .entry((key.study.as_str(), key.workload.as_str()))
-            .or_default();
-        *m = (*m).max(end);
+        ends.entry((key.study.as_str(), key.workload.as_str()))
+            .or_default()
+            .push((key, end));
     }
-    last.into_iter()
-        .map(|(k, end)| (k, timeline::Axis::to(end)))
-        .collect()
+    let mut out = BTreeMap::new();
+    for cells in ends.values() {
+        let lengths: Vec<f64> = cells.iter().map(|&(_, e)| e as f64).collect();
+        let own = flattening_of(&lengths).map_or_else(|| vec![false; cells.len()], |(b, _)| b);
+        for set in [false, true] {
+            let end = cells
+                .iter()
+                .zip(&own)
+                .filter(|(_, &o)| o == set)
+                .map(|(&(_, e), _)| e)
+                .max()
+                .unwrap_or(0);
+            let axis = timeline::Axis::to(end);
+            for (&(key, _), _) in cells.iter().zip(&own).filter(|(_, &o)| o == set) {
+                out.insert(key, TimelineAxis { axis, own: set });
+            }
+        }
+    }
+    out
 }
 
 fn timelines(
     g: &Group,
     runs: &BTreeMap<&CellKey, &RunResult>,
-    axes: &BTreeMap<(&str, &str), timeline::Axis>,
+    axes: &BTreeMap<&CellKey, TimelineAxis>,
 ) -> String {
     let read: Vec<(&CellResult, &RunResult, timeline::RunTimeline)> = g
         .cells
@@ -495,21 +526,32 @@ fn timelines(
         return String::new();
     }
     // One time axis for the workload, with and without the lock: pool, async and fork, or
-    // threads with and without --gil, are compared by the length of their rows at a glance.
-    let last = read
-        .iter()
-        .flat_map(|(_, _, t)| t.spans.iter().map(timeline::TaskSpan::last_us))
-        .max()
-        .unwrap_or(0);
-    let axis = read
-        .first()
-        .and_then(|(c, _, _)| axes.get(&(c.key.study.as_str(), c.key.workload.as_str())))
-        .copied()
-        .unwrap_or_else(|| timeline::Axis::to(last));
+    // threads with and without --gil, are compared by the length of their rows at a glance;
+    // the runs that would flatten the rest on an axis of their own ([`timeline_axes`]).
+    let axis_of = |c: &CellResult, t: &timeline::RunTimeline| {
+        axes.get(&c.key).copied().unwrap_or_else(|| TimelineAxis {
+            axis: timeline::Axis::to(
+                t.spans
+                    .iter()
+                    .map(timeline::TaskSpan::last_us)
+                    .max()
+                    .unwrap_or(0),
+            ),
+            own: false,
+        })
+    };
+    let mut shared: Option<timeline::Axis> = None;
+    let mut own: Vec<(String, timeline::Axis)> = Vec::new();
     let mut inner = String::new();
     let mut shaded = false;
     let mut phases: Vec<crate::measure::phases::PhaseKind> = Vec::new();
     for (c, run, t) in &read {
+        let TimelineAxis { axis, own: apart } = axis_of(c, t);
+        if apart {
+            own.push((c.key.label(), axis));
+        } else {
+            shared.get_or_insert(axis);
+        }
         let d = timeline::draw(t, run.workers, &axis);
         shaded |= d.occupancy;
         phases.extend(d.phases.iter().copied());
@@ -534,12 +576,33 @@ fn timelines(
             .iter()
             .map(|&k| (timeline::phase_label(k), timeline::phase_colour(k))),
     );
+    let span = |a: &timeline::Axis| format!("0 to {} {}", a.label(a.end_us), a.unit);
+    let mut axes_said = match (&shared, own.first()) {
+        (Some(a), _) => format!(
+            "on one time axis for the workload, with and without --gil ({})",
+            span(a)
+        ),
+        (None, Some((_, a))) => format!(
+            "on an axis of their own ({}): they would flatten the workload's shorter runs",
+            span(a)
+        ),
+        (None, None) => String::new(),
+    };
+    if let (Some(_), Some((_, a))) = (&shared, own.first()) {
+        let names: Vec<&str> = own.iter().map(|(n, _)| n.as_str()).collect();
+        let one = names.len() == 1;
+        axes_said.push_str(&format!(
+            "; {} would flatten the rest, so {} drawn on {} own axis ({})",
+            names.join(", "),
+            if one { "it is" } else { "they are" },
+            if one { "its" } else { "their" },
+            span(a)
+        ));
+    }
     format!(
         "<figure class=\"chart\" data-kind=\"timeline\"><figcaption>{}{}</figcaption>\n{inner}</figure>\n",
         escape(&format!(
-            "Timeline of each cell's first run: a row per lane (the worker, thread, process or in-flight slot that ran the task), a bar per task from its start to its end, on one time axis for the workload, with and without --gil (0 to {} {}). Gaps in a row are a lane waiting; rows that end early are work that was not shared out evenly.",
-            axis.label(axis.end_us),
-            axis.unit
+            "Timeline of each cell's first run: a row per lane (the worker, thread, process or in-flight slot that ran the task), a bar per task from its start to its end, {axes_said}. Gaps in a row are a lane waiting; rows that end early are work that was not shared out evenly."
         )),
         swatches(&legend)
     )
