@@ -20,6 +20,25 @@ pub fn wait_for(what: &str, limit: std::time::Duration, mut cond: impl FnMut() -
     }
 }
 
+/// Waits until `c` exits, at most `limit`; past it, kills it and panics.
+pub fn wait_exit(
+    c: &mut std::process::Child,
+    limit: std::time::Duration,
+) -> std::process::ExitStatus {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        if let Some(s) = c.try_wait().expect("try_wait") {
+            return s;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = c.kill();
+            let _ = c.wait();
+            panic!("process {} did not exit within {limit:?}", c.id());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// The lock file behind [`alone`], one for every test binary of this checkout.
 fn alone_path() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("concur-tests-alone.lock")
@@ -75,6 +94,8 @@ pub enum Need {
     Chromium,
     /// Ruby with the Celluloid gem (Debian's ruby and ruby-celluloid).
     Ruby,
+    /// Sidekiq: its gem for Ruby and its `sidekiq` command (Debian's ruby-sidekiq).
+    Sidekiq,
     /// `openssl` (Debian's openssl).
     Openssl,
     /// python3 with requests and aiohttp (`.ci/run` installs them in its venv).
@@ -130,6 +151,11 @@ impl Need {
             Need::Ruby => (
                 runs("ruby", &["-e", "require 'celluloid'"]),
                 "ruby with Celluloid (apt-get install ruby ruby-celluloid)",
+            ),
+            Need::Sidekiq => (
+                runs("ruby", &["-e", "require 'sidekiq'"])
+                    && runs("sh", &["-c", "command -v sidekiq"]),
+                "Sidekiq for Ruby and its `sidekiq` command (apt-get install ruby-sidekiq)",
             ),
             Need::Openssl => (
                 runs("openssl", &["version"]),
