@@ -620,11 +620,12 @@ fn the_shipped_runtime_programs_compile() {
     assert_eq!(compile_shipped(".exs", "elixir", &["-e", parse]), 1);
 }
 
-/// `crawl --classic` runs requests and aiohttp against the study's own server, and each
-/// other Python client or leaves it out with a note naming the package to install.
+/// `crawl --classic` runs the classic's Python clients against the study's own server:
+/// requests, gevent, tornado's curl client and aiohttp (the full tier installs them all), each
+/// row present and every request answered.
 #[test]
-#[ignore = "full tier: needs python3 with requests and aiohttp"]
-fn classic_crawl_clients_run_or_are_left_out_with_a_note() {
+#[ignore = "full tier: needs python3 with requests, aiohttp, gevent, tornado and pycurl"]
+fn classic_crawl_runs_every_python_client() {
     common::require(&[Need::PyClients]);
     let (_, lines) = run_study(&["crawl", "--quick", "--classic", "-r", "1"]);
     assert_classic_crawl_rows(&lines);

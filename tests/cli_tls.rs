@@ -355,10 +355,10 @@ fn the_study_server_speaks_tls_with_tls() {
 }
 
 /// `crawl --classic --url https://… --cacert CA`: the Python clients get the CA too
-/// (`crawl.py --cafile`) and fetch every reply; requests and aiohttp must run (the full
-/// tier installs them), the others may be left out with a note naming what is missing.
+/// (`crawl.py --cafile`), and each (requests, gevent, tornado's curl client, aiohttp; the
+/// full tier installs them all) fetches every reply.
 #[test]
-#[ignore = "full tier: needs python3 with requests and aiohttp"]
+#[ignore = "full tier: needs python3 with requests, aiohttp, gevent, tornado and pycurl"]
 fn classic_crawl_clients_trust_the_cacert_over_https() {
     require(&[Need::PyClients]);
     let (s, _dir, ca) = tls_server();
@@ -376,31 +376,7 @@ fn classic_crawl_clients_trust_the_cacert_over_https() {
         ],
         0,
     );
-    let notes = of_type(&lines, "meta")[0]["notes"].to_string();
-    for label in [
-        "py:requests",
-        "py:gevent:100",
-        "py:tornado-curl:100",
-        "py:aiohttp:100",
-    ] {
-        let runs = runs_of(&lines, label);
-        if label == "py:requests" || label == "py:aiohttp:100" {
-            assert!(!runs.is_empty(), "{label} did not run: {notes}");
-        } else if runs.is_empty() {
-            assert!(
-                notes.contains(&format!("{label} left out")),
-                "{label}: {notes}"
-            );
-        }
-        for r in runs {
-            assert_eq!(r["status"], "ok", "{r}");
-            assert_eq!(
-                r["bytes"].as_u64(),
-                Some(10 * r["tasks"].as_u64().unwrap()),
-                "{r}"
-            );
-        }
-    }
+    common::assert_classic_crawl_rows(&lines);
 }
 
 #[test]

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{descendants, wait_for};
+use common::{descendants, wait_exit, wait_for};
 use concur::jobs::worker::{work, WorkOptions};
 use concur::jobs::{self, Backend, FailedSet, Job, RetrySchedule};
 use serde_json::Value;
@@ -746,20 +746,6 @@ const SLOW: (&str, usize, usize) = ("sleep:50ms", 200, 4);
 /// 20,000 × 0.2 ms: short jobs, claimed in batches (a worker thread takes what it runs in about
 /// a millisecond) and acknowledged a batch at a time, so up to a batch per thread is claimed.
 const SHORT: (&str, usize, usize) = ("sleep:200us", 20_000, 4 * concur::jobs::worker::BATCH_MAX);
-
-fn wait_exit(c: &mut Child, limit: Duration) -> std::process::ExitStatus {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(s) = c.try_wait().unwrap() {
-            return s;
-        }
-        if Instant::now() > deadline {
-            let _ = c.kill();
-            panic!("process did not exit within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 #[test]
 fn sqlite_worker_killed_mid_run_loses_nothing() {
