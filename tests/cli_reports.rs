@@ -329,6 +329,9 @@ const CSV_COLUMNS: &[&str] = &[
     "lag_p99_us",
     "http2",
     "hosts",
+    "tree_pss_all_started_kib",
+    "tree_pss_end_kib",
+    "pss_per_task_b",
 ];
 
 /// A cell line's value as its CSV field: empty for null, `[lo, hi]` split in two columns.

@@ -44,6 +44,11 @@ pub const COLUMNS: &[&str] = &[
     "http2",
     // Over how many hosts (`--hosts`); empty for a cell of this machine alone.
     "hosts",
+    // The tree's PSS when every task had started and at the run's end (medians; empty where
+    // not sampled), and the memory per task the results file gives (bytes).
+    "tree_pss_all_started_kib",
+    "tree_pss_end_kib",
+    "pss_per_task_b",
 ];
 
 /// A text cell as a spreadsheet cannot act on it: control and bidirectional characters
@@ -113,6 +118,9 @@ pub fn render(a: &Analysis) -> String {
             u(c.open.as_ref().and_then(|o| o.lag_us).map(|l| l.p99)),
             c.key.http2.to_string(),
             c.key.hosts.map(|k| k.to_string()).unwrap_or_default(),
+            u(c.tree_pss_all_started_kib),
+            u(c.tree_pss_end_kib),
+            f(c.pss_per_task_b),
         ]);
     }
     for r in rows {

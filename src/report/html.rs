@@ -347,9 +347,15 @@ fn memory_chart(g: &Group) -> String {
                     },
                 ],
                 note: Some(format!(
-                    "{} / {}",
+                    "{} / {}{}{}",
                     c.max_rss_kib.map(fmt_kib).unwrap_or_else(|| "-".into()),
-                    c.tree_pss_kib.map(fmt_kib).unwrap_or_else(|| "-".into())
+                    c.tree_pss_kib.map(fmt_kib).unwrap_or_else(|| "-".into()),
+                    c.tree_pss_all_started_kib
+                        .map(|k| format!(" · {} all started", fmt_kib(k)))
+                        .unwrap_or_default(),
+                    c.pss_per_task_b
+                        .map(|b| format!(" · {} a task", crate::base::units::fmt_bytes_signed(b)))
+                        .unwrap_or_default()
                 )),
                 ..Default::default()
             }
@@ -358,7 +364,7 @@ fn memory_chart(g: &Group) -> String {
     let (chart, note) = hbars_panels("memory", &|v| fmt_kib(v.max(0.0) as u64), rows, 2);
     figure_with_legend(
         "memory",
-        &format!("Peak memory per cell (medians): RSS of the largest single process, and PSS of the whole process tree (shared pages counted once).{note}"),
+        &format!("Peak memory per cell (medians): RSS of the largest single process, and PSS of the whole process tree (shared pages counted once); beside them the tree's PSS when every task had started, and the memory a task adds over the 1-task cell, where measured.{note}"),
         &[
             ("largest process RSS", charts::color(4)),
             ("process tree PSS", charts::color(2)),
