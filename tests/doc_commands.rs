@@ -197,44 +197,59 @@ fn strip_comment(line: &str) -> &str {
     line.trim_end()
 }
 
+/// A fenced block being read.
+struct Block {
+    /// Its language (after the fence).
+    lang: String,
+    /// Its fence's line, from 1.
+    fence: usize,
+    /// Its lines, numbered from 1.
+    lines: Vec<(usize, String)>,
+    /// What its example marker says.
+    example: Option<String>,
+}
+
 /// The commands of one document, in order (see the module's doc for the rules).
 fn extract(file: &str, text: &str) -> Vec<DocCommand> {
     let mut out = Vec::new();
-    let mut block: Option<(String, Vec<(usize, String)>, Option<String>)> = None;
+    let mut block: Option<Block> = None;
     // The last line that was not blank, outside blocks: an example marker is the line before
     // its block.
-    let mut before = (0, String::new());
+    let mut before = String::new();
     for (i, line) in text.lines().enumerate() {
         let fence = line.trim_start();
         if fence.starts_with("```") || fence.starts_with("~~~") {
+            // A block right after another is not under the first one's marker.
+            let marker_line = std::mem::replace(&mut before, fence.to_string());
             match block.take() {
                 None => {
-                    let example = example_marker(&before.1);
-                    if let Some(why) = &example {
-                        assert!(
-                            !why.is_empty(),
-                            "{file}:{}: an example marker must say whose figures these are",
-                            before.0
-                        );
-                    }
-                    block = Some((fence[3..].trim().to_string(), Vec::new(), example));
+                    let example = example_marker(&marker_line);
+                    assert!(
+                        example.as_ref().is_none_or(|why| !why.is_empty()),
+                        "{file}:{i}: an example marker must say whose figures these are"
+                    );
+                    block = Some(Block {
+                        lang: fence[3..].trim().to_string(),
+                        fence: i + 1,
+                        lines: Vec::new(),
+                        example,
+                    });
                 }
-                Some((lang, lines, example)) => {
-                    if lang != "rust" {
-                        let cmds = block_commands(file, &lines, example.clone());
-                        assert!(
-                            example.is_none() || cmds.iter().any(|c| !c.output.is_empty()),
-                            "{file}:{}: an example marker over a block with no pasted output",
-                            lines.first().map_or(i, |l| l.0 - 1)
-                        );
-                        out.extend(cmds);
-                    }
+                Some(b) if b.lang != "rust" => {
+                    let cmds = block_commands(file, &b.lines, b.example.clone());
+                    assert!(
+                        b.example.is_none() || cmds.iter().any(|c| !c.output.is_empty()),
+                        "{file}:{}: an example marker over a block with no pasted output",
+                        b.fence
+                    );
+                    out.extend(cmds);
                 }
+                Some(_) => {}
             }
-        } else if let Some((_, lines, _)) = block.as_mut() {
-            lines.push((i + 1, line.to_string()));
+        } else if let Some(b) = block.as_mut() {
+            b.lines.push((i + 1, line.to_string()));
         } else if !line.trim().is_empty() {
-            before = (i + 1, line.trim().to_string());
+            before = line.trim().to_string();
         }
     }
     assert!(block.is_none(), "{file}: a code block is never closed");
@@ -1772,6 +1787,12 @@ fn the_harness_says_how_it_sized_a_command() {
     let c = extract("x.md", doc);
     assert_eq!(c[0].example.as_deref(), Some("a 2-core VM"));
     assert_eq!(c[0].output, ["seq"]);
+    let two = format!("{doc}\n```console\n$ concur list\nseq\n```\n");
+    assert_eq!(
+        extract("x.md", &two)[1].example,
+        None,
+        "the marker is its block's alone"
+    );
     let bad = std::panic::catch_unwind(|| {
         extract("x.md", "<!-- example: x -->\n```sh\nconcur list\n```\n")
     });
