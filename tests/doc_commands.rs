@@ -60,7 +60,7 @@
 //!   first name is `model`; the rows below it down to a blank line or a rule): each pasted
 //!   table is a fresh table with the same title (the line above its top rule, the docs' hosts
 //!   replaced as in the command) and the same columns, names and order. A paste may leave out
-//!   tables and rows (it says so in its text), never add or rename them.
+//!   tables and rows (its text should say so), never add or rename them.
 //! - *Rows*: each pasted row is a fresh row with the same label (the first column) and, where
 //!   the command ran at the docs' size, the same `tasks`. Counts the command sets (`tasks`,
 //!   `asked/s`) are compared exactly; `tasks` only at the docs' size.
@@ -226,7 +226,9 @@ fn extract(file: &str, text: &str) -> Vec<DocCommand> {
                     let example = example_marker(&marker_line);
                     assert!(
                         example.as_ref().is_none_or(|why| !why.is_empty()),
-                        "{file}:{i}: an example marker must say whose figures these are"
+                        "{file}:{}: the example marker over this block must say whose figures \
+                         these are",
+                        i + 1
                     );
                     block = Some(Block {
                         lang: fence[3..].trim().to_string(),
@@ -286,7 +288,7 @@ fn block_commands(
     logical.extend(pending);
     let prompted = logical.iter().any(|(_, l)| l.starts_with("$ "));
     let mut env = Vec::new();
-    let mut out = Vec::new();
+    let mut out: Vec<DocCommand> = Vec::new();
     let mut last: Option<usize> = None;
     for (n, line) in logical {
         let line = if prompted {
@@ -295,7 +297,6 @@ fn block_commands(
                 None => {
                     // Output: the last command's, when it was one.
                     if let Some(c) = last.and_then(|i| out.get_mut(i)) {
-                        let c: &mut DocCommand = c;
                         c.output.push(line);
                     }
                     continue;
