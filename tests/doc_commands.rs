@@ -1802,3 +1802,41 @@ fn the_harness_says_how_it_sized_a_command() {
         "a marker over a block without output must be refused"
     );
 }
+
+#[test]
+fn every_pasted_table_is_read() {
+    // A table the parser cannot read would be compared with nothing, and pass: every pasted
+    // output with a header rule must give tables, each with its columns and rows.
+    let mut tables = 0;
+    for c in all_commands() {
+        let lines: Vec<&str> = c.output.iter().map(String::as_str).collect();
+        let ruled = lines.iter().filter(|l| is_rule(l, '═')).count();
+        let found = parse_tables(&lines);
+        assert!(
+            found.len() >= ruled,
+            "{}:{}: {ruled} header rules, {} tables read",
+            c.file,
+            c.line,
+            found.len()
+        );
+        for t in &found {
+            assert!(
+                t.columns.len() >= 3 && !t.rows.is_empty(),
+                "{}:{}: a table read without its columns or rows: {t:?}",
+                c.file,
+                c.line
+            );
+            assert!(
+                t.rows.iter().all(|r| !r[0].is_empty()),
+                "{}:{}: a row without its label: {t:?}",
+                c.file,
+                c.line
+            );
+        }
+        tables += found.len();
+    }
+    assert!(
+        tables >= 15,
+        "only {tables} pasted tables read: is the parser broken?"
+    );
+}
