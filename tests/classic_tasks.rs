@@ -310,7 +310,8 @@ fn python_programs_that_lose_tasks_fail_their_rows() {
 
 /// The other runtimes' programs count their own work too: a copy of each tasks program whose
 /// every 10th task does not count itself, and of each gil program that loses every 10th
-/// call's result, fails its row with the counts named.
+/// call's result, and of the mailer whose pool skips every 10th delivery, fails its row with
+/// the counts named.
 #[test]
 #[ignore = "full tier: needs Go, Node.js, a JDK, Elixir and ruby"]
 fn other_runtimes_programs_that_lose_tasks_fail_their_rows() {
@@ -403,6 +404,17 @@ fn other_runtimes_programs_that_lose_tasks_fail_their_rows() {
             "    late[i] = clock.call - start - wait\n    i % 10 == 0 ? 0 : 1\n",
         )],
     );
+    // The mailer's pool skips every 10th delivery: the row fails only if the program counts
+    // the deliveries that ended rather than printing back the N it was asked for.
+    let mailer_ruby = variant(
+        d,
+        "mailer",
+        "mailer.rb",
+        &[(
+            "while (i = q.pop); s += deliver(i, fib_n);",
+            "while (i = q.pop); next if i % 10 == 0; s += deliver(i, fib_n);",
+        )],
+    );
     let tasks_elixir = variant(
         d,
         "tasks-elixir",
@@ -434,6 +446,10 @@ fn other_runtimes_programs_that_lose_tasks_fail_their_rows() {
             gil_node.display()
         ),
         format!("broken:ruby-tasks=ruby {} {waits}", tasks_ruby.display()),
+        format!(
+            "broken:ruby-mailer=ruby {} pool --tasks {{tasks}} --fib 5 --workers 4",
+            mailer_ruby.display()
+        ),
         format!(
             "broken:elixir-tasks=elixir {} {waits}",
             tasks_elixir.display()

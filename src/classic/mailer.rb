@@ -20,8 +20,10 @@
 #   celluloid  a Celluloid pool of W actors (needs the celluloid gem)
 #   sidekiq    W Sidekiq threads on Redis (needs the sidekiq gem and a URL): a `sidekiq`
 #              process is started and waited for first, then N jobs are pushed and drained
-# The last line is `CONCUR {"wall_s": ..., "bytes": ..., "tasks_ok": N}`: the work's own
-# wall, without the interpreter's start-up and gem loading.
+# The last line is `CONCUR {"wall_s": ..., "bytes": ..., "tasks_ok": K}`: the work's own
+# wall, without the interpreter's start-up and gem loading, and K the deliveries that ended
+# (counted where each one ends: a thread's value, a child's exit status, a job's counter),
+# never the N asked for.
 # bm runs seq, fork, threads and pool one after another under Benchmark.bm (`user system
 # total real`; user and system are this process's, total adds reaped children) and, with
 # --many-threads M, a row of M threads, one delivery each (the classic's 10,000, which the OS
@@ -69,32 +71,39 @@ def deliver(i, fib_n)
   sink.string.bytesize
 end
 
-# One thread per delivery, then join all. When the OS refuses a thread (the classic's 10,000
-# threads), the ones already started are joined before the error goes on.
+# One thread per delivery, then join all: [bytes, deliveries that ended]. When the OS refuses
+# a thread (the classic's 10,000 threads), the ones already started are joined before the
+# error goes on.
 def in_threads(n, fib_n)
   threads = []
   n.times { |i| threads << Thread.new { deliver(i, fib_n) } }
-  threads.sum(&:value)
+  values = threads.map(&:value)
+  [values.sum, values.size]
 rescue ThreadError, SystemCallError, NoMemoryError
   threads.each { |t| t.join rescue nil }
   raise
 end
 
-# The N deliveries of a mode that needs no gem, and the bytes of their mails (nil for fork:
-# the children's byte counts stay in the children, as in the classic).
+# The N deliveries of a mode that needs no gem: [the bytes of their mails (nil for fork: the
+# children's byte counts stay in the children, as in the classic), the deliveries that ended].
 def deliveries(mode, n, fib_n, workers)
   case mode
-  when 'seq' then (0...n).sum { |i| deliver(i, fib_n) }
+  when 'seq'
+    sizes = (0...n).map { |i| deliver(i, fib_n) }
+    [sizes.sum, sizes.size]
   when 'fork'
     n.times { |i| fork { deliver(i, fib_n) } }
-    bad = Process.waitall.count { |_, st| !st.success? }
+    statuses = Process.waitall
+    bad = statuses.count { |_, st| !st.success? }
     raise "#{bad} forked deliveries failed" if bad.positive?
+    [nil, statuses.size]
   when 'threads' then in_threads(n, fib_n)
   when 'pool'
     q = Queue.new
     n.times { |i| q << i }
     q.close
-    (0...workers).map { Thread.new { s = 0; while (i = q.pop); s += deliver(i, fib_n); end; s } }.sum(&:value)
+    counts = (0...workers).map { Thread.new { s = 0; c = 0; while (i = q.pop); s += deliver(i, fib_n); c += 1; end; [s, c] } }.map(&:value)
+    [counts.sum(&:first), counts.sum(&:last)]
   end
 end
 
@@ -134,16 +143,17 @@ now = -> { Process.clock_gettime(Process::CLOCK_MONOTONIC) }
 case mode
 when 'seq', 'threads', 'pool'
   t0 = now.call
-  done(t0, deliveries(mode, n, f, w), n)
+  bytes, ok = deliveries(mode, n, f, w)
+  done(t0, bytes, ok)
 when 'fork'
   t0 = now.call
-  deliveries(mode, n, f, w)
+  _, ok = deliveries(mode, n, f, w)
   # The parent renders the same mails (fib's value computed once, outside the clock) to
-  # count their bytes.
+  # count their bytes: the mails of the children that exited well.
   wall = now.call - t0
   fv = fib(f)
-  bytes = (0...n).sum { |i| render(i, f, fv).bytesize }
-  puts "CONCUR #{JSON.generate(wall_s: wall, bytes: bytes, tasks_ok: n)}"
+  bytes = (0...ok).sum { |i| render(i, f, fv).bytesize }
+  puts "CONCUR #{JSON.generate(wall_s: wall, bytes: bytes, tasks_ok: ok)}"
 when 'bm'
   require 'benchmark'
   require 'etc'
@@ -172,8 +182,8 @@ when 'celluloid'
   end
   t0 = now.call
   pool = Deliverer.pool(size: w)
-  total = (0...n).map { |i| pool.future.deliver_one(i, f) }.sum(&:value)
-  done(t0, total, n)
+  values = (0...n).map { |i| pool.future.deliver_one(i, f) }.map(&:value)
+  done(t0, values.sum, values.size)
 when 'sidekiq'
   require 'sidekiq'
   require 'securerandom'
@@ -192,7 +202,7 @@ when 'sidekiq'
   Sidekiq::Client.push_bulk('class' => 'ConcurMailJob', 'queue' => queue, 'args' => (0...n).map { |i| [i, f, counter] })
   sleep 0.005 until Sidekiq.redis { |r| r.get(counter) }.to_i >= n || now.call > t0 + 3600
   total = Sidekiq.redis { |r| r.get("#{counter}:bytes") }.to_i
-  done(t0, total, n)
+  done(t0, total, Sidekiq.redis { |r| r.get(counter) }.to_i)
   Sidekiq.redis { |r| r.del(counter, "#{counter}:bytes") }
 end
 end
