@@ -10,21 +10,21 @@
 //! task's floor (both workloads take at least `TASK`), what releasing and starting a task
 //! cost the model (a queue's lock, a process, a poll: [`release_cost`], [`start_cost`]), and
 //! a margin for a loaded 2-core machine ([`LOADED`] on any one task, [`TYPICAL`] on the
-//! median). The single worst release also gets what the machine took from the releasing
-//! thread meanwhile, by the run's own count: its time runnable but kept off the cores while
-//! it released (`releaser_runnable_us`, the kernel's run-queue wait for that thread, read at
-//! the release loop's start and end). Outside load (other builds, busy loops) now and then
-//! keeps a thread off the cores for tens or hundreds of milliseconds, whether it was just
-//! woken or was preempted in the middle of a release (an enqueue on SQLite), and the bound is
-//! on the model's mechanism, not on the machine's luck; what is left of the lag is the
-//! model's. The single worst start also gets what the machine was seen to add to any
-//! thread's wake-up during that same study ([`WakeProbe`]: a worker's wake-up starts it), and
-//! the releaser's count (its release was that late); `async`, whose releases are not timed
-//! on one thread, gets the probe's on its release too. The bounds hold with two busy loops
-//! beside the test. The records checked against them: `lag_us` (the dispatcher's lateness),
-//! `queue_us`, `service_us` and `latency_us` (each task's start and end against its due
-//! time), `timeline_us` (each task's start), `rate_achieved`, `behind`, `series` and the task
-//! counts.
+//! median). The releases and starts, worst and median, also get what the machine took from
+//! the releasing thread meanwhile, by the run's own count: its time runnable but kept off the
+//! cores while it released (`releaser_runnable_us`, the kernel's run-queue wait for that
+//! thread, read at the release loop's start and end; the whole run's, so at least what any one
+//! release lost). Outside load (other builds, busy loops) now and then keeps a thread off the
+//! cores for tens or hundreds of milliseconds, whether it was just woken or was preempted in
+//! the middle of a release (an enqueue on SQLite), and the bounds are on the model's
+//! mechanism, not on the machine's luck: what is left of the lag is the model's. The single
+//! worst start also gets what the machine was seen to add to any thread's wake-up during that
+//! same study ([`WakeProbe`]: a worker's wake-up starts it); `async`, whose releases are not
+//! timed on one thread, gets the probe's on its worst release too. The bounds hold with two
+//! busy loops beside the test. The records checked against them: `lag_us` (the dispatcher's
+//! lateness), `queue_us`, `service_us` and `latency_us` (each task's start and end against
+//! its due time), `timeline_us` (each task's start), `rate_achieved`, `behind`, `series` and
+//! the task counts.
 
 mod common;
 
@@ -321,23 +321,29 @@ fn assert_schedule_kept(r: &Value, grain: Option<Duration>, bytes: u64, stall_us
             "not counted: the machine's worst wake-up meanwhile"
         }
     );
+    // No release lost more than the releaser's whole count, so no percentile of the lags is
+    // more than that above the model's own: the median, less it, within `TYPICAL`. (Two busy
+    // loops beside the test keep a woken `seq` runner off the cores about 12 ms a wake-up:
+    // its median lag is then the machine's.)
+    let runnable = runnable.unwrap_or(0);
     if grain.is_none() {
         // (With a grain, `seq` and `green` record only the releases they waited for, so
         // the median shift is not theirs; their queue times below are checked instead.)
         let lag_p50 = pct(r, "lag_us", "p50");
         assert!(
-            lag_p50 <= us_of(TYPICAL),
-            "{what}: the median release lag {lag_p50} µs, over {TYPICAL:?}: {r}"
+            lag_p50 <= us_of(TYPICAL) + runnable,
+            "{what}: the median release lag {lag_p50} µs, over {TYPICAL:?} and the releaser's \
+             time runnable but not running, {runnable} µs: {r}"
         );
     }
 
     // Each task's queue time (start − due): at least what the schedule and the model's
     // parallelism make it wait with tasks of `TASK`, at most what they make it wait with
     // tasks as long as the longest this run served, plus the model's costs and the
-    // margin; the worst also the machine's worst wake-up (a worker's, which starts it) and
-    // the releaser's time runnable (its release was that late).
+    // margin, and the releaser's time runnable (a release was at most that late by the
+    // machine's doing); the worst also the machine's worst wake-up (a worker's, which starts
+    // it).
     let loaded = us_of(LOADED) + stall_us;
-    let runnable = runnable.unwrap_or(0);
     let workers = r["parallelism"].as_u64().unwrap() as usize;
     let service_max = pct(r, "service_us", "max");
     assert!(
@@ -347,10 +353,7 @@ fn assert_schedule_kept(r: &Value, grain: Option<Duration>, bytes: u64, stall_us
     let floor = sched.ideal_queue(workers, us_of(TASK));
     let ceiling = sched.ideal_queue(workers, service_max);
     let cost = release + us_of(start_cost(model));
-    for (q, p, margin, runnable) in [
-        ("p50", 0.5, us_of(TYPICAL), 0),
-        ("max", 1.0, loaded, runnable),
-    ] {
+    for (q, p, margin) in [("p50", 0.5, us_of(TYPICAL)), ("max", 1.0, loaded)] {
         let got = pct(r, "queue_us", q);
         let (lo, hi) = (
             percentile(&floor, p),
