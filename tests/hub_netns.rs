@@ -5,6 +5,8 @@
 
 mod common;
 
+use std::ffi::OsString;
+use std::path::Path;
 use std::process::Stdio;
 
 use common::netns::NetLab;
@@ -18,6 +20,11 @@ const CONCUR: &str = env!("CARGO_BIN_EXE_concur");
 /// A lab of four hosts: Redis on host 0, agents `h1`, `h2`, `h3` on hosts 1 to 3 (with
 /// `wrap` before the agent's command on host 3, e.g. `faketime`), and the hub's URL.
 fn lab(tag: &str, wrap: &[&str]) -> (NetLab, String) {
+    lab_with(tag, wrap, |_| Vec::new())
+}
+
+/// [`lab`], with `own(i)` added to agent `hi`'s flags (its key, the study keys it takes).
+fn lab_with(tag: &str, wrap: &[&str], own: impl Fn(usize) -> Vec<OsString>) -> (NetLab, String) {
     let mut lab = NetLab::new(tag, 4);
     let port = lab.start_redis(0, None);
     let url = format!("redis://{}:{port}/0", lab.host(0).addr);
@@ -37,6 +44,7 @@ fn lab(tag: &str, wrap: &[&str]) -> (NetLab, String) {
             // Their jobs models' queue: the hub's Redis, database 1 (an agent's own choice;
             // a study's --jobs-backend never travels).
             .args(["--jobs-backend", &url.replace("/0", "/1")])
+            .args(own(i))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
@@ -489,4 +497,141 @@ fn a_host_whose_clock_is_seconds_off_still_starts_on_time() {
         took < std::time::Duration::from_secs(10),
         "the study took {took:?}"
     );
+}
+
+/// Writes `lines` as the list DIR/NAME (one key, and for agents its name, a line).
+fn key_list(dir: &Path, name: &str, lines: &[String]) -> OsString {
+    let path = dir.join(name);
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    path.into_os_string()
+}
+
+/// The names of run `r`'s host parts, in share order.
+fn part_hosts(r: &Value) -> Vec<&str> {
+    r["hub"]["parts"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no hub.parts: {r}"))
+        .iter()
+        .map(|p| p["host"].as_str().unwrap())
+        .collect()
+}
+
+/// Keys per party across hosts (docs/security.md, "A key per party"): every agent in its own
+/// namespace holds its own key and lists the study's key; the study holds its own and lists
+/// two agents' keys by name (`--agent-keys`): h2 and h3, not h1. Over 2 hosts the shares go to
+/// h2 and h3 (h1, first by name, would be picked were it trusted), each doing exactly its half
+/// and answering under its own key; h1 is left out and said to be. Over 3 hosts there are not
+/// enough agents the study trusts: exit 2 naming h1 and why. And a study signing with a key
+/// no agent lists gets its share refused by the agent (exit 1, the part `refused`, the agent's
+/// reason in the run's error), within a second rather than the run's timeout.
+#[test]
+#[ignore = "full tier: needs root (network namespaces) and redis-server"]
+fn a_keyed_study_runs_only_on_the_agents_it_lists_and_an_agent_refuses_a_study_it_does_not() {
+    common::require(NEEDS);
+    let _alone = common::alone();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (study_key, study_pub) = common::hub::keygen(d, "study");
+    let (stranger_key, stranger_pub) = common::hub::keygen(d, "stranger");
+    let agent_keys: Vec<_> = (1..=3)
+        .map(|i| common::hub::keygen(d, &format!("h{i}")))
+        .collect();
+    let studies = key_list(d, "studies", &[format!("{study_pub} study")]);
+    let listed = key_list(
+        d,
+        "agents",
+        &[
+            format!("{} h2", agent_keys[1].1),
+            format!("{} h3", agent_keys[2].1),
+        ],
+    );
+    let (_lab, url) = lab_with("keys", &[], |i| {
+        vec![
+            "--signing-key".into(),
+            agent_keys[i - 1].0.clone().into_os_string(),
+            "--study-keys".into(),
+            studies.clone(),
+        ]
+    });
+    // Each agent's heartbeat carries its own key.
+    for a in common::hub_agents(&url) {
+        let i: usize = a["name"].as_str().unwrap()[1..].parse().unwrap();
+        assert_eq!(a["key"], agent_keys[i - 1].1.as_str(), "{a}");
+    }
+    let study_key = study_key.to_str().unwrap();
+    let listed = listed.to_str().unwrap();
+    fn keyed<'a>(hosts: &'a str, key: &'a str, listed: &'a str) -> Vec<&'a str> {
+        let mut args = vec!["run", "-w", "fib:5", "-m", "pool:2", "-n", "10", "-r", "1"];
+        args.extend(["--warmup", "0", "--hosts", hosts, "--timeout", "60s"]);
+        args.extend(["--signing-key", key, "--agent-keys", listed]);
+        args
+    }
+    let cell = |hosts, key| keyed(hosts, key, listed);
+
+    let (code, err, lines) = study(&url, &cell("2", study_key));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("first sight"), "{err}");
+    let notes = lines[0]["notes"].to_string();
+    assert!(
+        notes.contains("agent 'h1' is left out: it is not listed in"),
+        "{notes}"
+    );
+    let r = only_run(&lines);
+    assert_eq!(part_hosts(r), ["h2", "h3"], "{r}");
+    for p in r["hub"]["parts"].as_array().unwrap() {
+        assert_eq!(p["status"], "ok", "{p}");
+        assert_eq!(p["tasks"], 5, "{p}");
+        assert_eq!(p["run"]["tasks_ok"], 5, "{p}");
+        assert_eq!(p["run"]["tasks_failed"], 0, "{p}");
+    }
+    assert_eq!(
+        (&r["tasks_ok"], &r["tasks_failed"]),
+        (&10.into(), &0.into()),
+        "{r}"
+    );
+    let hosts: Vec<&str> = lines[0]["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(hosts, ["h2", "h3"], "{}", lines[0]);
+
+    // Three hosts: only two agents carry a key the study lists.
+    let (code, err, lines) = study(&url, &cell("3", study_key));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(lines.is_empty(), "{lines:?}");
+    assert!(
+        err.contains("--hosts 3")
+            && err.contains("left out: 'h1': it is not listed in")
+            && !err.contains("'h2':")
+            && !err.contains("'h3':"),
+        "{err}"
+    );
+
+    // A study key no agent lists: h2 refuses the share and says why.
+    let started = std::time::Instant::now();
+    let (code, err, lines) = study(&url, &cell("1", stranger_key.to_str().unwrap()));
+    let took = started.elapsed();
+    assert_eq!(code, Some(1), "{err}");
+    let r = only_run(&lines);
+    // (Its status is `crashed`, as for any run no host reported on; the part says why.)
+    assert_ne!(r["status"], "ok", "{r}");
+    assert_eq!(
+        (&r["tasks_ok"], &r["tasks_failed"]),
+        (&0.into(), &10.into()),
+        "{r}"
+    );
+    assert_eq!(part_hosts(r), ["h2"], "{r}");
+    assert_eq!(r["hub"]["parts"][0]["status"], "refused", "{r}");
+    let error = r["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("host 'h2' refused the study's work")
+            && error.contains(&stranger_pub[..23])
+            && error.contains("which is not a listed study key"),
+        "{r}"
+    );
+    // Ended by the refusal, not by the 60 s timeout.
+    eprintln!("the study refused by h2 ended in {took:?}");
+    assert!(took < std::time::Duration::from_secs(5), "{took:?}: {err}");
 }

@@ -10,14 +10,21 @@
 //! task's floor (both workloads take at least `TASK`), what releasing and starting a task
 //! cost the model (a queue's lock, a process, a poll: [`release_cost`], [`start_cost`]), and
 //! a margin for a loaded 2-core machine ([`LOADED`] on any one task, [`TYPICAL`] on the
-//! median). The single worst release or start also gets what the machine was seen to add to
-//! any thread's wake-up during that same study ([`WakeProbe`]): outside load (other builds,
-//! busy loops) now and then keeps a woken thread off the cores for tens of milliseconds, and
-//! the bound on the worst task is on the model's mechanism, not on the machine's luck. The
-//! records checked against
-//! them: `lag_us` (the dispatcher's lateness), `queue_us`, `service_us` and `latency_us`
-//! (each task's start and end against its due time), `timeline_us` (each task's start),
-//! `rate_achieved`, `behind`, `series` and the task counts.
+//! median). The releases and starts, worst and median, also get what the machine took from
+//! the releasing thread meanwhile, by the run's own count: its time runnable but kept off the
+//! cores while it released (`releaser_runnable_us`, the kernel's run-queue wait for that
+//! thread, read at the release loop's start and end; the whole run's, so at least what any one
+//! release lost). Outside load (other builds, busy loops) now and then keeps a thread off the
+//! cores for tens or hundreds of milliseconds, whether it was just woken or was preempted in
+//! the middle of a release (an enqueue on SQLite), and the bounds are on the model's
+//! mechanism, not on the machine's luck: what is left of the lag is the model's. The single
+//! worst start also gets what the machine was seen to add to any thread's wake-up during that
+//! same study ([`WakeProbe`]: a worker's wake-up starts it); `async`, whose releases are not
+//! timed on one thread, gets the probe's on its worst release too. The bounds hold with two
+//! busy loops beside the test. The records checked against them: `lag_us` (the dispatcher's
+//! lateness), `queue_us`, `service_us` and `latency_us` (each task's start and end against
+//! its due time), `timeline_us` (each task's start), `rate_achieved`, `behind`, `series` and
+//! the task counts.
 
 mod common;
 
@@ -52,11 +59,12 @@ const LOADED: Duration = Duration::from_millis(50);
 const TYPICAL: Duration = Duration::from_millis(10);
 /// The machine's own wake-up lateness while a study runs, measured beside it: a thread of the
 /// test sleeping [`PROBE_PERIOD`] at a time towards absolute deadlines, and the worst it woke
-/// past one. A model's release is a wake-up like the probe's on the same cores, so the worst
-/// of its releases may be late by what the probe saw, beside [`LOADED`]; on a quiet machine
+/// past one. A worker's wake-up that starts a released task is a wake-up like the probe's on
+/// the same cores, so the worst start may be late by what the probe saw, beside [`LOADED`]
+/// (and so may `async`'s worst release, which the run does not time); on a quiet machine
 /// that is under a millisecond and the bounds are as tight as without it. (The probe wakes
-/// 1,000 times a second over the whole study, the dispatcher 50: the probe's worst is the
-/// better sample of the machine's stalls.)
+/// 1,000 times a second over the whole study, a run's workers about 50: the probe's worst is
+/// the better sample of the machine's stalls.)
 struct WakeProbe {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     thread: Option<std::thread::JoinHandle<u64>>,
@@ -267,13 +275,32 @@ fn assert_schedule_kept(r: &Value, grain: Option<Duration>, bytes: u64, stall_us
     assert_eq!((done, errors), (TASKS as u64, 0), "{what}: {series:?}");
 
     // The dispatcher's lag: every release at its time (with a grain, at its tick, so the
-    // largest is at least the largest shift), a loaded machine's margin past it at most,
-    // and the worst stall the machine gave any wake-up meanwhile.
+    // largest is at least the largest shift), and at most a loaded machine's margin past it
+    // plus what the machine took from the releasing thread meanwhile: its time runnable but
+    // kept off the cores (`releaser_runnable_us`, the kernel's run-queue wait for that
+    // thread, read by the run at its release loop's start and end; the whole run's, so at
+    // least what any one release lost). That is its own wake-ups' lateness and its
+    // preemption in the middle of a release (a busy loop beside the test preempting an
+    // enqueue on SQLite), which a sleeping probe never sees; what is left is the model's.
+    // Only `async`'s releases are not timed (its timer task moves between the runtime's
+    // workers): there the worst stall the machine gave any wake-up meanwhile ([`WakeProbe`])
+    // stands in.
     let shifts = sched.shifts();
     let shift_max = *shifts.last().unwrap();
     let lag_max = pct(r, "lag_us", "max");
     let release = us_of(release_cost(model));
-    let loaded = us_of(LOADED) + stall_us;
+    let runnable = r["releaser_runnable_us"].as_u64();
+    assert_eq!(
+        runnable.is_some(),
+        model.split(':').next() != Some("async"),
+        "{what}: releaser_runnable_us: {r}"
+    );
+    let taken = runnable.unwrap_or(stall_us);
+    let lag_hi = shift_max + release + us_of(LOADED) + taken;
+    eprintln!(
+        "{what}: largest lag {lag_max} µs, at most {lag_hi} µs with {taken} µs the machine \
+         took from the releaser (probe {stall_us} µs)"
+    );
     // `seq` and `green` record only the releases they waited for (a task already due when
     // the runner came back has no release of its own): with a grain, the task of the largest
     // shift may be one they did not wait for, most often on a loaded machine, so their
@@ -283,25 +310,40 @@ fn assert_schedule_kept(r: &Value, grain: Option<Duration>, bytes: u64, stall_us
         grain.is_some() && matches!(model.split(':').next(), Some("seq" | "green"));
     let lag_min = if waits_when_idle { 0 } else { shift_max };
     assert!(
-        lag_max + ROUNDING >= lag_min && lag_max <= shift_max + release + loaded,
+        lag_max + ROUNDING >= lag_min && lag_max <= lag_hi,
         "{what}: the largest release lag {lag_max} µs, against at least {lag_min} µs and a \
-         largest shift of {shift_max} µs plus at most {release} µs (release cost), {LOADED:?} and the \
-         machine's worst wake-up meanwhile, {stall_us} µs: {r}"
+         largest shift of {shift_max} µs plus at most {release} µs (release cost), {LOADED:?} \
+         and the releaser's time runnable but not running, {taken} µs \
+         ({}): {r}",
+        if runnable.is_some() {
+            "the run's own count"
+        } else {
+            "not counted: the machine's worst wake-up meanwhile"
+        }
     );
+    // No release lost more than the releaser's whole count, so no percentile of the lags is
+    // more than that above the model's own: the median, less it, within `TYPICAL`. (Two busy
+    // loops beside the test keep a woken `seq` runner off the cores about 12 ms a wake-up:
+    // its median lag is then the machine's.)
+    let runnable = runnable.unwrap_or(0);
     if grain.is_none() {
         // (With a grain, `seq` and `green` record only the releases they waited for, so
         // the median shift is not theirs; their queue times below are checked instead.)
         let lag_p50 = pct(r, "lag_us", "p50");
         assert!(
-            lag_p50 <= us_of(TYPICAL),
-            "{what}: the median release lag {lag_p50} µs, over {TYPICAL:?}: {r}"
+            lag_p50 <= us_of(TYPICAL) + runnable,
+            "{what}: the median release lag {lag_p50} µs, over {TYPICAL:?} and the releaser's \
+             time runnable but not running, {runnable} µs: {r}"
         );
     }
 
     // Each task's queue time (start − due): at least what the schedule and the model's
     // parallelism make it wait with tasks of `TASK`, at most what they make it wait with
     // tasks as long as the longest this run served, plus the model's costs and the
-    // margin.
+    // margin, and the releaser's time runnable (a release was at most that late by the
+    // machine's doing); the worst also the machine's worst wake-up (a worker's, which starts
+    // it).
+    let loaded = us_of(LOADED) + stall_us;
     let workers = r["parallelism"].as_u64().unwrap() as usize;
     let service_max = pct(r, "service_us", "max");
     assert!(
@@ -315,12 +357,12 @@ fn assert_schedule_kept(r: &Value, grain: Option<Duration>, bytes: u64, stall_us
         let got = pct(r, "queue_us", q);
         let (lo, hi) = (
             percentile(&floor, p),
-            percentile(&ceiling, p) + cost + margin,
+            percentile(&ceiling, p) + cost + margin + runnable,
         );
         assert!(
             got + ROUNDING >= lo && got <= hi,
             "{what}: queue {q} {got} µs, outside {lo}..={hi} µs (release and start cost {cost} µs, \
-             margin {margin} µs): {r}"
+             margin {margin} µs, the releaser's time runnable {runnable} µs): {r}"
         );
     }
 

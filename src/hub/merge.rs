@@ -660,6 +660,11 @@ fn add_open(mut a: OpenStats, b: &OpenStats) -> OpenStats {
     a.queue_us = worst(a.queue_us, b.queue_us);
     a.lag_us = worst(a.lag_us, b.lag_us);
     a.grain_us = a.grain_us.or(b.grain_us);
+    // Like the lag it explains: the worst host's.
+    a.releaser_runnable_us = match (a.releaser_runnable_us, b.releaser_runnable_us) {
+        (Some(x), Some(y)) => Some(x.max(y)),
+        (x, y) => x.or(y),
+    };
     for (i, q) in b.series.iter().enumerate() {
         match a.series.get_mut(i) {
             Some(p) => {
@@ -815,6 +820,7 @@ mod tests {
                         queue_us: None,
                         lag_us: None,
                         grain_us: None,
+                        releaser_runnable_us: None,
                         series: vec![],
                     })
                 },
@@ -1016,6 +1022,7 @@ mod tests {
             queue_us: None,
             lag_us: None,
             grain_us: None,
+            releaser_runnable_us: None,
             series: vec![],
         }
     }

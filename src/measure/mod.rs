@@ -27,6 +27,17 @@ pub fn wall_ns() -> u64 {
     clock_ns(libc::CLOCK_REALTIME)
 }
 
+/// How long the calling thread has waited on a run queue, runnable but not running, since it
+/// started, ns: the second field of `/proc/thread-self/schedstat` (the kernel's
+/// `sched_info.run_delay`; Documentation/scheduler/sched-stats.rst). Time the machine kept the
+/// thread off the cores, not time it spent in its own code or asleep. `None` where the kernel
+/// keeps no such file (no `CONFIG_SCHED_INFO`). A read of a /proc file: for a run's start and
+/// end, never per task.
+pub fn runqueue_wait_ns() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    text.split_whitespace().nth(1)?.parse().ok()
+}
+
 fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,

@@ -36,6 +36,11 @@ pub struct OpenStats {
     /// own time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grain_us: Option<u64>,
+    /// How long the releasing thread waited on a run queue, runnable but kept off the cores,
+    /// while it released the run's tasks, µs (`Arrivals::releaser_runnable_us`): how much of
+    /// `lag_us` the machine, not the model, can have taken. Absent where not measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub releaser_runnable_us: Option<u64>,
     /// One point per interval (on run lines; cells leave it out).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub series: Vec<SeriesPoint>,
@@ -96,6 +101,7 @@ impl OpenStats {
             queue_us: queue.summary(),
             lag_us,
             grain_us: None,
+            releaser_runnable_us: None,
             series: series(records, t0_ns, interval_ns, |t| schedule.rate_at(t)),
         }
     }

@@ -13,7 +13,7 @@
 use std::sync::{Arc, Mutex};
 
 use crate::measure::latency::{LatencyRecorder, LatencySummary};
-use crate::measure::mono_ns;
+use crate::measure::{mono_ns, runqueue_wait_ns};
 
 pub use crate::measure::schedule::{OpenRun, Schedule};
 
@@ -26,6 +26,19 @@ pub struct Arrivals {
     /// The release timer's grain, ns (`--grain`; 0: each task at its own due time).
     grain_ns: u64,
     lag: Mutex<LatencyRecorder>,
+    releaser: Mutex<ReleaserWait>,
+}
+
+/// The releasing thread's run-queue wait while it released ([`Arrivals::releasing`]).
+#[derive(Default)]
+struct ReleaserWait {
+    /// Release loops entered and not yet left (several only on one thread: `green`'s
+    /// coroutines).
+    depth: usize,
+    /// The thread's run-queue wait when the outermost loop was entered, ns.
+    from_ns: Option<u64>,
+    /// The wait over every span some loop was in, ns; `None` until one was measured.
+    total_ns: Option<u64>,
 }
 
 impl Arrivals {
@@ -37,7 +50,32 @@ impl Arrivals {
             t0_ns,
             grain_ns,
             lag: Mutex::new(LatencyRecorder::new()),
+            releaser: Mutex::new(ReleaserWait::default()),
         })
+    }
+
+    /// Marks the calling thread as the run's releaser until the guard drops: the time it
+    /// waits on a run queue meanwhile, runnable but kept off the cores by the machine, goes
+    /// to [`Arrivals::releaser_runnable_us`]. Two reads of a /proc file, at the loop's entry
+    /// and exit, nothing per release. Loops entered while another is in must run on the same
+    /// thread (`green`'s coroutines on its one worker): only the outermost reads.
+    pub fn releasing(&self) -> Releasing<'_> {
+        let mut w = self.releaser.lock().unwrap_or_else(|p| p.into_inner());
+        if w.depth == 0 {
+            w.from_ns = runqueue_wait_ns();
+        }
+        w.depth += 1;
+        Releasing { arrivals: self }
+    }
+
+    /// How long the releasing thread waited on a run queue, runnable but not running, while
+    /// it released this run's tasks, µs (the kernel's count, `/proc/thread-self/schedstat`):
+    /// the part of any release's lag that the machine, not the model, took. `None` where the
+    /// model's releases were not timed on one thread (the multi-thread runtime's timer task
+    /// moves between threads) or the kernel keeps no count.
+    pub fn releaser_runnable_us(&self) -> Option<u64> {
+        let w = self.releaser.lock().unwrap_or_else(|p| p.into_inner());
+        w.total_ns.map(|ns| ns / 1000)
     }
 
     /// When task `i` is due, on [`mono_ns`]: where its latency starts.
@@ -117,6 +155,7 @@ impl Arrivals {
     /// Releases every task in order on the calling thread, each when it is due: `release(i)`
     /// hands it to the model (it returns false to stop early, e.g. when the model is gone).
     pub fn dispatch(&self, mut release: impl FnMut(usize) -> bool) {
+        let _releasing = self.releasing();
         fine_timer_slack();
         for i in 0..self.tasks() {
             self.wait(i);
@@ -139,6 +178,27 @@ impl Arrivals {
         let me = self.clone();
         let handle = std::thread::spawn(move || me.dispatch(|i| tx.send(i).is_ok()));
         (handle, rx)
+    }
+}
+
+/// The calling thread marked as a run's releaser ([`Arrivals::releasing`]), until dropped.
+pub struct Releasing<'a> {
+    arrivals: &'a Arrivals,
+}
+
+impl Drop for Releasing<'_> {
+    fn drop(&mut self) {
+        let mut w = self
+            .arrivals
+            .releaser
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        w.depth = w.depth.saturating_sub(1);
+        if w.depth == 0 {
+            if let (Some(from), Some(to)) = (w.from_ns.take(), runqueue_wait_ns()) {
+                w.total_ns = Some(w.total_ns.unwrap_or(0) + to.saturating_sub(from));
+            }
+        }
     }
 }
 
@@ -224,6 +284,12 @@ impl Arrivals {
                 return Err(e);
             }
         };
+        // A current-thread runtime's tasks never leave its thread: the releases are timed
+        // there. A multi-thread runtime may move this task between its workers, whose
+        // run-queue waits one thread's reads cannot tell apart.
+        let _releasing = (tokio::runtime::Handle::current().runtime_flavor()
+            == tokio::runtime::RuntimeFlavor::CurrentThread)
+            .then(|| self.releasing());
         let result = self.release_each(timer, &released).await;
         released.finish();
         result

@@ -659,6 +659,8 @@ impl Model for CurlMulti {
             Ok(r) => r,
             Err(e) => return fail(e),
         };
+        // One thread releases and runs every transfer.
+        let _releasing = ctx.arrivals.as_ref().map(|a| a.releasing());
         match run.drive() {
             Ok(()) => run.outcome(),
             Err(e) => fail(e),

@@ -112,48 +112,53 @@ impl Model for Green {
         for _ in 0..coroutines {
             let (next, records, w) = (next.clone(), records.clone(), ctx.workload.clone());
             let arrivals = ctx.arrivals.clone();
-            let body = move || loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= n {
-                    break;
-                }
-                // Open model: the coroutines take arrivals in order; a free one sleeps (on the
-                // hub's timer, yielding to the others) until its task is due, a busy pool
-                // leaves the task waiting, which is its queue time.
-                if let Some(a) = &arrivals {
-                    let due = a.release_ns(i);
-                    let now = mono_ns();
-                    if now < due {
-                        may::coroutine::sleep(std::time::Duration::from_nanos(due - now));
-                        a.released(i);
+            let body = move || {
+                // Every coroutine runs on may's one worker thread, which releases them all:
+                // timed from the first coroutine's start to the last one's end.
+                let _releasing = arrivals.as_ref().map(|a| a.releasing());
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= n {
+                        break;
                     }
+                    // Open model: the coroutines take arrivals in order; a free one sleeps (on the
+                    // hub's timer, yielding to the others) until its task is due, a busy pool
+                    // leaves the task waiting, which is its queue time.
+                    if let Some(a) = &arrivals {
+                        let due = a.release_ns(i);
+                        let now = mono_ns();
+                        if now < due {
+                            may::coroutine::sleep(std::time::Duration::from_nanos(due - now));
+                            a.released(i);
+                        }
+                    }
+                    crate::measure::live::started();
+                    let start_ns = mono_ns();
+                    let result = w.task_green(i);
+                    let end_ns = mono_ns();
+                    crate::measure::live::ended(result.is_ok());
+                    let rec = match result {
+                        Ok(bytes) => TaskRecord {
+                            index: i,
+                            start_ns,
+                            end_ns,
+                            bytes,
+                            error: None,
+                            sched_ns: None,
+                            worker: 0,
+                        },
+                        Err(e) => TaskRecord {
+                            index: i,
+                            start_ns,
+                            end_ns,
+                            bytes: 0,
+                            error: Some(Box::new(e)),
+                            sched_ns: None,
+                            worker: 0,
+                        },
+                    };
+                    records.lock().unwrap_or_else(|p| p.into_inner()).push(rec);
                 }
-                crate::measure::live::started();
-                let start_ns = mono_ns();
-                let result = w.task_green(i);
-                let end_ns = mono_ns();
-                crate::measure::live::ended(result.is_ok());
-                let rec = match result {
-                    Ok(bytes) => TaskRecord {
-                        index: i,
-                        start_ns,
-                        end_ns,
-                        bytes,
-                        error: None,
-                        sched_ns: None,
-                        worker: 0,
-                    },
-                    Err(e) => TaskRecord {
-                        index: i,
-                        start_ns,
-                        end_ns,
-                        bytes: 0,
-                        error: Some(Box::new(e)),
-                        sched_ns: None,
-                        worker: 0,
-                    },
-                };
-                records.lock().unwrap_or_else(|p| p.into_inner()).push(rec);
             };
             // SAFETY: may's spawn is unsafe because coroutines may migrate between worker
             // threads, which would break thread-locals; we run a single worker thread

@@ -34,12 +34,15 @@ impl Model for Seq {
         let records = match &ctx.arrivals {
             // One at a time from a queue: a task that arrives while the previous one runs
             // waits for it, and that wait is its queue time.
-            Some(a) => (0..a.tasks())
-                .map(|i| {
-                    a.wait_if_idle(i);
-                    run_task(&*ctx.workload, i)
-                })
-                .collect(),
+            Some(a) => {
+                let _releasing = a.releasing();
+                (0..a.tasks())
+                    .map(|i| {
+                        a.wait_if_idle(i);
+                        run_task(&*ctx.workload, i)
+                    })
+                    .collect()
+            }
             None => (0..ctx.tasks)
                 .map(|i| run_task(&*ctx.workload, i))
                 .collect(),

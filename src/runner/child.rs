@@ -142,6 +142,7 @@ pub fn report_open(
         ));
         if let Some(o) = r.open.as_mut() {
             o.grain_us = a.grain_us();
+            o.releaser_runnable_us = a.releaser_runnable_us();
         }
     }
     let mut first_error = None;

@@ -254,6 +254,7 @@ impl MockExecutor {
                     queue_us: Some(summary(&|x| (x * q * 1e6).round() as u64)),
                     lag_us: Some(summary(&|_| 0)),
                     grain_us: (o.grain_us > 0).then_some(o.grain_us),
+                    releaser_runnable_us: None,
                     series: vec![],
                 }
             }),
