@@ -73,11 +73,21 @@ fn the_gil_serialises_threads_but_not_processes() {
             "every hand-over puts a waiting thread to sleep: {r}"
         );
     }
+    // What a run's tree sleeps for without any lock to share (starting, reading its
+    // children's records, the parent's end sample): `seq`'s two tasks in one process, whose
+    // lock never has a waiter. A loaded machine adds such sleeps to every model alike, and on
+    // a fast one 100 ms of CPU allows few turns, so the processes are judged beside it.
+    let seqs = runs_of(&lines, "seq");
+    assert_eq!(seqs.len(), 5, "a seq run per round");
+    let background = seqs
+        .iter()
+        .map(|r| num(r, "ctx_voluntary"))
+        .fold(0.0, f64::max);
     for r in &forks {
         assert_eq!(r["processes_created"], 2, "{r}");
         assert!(
-            num(r, "ctx_voluntary") < least_turns(r),
-            "processes slept as often as sharing one lock would have made them: {r}"
+            num(r, "ctx_voluntary") < least_turns(r) + background,
+            "processes slept as often as sharing one lock would have made them (beside seq's {background} sleeps): {r}"
         );
     }
 }
