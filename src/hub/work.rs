@@ -10,6 +10,7 @@ use crate::runner::child::ChildReport;
 use crate::runner::supervise::{Ended, Kill};
 
 use super::clock::ClockOffset;
+use super::seal::{OpenKey, SealKey};
 
 /// One element of an agent's work list.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -39,6 +40,53 @@ pub enum Work {
         /// The list to answer on.
         reply: String,
     },
+    /// A share sealed to its agent's key, with keys per party ([`super::seal`]): a
+    /// [`Work::Part`]'s JSON that opens only with that agent's key, for this share of the run
+    /// its envelope names, at the epoch it names.
+    Sealed {
+        /// Which share, from 0 (bound in the associated data; the share inside must agree).
+        part: usize,
+        /// The sealed share's text ([`super::seal::seal_to`]).
+        blob: String,
+    },
+}
+
+impl Work {
+    /// This work as it travels to agent `agent` at `epoch`, whose heartbeat publishes the
+    /// sealing key `to`: a share sealed to it (its request is where credentials are: the URL,
+    /// headers, body, certificates), anything else as it is.
+    pub fn sealed_to(self, to: &SealKey, agent: &str, epoch: &str) -> Result<Work, String> {
+        let Work::Part(w) = &self else {
+            return Ok(self);
+        };
+        let json = serde_json::to_string(&self).map_err(|e| e.to_string())?;
+        let ad = super::seal::share_ad(agent, epoch, &w.run, w.part);
+        let blob = super::seal::seal_to(to, &ad, json.as_bytes())?;
+        Ok(Work::Sealed { part: w.part, blob })
+    }
+}
+
+/// Opens the sealed share `part` of `run` (its envelope's scope, under the study's signature)
+/// for agent `agent` at `epoch` with the agent's key: the share, read as any work item, which
+/// must be that share of that run.
+pub fn open_sealed(
+    key: &OpenKey,
+    agent: &str,
+    epoch: &str,
+    run: &str,
+    part: usize,
+    blob: &str,
+) -> Result<Work, String> {
+    let plain = key.open(&super::seal::share_ad(agent, epoch, run, part), blob)?;
+    let text =
+        String::from_utf8(plain).map_err(|_| "a sealed share that is not text".to_string())?;
+    match super::admit::read_work(&text)? {
+        Work::Part(w) if w.run == run && w.part == part => Ok(Work::Part(w)),
+        _ => Err(format!(
+            "a sealed item that is not share {part} of run '{}'",
+            run.escape_debug()
+        )),
+    }
 }
 
 /// An agent's answer to [`Work::Serve`].
