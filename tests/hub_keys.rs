@@ -901,16 +901,16 @@ fn a_shares_credentials_are_sealed_to_its_agent_and_still_sent() {
             pushed.contains("concur:hub:agent:k1:work")
         },
     );
-    assert!(
-        pushed.contains("sealed") && pushed.contains("blob"),
-        "{pushed}"
-    );
     for secret in ["SECRET123", "probe-456"] {
         assert!(
             !pushed.contains(secret),
             "'{secret}' crossed the hub in clear:\n{pushed}"
         );
     }
+    assert!(
+        pushed.contains("sealed") && pushed.contains("blob"),
+        "{pushed}"
+    );
 
     // A listed study's share in clear, and a sealed one moved to another run: each refused
     // with one line, neither run; a sealed share after them runs.
