@@ -430,7 +430,8 @@ fn judge_work(body: &str) {
         Work::Sealed { part, blob } => {
             // Opened as the test agent would: only ever the share it is sealed as.
             let key = test_agent_open_key();
-            if let Ok(inner) = work::open_sealed(key, TEST_AGENT, TEST_EPOCH, TEST_RUN, *part, blob)
+            if let Ok(inner) =
+                admit::open_sealed(key, TEST_AGENT, TEST_EPOCH, TEST_RUN, *part, blob)
             {
                 match &inner {
                     Work::Part(w) => assert!(w.run == TEST_RUN && w.part == *part, "{body}"),
@@ -453,11 +454,11 @@ fn judge_work(body: &str) {
             panic!("a share not sealed: {sealed:?}");
         };
         assert!(blob.len() <= crate::hub::seal::MAX_SEALED_CHARS, "{body}");
-        let opened = work::open_sealed(key, TEST_AGENT, TEST_EPOCH, &run, part, blob)
+        let opened = admit::open_sealed(key, TEST_AGENT, TEST_EPOCH, &run, part, blob)
             .unwrap_or_else(|e| panic!("{body}: {e}"));
         let again = serde_json::to_string(&opened).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(again, json, "sealed and opened");
-        assert!(work::open_sealed(key, TEST_AGENT, "0-1", &run, part, blob).is_err());
+        assert!(admit::open_sealed(key, TEST_AGENT, "0-1", &run, part, blob).is_err());
     }
     let key = test_hub_key();
     let sealed = sign::seal(Some(&key), TEST_AGENT, TEST_RUN, TEST_HUB_NS, json.clone());

@@ -391,7 +391,7 @@ impl Hub {
             ),
             (work::Work::Sealed { part, blob }, Some(key)) => {
                 let run = sign::scope_of(text).ok_or("a sealed share that names no run")?;
-                work::open_sealed(key, to, epoch, &run, part, &blob)
+                admit::open_sealed(key, to, epoch, &run, part, &blob)
             }
             (work::Work::Sealed { .. }, None) => Err(
                 "a sealed share, and this agent has no key to open it (sealed shares go to agents with --signing-key)"

@@ -25,9 +25,9 @@ pub const SEAL_PREFIX: &str = "concur-x25519:";
 /// The length of a sealing key's text: the prefix and 44 characters of base64.
 pub const SEAL_TEXT_LEN: usize = SEAL_PREFIX.len() + 44;
 
-/// The longest sealed blob's text read: a work item's own bound (the share inside is bounded
-/// again once opened).
-pub const MAX_SEALED_CHARS: usize = super::admit::MAX_WORK_BYTES;
+/// The longest sealed blob's text read: a work item's own bound (80 MiB, `admit`'s), which
+/// the share inside is held to again once opened.
+pub const MAX_SEALED_CHARS: usize = 80 << 20;
 
 /// The shortest blob that can open: an ephemeral key and a tag.
 const MIN_SEALED_BYTES: usize = 32 + 16;

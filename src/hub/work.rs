@@ -10,7 +10,7 @@ use crate::runner::child::ChildReport;
 use crate::runner::supervise::{Ended, Kill};
 
 use super::clock::ClockOffset;
-use super::seal::{OpenKey, SealKey};
+use super::seal::SealKey;
 
 /// One element of an agent's work list.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -63,29 +63,6 @@ impl Work {
         let ad = super::seal::share_ad(agent, epoch, &w.run, w.part);
         let blob = super::seal::seal_to(to, &ad, json.as_bytes())?;
         Ok(Work::Sealed { part: w.part, blob })
-    }
-}
-
-/// Opens the sealed share `part` of `run` (its envelope's scope, under the study's signature)
-/// for agent `agent` at `epoch` with the agent's key: the share, read as any work item, which
-/// must be that share of that run.
-pub fn open_sealed(
-    key: &OpenKey,
-    agent: &str,
-    epoch: &str,
-    run: &str,
-    part: usize,
-    blob: &str,
-) -> Result<Work, String> {
-    let plain = key.open(&super::seal::share_ad(agent, epoch, run, part), blob)?;
-    let text =
-        String::from_utf8(plain).map_err(|_| "a sealed share that is not text".to_string())?;
-    match super::admit::read_work(&text)? {
-        Work::Part(w) if w.run == run && w.part == part => Ok(Work::Part(w)),
-        _ => Err(format!(
-            "a sealed item that is not share {part} of run '{}'",
-            run.escape_debug()
-        )),
     }
 }
 
