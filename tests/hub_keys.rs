@@ -814,9 +814,9 @@ fn an_answer_under_a_key_the_study_does_not_take_ends_its_share_within_5_s() {
 /// share, runs it, and the server receives both headers as given. (Before: the work item
 /// carried `Authorization: Bearer SECRET123` in clear.)
 #[test]
-#[ignore = "full tier: needs redis-server"]
+#[ignore = "full tier: needs redis-server and redis-cli"]
 fn a_shares_credentials_are_sealed_to_its_agent_and_still_sent() {
-    common::require(&[Need::Redis]);
+    common::require(&[Need::Redis, Need::RedisCli]);
     let dir = tempfile::tempdir().unwrap();
     let hub = Hub::start(None);
     let (study_key, study_pub) = keygen(dir.path(), "study");
