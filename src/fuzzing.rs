@@ -18,6 +18,7 @@ use base64::Engine;
 use crate::analysis::results::{Line, RunStatus};
 use crate::hub::keys::{self, KeyList, PublicKey, SigningKey};
 use crate::hub::merge::{self, PartOutcome, ShareBounds};
+use crate::hub::seal::{OpenKey, SealKey};
 use crate::hub::sign::{self, Expect, HubKey, Opener, Seen};
 use crate::hub::work::{self, PartDone, PartWork, Refusal, Work};
 use crate::hub::{admit, AgentInfo};
@@ -305,6 +306,14 @@ pub fn test_agent_key() -> &'static SigningKey {
     })
 }
 
+/// The hub targets' agent's sealing key (a fixed seed), which their shares are sealed to.
+pub fn test_agent_open_key() -> &'static OpenKey {
+    static KEY: OnceLock<OpenKey> = OnceLock::new();
+    KEY.get_or_init(|| {
+        OpenKey::from_seed(&[4; 32]).unwrap_or_else(|e| panic!("the sealing key: {e}"))
+    })
+}
+
 /// Takes `key` only: a receiver's list of one.
 fn only(key: PublicKey) -> impl Fn(&PublicKey) -> std::result::Result<(), String> {
     move |k| {
@@ -328,7 +337,9 @@ pub fn test_hub_key() -> HubKey {
 /// by `admit::check_part` with the default `--allow-*` (none), reply keys and study ids by
 /// theirs. No panic; an accepted share runs no command, has a timeout `Duration` can hold
 /// and starts within a minute of the hub's clock; an accepted reply key is printable; a work
-/// item sealed and opened again is the same.
+/// item sealed and opened again is the same; a sealed share (`Work::Sealed`) opens with the
+/// test agent's key only as the share it names, and a share sealed to that key opens back the
+/// same, for the agent's epoch only.
 pub fn hub_work(data: &[u8]) {
     let text = text(data);
     if admit::check_size(text).is_err() {
@@ -416,9 +427,39 @@ fn judge_work(body: &str) {
             let _ = admit::check_reply_key(reply);
         }
         Work::Stop => {}
+        Work::Sealed { part, blob } => {
+            // Opened as the test agent would: only ever the share it is sealed as.
+            let key = test_agent_open_key();
+            if let Ok(inner) =
+                admit::open_sealed(key, TEST_AGENT, TEST_EPOCH, TEST_RUN, *part, blob)
+            {
+                match &inner {
+                    Work::Part(w) => assert!(w.run == TEST_RUN && w.part == *part, "{body}"),
+                    _ => panic!("a sealed item opened as {inner:?}"),
+                }
+            }
+        }
     }
     // What is accepted, sealed by a study and opened by its agent, is the same work.
     let json = serde_json::to_string(&work).unwrap_or_else(|e| panic!("{work:?}: {e}"));
+    // A share sealed to its agent's key opens with that key, for that epoch only.
+    if let Work::Part(w) = &work {
+        let (run, part) = (w.run.clone(), w.part);
+        let key = test_agent_open_key();
+        let sealed = work
+            .clone()
+            .sealed_to(&key.public(), TEST_AGENT, TEST_EPOCH)
+            .unwrap_or_else(|e| panic!("{body}: {e}"));
+        let Work::Sealed { blob, .. } = &sealed else {
+            panic!("a share not sealed: {sealed:?}");
+        };
+        assert!(blob.len() <= crate::hub::seal::MAX_SEALED_CHARS, "{body}");
+        let opened = admit::open_sealed(key, TEST_AGENT, TEST_EPOCH, &run, part, blob)
+            .unwrap_or_else(|e| panic!("{body}: {e}"));
+        let again = serde_json::to_string(&opened).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(again, json, "sealed and opened");
+        assert!(admit::open_sealed(key, TEST_AGENT, "0-1", &run, part, blob).is_err());
+    }
     let key = test_hub_key();
     let sealed = sign::seal(Some(&key), TEST_AGENT, TEST_RUN, TEST_HUB_NS, json.clone());
     let opened = sign::open(
@@ -613,6 +654,11 @@ pub fn hub_heartbeat(data: &[u8]) {
     if let Ok(k) = crate::hub::beat_signer(&info) {
         assert_eq!(info.key.as_deref().map(PublicKey::parse), Some(Ok(k)));
     }
+    if let Some(k) = &info.seal_key {
+        if let Ok(key) = SealKey::parse(k) {
+            assert_eq!(&key.to_string(), k);
+        }
+    }
     if let Some(e) = &info.epoch {
         if sign::check_epoch(e).is_ok() {
             assert!(
@@ -628,9 +674,10 @@ pub fn hub_heartbeat(data: &[u8]) {
 
 /// The keys an operator lists and a party's key file (`hub::keys`), an epoch and a signature
 /// as they come from the hub: a key list (`KeyList::parse`: a file, `CONCUR_STUDY_KEYS`), a
-/// public key, a PEM key file, a signature, an epoch. No panic; a list accepted holds at most
-/// `keys::MAX_LISTED` keys, each written back reads back the same; a key file accepted signs
-/// what its public key verifies.
+/// public key, a PEM key file, a signature, an epoch, an agent's sealing key and a sealed
+/// share's blob (`hub::seal`). No panic; a list accepted holds at most `keys::MAX_LISTED`
+/// keys, each written back reads back the same; a key file accepted signs what its public key
+/// verifies.
 pub fn hub_keys(data: &[u8]) {
     let text = text(data);
     if let Ok(list) = KeyList::parse(text) {
@@ -647,6 +694,12 @@ pub fn hub_keys(data: &[u8]) {
         let _ = test_study_key().public().verifies(b"concur", &sig);
     }
     let _ = sign::check_epoch(text);
+    // A sealing key from a heartbeat, and a sealed share's blob as the agent opens it.
+    if let Ok(k) = SealKey::parse(text) {
+        assert_eq!(k.to_string(), text);
+    }
+    let ad = crate::hub::seal::share_ad(TEST_AGENT, TEST_EPOCH, TEST_RUN, 0);
+    let _ = test_agent_open_key().open(&ad, text);
     if let Ok(key) = SigningKey::from_pem(text) {
         let sig = keys::read_signature(&key.sign(b"concur"))
             .unwrap_or_else(|e| panic!("a signature of ours: {e}"));

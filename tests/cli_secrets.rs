@@ -5,51 +5,16 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
+use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::hub::Hub;
-use common::{concur, of_type, read_lines, results_path, succeeds, Serve};
+use common::{concur, of_type, read_lines, recording_server, results_path, succeeds, Serve};
 use serde_json::Value;
 
 /// The secrets the study's headers carry; none may be shown or stored.
 const SECRETS: [&str; 3] = ["s3cr3t-bearer", "s3cr3t-key", "s3cr3t-cookie"];
-
-/// An HTTP/1.1 server on a loopback port that answers every request `200 ok` and keeps what
-/// it received: what the client sent, read independently of concur's own server.
-fn recording_server() -> (String, Arc<Mutex<Vec<String>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
-    let url = format!("http://{}/", listener.local_addr().expect("its address"));
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let kept = seen.clone();
-    std::thread::spawn(move || {
-        for conn in listener.incoming() {
-            let Ok(mut conn) = conn else { continue };
-            let kept = kept.clone();
-            std::thread::spawn(move || {
-                let _ = conn.set_read_timeout(Some(Duration::from_secs(10)));
-                let mut head = Vec::new();
-                let mut buf = [0u8; 4096];
-                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match conn.read(&mut buf) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => head.extend_from_slice(&buf[..n]),
-                    }
-                }
-                kept.lock()
-                    .unwrap()
-                    .push(String::from_utf8_lossy(&head).into_owned());
-                let _ = conn.write_all(
-                    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
-                );
-            });
-        }
-    });
-    (url, seen)
-}
 
 fn no_secret_in(what: &str, text: &str) {
     for s in SECRETS {

@@ -303,6 +303,23 @@ fn hub_seeds() -> Vec<(&'static str, String, Vec<u8>)> {
             "serve-bad-reply",
             json!({"work": "serve", "study": "s", "tls": false, "reply": "x\u{1b}[2J"}).to_string(),
         ),
+        // A share sealed to an agent's X25519 key, in its form (an ephemeral key and a
+        // ciphertext of fixed bytes: a real one is new each time), signed by the study's key.
+        (
+            "part-x25519",
+            sign::seal_with(
+                sign::Sealer::Own(fuzzing::test_study_key()),
+                &sign::Address {
+                    to: TEST_AGENT,
+                    scope: TEST_RUN,
+                    epoch: fuzzing::TEST_EPOCH,
+                    at_ns: TEST_HUB_NS,
+                },
+                json!({"work": "sealed", "part": 0,
+                       "blob": base64::engine::general_purpose::STANDARD.encode([7u8; 96])})
+                .to_string(),
+            ),
+        ),
     ];
     let answer = honest_answer();
     let answer_with = |f: &dyn Fn(&mut Value)| {
@@ -418,7 +435,7 @@ fn hub_seeds() -> Vec<(&'static str, String, Vec<u8>)> {
 fn the_hub_seeds_are_the_committed_ones() {
     let dir = fuzz_dir().join("corpus");
     let seeds = hub_seeds();
-    assert_eq!(seeds.len(), 14 + 9 + 4 + 5, "seeds made");
+    assert_eq!(seeds.len(), 15 + 9 + 4 + 5, "seeds made");
     if std::env::var_os("CONCUR_WRITE_SEEDS").is_some() {
         for (target, name, bytes) in &seeds {
             std::fs::create_dir_all(dir.join(target)).unwrap();

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use common::hub::{announce, hub_now_ns, keygen, Hub};
 use common::{concur, wait_for, wait_for_agents, Need};
+use concur::hub::seal::{self, OpenKey, SealKey};
 use concur::hub::{self as chub, HubUrl, KeyFiles, Role, Trust};
 use serde_json::{json, Value};
 
@@ -110,9 +111,40 @@ fn share(c: &mut redis::Connection, run: &str, workload: &str) -> String {
     .to_string()
 }
 
-/// `body` signed by `by` for agent `to` at `epoch`, pushed on that agent's work list; the
-/// text pushed.
+/// The share `body` (of run `scope`) sealed, as a study seals it, to the key agent `to`'s
+/// heartbeat publishes, at `epoch`.
+fn sealed(c: &mut redis::Connection, to: &str, scope: &str, epoch: &str, body: &str) -> String {
+    let beat: String = redis::cmd("GET")
+        .arg(format!("concur:hub:agent:{to}"))
+        .query(c)
+        .unwrap();
+    let beat: Value = serde_json::from_str(&beat).unwrap();
+    let key = SealKey::parse(beat["seal_key"].as_str().unwrap()).unwrap();
+    let part = serde_json::from_str::<Value>(body).unwrap()["part"]
+        .as_u64()
+        .unwrap() as usize;
+    let ad = seal::share_ad(to, epoch, scope, part);
+    let blob = seal::seal_to(&key, &ad, body.as_bytes()).unwrap();
+    json!({"work": "sealed", "part": part, "blob": blob}).to_string()
+}
+
+/// The share `body` sealed to agent `to` and signed by `by` for it at `epoch`, pushed on that
+/// agent's work list; the text pushed.
 fn send(
+    by: &chub::Hub,
+    c: &mut redis::Connection,
+    to: &str,
+    scope: &str,
+    epoch: &str,
+    body: String,
+) -> String {
+    let body = sealed(c, to, scope, epoch, &body);
+    push_signed(by, c, to, scope, epoch, body)
+}
+
+/// `body` as it is, signed by `by` for agent `to` at `epoch`, pushed on that agent's work
+/// list; the text pushed.
+fn push_signed(
     by: &chub::Hub,
     c: &mut redis::Connection,
     to: &str,
@@ -277,6 +309,11 @@ fn epoch_of(name: &str) -> String {
     format!("{:x}-0123456789abcdef", name.as_bytes()[0])
 }
 
+/// The sealing key of a planted agent `name` (a fixed one, its name's first byte).
+fn sealing(name: &str) -> OpenKey {
+    OpenKey::from_seed(&[name.as_bytes()[0]; 32]).unwrap()
+}
+
 /// Agent `name`'s heartbeat, idle, as an agent holding `key` signs it, planted on the hub.
 fn plant(hub: &Hub, c: &mut redis::Connection, name: &str, key: &Path) {
     let info: chub::AgentInfo = serde_json::from_value(json!({
@@ -284,7 +321,7 @@ fn plant(hub: &Hub, c: &mut redis::Connection, name: &str, key: &Path) {
         "mem_total_kib": 1_000_000, "version": env!("CARGO_PKG_VERSION"), "pid": 1,
         "allow_commands": false, "clock_offset_ns": 0, "clock_uncertainty_ns": 1000,
         "mono_offset_ns": 0, "beat_hub_ns": 0, "doing": "idle",
-        "epoch": epoch_of(name)
+        "epoch": epoch_of(name), "seal_key": sealing(name).public().to_string()
     }))
     .unwrap();
     announce(c, name, &party(hub, key).beat_text(&info));
@@ -299,7 +336,16 @@ fn take(c: &mut redis::Connection, name: &str) -> Value {
         .unwrap_or_else(|e| panic!("no work for {name} within 30 s: {e}"));
     let envelope: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(envelope["epoch"], json!(epoch_of(name)));
-    serde_json::from_str(envelope["body"].as_str().unwrap()).unwrap()
+    let body: Value = serde_json::from_str(envelope["body"].as_str().unwrap()).unwrap();
+    // A share comes sealed to the key the planted heartbeat published.
+    assert_eq!(body["work"], "sealed", "{body}");
+    let part = body["part"].as_u64().unwrap() as usize;
+    let run = envelope["scope"].as_str().unwrap();
+    let ad = seal::share_ad(name, &epoch_of(name), run, part);
+    let plain = sealing(name)
+        .open(&ad, body["blob"].as_str().unwrap())
+        .unwrap();
+    serde_json::from_slice(&plain).unwrap()
 }
 
 /// What an honest agent `agent` answers for `work`: its tasks all succeeded.
@@ -759,4 +805,137 @@ fn an_answer_under_a_key_the_study_does_not_take_ends_its_share_within_5_s() {
         "{}",
         runs[0]
     );
+}
+
+/// Issue 42, row 12: with keys per party, a share's request travels sealed to its agent's
+/// X25519 key (published in its signed heartbeat): a reader of the hub's Redis (here
+/// `redis-cli monitor`, which sees every work item the study pushes) finds neither the
+/// `Authorization` header's credential nor another header's value, while the agent opens the
+/// share, runs it, and the server receives both headers as given. (Before: the work item
+/// carried `Authorization: Bearer SECRET123` in clear.)
+#[test]
+#[ignore = "full tier: needs redis-server and redis-cli"]
+fn a_shares_credentials_are_sealed_to_its_agent_and_still_sent() {
+    common::require(&[Need::Redis, Need::RedisCli]);
+    let dir = tempfile::tempdir().unwrap();
+    let hub = Hub::start(None);
+    let (study_key, study_pub) = keygen(dir.path(), "study");
+    let (k1, _) = keygen(dir.path(), "k1");
+    let studies = list(dir.path(), "studies", &[study_pub]);
+    let log = dir.path().join("k1.log");
+    let _a1 = agent(&hub, "k1", &k1, &studies, &Hub::LOOPBACK, &log);
+    wait_for_agents(&hub.url(), &["k1"]);
+    let sealing = heartbeat(&hub, "k1")["seal_key"]
+        .as_str()
+        .map(str::to_string);
+    assert!(
+        sealing.is_some_and(|k| k.starts_with("concur-x25519:")),
+        "{}",
+        heartbeat(&hub, "k1")
+    );
+    // Every command the hub is sent, as any reader of it with MONITOR sees it.
+    let monitored = dir.path().join("monitor.txt");
+    let port = hub
+        .url()
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap()
+        .to_string();
+    let _monitor = Killed(
+        Command::new("redis-cli")
+            .args(["-p", &port, "monitor"])
+            .stdout(std::fs::File::create(&monitored).unwrap())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for(
+        "redis-cli monitor to start",
+        Duration::from_secs(10),
+        || read(&monitored).starts_with("OK"),
+    );
+    let (url, seen) = common::recording_server();
+    let (_tmp, results) = common::results_path();
+    let out = concur()
+        .args(["run", "-w", &format!("http:{url}"), "-m", "seq", "-n", "2"])
+        .args([
+            "-r",
+            "1",
+            "--warmup",
+            "0",
+            "--hub",
+            &hub.url(),
+            "--hosts",
+            "1",
+        ])
+        .args(["-H", "Authorization: Bearer SECRET123"])
+        .args(["-H", "X-Probe: probe-456"])
+        .arg("--json")
+        .arg(&results)
+        .arg("--signing-key")
+        .arg(&study_key)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}\nagent: {}", read(&log));
+    let runs = common::run_lines(&results);
+    assert_eq!(runs[0]["tasks_ok"], 2, "{}", runs[0]);
+    // The server received the headers as given.
+    let requests = seen.lock().unwrap().join("\n").to_ascii_lowercase();
+    for header in ["authorization: bearer secret123", "x-probe: probe-456"] {
+        assert!(
+            requests.contains(header),
+            "not received: {header}: {requests}"
+        );
+    }
+    // The hub saw the share pushed, sealed: neither value in it, nor anywhere on the hub.
+    let mut pushed = String::new();
+    wait_for(
+        "the share's push in the monitor",
+        Duration::from_secs(10),
+        || {
+            pushed = read(&monitored);
+            pushed.contains("concur:hub:agent:k1:work")
+        },
+    );
+    for secret in ["SECRET123", "probe-456"] {
+        assert!(
+            !pushed.contains(secret),
+            "'{secret}' crossed the hub in clear:\n{pushed}"
+        );
+    }
+    assert!(
+        pushed.contains("sealed") && pushed.contains("blob"),
+        "{pushed}"
+    );
+
+    // A listed study's share in clear, and a sealed one moved to another run: each refused
+    // with one line, neither run; a sealed share after them runs.
+    let epoch = heartbeat(&hub, "k1")["epoch"].as_str().unwrap().to_string();
+    let mut c = hub.connect();
+    let study = party(&hub, &study_key);
+    let clear = share(&mut c, "clear", "fib:1");
+    push_signed(&study, &mut c, "k1", "clear", &epoch, clear);
+    let body = share(&mut c, "moved", "fib:1");
+    let moved = sealed(&mut c, "k1", "moved", &epoch, &body);
+    push_signed(&study, &mut c, "k1", "elsewhere", &epoch, moved);
+    let body = share(&mut c, "honest", "fib:1");
+    send(&study, &mut c, "k1", "honest", &epoch, body);
+    let done: Value = serde_json::from_str(&answered(&mut c, "honest")).unwrap();
+    assert!(
+        done["body"].as_str().unwrap().contains("tasks_ok"),
+        "{done}"
+    );
+    assert_eq!(answers(&mut c, "clear") + answers(&mut c, "elsewhere"), 0);
+    let refused = refusals(&log);
+    assert_eq!(refused.len(), 2, "{}", read(&log));
+    assert!(
+        refused[0].contains("not sealed to this agent's key"),
+        "{}",
+        refused[0]
+    );
+    assert!(refused[1].contains("does not open"), "{}", refused[1]);
 }

@@ -11,6 +11,7 @@
 
 use std::time::Duration;
 
+use super::seal::OpenKey;
 use super::work::{PartWork, Work};
 use super::PREFIX;
 use crate::jobs::BackendUrl;
@@ -57,6 +58,29 @@ pub fn check_size(text: &str) -> Result<(), String> {
 pub fn read_work(text: &str) -> Result<Work, String> {
     check_size(text)?;
     serde_json::from_str(text).map_err(|e| format!("a work item that does not parse: {e}"))
+}
+
+/// Opens the sealed share `part` of `run` (its envelope's scope, under the study's signature)
+/// for agent `agent` at `epoch` with the agent's key: the share, read as any work item, which
+/// must be that share of that run.
+pub fn open_sealed(
+    key: &OpenKey,
+    agent: &str,
+    epoch: &str,
+    run: &str,
+    part: usize,
+    blob: &str,
+) -> Result<Work, String> {
+    let plain = key.open(&super::seal::share_ad(agent, epoch, run, part), blob)?;
+    let text =
+        String::from_utf8(plain).map_err(|_| "a sealed share that is not text".to_string())?;
+    match read_work(&text)? {
+        Work::Part(w) if w.run == run && w.part == part => Ok(Work::Part(w)),
+        _ => Err(format!(
+            "a sealed item that is not share {part} of run '{}'",
+            run.escape_debug()
+        )),
+    }
 }
 
 /// Checks a key the agent is asked to answer on: one of the hub's own, short, printable.

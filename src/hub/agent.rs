@@ -247,6 +247,7 @@ impl Agent<'_> {
             doing: "idle".into(),
             epoch: Some(self.epoch.clone()),
             key: self.hub.own_key().map(|k| k.to_string()),
+            seal_key: None,
             sig: None,
             released: false,
         };
@@ -403,7 +404,8 @@ impl Agent<'_> {
                     self.hub
                         .unseal_work(c, &name, &self.epoch, &text, &mut self.seen)
                 })
-                .and_then(|body| admit::read_work(&body));
+                .and_then(|body| admit::read_work(&body))
+                .and_then(|work| self.hub.open_share(&name, &self.epoch, &text, work));
             let done = match work {
                 Ok(Work::Stop) => {
                     forget(c, &name, &text);
@@ -433,6 +435,13 @@ impl Agent<'_> {
                 Err(why) => {
                     self.refuse_item(&why);
                     self.say_refused(c, &text, &why);
+                    None
+                }
+                // (`open_share` opens every sealed share or refuses it.)
+                Ok(Work::Sealed { .. }) => {
+                    let why = "a sealed share left sealed";
+                    self.refuse_item(why);
+                    self.say_refused(c, &text, why);
                     None
                 }
                 Ok(Work::Part(w)) => {

@@ -151,6 +151,8 @@ impl Waited {
 struct Chosen<'s> {
     agent: &'s AgentInfo,
     epoch: String,
+    /// The key its heartbeat publishes for sealing its shares (with keys per party).
+    seal: Option<super::seal::SealKey>,
 }
 
 /// One share sent and not yet answered.
@@ -306,13 +308,13 @@ impl<'a> HubExecutor<'a> {
         })?;
         Ok(picked
             .into_iter()
-            .map(|agent| Chosen {
-                agent,
-                epoch: alive
-                    .iter()
-                    .find(|b| b.name == agent.name)
-                    .and_then(|b| b.epoch.clone())
-                    .unwrap_or_default(),
+            .map(|agent| {
+                let beat = alive.iter().find(|b| b.name == agent.name);
+                Chosen {
+                    agent,
+                    epoch: beat.and_then(|b| b.epoch.clone()).unwrap_or_default(),
+                    seal: beat.and_then(|b| super::seal_key_of(b).ok()),
+                }
             })
             .collect())
     }
@@ -354,7 +356,7 @@ impl<'a> HubExecutor<'a> {
     ) -> Result<BTreeMap<usize, Sent<'s>>, String> {
         let k = chosen.len();
         let mut pending: BTreeMap<usize, Sent> = BTreeMap::new();
-        for (share, Chosen { agent, epoch }) in chosen.iter().enumerate() {
+        for (share, Chosen { agent, epoch, seal }) in chosen.iter().enumerate() {
             let agent: &'s AgentInfo = agent;
             let request = share_request(whole, share, k);
             // The share's arrivals for an open cell, its tasks for a closed one.
@@ -371,6 +373,20 @@ impl<'a> HubExecutor<'a> {
                 start_hub_ns: launch.start_hub_ns,
                 timeout_s: plan.timeout.as_secs_f64(),
             }));
+            // With keys per party, the share is sealed to its agent: a reader of the hub sees
+            // none of its request (URL, headers, body: where credentials are).
+            let work = match (self.hub.trust(), seal) {
+                (super::Trust::Keys(_), Some(key)) => work
+                    .sealed_to(key, &agent.name, epoch)
+                    .map_err(|why| format!("agent '{}': {why}", agent.name))?,
+                (super::Trust::Keys(_), None) => {
+                    return Err(format!(
+                        "agent '{}' publishes no key to seal its share to",
+                        agent.name
+                    ))
+                }
+                _ => work,
+            };
             if let Err(e) = self.send(c, &agent.name, epoch, launch, &work) {
                 return Err(self.hub.failed("sending work", e).to_string());
             }
@@ -1222,6 +1238,7 @@ mod tests {
             doing: doing.into(),
             epoch: None,
             key: None,
+            seal_key: None,
             sig: None,
             released: false,
         }

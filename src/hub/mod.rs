@@ -20,6 +20,7 @@ pub mod executor;
 pub mod keys;
 pub(crate) mod merge;
 pub mod retry;
+pub mod seal;
 pub(crate) mod server;
 pub mod sign;
 pub(crate) mod work;
@@ -126,6 +127,9 @@ pub struct Parties {
     listed_from: String,
     /// A study: each agent's key, by name, as listed or first seen, for the whole study.
     pins: Mutex<BTreeMap<String, keys::PublicKey>>,
+    /// An agent: the key its shares are sealed to, made when it starts and never written
+    /// ([`seal`]); its public half is in the signed heartbeat.
+    open_key: Option<seal::OpenKey>,
 }
 
 /// The key files a party names (`--signing-key`, `--study-keys` or `--agent-keys`).
@@ -212,11 +216,16 @@ impl Trust {
                 ),
             ));
         }
+        let open_key = match role {
+            Role::Agent => Some(seal::OpenKey::generate().map_err(Error::Internal)?),
+            Role::Study => None,
+        };
         Ok(Trust::Keys(Arc::new(Parties {
             own,
             listed,
             listed_from,
             pins: Mutex::new(BTreeMap::new()),
+            open_key,
         })))
     }
 }
@@ -360,6 +369,38 @@ impl Hub {
         self.unseal_as(c, e, text, seen, &accept).map(|o| o.body)
     }
 
+    /// An agent's side: `work`, read from the item `text` sent to agent `to` at `epoch`, as it
+    /// runs it. With keys per party a share must come sealed to this agent's key ([`seal`])
+    /// and opens here; one in clear is refused (the study that signed it did not seal it, and
+    /// its request may carry credentials). Without keys per party, work is as it came.
+    pub fn open_share(
+        &self,
+        to: &str,
+        epoch: &str,
+        text: &str,
+        work: work::Work,
+    ) -> std::result::Result<work::Work, String> {
+        let key = match &self.trust {
+            Trust::Keys(p) => p.open_key.as_ref(),
+            _ => None,
+        };
+        match (work, key) {
+            (work::Work::Part(_), Some(_)) => Err(
+                "a share not sealed to this agent's key (with keys per party every share is sealed to its agent: its request may carry credentials)"
+                    .into(),
+            ),
+            (work::Work::Sealed { part, blob }, Some(key)) => {
+                let run = sign::scope_of(text).ok_or("a sealed share that names no run")?;
+                admit::open_sealed(key, to, epoch, &run, part, &blob)
+            }
+            (work::Work::Sealed { .. }, None) => Err(
+                "a sealed share, and this agent has no key to open it (sealed shares go to agents with --signing-key)"
+                    .into(),
+            ),
+            (work, _) => Ok(work),
+        }
+    }
+
     /// A study's side: the body of `text`, an answer in `scope` from the agent `agent`,
     /// signed by that agent's pinned key (with keys per party).
     pub fn unseal_from(
@@ -449,6 +490,9 @@ impl Hub {
         info.sig = None;
         if let Trust::Keys(p) = &self.trust {
             info.key = Some(p.own.public().to_string());
+            if let Some(k) = &p.open_key {
+                info.seal_key = Some(k.public().to_string());
+            }
             let unsigned = serde_json::to_string(&info).unwrap_or_default();
             info.sig = Some(p.own.sign(&sign::beat_input(&unsigned)));
         }
@@ -468,6 +512,7 @@ impl Hub {
             return Ok(None);
         };
         let key = beat_signer(info)?;
+        seal_key_of(info)?;
         let mut pins = p.pins.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(pinned) = pins.get(&info.name) {
             return if *pinned == key {
@@ -647,6 +692,10 @@ pub struct AgentInfo {
     /// Its public key, with keys per party.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
+    /// The X25519 key its shares are sealed to ([`seal`]), with keys per party: made when it
+    /// started, under the heartbeat's signature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seal_key: Option<String>,
     /// Its signature of the rest of the heartbeat, with keys per party.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sig: Option<String>,
@@ -687,6 +736,15 @@ pub fn beat_signer(info: &AgentInfo) -> std::result::Result<keys::PublicKey, Str
             key.short()
         ))
     }
+}
+
+/// The key a signed heartbeat publishes for sealing its agent's shares (bounded before it is
+/// decoded); only as good as the heartbeat's signature, which [`Hub::vouch`] checks.
+pub fn seal_key_of(info: &AgentInfo) -> std::result::Result<seal::SealKey, String> {
+    let text = info.seal_key.as_deref().ok_or(
+        "its heartbeat publishes no key to seal its shares to (an agent of keys per party always does)",
+    )?;
+    seal::SealKey::parse(text).map_err(|why| format!("its heartbeat's sealing key: {why}"))
 }
 
 /// The host's fields read through the heartbeat (`agent.name`, `agent.cores`...).
@@ -808,6 +866,7 @@ mod tests {
             listed,
             listed_from: "--agent-keys 'k'".into(),
             pins: Mutex::new(BTreeMap::new()),
+            open_key: Some(seal::OpenKey::generate().unwrap()),
         }));
         Hub::new_with(&HubUrl::parse("redis://127.0.0.1:1/0").unwrap(), trust).unwrap()
     }

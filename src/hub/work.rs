@@ -10,6 +10,7 @@ use crate::runner::child::ChildReport;
 use crate::runner::supervise::{Ended, Kill};
 
 use super::clock::ClockOffset;
+use super::seal::SealKey;
 
 /// One element of an agent's work list.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -39,6 +40,30 @@ pub enum Work {
         /// The list to answer on.
         reply: String,
     },
+    /// A share sealed to its agent's key, with keys per party ([`super::seal`]): a
+    /// [`Work::Part`]'s JSON that opens only with that agent's key, for this share of the run
+    /// its envelope names, at the epoch it names.
+    Sealed {
+        /// Which share, from 0 (bound in the associated data; the share inside must agree).
+        part: usize,
+        /// The sealed share's text ([`super::seal::seal_to`]).
+        blob: String,
+    },
+}
+
+impl Work {
+    /// This work as it travels to agent `agent` at `epoch`, whose heartbeat publishes the
+    /// sealing key `to`: a share sealed to it (its request is where credentials are: the URL,
+    /// headers, body, certificates), anything else as it is.
+    pub fn sealed_to(self, to: &SealKey, agent: &str, epoch: &str) -> Result<Work, String> {
+        let Work::Part(w) = &self else {
+            return Ok(self);
+        };
+        let json = serde_json::to_string(&self).map_err(|e| e.to_string())?;
+        let ad = super::seal::share_ad(agent, epoch, &w.run, w.part);
+        let blob = super::seal::seal_to(to, &ad, json.as_bytes())?;
+        Ok(Work::Sealed { part: w.part, blob })
+    }
 }
 
 /// An agent's answer to [`Work::Serve`].

@@ -588,6 +588,40 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// An HTTP/1.1 server on a loopback port that answers every request `200 ok` and keeps what
+/// it received: what the client sent, read independently of concur's own server.
+pub fn recording_server() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+    let url = format!("http://{}/", listener.local_addr().expect("its address"));
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = seen.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            let kept = kept.clone();
+            std::thread::spawn(move || {
+                use std::io::{Read, Write};
+                let _ = conn.set_read_timeout(Some(std::time::Duration::from_secs(10)));
+                let mut head = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match conn.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                kept.lock()
+                    .unwrap()
+                    .push(String::from_utf8_lossy(&head).into_owned());
+                let _ = conn.write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+                );
+            });
+        }
+    });
+    (url, seen)
+}
+
 /// A `concur serve` child on a free loopback port, killed when dropped, so that a failing test
 /// leaves no server behind.
 pub struct Serve {
