@@ -134,29 +134,7 @@ impl Model for Green {
                     }
                     crate::measure::live::started();
                     let start_ns = mono_ns();
-                    let result = w.task_green(i);
-                    let end_ns = mono_ns();
-                    crate::measure::live::ended(result.is_ok());
-                    let rec = match result {
-                        Ok(bytes) => TaskRecord {
-                            index: i,
-                            start_ns,
-                            end_ns,
-                            bytes,
-                            error: None,
-                            sched_ns: None,
-                            worker: 0,
-                        },
-                        Err(e) => TaskRecord {
-                            index: i,
-                            start_ns,
-                            end_ns,
-                            bytes: 0,
-                            error: Some(Box::new(e)),
-                            sched_ns: None,
-                            worker: 0,
-                        },
-                    };
+                    let rec = super::record(i, start_ns, w.task_green(i));
                     records.lock().unwrap_or_else(|p| p.into_inner()).push(rec);
                 }
             };
