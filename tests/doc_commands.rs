@@ -31,7 +31,8 @@
 //! `--quick`; `--duration` becomes 1 s (a probe's 200 ms under `--rate auto`); `crawl` without
 //! `-n` gets `-n 4`. Values are replaced in place, not overridden by a second flag: concur's
 //! flags do not let the last value win (a second `-r` is an error, a second `-n` adds counts).
-//! On the project's 2-core VM the whole file takes about a minute.
+//! On the project's 2-core VM the whole file takes about 2 min 10 s quiet (2026-12-06), up to 5 min
+//! under heavy load.
 //!
 //! **What the docs assume exists**, the harness provides in the directory or rewrites to:
 //! `Cargo.lock` (the crate's own), `big.log` (64 KiB of text), `./convert` (a stand-in that
