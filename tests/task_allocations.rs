@@ -99,20 +99,7 @@ fn run(n: usize) -> Counts {
         },
         arrivals: None,
     };
-    let sizes_before: Vec<usize> = BY_SIZE.iter().map(|c| c.load(Relaxed)).collect();
-    let allocations_before = ALLOCATIONS.load(Relaxed);
-    let live_before = LIVE.load(Relaxed);
-    PEAK.store(live_before, Relaxed);
-    let out = model.run(&ctx);
-    let counts = Counts {
-        allocations: ALLOCATIONS.load(Relaxed) - allocations_before,
-        peak_bytes: PEAK.load(Relaxed).saturating_sub(live_before),
-        by_size: BY_SIZE
-            .iter()
-            .zip(sizes_before)
-            .map(|(c, b)| c.load(Relaxed) - b)
-            .collect(),
-    };
+    let (out, counts) = counted(|| model.run(&ctx));
     assert_eq!(out.error, None);
     assert_eq!(out.records.len(), n);
     assert!(out.records.iter().all(|r| r.error.is_none()));
@@ -129,12 +116,20 @@ fn run(n: usize) -> Counts {
 /// Counts what the floor (`rust:tokio-bare`, a bare tokio program) allocates for `n` tasks
 /// waiting 300 ms, for the comparison printed beside the model's figures.
 fn floor(n: usize) -> Counts {
+    let (out, counts) = counted(|| concur::classic::tokio_tasks::run(n, 300));
+    out.unwrap();
+    counts
+}
+
+/// Runs `f` and counts what it allocated: allocations, the live bytes' peak over the start,
+/// allocations by size class.
+fn counted<T>(f: impl FnOnce() -> T) -> (T, Counts) {
     let sizes_before: Vec<usize> = BY_SIZE.iter().map(|c| c.load(Relaxed)).collect();
     let allocations_before = ALLOCATIONS.load(Relaxed);
     let live_before = LIVE.load(Relaxed);
     PEAK.store(live_before, Relaxed);
-    concur::classic::tokio_tasks::run(n, 300).unwrap();
-    Counts {
+    let out = f();
+    let counts = Counts {
         allocations: ALLOCATIONS.load(Relaxed) - allocations_before,
         peak_bytes: PEAK.load(Relaxed).saturating_sub(live_before),
         by_size: BY_SIZE
@@ -142,7 +137,8 @@ fn floor(n: usize) -> Counts {
             .zip(sizes_before)
             .map(|(c, b)| c.load(Relaxed) - b)
             .collect(),
-    }
+    };
+    (out, counts)
 }
 
 /// One line per task: allocations, bytes at the peak and allocations by size, from the
