@@ -1296,10 +1296,17 @@ fn unit(cell: &str) -> Unit {
     if c.chars().all(char::is_alphabetic) {
         return Unit::Word;
     }
-    let rest: String = c
-        .chars()
-        .map(|ch| {
-            if ch.is_ascii_digit() || ch == '.' || ch == ',' {
+    // A number's digits, and its sign where one leads it (a memory per task below the
+    // 1-task cell's prints as "-12 B"): what is left is the unit.
+    let chars: Vec<char> = c.chars().collect();
+    let rest: String = chars
+        .iter()
+        .enumerate()
+        .map(|(i, &ch)| {
+            let sign = (ch == '-' || ch == '−')
+                && chars.get(i + 1).is_some_and(char::is_ascii_digit)
+                && (i == 0 || chars[i - 1].is_whitespace());
+            if ch.is_ascii_digit() || ch == '.' || ch == ',' || sign {
                 ' '
             } else {
                 ch
@@ -1612,6 +1619,9 @@ fn a_table_is_read_by_its_columns() {
         [Unit::Time, Unit::Time, Unit::Time, Unit::Bytes, Unit::Dash]
     );
     assert_eq!(unit("±2.6%"), Unit::Other("± %".into()));
+    // A negative figure is a figure of its unit (PSS/task below the 1-task cell's).
+    assert_eq!(unit("-12 B"), Unit::Bytes);
+    assert_eq!(unit("-1.5 KiB"), Unit::Bytes);
     assert_eq!(unit("1/1 runs"), Unit::Other("/ runs".into()));
     assert_eq!(magnitude("1.5 ms"), Some(0.0015));
     // A table pasted without its rules, trailing spaces trimmed, is read the same.
