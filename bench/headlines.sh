@@ -2,7 +2,11 @@
 # Every headline ratio of docs/benchmarks.md in one run, each beside its reference measured in
 # the same run and the target of issue 18, for re-measuring after any change that can move
 # them. Every comparison alternates concur and its reference within each of ROUNDS rounds
-# (default 3); medians are reported. The parts, each printing the load average at its start:
+# (default 5, at least 5 but with --quick); medians are reported, and beside each ratio its
+# spread: the lowest and highest of the rounds' own ratios (concur's figure of a round over
+# its reference's in that round), so that a swing between two runs of the script shows as the
+# machine's noise or as a real change. A target is "met" when every round meets it, "no" when
+# none does, and "noise (K of N)" when the rounds disagree. The parts, each printing the load average at its start:
 #   throughput  delay 0, 100 connections: async:100, async-local:100, curl:100 against wrk (and
 #               oha if installed), as bench/throughput.sh; the server's CPU per request under
 #               async:100
@@ -23,8 +27,8 @@
 #               plain http, alternated: async:100's wall over TLS against plain (#32: ≤ 1.05×)
 #   http2       HTTP/2 at delay 0, 100 streams over 1 and 10 connections: async, async-local and
 #               curl against h2load -c 1 -m 100 and -c 10 -m 10, as bench/http2.sh
-# The output ends with one table: headline, concur median, reference median, ratio, target,
-# met. A missing peer (wrk2, oha, h2load, sidekiq) is reported as not installed and its ratios
+# The output ends with one table: headline, concur median, reference median, ratio, the rounds'
+# spread, target, met. A missing peer (wrk2, oha, h2load, sidekiq) is reported as not installed and its ratios
 # left out; concur's side is still measured.
 #
 # Usage: bench/headlines.sh [--quick] [--parts LIST] [ROUNDS] [OUT_DIR]
@@ -33,7 +37,7 @@
 #   --parts LIST  a comma-separated subset of: throughput,rate,scale,jobs,crawl,curlfloor,tls,
 #                 http2,overhead
 #   OUT_DIR       default /tmp/concur-headlines (every run's JSON Lines and the samples)
-# A full run (3 rounds, every part) takes about 11 minutes on the project's 2-core VM, 14 with
+# A full run (5 rounds, every part) takes about 18 minutes on the project's 2-core VM, 23 with
 # wrk2 (its 10 s of calibration per rate and round), a few more when the machine is loaded.
 # Peers: wrk (apt-get install wrk) and redis-server are needed; wrk2 is WRK2=path or wrk2 on
 # PATH (built from giltene/wrk2, see bench/rate.sh); oha on PATH or /tmp/oha/bin/oha (see
@@ -56,9 +60,13 @@ done
 for p in ${parts//,/ }; do
   case ",$all_parts," in *",$p,"*) ;; *) echo "unknown part $p (parts: $all_parts)" >&2; exit 2 ;; esac
 done
-if [ $quick = 1 ]; then rounds=${1:-1}; else rounds=${1:-3}; fi
+if [ $quick = 1 ]; then rounds=${1:-1}; else rounds=${1:-5}; fi
 out=${2:-/tmp/concur-headlines}
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "ROUNDS must be a positive number, not '$rounds' (usage: see --help)" >&2; exit 2; }
+if [ $quick = 0 ] && [ "$rounds" -lt 5 ]; then
+  echo "ROUNDS must be at least 5, not $rounds: fewer rounds cannot tell this machine's noise from a change (--quick takes 1 to check the script)" >&2
+  exit 2
+fi
 mkdir -p "$out"
 source bench/lib.sh
 
@@ -382,14 +390,28 @@ def row(title, key, unit, ref=None, ref_label=None, peer=None, target=None, ok=N
     if c is None:
         return
     if peer in missing:
-        rows.append((title, fmt(c, unit), f"{peer}: not installed", "–", target, "–"))
+        rows.append((title, fmt(c, unit), f"{peer}: not installed", "–", "–", target, "–"))
         return
     r = med(ref) if isinstance(ref, str) else ref
     ratio = c / r if r else None
     ref_text = "–" if r is None else fmt(r, unit) + (f" ({ref_label})" if ref_label else "")
+    # The rounds' own ratios: concur's figure of each round over its reference's in the same
+    # round (the samples are recorded round by round), or over a fixed reference.
+    ours = samples[key]
+    if isinstance(ref, str):
+        theirs = samples.get(ref, [])
+        per_round = [a / b for a, b in zip(ours, theirs) if b] if len(theirs) == len(ours) else []
+    else:
+        per_round = [a / ref for a in ours] if ref else []
+    spread = f"{min(per_round):.2f}–{max(per_round):.2f}×" if len(per_round) > 1 else "–"
     v = ratio if ratio_of == "ratio" else c
-    met = "–" if ok is None or v is None else ("yes" if ok(v) else "no")
-    rows.append((title, fmt(c, unit), ref_text, f"{ratio:.2f}×" if ratio else "–", target, met))
+    if ok is None or v is None:
+        met = "–"
+    else:
+        each = per_round if ratio_of == "ratio" and per_round else ours
+        good = sum(1 for x in each if ok(x))
+        met = "yes" if good == len(each) else "no" if good == 0 else f"noise ({good} of {len(each)})"
+    rows.append((title, fmt(c, unit), ref_text, f"{ratio:.2f}×" if ratio else "–", spread, target, met))
 
 # Throughput at delay 0, 100 connections.
 for m in ("curl", "async", "async-local"):
@@ -399,7 +421,7 @@ for m in ("curl", "async", "async-local"):
 best = max((f"tp/concur-{m}:100" for m in ("async", "async-local", "curl") if med(f"tp/concur-{m}:100")),
            key=med, default=None)
 if best:
-    samples["tp/best"] = [med(best)]
+    samples["tp/best"] = samples[best]
     for peer in ("wrk", "oha"):
         row(f"delay 0, C = 100: best concur client (`{best[10:]}`) vs {peer}", "tp/best", "req/s",
             f"tp/{peer}", peer=peer, target=f"≥ 1.00× (§4 goal, not #18)", ok=lambda x: x >= 1.0,
@@ -460,8 +482,8 @@ if missing:
 print("load average at each part's start: " + ", ".join(f"{p} {l}" for p, l in loads.items()))
 print(f"medians of {rounds} round(s)" + (" with --quick's sizes: NOT comparable with docs/benchmarks.md" if quick else ""))
 print()
-print("| headline | concur (median) | reference (median) | ratio | target | met |")
-print("|---|---:|---:|---:|---|---|")
+print("| headline | concur (median) | reference (median) | ratio | rounds' ratios | target | met |")
+print("|---|---:|---:|---:|---:|---|---|")
 for r in rows:
     print("| " + " | ".join(r) + " |")
 PY
