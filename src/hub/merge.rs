@@ -665,6 +665,10 @@ fn add_open(mut a: OpenStats, b: &OpenStats) -> OpenStats {
         (Some(x), Some(y)) => Some(x.max(y)),
         (x, y) => x.or(y),
     };
+    a.lock_holders_runnable_us = match (a.lock_holders_runnable_us, b.lock_holders_runnable_us) {
+        (Some(x), Some(y)) => Some(x.max(y)),
+        (x, y) => x.or(y),
+    };
     for (i, q) in b.series.iter().enumerate() {
         match a.series.get_mut(i) {
             Some(p) => {
@@ -821,6 +825,7 @@ mod tests {
                         lag_us: None,
                         grain_us: None,
                         releaser_runnable_us: None,
+                        lock_holders_runnable_us: None,
                         series: vec![],
                     })
                 },
@@ -1023,6 +1028,7 @@ mod tests {
             lag_us: None,
             grain_us: None,
             releaser_runnable_us: None,
+            lock_holders_runnable_us: None,
             series: vec![],
         }
     }

@@ -38,6 +38,41 @@ pub fn runqueue_wait_ns() -> Option<u64> {
     text.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// What [`runqueue_wait_ns`] reads, for another thread or process than the caller's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waiter {
+    /// Every thread of a process (summed): a worker process of ours.
+    Process(u32),
+    /// One thread of this process, by its kernel thread id (`gettid`).
+    Thread(i32),
+}
+
+/// How long `who` has waited on a run queue since it started, ns (for a process, its threads
+/// that are alive now, summed): [`runqueue_wait_ns`] for a thread or process other than the
+/// caller. `None` when it has ended or the kernel keeps no count. A read of /proc files per
+/// thread: for a run's start and end, never per task.
+pub fn runqueue_wait_of_ns(who: Waiter) -> Option<u64> {
+    fn second_field(path: &std::path::Path) -> Option<u64> {
+        let text = std::fs::read_to_string(path).ok()?;
+        text.split_whitespace().nth(1)?.parse().ok()
+    }
+    match who {
+        Waiter::Thread(tid) => second_field(std::path::Path::new(&format!(
+            "/proc/self/task/{tid}/schedstat"
+        ))),
+        Waiter::Process(pid) => {
+            let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+            let mut sum = None;
+            for t in tasks.flatten() {
+                if let Some(ns) = second_field(&t.path().join("schedstat")) {
+                    sum = Some(sum.unwrap_or(0) + ns);
+                }
+            }
+            sum
+        }
+    }
+}
+
 fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,

@@ -41,6 +41,12 @@ pub struct OpenStats {
     /// `lag_us` the machine, not the model, can have taken. Absent where not measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub releaser_runnable_us: Option<u64>,
+    /// How long the workers holding the lock a release takes (the job queue's) waited on a
+    /// run queue while the run's tasks were released, µs, summed over them
+    /// (`Arrivals::lock_holders_runnable_us`): how much longer a release could wait for that
+    /// lock by the machine's doing. Only the queue models'; absent where not measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock_holders_runnable_us: Option<u64>,
     /// One point per interval (on run lines; cells leave it out).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub series: Vec<SeriesPoint>,
@@ -102,6 +108,7 @@ impl OpenStats {
             lag_us,
             grain_us: None,
             releaser_runnable_us: None,
+            lock_holders_runnable_us: None,
             series: series(records, t0_ns, interval_ns, |t| schedule.rate_at(t)),
         }
     }

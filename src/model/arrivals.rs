@@ -13,7 +13,7 @@
 use std::sync::{Arc, Mutex};
 
 use crate::measure::latency::{LatencyRecorder, LatencySummary};
-use crate::measure::{mono_ns, runqueue_wait_ns};
+use crate::measure::{mono_ns, runqueue_wait_ns, runqueue_wait_of_ns, Waiter};
 
 pub use crate::measure::schedule::{OpenRun, Schedule};
 
@@ -39,6 +39,12 @@ struct ReleaserWait {
     from_ns: Option<u64>,
     /// The wait over every span some loop was in, ns; `None` until one was measured.
     total_ns: Option<u64>,
+    /// The threads or processes holding what a release waits for (the queue's lock), each
+    /// with its run-queue wait when the outermost loop was entered (or when it was named, if
+    /// a loop was in then), ns.
+    holders: Vec<(Waiter, Option<u64>)>,
+    /// Their wait over every span some loop was in, summed, ns; `None` until one was measured.
+    holders_total_ns: Option<u64>,
 }
 
 impl Arrivals {
@@ -63,9 +69,38 @@ impl Arrivals {
         let mut w = self.releaser.lock().unwrap_or_else(|p| p.into_inner());
         if w.depth == 0 {
             w.from_ns = runqueue_wait_ns();
+            for (who, from) in &mut w.holders {
+                *from = runqueue_wait_of_ns(*who);
+            }
         }
         w.depth += 1;
         Releasing { arrivals: self }
+    }
+
+    /// Names a thread or process that holds what a release waits for, for models whose
+    /// releases take a lock their workers hold too (the job queue's: SQLite's write lock, the
+    /// in-memory queue's mutex, one Redis server): while a holder waits on a run queue, kept
+    /// off the cores by the machine, a release waiting for its lock waits too. Their wait
+    /// while the releases ran goes to [`Arrivals::lock_holders_runnable_us`]. Two reads of
+    /// /proc files a holder (at the release loop's entry, or now if a loop is in, and at its
+    /// exit), nothing per release.
+    pub fn lock_holder(&self, who: Waiter) {
+        let mut w = self.releaser.lock().unwrap_or_else(|p| p.into_inner());
+        let from = if w.depth > 0 {
+            runqueue_wait_of_ns(who)
+        } else {
+            None
+        };
+        w.holders.push((who, from));
+    }
+
+    /// How long the threads named by [`Arrivals::lock_holder`] waited on a run queue,
+    /// runnable but not running, while this run's tasks were released, µs, summed over them:
+    /// how much longer a release could wait for their lock by the machine's doing. `None`
+    /// where no holder was named or measured.
+    pub fn lock_holders_runnable_us(&self) -> Option<u64> {
+        let w = self.releaser.lock().unwrap_or_else(|p| p.into_inner());
+        w.holders_total_ns.map(|ns| ns / 1000)
     }
 
     /// How long the releasing thread waited on a run queue, runnable but not running, while
@@ -197,6 +232,15 @@ impl Drop for Releasing<'_> {
         if w.depth == 0 {
             if let (Some(from), Some(to)) = (w.from_ns.take(), runqueue_wait_ns()) {
                 w.total_ns = Some(w.total_ns.unwrap_or(0) + to.saturating_sub(from));
+            }
+            let mut waited = None;
+            for (who, from) in &mut w.holders {
+                if let (Some(from), Some(to)) = (from.take(), runqueue_wait_of_ns(*who)) {
+                    waited = Some(waited.unwrap_or(0) + to.saturating_sub(from));
+                }
+            }
+            if let Some(ns) = waited {
+                w.holders_total_ns = Some(w.holders_total_ns.unwrap_or(0) + ns);
             }
         }
     }

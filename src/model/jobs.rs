@@ -30,7 +30,7 @@ use crate::jobs::worker::{new_worker_id, run_batch, BatchSize, Performed};
 use crate::jobs::{self, Backend, BackendUrl, Claimed, Job, RetrySchedule, DEFAULT_LEASE};
 use crate::measure::lanes::Lanes;
 use crate::measure::phases::{self, PhaseKind, TaskPhases};
-use crate::measure::{mono_ns, TaskRecord};
+use crate::measure::{mono_ns, TaskRecord, Waiter};
 use crate::model::selfcall::SelfCall;
 use crate::workload::Workload;
 
@@ -155,6 +155,14 @@ impl Jobs {
                     ));
                     break;
                 }
+            }
+        }
+        // An open run's releases enqueue on the queue these processes fetch from and
+        // acknowledge on (SQLite's write lock, one Redis server): their time kept off the
+        // cores delays a release too, and is counted beside the releaser's own.
+        if let Some(a) = &ctx.arrivals {
+            for c in &children {
+                a.lock_holder(Waiter::Process(c.id()));
             }
         }
         // Count the records as they are appended (each read goes on where the last stopped).
@@ -405,6 +413,12 @@ impl Jobs {
                     .stack_size(ctx.recipe.settings.stack_size)
                     .spawn_scoped(s, move || {
                         WORKER.with(|w| w.set(lane));
+                        // The releases enqueue on the queue this thread fetches from and
+                        // acknowledges on (the same lock): see `run_procs`.
+                        if let Some((a, _, _)) = releases {
+                            // SAFETY: gettid has no preconditions.
+                            a.lock_holder(Waiter::Thread(unsafe { libc::gettid() }));
+                        }
                         work(ctx.tasks, q, drain, perform)
                     }) {
                     Ok(t) => threads.push(t),

@@ -143,6 +143,7 @@ pub fn report_open(
         if let Some(o) = r.open.as_mut() {
             o.grain_us = a.grain_us();
             o.releaser_runnable_us = a.releaser_runnable_us();
+            o.lock_holders_runnable_us = a.lock_holders_runnable_us();
         }
     }
     let mut first_error = None;

@@ -255,6 +255,7 @@ impl MockExecutor {
                     lag_us: Some(summary(&|_| 0)),
                     grain_us: (o.grain_us > 0).then_some(o.grain_us),
                     releaser_runnable_us: None,
+                    lock_holders_runnable_us: None,
                     series: vec![],
                 }
             }),
