@@ -347,8 +347,18 @@ fn transfer_error(easy: &Easy2<Counter>, e: &curl::Error, url: Option<&str>) -> 
     if let Some(words) = refused {
         return TaskError::new(tls::KIND, words);
     }
-    let kind = curl_kind(e);
-    let message = e.to_string();
+    let errno = easy.os_errno().ok();
+    let status = easy.response_code().unwrap_or(0);
+    let connect = super::curl_connect::connect_failed(e, errno, status);
+    let kind = if connect { "connect" } else { curl_kind(e) };
+    let message = match errno {
+        // A socket concur connected for libcurl: its connect's error came with the first send.
+        Some(n) if connect && !e.is_couldnt_connect() => format!(
+            "Could not connect to server: {}",
+            std::io::Error::from_raw_os_error(n)
+        ),
+        _ => e.to_string(),
+    };
     let host = url
         .and_then(|u| url::Url::parse(u).ok())
         .and_then(|u| u.host_str().map(str::to_string))
@@ -394,6 +404,9 @@ impl CurlMulti {
         counter.shape = None;
         easy.reset();
         easy.get_mut().peer = None;
+        // A libcurl built to wait with select() (concur as another crate's dependency)
+        // connects here what it cannot watch itself.
+        super::curl_connect::install(easy)?;
         easy.url(&req.url)?;
         // No proxy from the environment (`http_proxy`, `ALL_PROXY`): libcurl would honour it
         // unasked, while every other client goes straight to the URL the user gave.
@@ -945,8 +958,12 @@ impl<'a> Transfers<'a> {
     ) -> Option<Duration> {
         let e = result.as_ref().err()?;
         let waited = Duration::from_nanos(end_ns.saturating_sub(start_ns));
-        let refused = easy.os_errno().ok() == Some(libc::ECONNREFUSED);
-        (e.is_couldnt_connect() && (self.server_seen || !refused) && waited < self.conn.timeout)
+        let errno = easy.os_errno().ok();
+        let refused = errno == Some(libc::ECONNREFUSED);
+        let status = easy.response_code().unwrap_or(0);
+        (super::curl_connect::connect_failed(e, errno, status)
+            && (self.server_seen || !refused)
+            && waited < self.conn.timeout)
             .then(|| {
                 RETRY_FIRST
                     .saturating_mul(1 << attempts.min(6))

@@ -8,6 +8,7 @@ mod actor;
 pub mod arrivals;
 mod async_local;
 mod async_mt;
+mod curl_connect;
 mod curl_multi;
 mod curl_shards;
 mod fork;
@@ -116,6 +117,15 @@ pub trait Model: Send + Sync {
 
 /// The models whose HTTP client speaks HTTP/2 (`--http2`); the others are refused with it.
 pub const HTTP2_MODELS: &[&str] = &["async", "async-local", "curl"];
+
+/// Whether this build's libcurl waits on its sockets with `select()` (built without
+/// `HAVE_POLL`, as curl-sys builds it when concur is another crate's dependency and that
+/// crate's build does not set `CFLAGS=-DHAVE_POLL`): `curl:W` then connects itself the
+/// sockets numbered past 1,023 that libcurl could not watch (docs/library.md). Asked once per
+/// process.
+pub fn libcurl_waits_with_select() -> bool {
+    curl_connect::select_bound()
+}
 
 /// Runs task `index` on the calling thread and records it.
 #[inline]
