@@ -11,9 +11,9 @@
 //!
 //! So a run asks libcurl once whether it can wait on a high descriptor ([`select_bound`]:
 //! `curl_multi_wait` on a pipe duplicated past 1,023 fails in a select() build, before any
-//! wait), and if it cannot, concur connects the sockets it cannot watch itself: its own
-//! CURLOPT_OPENSOCKETFUNCTION makes each socket, starts a non-blocking `connect()` on those
-//! numbered 1,024 or more, and its CURLOPT_SOCKOPTFUNCTION tells libcurl they are already
+//! wait), and if it cannot, concur connects libcurl's sockets itself: its own
+//! CURLOPT_OPENSOCKETFUNCTION makes each socket and starts a non-blocking `connect()` on every
+//! TCP one, and its CURLOPT_SOCKOPTFUNCTION tells libcurl they are already
 //! connected (`CURL_SOCKOPT_ALREADY_CONNECTED`), so libcurl skips its connect check and sends
 //! at once; its first send meets `EAGAIN` until the handshake is done and waits for the socket
 //! to be writable through concur's own epoll (libcurl's socket interface, src/model/curl_shards.rs).
@@ -120,8 +120,11 @@ pub(super) fn install<H: Handler>(easy: &mut Easy2<H>) -> Result<(), curl::Error
     }
 }
 
-/// libcurl's socket, made here: as libcurl makes it, and for a TCP socket numbered 1,024 or
-/// more, connecting already (non-blocking) to the address libcurl was about to connect to.
+/// libcurl's socket, made here: as libcurl makes it, and for a TCP socket, connecting already
+/// (non-blocking) to the address libcurl was about to connect to. Every TCP socket, not only
+/// those numbered 1,024 or more: then no connect of the run goes through libcurl's select()
+/// (one `pselect6` a connect below 1,024 otherwise, seen with strace), and every connect
+/// fails, if it does, the same way.
 extern "C" fn open_socket(
     _data: *mut c_void,
     _purpose: curl_sys::curlsocktype,
@@ -147,7 +150,7 @@ extern "C" fn open_socket(
     let fd = unsafe { libc::socket(family, socktype | libc::SOCK_CLOEXEC, protocol) };
     let tcp = (family == libc::AF_INET || family == libc::AF_INET6)
         && socktype & 0xf == libc::SOCK_STREAM;
-    if fd < FD_SETSIZE || !tcp {
+    if fd < 0 || !tcp {
         return fd;
     }
     // SAFETY: fcntl and connect on the socket just made; `addr` is `len` bytes long.

@@ -120,8 +120,8 @@ pub const HTTP2_MODELS: &[&str] = &["async", "async-local", "curl"];
 
 /// Whether this build's libcurl waits on its sockets with `select()` (built without
 /// `HAVE_POLL`, as curl-sys builds it when concur is another crate's dependency and that
-/// crate's build does not set `CFLAGS=-DHAVE_POLL`): `curl:W` then connects itself the
-/// sockets numbered past 1,023 that libcurl could not watch (docs/library.md). Asked once per
+/// crate's build does not set `CFLAGS=-DHAVE_POLL`): `curl:W` then connects its TCP sockets
+/// itself, so that libcurl never waits on a connect (docs/library.md). Asked once per
 /// process.
 pub fn libcurl_waits_with_select() -> bool {
     curl_connect::select_bound()
