@@ -372,7 +372,7 @@ fn write_record(f: &Mutex<File>, c: &Claimed, outcome: &Performed, (start, end):
         Performed::Malformed(_) => return,
     };
     let rec = TaskRecord {
-        index: index as usize,
+        index: crate::measure::task_index(index as usize),
         start_ns: start,
         end_ns: end,
         bytes,

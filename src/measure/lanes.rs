@@ -44,7 +44,7 @@ impl Lanes {
             Lanes::Worker => {}
             Lanes::Thread | Lanes::Process => {
                 for r in records.iter_mut() {
-                    r.worker = u32::try_from(r.index).unwrap_or(u32::MAX);
+                    r.worker = r.index;
                 }
             }
             Lanes::Slot => {
@@ -171,7 +171,7 @@ pub fn sample(
     let mut kept: Vec<(u64, u64, usize)> = records
         .iter()
         .enumerate()
-        .filter(|(_, r)| keep.slot(r.index).is_some())
+        .filter(|(_, r)| keep.slot(r.index()).is_some())
         .map(|(k, r)| {
             let s = us(r.start_ns);
             (s, us(r.end_ns).max(s), k)
@@ -193,7 +193,7 @@ pub fn sample(
         let mut lane_free: std::collections::HashMap<u32, u64> = Default::default();
         for (span, &(_, _, k)) in kept.iter().enumerate() {
             let r = &records[k];
-            let (events, more) = b.events(r.index);
+            let (events, more) = b.events(r.index());
             p.dropped += more as u64;
             let end = r.end_ns.max(r.start_ns);
             let free = lane_free.get(&r.worker).copied().unwrap_or(0);
@@ -228,7 +228,7 @@ pub fn sample(
         kept: kept.len(),
         cap: Some(keep.cap),
         lanes,
-        index: kept.iter().map(|&(_, _, k)| records[k].index).collect(),
+        index: kept.iter().map(|&(_, _, k)| records[k].index()).collect(),
         worker: kept.iter().map(|&(_, _, k)| records[k].worker).collect(),
         bytes: kept.iter().map(|&(_, _, k)| records[k].bytes).collect(),
         error: if failed {

@@ -134,7 +134,7 @@ impl Model for ActorPool {
             for (i, done) in replies {
                 out.push(match done.await {
                     Ok(d) => TaskRecord {
-                        index: i,
+                        index: crate::measure::task_index(i),
                         start_ns: d.start_ns,
                         end_ns: d.end_ns,
                         bytes: d.bytes,

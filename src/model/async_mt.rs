@@ -196,7 +196,7 @@ pub(super) fn drive(
         if let Some((kind, why)) = lost {
             let mut seen = vec![false; ctx.tasks];
             for r in &out {
-                if let Some(s) = seen.get_mut(r.index) {
+                if let Some(s) = seen.get_mut(r.index()) {
                     *s = true;
                 }
             }

@@ -932,7 +932,7 @@ impl<'a> Transfers<'a> {
         }
         let ok = error.is_none();
         self.records.push(TaskRecord {
-            index: slot.index,
+            index: crate::measure::task_index(slot.index),
             start_ns: slot.start_ns,
             end_ns,
             bytes: if ok { easy.get_ref().bytes } else { 0 },

@@ -62,7 +62,7 @@ fn take_lines(buf: &mut Vec<u8>, records: &mut [Option<TaskRecord>]) {
     buf.drain(..=last);
     for line in text.lines() {
         if let Some(rec) = TaskRecord::from_line(line) {
-            if let Some(slot) = records.get_mut(rec.index) {
+            if let Some(slot) = records.get_mut(rec.index()) {
                 *slot = Some(rec);
             }
         }

@@ -151,7 +151,8 @@ impl Model for Green {
         }
         let mut records = std::mem::take(&mut *records.lock().unwrap_or_else(|p| p.into_inner()));
         if records.len() < n {
-            let done: std::collections::HashSet<usize> = records.iter().map(|r| r.index).collect();
+            let done: std::collections::HashSet<usize> =
+                records.iter().map(TaskRecord::index).collect();
             records.extend((0..n).filter(|i| !done.contains(i)).map(|i| {
                 TaskRecord::not_started(i, TaskError::new("panic", "its coroutine panicked"))
             }));

@@ -209,7 +209,7 @@ impl Jobs {
             }
         }
         let mut seen = vec![false; ctx.tasks];
-        records.retain(|r| r.index < ctx.tasks && !std::mem::replace(&mut seen[r.index], true));
+        records.retain(|r| r.index() < ctx.tasks && !std::mem::replace(&mut seen[r.index()], true));
         let why = error.clone().unwrap_or_else(|| "the job never ran".into());
         records.extend(never_started((0..ctx.tasks).filter(|&i| !seen[i]), &why));
         ModelOutcome {
@@ -627,7 +627,7 @@ impl Drain {
         if records.len() < tasks {
             let mut seen = vec![false; tasks];
             for r in &records {
-                if let Some(s) = seen.get_mut(r.index) {
+                if let Some(s) = seen.get_mut(r.index()) {
                     *s = true;
                 }
             }
@@ -705,7 +705,7 @@ mod tests {
         let mut why: Vec<(usize, String)> = out
             .records
             .iter()
-            .map(|r| (r.index, r.error.as_ref().unwrap().message.clone()))
+            .map(|r| (r.index(), r.error.as_ref().unwrap().message.clone()))
             .collect();
         why.sort();
         assert_eq!(

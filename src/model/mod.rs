@@ -136,14 +136,15 @@ pub fn run_task(w: &dyn Workload, index: usize) -> TaskRecord {
     record(index, start_ns, result)
 }
 
-/// Runs task `index` through the workload's async entry point and records it; a panic is a
-/// failed task (kind `panic`), as in [`run_task`].
+/// Runs task `index` through the workload's async entry point ([`Workload::start_async`], whose
+/// future this one holds inline) and records it; a panic is a failed task (kind `panic`), as in
+/// [`run_task`].
 pub async fn run_task_async(w: Arc<dyn Workload>, index: usize) -> TaskRecord {
     crate::measure::live::started();
     let start_ns = mono_ns();
     // A closure may panic while it builds its future, before there is a future to guard.
     let result =
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.task_async(index))) {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.start_async(index))) {
             Ok(future) => workload::CatchPanic(future).await,
             Err(payload) => Err(workload::TaskError::new(
                 "panic",
@@ -170,7 +171,7 @@ fn record(index: usize, start_ns: u64, result: Result<u64, workload::TaskError>)
     crate::measure::live::ended(result.is_ok());
     match result {
         Ok(bytes) => TaskRecord {
-            index,
+            index: crate::measure::task_index(index),
             start_ns,
             end_ns,
             bytes,
@@ -179,7 +180,7 @@ fn record(index: usize, start_ns: u64, result: Result<u64, workload::TaskError>)
             worker: 0,
         },
         Err(e) => TaskRecord {
-            index,
+            index: crate::measure::task_index(index),
             start_ns,
             end_ns,
             bytes: 0,

@@ -130,7 +130,7 @@ pub fn report_open(
     let mut latency = LatencyRecorder::new();
     if let Some((a, interval_ns)) = open {
         for rec in &mut outcome.records {
-            rec.set_sched(Some(a.due_ns(rec.index)));
+            rec.set_sched(Some(a.due_ns(rec.index())));
         }
         r.open = Some(OpenStats::measure(
             &outcome.records,
@@ -316,7 +316,7 @@ pub fn run_cell(req: RunRequest) -> Result<ChildReport> {
     lanes.assign(&mut outcome.records);
     if let Some((a, _)) = &arrivals {
         for rec in &mut outcome.records {
-            rec.set_sched(Some(a.due_ns(rec.index)));
+            rec.set_sched(Some(a.due_ns(rec.index())));
         }
     }
     // A host's share is drawn on the common start's clock, so the hosts' tracks line up.

@@ -3,7 +3,7 @@
 //! every growth (half of the new one), and an allocator that keeps freed pages for a while
 //! (jemalloc: 10 s) then counts them in the process's memory, as much again as the heap holds.
 
-/// Entries a block holds: 4,096 of the timer's 32-byte entries is 128 KiB.
+/// Entries a block holds: 4,096 of the timer's 24-byte entries is 96 KiB.
 const BLOCK: usize = 4096;
 
 /// The smallest element first, by `Ord`.

@@ -37,6 +37,44 @@ pub use http::HttpRequest;
 /// A boxed future returned by [`Workload::task_async`].
 pub type TaskFuture = Pin<Box<dyn Future<Output = Result<u64, TaskError>> + Send>>;
 
+/// A task's future as an async model holds it ([`Workload::start_async`]): inside the model's
+/// own task, with no allocation of its own where the workload's task is only a wait on the
+/// precise timer, and [`Workload::task_async`]'s boxed future otherwise. 24 bytes.
+pub struct AsyncTask(AsyncTaskKind);
+
+/// What an [`AsyncTask`] is.
+enum AsyncTaskKind {
+    /// The workload's own future, boxed.
+    Boxed(TaskFuture),
+    /// A wait on the precise timer, held where the task is; it produces no bytes.
+    Wait(timer::Sleep),
+}
+
+impl AsyncTask {
+    /// The workload's own future ([`Workload::task_async`]'s).
+    pub fn boxed(future: TaskFuture) -> Self {
+        AsyncTask(AsyncTaskKind::Boxed(future))
+    }
+
+    /// A task that waits `d` on the precise timer ([`timer`]) and produces no bytes: what
+    /// `sleep:D`'s task is, held by the model without a box (a million waiting tasks hold a
+    /// million of these).
+    pub fn wait(d: std::time::Duration) -> Self {
+        AsyncTask(AsyncTaskKind::Wait(timer::sleep(d)))
+    }
+}
+
+impl Future for AsyncTask {
+    type Output = Result<u64, TaskError>;
+    #[inline]
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match &mut self.0 {
+            AsyncTaskKind::Boxed(f) => f.as_mut().poll(cx),
+            AsyncTaskKind::Wait(w) => Pin::new(w).poll(cx).map(|()| Ok(0)),
+        }
+    }
+}
+
 pub use nature::Nature;
 
 /// Where the `mail` workload writes the mails it renders.
@@ -154,6 +192,13 @@ pub trait Workload: Send + Sync + 'static {
             }
         }
     }
+    /// Starts task `index` for an async model, which holds the returned future inside its
+    /// own task: by default [`Workload::task_async`]'s future, boxed. A workload whose task
+    /// only waits a fixed time returns [`AsyncTask::wait`] instead, which needs no allocation
+    /// (`sleep:D` does). A wrapper that delegates [`Workload::task_async`] delegates this too.
+    fn start_async(self: Arc<Self>, index: usize) -> AsyncTask {
+        AsyncTask::boxed(self.task_async(index))
+    }
     /// Runs task `index` inside a `may` coroutine (the `green` model). The default runs CPU
     /// work inline; workloads that block must override it with coroutine-aware I/O.
     fn task_green(&self, index: usize) -> Result<u64, TaskError> {
@@ -236,12 +281,12 @@ pub fn guarded_run<W: Workload + ?Sized>(w: &W, index: usize) -> Result<u64, Tas
 
 /// A task future whose panic becomes a failed task (kind `panic`), as [`guarded_run`] does for
 /// blocking tasks, instead of ending the task (or the worker loop) that polls it.
-pub(crate) struct CatchPanic(pub(crate) TaskFuture);
+pub(crate) struct CatchPanic<F>(pub(crate) F);
 
-impl Future for CatchPanic {
+impl<F: Future<Output = Result<u64, TaskError>> + Unpin> Future for CatchPanic<F> {
     type Output = Result<u64, TaskError>;
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match std::panic::catch_unwind(AssertUnwindSafe(|| self.0.as_mut().poll(cx))) {
+        match std::panic::catch_unwind(AssertUnwindSafe(|| Pin::new(&mut self.0).poll(cx))) {
             Ok(p) => p,
             Err(payload) => Poll::Ready(Err(TaskError::new("panic", panic_message(&*payload)))),
         }
@@ -436,6 +481,31 @@ mod tests {
             assert!(e.contains(needle) && e.contains("(usage: "), "{e}");
         }
         assert!(acquire(&*parse("read:/dev/zero:1x1", &o).unwrap()).is_ok());
+    }
+
+    #[test]
+    fn a_wait_is_held_inline_in_no_more_than_a_boxed_future_and_a_word() {
+        // An async model holds this inside every waiting task (tokio's cell steps by 128
+        // bytes: tests/task_allocations.rs sees a step).
+        assert_eq!(std::mem::size_of::<AsyncTask>(), 24);
+    }
+
+    #[test]
+    fn a_sleep_starts_as_a_wait_that_ends_after_its_time_with_no_bytes() {
+        let w = parse("sleep:20ms", &WorkloadOptions::default()).unwrap();
+        let task = w.clone().start_async(0);
+        assert!(matches!(task.0, AsyncTaskKind::Wait(_)));
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let t0 = std::time::Instant::now();
+        assert_eq!(rt.block_on(task), Ok(0));
+        assert!(t0.elapsed() >= Duration::from_millis(20));
+        // Every other workload keeps its own future, boxed.
+        let fib = parse("fib:5", &WorkloadOptions::default()).unwrap();
+        let task = fib.start_async(0);
+        assert!(matches!(task.0, AsyncTaskKind::Boxed(_)));
+        assert_eq!(rt.block_on(task), Ok(8), "fib's 8 bytes");
     }
 
     #[test]

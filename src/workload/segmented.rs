@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use super::{HttpRequest, HttpTasks, Nature, TaskError, TaskFuture, Workload};
+use super::{AsyncTask, HttpRequest, HttpTasks, Nature, TaskError, TaskFuture, Workload};
 use crate::measure::schedule::Segment;
 
 /// A workload whose task `i` is the inner workload's task `segment.global(i)`.
@@ -37,6 +37,9 @@ impl Workload for Segmented {
     }
     fn task_async(self: Arc<Self>, index: usize) -> TaskFuture {
         self.inner.clone().task_async(self.segment.global(index))
+    }
+    fn start_async(self: Arc<Self>, index: usize) -> AsyncTask {
+        self.inner.clone().start_async(self.segment.global(index))
     }
     fn task_green(&self, index: usize) -> Result<u64, TaskError> {
         self.inner.task_green(self.segment.global(index))

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Entry, Nature, TaskError, TaskFuture, Workload, WorkloadOptions};
+use super::{AsyncTask, Entry, Nature, TaskError, TaskFuture, Workload, WorkloadOptions};
 use crate::base::units;
 use crate::workload::gil;
 
@@ -25,20 +25,6 @@ fn parse(args: &str, _: &WorkloadOptions) -> Result<Arc<dyn Workload>, String> {
         return Err(format!("DURATION '{args}' is above the maximum of 1 hour"));
     }
     Ok(Arc::new(Sleep { d }))
-}
-
-/// One task's wait on the precise timer, as a task's future: 24 bytes on the heap (an async
-/// block around it took 56), at a million waiting tasks a size class less each.
-struct SleepTask(super::timer::Sleep);
-
-impl std::future::Future for SleepTask {
-    type Output = Result<u64, TaskError>;
-    fn poll(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Self::Output> {
-        std::pin::Pin::new(&mut self.0).poll(cx).map(|()| Ok(0))
-    }
 }
 
 /// A fixed wait.
@@ -68,8 +54,13 @@ impl Workload for Sleep {
         true
     }
     fn task_async(self: Arc<Self>, _index: usize) -> TaskFuture {
+        Box::pin(AsyncTask::wait(self.d))
+    }
+    fn start_async(self: Arc<Self>, _index: usize) -> AsyncTask {
         // The precise timer, not tokio's (whose millisecond ticks would make every wake-up 1 to
-        // 2 ms late, and show the runtime's timer where the model's cost is measured).
-        Box::pin(SleepTask(super::timer::sleep(self.d)))
+        // 2 ms late, and show the runtime's timer where the model's cost is measured), held
+        // inside the model's task: no box (24 bytes, 32 in jemalloc's class) a waiting task
+        // (docs/benchmarks.md §31).
+        AsyncTask::wait(self.d)
     }
 }

@@ -8,18 +8,21 @@
 //! their thread (already precise), green ones on may's timer.
 
 use super::block_heap::BlockHeap;
+use crate::measure::mono_ns;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::task::{Context, Poll, Waker};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// One registered wait: when it is due, and whom to wake then. The woken future reads the
 /// clock itself (a wake-up from the timer comes at its due time or after), so nothing else is
-/// shared: 32 bytes a wait.
+/// shared. The deadline is nanoseconds on [`mono_ns`]'s clock (the monotonic one, which
+/// `Instant` reads too) rather than an `Instant` (16 bytes): 24 bytes a wait, not 32, held by
+/// every waiting task (docs/benchmarks.md §31).
 struct Entry {
-    due: Instant,
+    due: u64,
     waker: Waker,
 }
 
@@ -120,13 +123,15 @@ impl Timer {
             // Read before the heap is looked at: a deadline registered after this makes the
             // wait below return at once.
             let seen = self.changed.load(Ordering::Acquire);
-            let now = Instant::now();
+            let now = mono_ns();
             while heap.peek().is_some_and(|e| e.due <= now) {
                 if let Some(e) = heap.pop() {
                     due.push(e);
                 }
             }
-            let next = heap.peek().map(|e| e.due.saturating_duration_since(now));
+            let next = heap
+                .peek()
+                .map(|e| Duration::from_nanos(e.due.saturating_sub(now)));
             drop(heap);
             if !due.is_empty() {
                 // Woken outside the lock: a woken task's runtime may register its next wait.
@@ -139,7 +144,7 @@ impl Timer {
         }
     }
 
-    fn register(&self, due: Instant, waker: Waker) {
+    fn register(&self, due: u64, waker: Waker) {
         let mut heap = self.heap.lock().unwrap_or_else(|p| p.into_inner());
         let earliest = heap.peek().is_none_or(|e| due < e.due);
         heap.push(Entry { due, waker });
@@ -156,21 +161,22 @@ impl Timer {
 /// A wait of `d` from now, precise to the timer thread's wake-up (tens of microseconds).
 pub fn sleep(d: Duration) -> Sleep {
     Sleep {
-        due: Instant::now() + d,
+        due: mono_ns().saturating_add(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
         registered: false,
     }
 }
 
-/// The future of [`sleep`]: 24 bytes, and 32 in the timer's heap while it waits.
+/// The future of [`sleep`]: 16 bytes, and 24 in the timer's heap while it waits.
 pub struct Sleep {
-    due: Instant,
+    /// Nanoseconds on [`mono_ns`]'s clock.
+    due: u64,
     registered: bool,
 }
 
 impl Future for Sleep {
     type Output = ();
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if Instant::now() >= self.due {
+        if mono_ns() >= self.due {
             return Poll::Ready(());
         }
         // Registered once: the waker given then wakes this task at the due time (tokio's and
@@ -186,6 +192,15 @@ impl Future for Sleep {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Instant;
+
+    /// Every waiting task holds one entry in the heap and one `Sleep` inside its own task: a
+    /// word added to either is paid a task (8 MB at the tasks study's million).
+    #[test]
+    fn an_entry_is_24_bytes_and_a_wait_16() {
+        assert_eq!(std::mem::size_of::<Entry>(), 24);
+        assert_eq!(std::mem::size_of::<Sleep>(), 16);
+    }
 
     #[test]
     fn waits_end_at_their_due_time_in_order_and_never_early() {
