@@ -261,10 +261,10 @@ pub(super) fn jobs(c: JobsCommand) -> Result<i32> {
                 .map_err(|e| Error::Internal(format!("finding our own binary: {e}")))?;
             // Started and waited for on this thread, as the children's death-with-parent
             // signal requires.
-            crate::jobs::supervisor::supervise(template, &|req: &ChildRequest| {
-                let (child, pipe) = SelfCall::QueueWorker(req.clone()).spawn(&exe)?;
-                let pipe = pipe.ok_or_else(|| std::io::Error::other("no progress pipe"))?;
-                Ok((child, pipe))
+            crate::jobs::supervisor::supervise(template, &|req: &ChildRequest, slots| {
+                let call = SelfCall::QueueWorker(req.clone());
+                call.spawn_with_page(&exe, Some(slots))
+                    .map(|(child, _)| child)
             })
         }
         JobsCommand::Stats { json, b } => jobs::stats(&b.url()?, json),

@@ -18,6 +18,7 @@ mod backend_url;
 pub(crate) mod memory;
 pub(crate) mod process;
 pub(crate) mod redis;
+pub mod slots;
 pub(crate) mod sqlite;
 pub mod supervisor;
 pub mod worker;

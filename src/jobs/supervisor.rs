@@ -7,9 +7,12 @@
 //! kills its process three times is a poison pill and goes to the dead set, and the rest of
 //! the queue runs. Seeing the signal needs a process that outlives the one that died: this one.
 //!
-//! The child tells the parent which jobs it runs, one write of 19 bytes per job start and end
-//! on a pipe (fd 3; [`super::worker::job_key`] lines), so the normal path keeps its rate (no
-//! process per job). The rule when the child dies by a signal:
+//! The child tells the parent which jobs it runs through memory they share, one slot per
+//! worker thread holding the key of its running job ([`super::slots`]: plain stores, no
+//! system call a job), so the normal path keeps its rate (no process per job, and nothing
+//! the parent must read as it comes). The parent reads the slots when the child has died, and
+//! for `--job-timeout` every so often while it lives. The rule when the child dies by a
+//! signal:
 //!
 //! 1. The jobs it was running (started, not ended) are the suspects; those it held but had not
 //!    started are innocent and go back to their queues unchanged.
@@ -27,7 +30,9 @@
 //!    (signal SIGABRT)", and a line says so on stderr.
 //! 5. Then the normal worker starts again.
 //!
-//! `--job-timeout`: a job that runs longer (timed from its start line) fails like any
+//! `--job-timeout`: a job that runs longer (timed from the first look at the slots that saw
+//! it running, every 1/100 of the timeout, at least every second and at most every 20 ms)
+//! fails like any
 //! failure (`Concur::Timeout`, retried or buried by its `retry`); the child is killed to free
 //! its slot, and the other jobs it held go back to their queues unchanged, then the worker
 //! starts again.
@@ -43,8 +48,7 @@
 //! the worker's own failure: the command stops with exit 1.
 
 use std::collections::HashMap;
-use std::fs::File;
-use std::io::Read;
+use std::os::fd::BorrowedFd;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{Child, ExitStatus};
@@ -53,8 +57,9 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use super::slots::JobSlots;
 use super::worker::{
-    fail, handle, job_key, new_worker_id, persist, refused_line, tell, Performed, Performer,
+    fail, handle, job_key, new_worker_id, persist, refused_line, Performed, Performer,
 };
 use super::worker::{WorkOptions, PATIENCE};
 use super::{now, Backend, BackendUrl, Claimed, Job, RetrySchedule};
@@ -109,8 +114,8 @@ impl ChildRequest {
             .map_or(RetrySchedule::Sidekiq, RetrySchedule::Fixed)
     }
 
-    /// The worker's options, its progress going to `progress`.
-    fn options(&self, progress: Option<Arc<File>>) -> Result<WorkOptions> {
+    /// The worker's options, its jobs told in `slots`.
+    fn options(&self, slots: Option<Arc<JobSlots>>) -> Result<WorkOptions> {
         let mut targets = crate::workload::outside::Targets::default();
         for list in &self.allow_targets {
             targets.extend(crate::workload::outside::Targets::parse(list).map_err(Error::usage)?);
@@ -133,14 +138,22 @@ impl ChildRequest {
             },
             only: None,
             worker_id: Some(self.worker.clone()),
-            progress,
+            slots,
         })
     }
 }
 
-/// In the worker child: serves the supervisor's request (the normal worker, or one job alone).
-pub fn child_main(req: ChildRequest, progress: File) -> Result<i32> {
-    let opts = req.options(Some(Arc::new(progress)))?;
+/// In the worker child: serves the supervisor's request (the normal worker, or one job alone),
+/// telling it which jobs run in the job slots on fd 5.
+pub fn child_main(req: ChildRequest) -> Result<i32> {
+    let need = if req.alone.is_some() {
+        1
+    } else {
+        req.concurrency
+    };
+    let slots = JobSlots::attach(crate::os::process::PAGE_FD, need)
+        .map_err(|e| Error::usage(format!("the job slots from the supervisor: {e}")))?;
+    let opts = req.options(Some(Arc::new(slots)))?;
     match &req.alone {
         None => super::process::work_main(&req.backend, &opts),
         Some(claimed) => {
@@ -168,8 +181,8 @@ pub fn run_alone(
         opts.schedule,
         &|j: &Job| {
             // Told like the normal worker's jobs, so that the parent can time it.
-            if let Some(p) = &opts.progress {
-                tell(p, b'S', &j.jid);
+            if let Some(slot) = opts.slots.as_deref().and_then(|s| s.slot(0)) {
+                slot.start(job_key(&j.jid), crate::measure::mono_ns());
             }
             performer.perform(j)
         },
@@ -182,8 +195,8 @@ pub fn run_alone(
     persist(PATIENCE, || backend.ack_batch(worker, &ran))
 }
 
-/// Starts a worker child for a request: the child and the read end of its progress pipe.
-pub type Spawn<'a> = dyn Fn(&ChildRequest) -> std::io::Result<(Child, File)> + 'a;
+/// Starts a worker child for a request, handing it the job slots' descriptor (its fd 5).
+pub type Spawn<'a> = dyn Fn(&ChildRequest, BorrowedFd<'_>) -> std::io::Result<Child> + 'a;
 
 /// `concur jobs work`: runs the worker as a child (`spawn`) and keeps it running through any
 /// job that kills it, by the rule in this module's doc. Returns the exit code.
@@ -239,16 +252,21 @@ type ChildEnd = (ExitStatus, HashMap<u64, usize>, Vec<u64>);
 
 /// Runs a child to its end; stops it (SIGKILL) when a job of it runs past the job timeout.
 fn run_child(req: &ChildRequest, spawn: &Spawn, beat: Option<&dyn Backend>) -> Result<ChildEnd> {
-    let (mut child, pipe) =
-        spawn(req).map_err(|e| Error::Internal(format!("starting the worker process: {e}")))?;
-    // The pipe is drained by this loop every 20 ms, never read as each line comes: a reader
-    // blocked on it would be woken twice a job, which halved the queue's throughput on Redis
-    // (bench/jobs/ab.py). It is made large enough (1 MiB, about 150 ms of lines at 175k jobs/s)
-    // that the child's writes do not wait for the next drain.
-    let mut progress = Progress::new(pipe);
+    let slots = JobSlots::create(if req.alone.is_some() {
+        1
+    } else {
+        req.concurrency
+    })
+    .map_err(|e| Error::Internal(format!("making the worker's job slots: {e}")))?;
+    let fd = slots
+        .fd()
+        .ok_or_else(|| Error::Internal("the job slots have no descriptor".into()))?;
+    let mut child =
+        spawn(req, fd).map_err(|e| Error::Internal(format!("starting the worker process: {e}")))?;
     let beat_every = (req.lease / 3).max(Duration::from_millis(50));
     let mut last_beat = Instant::now();
     let mut forwarded = false;
+    let mut timer = JobTimer::new(req.job_timeout);
     let mut late = Vec::new();
     let status = loop {
         match child.try_wait() {
@@ -262,15 +280,8 @@ fn run_child(req: &ChildRequest, spawn: &Spawn, beat: Option<&dyn Backend>) -> R
             // SAFETY: kill only sends a signal to our own child, which we have not reaped.
             unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
         }
-        progress.drain();
-        // A job of a lone run is timed from the child's start (it starts no other).
         if late.is_empty() {
-            late = progress
-                .started
-                .iter()
-                .filter(|(_, at)| at.elapsed() > req.job_timeout)
-                .map(|(k, _)| *k)
-                .collect();
+            late = timer.late(&slots);
             if !late.is_empty() {
                 let _ = child.kill();
             }
@@ -282,86 +293,57 @@ fn run_child(req: &ChildRequest, spawn: &Spawn, beat: Option<&dyn Backend>) -> R
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    // What the child wrote before it ended (its end is closed now: the drain reaches it).
-    progress.drain();
-    Ok((status, progress.running, late))
+    // The child is gone: what its slots hold now is what it was running when it ended.
+    let running = slots
+        .running()
+        .iter()
+        .enumerate()
+        .map(|(order, r)| (r.key, order + 1))
+        .collect();
+    Ok((status, running, late))
 }
 
-/// The supervisor's side of a worker child's progress pipe: the jobs it is running (key →
-/// start order) and when each started.
-struct Progress {
-    pipe: File,
-    /// A line cut by a drain, completed by the next.
-    partial: Vec<u8>,
-    running: HashMap<u64, usize>,
-    started: HashMap<u64, Instant>,
-    seq: usize,
+/// `--job-timeout` over a live child's slots: when each job the slots show running was first
+/// seen, looked at every 1/100 of the timeout (at most every 20 ms, at least every second).
+/// Timed by the supervisor's own clock from that first look, never by what the child wrote.
+struct JobTimer {
+    timeout: Duration,
+    every: Duration,
+    last: Option<Instant>,
+    /// (slot, generation) of each job seen running → when it was first seen.
+    seen: HashMap<(usize, u64), Instant>,
 }
 
-impl Progress {
-    /// Takes the pipe's read end, made non-blocking and (where the kernel allows) 1 MiB.
-    fn new(pipe: File) -> Progress {
-        use std::os::fd::AsRawFd;
-        let fd = pipe.as_raw_fd();
-        // SAFETY: fcntl on a descriptor this value owns; a failure leaves the pipe as it was
-        // (a smaller pipe only makes the child's writes wait for the next drain).
-        unsafe {
-            libc::fcntl(fd, libc::F_SETPIPE_SZ, 1 << 20);
-            let flags = libc::fcntl(fd, libc::F_GETFL);
-            libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
-        }
-        Progress {
-            pipe,
-            partial: Vec::new(),
-            running: HashMap::new(),
-            started: HashMap::new(),
-            seq: 0,
+impl JobTimer {
+    fn new(timeout: Duration) -> JobTimer {
+        JobTimer {
+            timeout,
+            every: (timeout / 100).clamp(Duration::from_millis(20), Duration::from_secs(1)),
+            last: None,
+            seen: HashMap::new(),
         }
     }
 
-    /// Reads every whole line the pipe holds now, without waiting.
-    fn drain(&mut self) {
-        let mut buf = [0u8; 64 * 1024];
-        loop {
-            match (&self.pipe).read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => self.partial.extend_from_slice(&buf[..n]),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(_) => break,
-            }
+    /// The keys of the jobs running past the timeout, when it is time to look.
+    fn late(&mut self, slots: &JobSlots) -> Vec<u64> {
+        if self.last.is_some_and(|t| t.elapsed() < self.every) {
+            return Vec::new();
         }
-        let Some(end) = self.partial.iter().rposition(|&b| b == b'\n') else {
-            return;
-        };
-        let whole: Vec<u8> = self.partial.drain(..=end).collect();
-        for line in whole.split(|&b| b == b'\n') {
-            self.line(line);
-        }
-    }
-
-    /// One line: `S KEY` (a job started) or `E KEY` (it ended), the key in hex.
-    fn line(&mut self, line: &[u8]) {
-        let (Some(&what), Some(key)) = (line.first(), line.get(2..)) else {
-            return;
-        };
-        let Some(key) = std::str::from_utf8(key)
-            .ok()
-            .and_then(|k| u64::from_str_radix(k, 16).ok())
-        else {
-            return;
-        };
-        match what {
-            b'S' => {
-                self.seq += 1;
-                self.running.insert(key, self.seq);
-                self.started.insert(key, Instant::now());
+        let now = Instant::now();
+        self.last = Some(now);
+        let mut late = Vec::new();
+        let mut seen = HashMap::new();
+        for r in slots.running() {
+            let first = self.seen.get(&(r.slot, r.generation)).copied();
+            let first = first.unwrap_or(now);
+            if now.duration_since(first) > self.timeout {
+                late.push(r.key);
             }
-            b'E' => {
-                self.running.remove(&key);
-                self.started.remove(&key);
-            }
-            _ => {}
+            seen.insert((r.slot, r.generation), first);
         }
+        // Jobs no longer running are forgotten.
+        self.seen = seen;
+        late
     }
 }
 

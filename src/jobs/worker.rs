@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use super::slots::JobSlots;
 use super::{
     malformed_entry, now, Backend, Claimed, Job, RetrySchedule, DEFAULT_LEASE, DEFAULT_QUEUE,
     NOOP_CLASS, TASK_CLASS,
@@ -305,19 +306,12 @@ fn report_lost(queue: &str, e: &Error) {
     );
 }
 
-/// The key under which a worker process tells its supervisor which job it runs: a hash of
-/// the job id under fixed keys (the same in every process of one binary), so that a line on
-/// the pipe is short and fixed-size whatever id a queue's writer chose.
+/// The key under which a worker process tells its supervisor which job it runs (in its
+/// [`super::slots`]): a hash of the job id under fixed keys (the same in every process of one
+/// binary), so that a slot is fixed-size whatever id a queue's writer chose.
 pub fn job_key(jid: &str) -> u64 {
     use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
     BuildHasherDefault::<DefaultHasher>::default().hash_one(jid)
-}
-
-/// Tells the supervisor that job `jid` starts (`S`) or ended (`E`): one write of 19 bytes,
-/// under `PIPE_BUF`, so lines from several threads never interleave and no lock is needed.
-pub(super) fn tell(progress: &File, what: u8, jid: &str) {
-    let line = format!("{} {:016x}\n", what as char, job_key(jid));
-    let _ = (&*progress).write_all(line.as_bytes());
 }
 
 /// The id the dead-set entry of a refused payload has: its own `jid` when it has one, else
@@ -420,8 +414,9 @@ pub struct WorkOptions {
     /// The worker id to claim jobs under (`None`: a new one); a supervised worker process
     /// gets it from its supervisor, which looks up what it held if it dies.
     pub worker_id: Option<String>,
-    /// Where each job's start and end are told to the supervisor ([`job_key`] lines).
-    pub progress: Option<Arc<File>>,
+    /// Where each job's start and end are told to the supervisor ([`super::slots`]): one
+    /// slot a worker thread.
+    pub slots: Option<Arc<JobSlots>>,
 }
 
 impl Default for WorkOptions {
@@ -439,7 +434,7 @@ impl Default for WorkOptions {
             allowed: Allowed::default(),
             only: None,
             worker_id: None,
-            progress: None,
+            slots: None,
         }
     }
 }
@@ -494,21 +489,25 @@ pub fn work(
     };
     let mut timed_out = false;
     let beating = AtomicBool::new(true);
+    let next_slot = std::sync::atomic::AtomicUsize::new(0);
     std::thread::scope(|s| {
         for _ in 0..opts.concurrency {
             s.spawn(|| {
                 let mut warned: Option<Instant> = None;
                 // When the last job ran (start and end on the monotonic clock), for records.
                 let timing = std::cell::Cell::new((0, 0));
+                // Each thread its own slot, in the order they start.
+                let slot = (opts.slots.as_deref())
+                    .and_then(|s| s.slot(next_slot.fetch_add(1, Ordering::Relaxed)));
                 let perform = |j: &Job| {
-                    if let Some(p) = &opts.progress {
-                        tell(p, b'S', &j.jid);
-                    }
                     let start = mono_ns();
+                    if let Some(slot) = slot {
+                        slot.start(job_key(&j.jid), start);
+                    }
                     let out = performer.perform(j);
                     timing.set((start, mono_ns()));
-                    if let Some(p) = &opts.progress {
-                        tell(p, b'E', &j.jid);
+                    if let Some(slot) = slot {
+                        slot.end();
                     }
                     out
                 };

@@ -17,9 +17,10 @@
 
 use std::cell::Cell;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
-use std::ptr::NonNull;
+use std::os::fd::{BorrowedFd, RawFd};
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
+
+use crate::os::shared::SharedMemory;
 
 /// The counts of the threads that share it, alone on a cache line.
 #[repr(C, align(64))]
@@ -323,72 +324,34 @@ pub struct Reading {
 /// the child ([`CounterPage::attach`]) and [`CounterPage::install`]ed as this process's
 /// counters.
 pub struct CounterPage {
-    counters: NonNull<Counters>,
-    fd: Option<OwnedFd>,
+    mem: SharedMemory,
 }
-
-// SAFETY: the page is only read and written through atomics, and it stays mapped as long as
-// the value lives (or, installed, until the process ends).
-unsafe impl Send for CounterPage {}
-// SAFETY: as above.
-unsafe impl Sync for CounterPage {}
 
 impl CounterPage {
     /// A fresh page of zeroes behind a memfd (close-on-exec: it reaches a child only where
     /// the spawn puts it), mapped here.
     pub fn create() -> io::Result<CounterPage> {
-        // SAFETY: the name is a NUL-terminated literal; a non-negative result is a descriptor
-        // that nothing else owns.
-        let fd = unsafe {
-            let fd = libc::memfd_create(c"concur-counters".as_ptr(), libc::MFD_CLOEXEC);
-            if fd < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            OwnedFd::from_raw_fd(fd)
-        };
-        // SAFETY: ftruncate on a descriptor we own.
-        if unsafe { libc::ftruncate(fd.as_raw_fd(), PAGE as libc::off_t) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let counters = map(fd.as_raw_fd())?;
-        Ok(CounterPage {
-            counters,
-            fd: Some(fd),
-        })
+        let mem = SharedMemory::create(c"concur-counters", PAGE)?;
+        Ok(CounterPage { mem })
     }
 
     /// In the child: maps the page on descriptor `fd` and closes the descriptor (nothing the
     /// run starts inherits it; forked tasks inherit the mapping). Refuses a descriptor that
     /// is not a page's size.
     pub fn attach(fd: RawFd) -> io::Result<CounterPage> {
-        // SAFETY: the caller hands over `fd`, which nothing else in this process owns; the
-        // OwnedFd closes it when this function returns.
-        let owned = unsafe { OwnedFd::from_raw_fd(fd) };
-        // SAFETY: fstat writes into a struct we own.
-        let size = unsafe {
-            let mut st: libc::stat = std::mem::zeroed();
-            if libc::fstat(owned.as_raw_fd(), &mut st) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            st.st_size
-        };
-        if size != PAGE as libc::off_t {
-            return Err(io::Error::other(format!(
-                "the counter page on fd {fd} is {size} bytes, not {PAGE}"
-            )));
-        }
-        let counters = map(owned.as_raw_fd())?;
-        Ok(CounterPage { counters, fd: None })
+        let mem = SharedMemory::attach(fd, PAGE, PAGE)?;
+        Ok(CounterPage { mem })
     }
 
     /// The descriptor to hand to the child (the parent's side only).
     pub fn fd(&self) -> Option<BorrowedFd<'_>> {
-        self.fd.as_ref().map(|f| f.as_fd())
+        self.mem.fd()
     }
 
     fn counters(&self) -> &Counters {
-        // SAFETY: mapped for as long as self lives; only atomics are read or written.
-        unsafe { self.counters.as_ref() }
+        // SAFETY: PAGE bytes (a Counters' size), page-aligned (more than its 64-byte
+        // alignment), mapped for as long as self lives; only atomics are read or written.
+        unsafe { self.mem.as_ptr().cast::<Counters>().as_ref() }
     }
 
     /// The counts now.
@@ -451,43 +414,20 @@ impl CounterPage {
             // SAFETY: registers a handler that only increments an atomic (async-signal-safe).
             unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
         });
+        // Never unmapped: the tasks of this process count into it until it ends.
         let page = std::mem::ManuallyDrop::new(self);
-        ACTIVE.store(page.counters.as_ptr(), Ordering::Release);
+        ACTIVE.store(
+            page.mem.as_ptr().cast::<Counters>().as_ptr(),
+            Ordering::Release,
+        );
         EPOCH.fetch_add(1, Ordering::Relaxed);
     }
-}
-
-impl Drop for CounterPage {
-    fn drop(&mut self) {
-        // SAFETY: the mapping was made by `map` with PAGE bytes and nothing refers to it past
-        // this value (an installed page is never dropped).
-        unsafe { libc::munmap(self.counters.as_ptr().cast(), PAGE) };
-    }
-}
-
-/// `fd`'s first page, mapped shared, read and write.
-fn map(fd: RawFd) -> io::Result<NonNull<Counters>> {
-    // SAFETY: a fresh shared mapping of a descriptor at least PAGE bytes long; the kernel
-    // returns page-aligned memory (more than Counters' 64-byte alignment).
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            PAGE,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED,
-            fd,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return Err(io::Error::last_os_error());
-    }
-    NonNull::new(p.cast()).ok_or_else(|| io::Error::other("mmap returned null"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::fd::AsRawFd;
 
     #[test]
     fn each_shard_has_a_cache_line_of_its_own_and_all_fill_the_page() {

@@ -157,8 +157,8 @@ pub struct RunRequest {
     /// A run over several hosts: this host's share of the cell and when it starts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub part: Option<PartRequest>,
-    /// Whether the child finds a counter page on fd 5 (`process::COUNTER_FD`) to count its
-    /// tasks into. Set by the spawn that puts one there ([`SelfCall::spawn_with_counters`]),
+    /// Whether the child finds a counter page on fd 5 (`process::PAGE_FD`) to count its
+    /// tasks into. Set by the spawn that puts one there ([`SelfCall::spawn_with_page`]),
     /// whatever the request said before.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub counter_page: bool,
@@ -205,7 +205,8 @@ pub enum SelfCall {
         records: PathBuf,
     },
     /// `concur __jobs-work`: the worker of `concur jobs work`, run by its supervisor
-    /// ([`crate::jobs::supervisor`]), telling it on fd 3 which jobs it runs.
+    /// ([`crate::jobs::supervisor`]), telling it which jobs it runs in the job slots on fd 5
+    /// ([`crate::jobs::slots`]).
     QueueWorker(crate::jobs::supervisor::ChildRequest),
 }
 
@@ -223,28 +224,30 @@ impl SelfCall {
 
     /// Starts this call as a child of `exe` (our own binary), its request on fd 4. `Run` and
     /// `Task` report on a pipe at fd 3, whose read end is returned; a `JobsWorker` reports
-    /// through its records file and returns none. The child dies with the calling
-    /// thread, which must outlive it (see `process::die_with_parent`).
+    /// through its records file and a `QueueWorker` through its job slots, and return none.
+    /// The child dies with the calling thread, which must outlive it (see
+    /// `process::die_with_parent`).
     pub fn spawn(&self, exe: &Path) -> io::Result<(Child, Option<File>)> {
-        self.spawn_with_counters(exe, None)
+        self.spawn_with_page(exe, None)
     }
 
-    /// [`SelfCall::spawn`], with `counters` (a `Run`'s counter page) as the child's fd 5: a
-    /// `Run`'s request then says it is there, and says it is not when `counters` is `None`.
-    pub fn spawn_with_counters(
+    /// [`SelfCall::spawn`], with `page` (memory shared with the child) as its fd 5: a `Run`'s
+    /// counter page, its request then saying it is there (and that it is not when `page` is
+    /// `None`); a `QueueWorker`'s job slots. Other calls get no page.
+    pub fn spawn_with_page(
         &self,
         exe: &Path,
-        counters: Option<std::os::fd::BorrowedFd<'_>>,
+        page: Option<std::os::fd::BorrowedFd<'_>>,
     ) -> io::Result<(Child, Option<File>)> {
         let mut call = std::borrow::Cow::Borrowed(self);
         if let SelfCall::Run(req) = self {
-            if req.counter_page != counters.is_some() {
+            if req.counter_page != page.is_some() {
                 let mut req = req.clone();
-                req.counter_page = counters.is_some();
+                req.counter_page = page.is_some();
                 call = std::borrow::Cow::Owned(SelfCall::Run(req));
             }
         }
-        let counters = counters.filter(|_| matches!(self, SelfCall::Run(_)));
+        let page = page.filter(|_| matches!(self, SelfCall::Run(_) | SelfCall::QueueWorker(_)));
         let mut cmd = Command::new(exe);
         cmd.stdin(Stdio::null());
         match self {
@@ -284,9 +287,10 @@ impl SelfCall {
         process::die_with_parent(&mut cmd);
         let request = serde_json::to_vec(&*call).map_err(io::Error::other)?;
         let request = process::request_file(&request)?;
-        let (child, report) = process::spawn_with_report(&mut cmd, Some(&request), counters)?;
-        // A worker reports through its records file: its pipe is not read.
-        let report = (!matches!(self, SelfCall::JobsWorker { .. })).then_some(report);
+        let (child, report) = process::spawn_with_report(&mut cmd, Some(&request), page)?;
+        // A worker reports through its records file, a queue worker through its job slots:
+        // their pipe is not read.
+        let report = matches!(self, SelfCall::Run(_) | SelfCall::Task { .. }).then_some(report);
         Ok((child, report))
     }
 

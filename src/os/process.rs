@@ -16,9 +16,11 @@ pub const REPORT_FD: i32 = 3;
 /// The descriptor from which a child reads its request.
 pub const REQUEST_FD: i32 = 4;
 
-/// The descriptor on which a `__run` child finds its counter page (when its request says it
-/// has one): a memfd the parent maps too (`measure::live::CounterPage`).
-pub const COUNTER_FD: i32 = 5;
+/// The descriptor on which a child finds the memory it shares with its parent (a memfd the
+/// parent maps too): a `__run` child its counter page, when its request says it has one
+/// (`measure::live::CounterPage`); the worker of `concur jobs work` its job slots
+/// (`jobs::slots`).
+pub const PAGE_FD: i32 = 5;
 
 /// Descriptors below this are left alone while [`spawn_with_report`] moves descriptors into
 /// place (stdio, fd 3, 4 and 5).
@@ -47,7 +49,9 @@ fn memfd() -> io::Result<File> {
     }
 }
 
-fn unlinked_temp_file() -> io::Result<File> {
+/// A new file of mode 0600 in the temporary directory, already unlinked: no other process
+/// can open it by name.
+pub(super) fn unlinked_temp_file() -> io::Result<File> {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let path = std::env::temp_dir().join(format!("concur-request-{}-{n}", std::process::id()));
@@ -62,16 +66,17 @@ fn unlinked_temp_file() -> io::Result<File> {
 }
 
 /// Spawns `cmd` with a fresh pipe's write end as its fd 3 and, when given, `request` as its
-/// fd 4 and `counters` as its fd 5; returns the child and the pipe's read end.
+/// fd 4 and `page` (memory shared with it) as its fd 5; returns the child and the pipe's read
+/// end.
 pub fn spawn_with_report(
     cmd: &mut Command,
     request: Option<&File>,
-    counters: Option<BorrowedFd<'_>>,
+    page: Option<BorrowedFd<'_>>,
 ) -> io::Result<(Child, File)> {
     let (read_end, write_end) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
     let wfd = write_end.as_raw_fd();
     let rfd = request.map(|f| f.as_raw_fd());
-    let cfd = counters.map(|f| f.as_raw_fd());
+    let pfd = page.map(|f| f.as_raw_fd());
     // SAFETY: the closure runs between fork and exec and only calls async-signal-safe
     // functions (fcntl, dup2) on descriptors that exist in the child.
     unsafe {
@@ -80,13 +85,13 @@ pub fn spawn_with_report(
             // 4, where moving the other one into place would clobber it.
             let report = lift(wfd)?;
             let request = rfd.map(lift).transpose()?;
-            let counters = cfd.map(lift).transpose()?;
+            let page = pfd.map(lift).transpose()?;
             place(report, REPORT_FD)?;
             if let Some(r) = request {
                 place(r, REQUEST_FD)?;
             }
-            if let Some(c) = counters {
-                place(c, COUNTER_FD)?;
+            if let Some(p) = page {
+                place(p, PAGE_FD)?;
             }
             Ok(())
         });

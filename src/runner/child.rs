@@ -193,7 +193,12 @@ pub fn serve() -> Result<()> {
             queue,
             records,
         } => worker_main(recipe, queue, records),
-        SelfCall::QueueWorker(req) => crate::jobs::supervisor::child_main(req, pipe()?).map(|_| ()),
+        SelfCall::QueueWorker(req) => {
+            // It tells its supervisor through its job slots: the pipe on fd 3 is closed, so
+            // that no process a job starts inherits it.
+            drop(pipe()?);
+            crate::jobs::supervisor::child_main(req).map(|_| ())
+        }
     }
 }
 
@@ -203,7 +208,7 @@ fn run_main(req: RunRequest) -> Result<()> {
     // The page the parent's live view reads; without it (an older parent, a page that does
     // not map) the run counts into this process's own, as in-process runs do.
     if req.counter_page {
-        if let Ok(page) = crate::measure::live::CounterPage::attach(process::COUNTER_FD) {
+        if let Ok(page) = crate::measure::live::CounterPage::attach(process::PAGE_FD) {
             page.install();
         }
     }

@@ -152,7 +152,7 @@ fn spawn(exe: &Path, request: RunRequest) -> std::io::Result<Started> {
     // Without a page (no memfd here) the run goes on uncounted: only the live view misses it.
     let counters = CounterPage::create().ok().map(Arc::new);
     let fd = counters.as_ref().and_then(|c| c.fd());
-    let (mut child, report) = SelfCall::Run(request).spawn_with_counters(exe, fd)?;
+    let (mut child, report) = SelfCall::Run(request).spawn_with_page(exe, fd)?;
     let Some(report) = report else {
         return Err(std::io::Error::other("a run child has a report pipe"));
     };
