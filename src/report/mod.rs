@@ -201,7 +201,8 @@ pub fn open_row(c: &CellResult) -> Vec<String> {
 }
 
 /// Column headers of tables of waiting cells (`sleep:D`, the `tasks` study): the time to start
-/// every task, how late the wake-ups came, CPU, and memory per task.
+/// every task, how late the wake-ups came beside what the kernel's slack alone would make them
+/// ([`crate::measure::slack`]), CPU, and memory per task.
 pub const WAIT_HEADERS: &[&str] = &[
     "model",
     "tasks",
@@ -210,6 +211,7 @@ pub const WAIT_HEADERS: &[&str] = &[
     "late p50",
     "late p99",
     "late max",
+    "slack",
     "user",
     "sys",
     "peak RSS",
@@ -235,6 +237,10 @@ pub fn wait_row(c: &CellResult) -> Vec<String> {
         late(|l| l.p50),
         late(|l| l.p99),
         late(|l| l.max),
+        opt(
+            c.wakeups.and_then(|w| w.slack).map(|s| s.ns as f64 / 1e9),
+            fmt_secs,
+        ),
         base[4].clone(),
         base[5].clone(),
         base[6].clone(),
@@ -278,6 +284,7 @@ pub fn footnotes(g: &Group) -> Vec<String> {
             })
         })
         .collect();
+    notes.extend(slack_note(g));
     let mut seen = std::collections::BTreeSet::new();
     for c in g.cells.iter().filter(|c| c.traits.external) {
         if !seen.insert(c.key.model.as_str()) {
@@ -302,6 +309,49 @@ pub fn footnotes(g: &Group) -> Vec<String> {
         });
     }
     notes
+}
+
+/// What the slack column of a group of waiting cells is: the rows by the primitive their
+/// tasks wait in, and the rule that primitive's slack follows (`measure::slack`).
+fn slack_note(g: &Group) -> Option<String> {
+    use crate::measure::slack::Primitive;
+    let mut by: Vec<(Primitive, Vec<&str>, u64)> = Vec::new();
+    for c in &g.cells {
+        let Some(s) = c.wakeups.and_then(|w| w.slack) else {
+            continue;
+        };
+        let row = c.traits.family.as_str();
+        match by.iter_mut().find(|(p, _, _)| *p == s.primitive) {
+            Some((_, rows, floor)) => {
+                if !rows.contains(&row) {
+                    rows.push(row);
+                }
+                *floor = (*floor).max(s.timers.timer_slack_ns);
+            }
+            None => by.push((s.primitive, vec![row], s.timers.timer_slack_ns)),
+        }
+    }
+    if by.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = by
+        .iter()
+        .map(|(p, rows, floor)| {
+            let timer = fmt_secs(*floor as f64 / 1e9);
+            let rule = match p {
+                Primitive::Poll => {
+                    format!("a poll timeout (epoll_wait), 0.1% of the wait, at least {timer}")
+                }
+                Primitive::Nanosleep => format!("a nanosleep, the timer slack ({timer})"),
+                Primitive::Futex => format!("a futex wait, the timer slack ({timer})"),
+            };
+            format!("{rule}: {}", rows.join(", "))
+        })
+        .collect();
+    Some(format!(
+        "slack: what the kernel may add to one wait, by what the row's tasks wait in: {}",
+        parts.join("; ")
+    ))
 }
 
 /// The meta line as the reports show it: its command line masked again
