@@ -106,10 +106,7 @@ impl ThreadTimers {
         ThreadTimers {
             timer_slack_ns: u64::try_from(slack).unwrap_or(Self::DEFAULT.timer_slack_ns),
             nice: current_nice(),
-            realtime: matches!(
-                policy,
-                libc::SCHED_FIFO | libc::SCHED_RR | SCHED_DEADLINE
-            ),
+            realtime: matches!(policy, libc::SCHED_FIFO | libc::SCHED_RR | SCHED_DEADLINE),
         }
     }
 }
@@ -417,7 +414,10 @@ mod tests {
         rows.sort_unstable();
         rows.dedup();
         assert_eq!(rows.len(), n);
-        assert_eq!(of_model("async").map(|r| r.primitive), Some(Primitive::Futex));
+        assert_eq!(
+            of_model("async").map(|r| r.primitive),
+            Some(Primitive::Futex)
+        );
         assert_eq!(
             of_program("py:asyncio").map(|r| r.primitive),
             Some(Primitive::Poll)

@@ -7,9 +7,9 @@ use std::time::Duration;
 use crate::analysis::results::{RunResult, RunStatus};
 use crate::measure::slack::{Slack, ThreadTimers};
 use crate::measure::wakeups::Wakeups;
-use crate::workload::Nature;
 use crate::plan::{CellKind, CellPlan};
 use crate::runner::supervise::{Ended, Kill};
+use crate::workload::Nature;
 
 /// How a run ended, and why in one line when it did not end well.
 #[derive(Debug, Clone, PartialEq)]
@@ -252,10 +252,13 @@ fn peer_report(ended: &Ended) -> Option<Result<PeerReport, String>> {
 /// its primitive (a traced `--classic` program) and its wait; never what the program says.
 /// The program inherited this thread's timer settings from the runner that spawned it.
 fn program_slack(cell: &CellPlan) -> Option<Slack> {
-    let (CellKind::External {
-        wait_primitive: Some(p),
-        ..
-    }, Nature::Delay(wait)) = (&cell.kind, cell.traits.nature)
+    let (
+        CellKind::External {
+            wait_primitive: Some(p),
+            ..
+        },
+        Nature::Delay(wait),
+    ) = (&cell.kind, cell.traits.nature)
     else {
         return None;
     };
