@@ -13,7 +13,7 @@
 //!   `futex` wait with a timeout (kernel/futex, `futex_setup_timer`): the thread's timer slack
 //!   (`prctl(PR_GET_TIMERSLACK)`, 50 µs by default, inherited over fork and thread creation);
 //!   0 for a real-time thread (since Linux 6.11 a real-time thread's timer slack is 0 itself);
-//! - a `timerfd` (no row waits on one): none.
+//! - a `timerfd`: none (the BEAM's schedulers sleep on one at times; see `PROGRAMS`).
 //!
 //! `prctl(PR_SET_TIMERSLACK)` sets only the floor of a poll timeout's slack: 0.1% of 10 s is
 //! 10 ms whatever it says.
@@ -271,10 +271,12 @@ pub const PROGRAMS: &[RowWait] = &[
     },
     RowWait {
         row: "elixir:processes",
-        // A BEAM scheduler's sleep until its timer wheel's next timeout (ethr_event_twait);
-        // the wheel itself counts in milliseconds.
+        // A BEAM scheduler sleeps until its timer wheel's next timeout (in whole ms) either
+        // in its poll set, on a timerfd (two traces of three: no slack), or on its own
+        // event, a futex with a relative timeout (one of three: the timer slack). The larger
+        // is what the kernel may add.
         primitive: Primitive::Futex,
-        seen: "futex(FUTEX_WAIT_PRIVATE, relative timeout) on a scheduler thread (OTP 25)",
+        seen: "epoll_wait(fd, …, -1) on a timerfd armed for the wheel's next timeout, or futex(FUTEX_WAIT_PRIVATE, relative timeout), on a scheduler thread (OTP 25)",
     },
     RowWait {
         row: "py:asyncio",

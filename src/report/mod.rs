@@ -314,21 +314,17 @@ pub fn footnotes(g: &Group) -> Vec<String> {
 /// What the slack column of a group of waiting cells is: the rows by the primitive their
 /// tasks wait in, and the rule that primitive's slack follows (`measure::slack`).
 fn slack_note(g: &Group) -> Option<String> {
-    use crate::measure::slack::Primitive;
-    let mut by: Vec<(Primitive, Vec<&str>, u64)> = Vec::new();
+    let mut by: Vec<(String, Vec<&str>)> = Vec::new();
     for c in &g.cells {
         let Some(s) = c.wakeups.and_then(|w| w.slack) else {
             continue;
         };
+        let rule = slack_rule(&s);
         let row = c.traits.family.as_str();
-        match by.iter_mut().find(|(p, _, _)| *p == s.primitive) {
-            Some((_, rows, floor)) => {
-                if !rows.contains(&row) {
-                    rows.push(row);
-                }
-                *floor = (*floor).max(s.timers.timer_slack_ns);
-            }
-            None => by.push((s.primitive, vec![row], s.timers.timer_slack_ns)),
+        match by.iter_mut().find(|(r, _)| *r == rule) {
+            Some((_, rows)) if rows.contains(&row) => {}
+            Some((_, rows)) => rows.push(row),
+            None => by.push((rule, vec![row])),
         }
     }
     if by.is_empty() {
@@ -336,22 +332,33 @@ fn slack_note(g: &Group) -> Option<String> {
     }
     let parts: Vec<String> = by
         .iter()
-        .map(|(p, rows, floor)| {
-            let timer = fmt_secs(*floor as f64 / 1e9);
-            let rule = match p {
-                Primitive::Poll => {
-                    format!("a poll timeout (epoll_wait), 0.1% of the wait, at least {timer}")
-                }
-                Primitive::Nanosleep => format!("a nanosleep, the timer slack ({timer})"),
-                Primitive::Futex => format!("a futex wait, the timer slack ({timer})"),
-            };
-            format!("{rule}: {}", rows.join(", "))
-        })
+        .map(|(rule, rows)| format!("{rule}: {}", rows.join(", ")))
         .collect();
     Some(format!(
         "slack: what the kernel may add to one wait, by what the row's tasks wait in: {}",
         parts.join("; ")
     ))
+}
+
+/// The rule one slack follows, in words (fs/select.c and the hrtimer slack, as
+/// `measure::slack` computes them).
+fn slack_rule(s: &crate::measure::slack::Slack) -> String {
+    use crate::measure::slack::{Primitive, MAX_POLL_SLACK_NS};
+    let what = match s.primitive {
+        Primitive::Poll => "a poll timeout (epoll_wait)",
+        Primitive::Nanosleep => "a nanosleep",
+        Primitive::Futex => "a futex wait",
+    };
+    let timer = fmt_secs(s.timers.timer_slack_ns as f64 / 1e9);
+    match (s.timers.realtime, s.primitive) {
+        (true, _) => format!("{what}, none on a real-time thread"),
+        (false, Primitive::Poll) => format!(
+            "{what}, {} of the wait, at least {timer}, at most {}",
+            if s.timers.nice > 0 { "0.5%" } else { "0.1%" },
+            fmt_secs(MAX_POLL_SLACK_NS as f64 / 1e9)
+        ),
+        (false, _) => format!("{what}, the timer slack ({timer})"),
+    }
 }
 
 /// The meta line as the reports show it: its command line masked again
