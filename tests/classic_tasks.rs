@@ -29,6 +29,72 @@ const ROWS: &[&str] = &[
 ];
 const COUNTS: &[u64] = &[1, 1_000, 10_000];
 
+/// What each row's tasks wait in, as strace saw it (docs/benchmarks.md §33): an event loop's
+/// poll timeout (`epoll_wait`, `epoll_pwait`), a thread's `clock_nanosleep`, or a futex wait
+/// with a timeout (a timer thread's, a condition variable's).
+const PRIMITIVES: &[(&str, &str)] = &[
+    ("rust:tokio-bare", "futex"),
+    ("go:goroutines", "poll"),
+    ("node:promises", "poll"),
+    ("java:threads", "futex"),
+    ("java:virtual", "futex"),
+    ("elixir:processes", "futex"),
+    ("py:asyncio", "poll"),
+    ("py:threads", "nanosleep"),
+    ("rb:threads", "futex"),
+    ("thread", "nanosleep"),
+    ("async", "futex"),
+    ("async-local", "futex"),
+    ("green", "futex"),
+    ("actor", "futex"),
+    ("fork", "nanosleep"),
+    ("spawn", "nanosleep"),
+];
+
+/// The timer slack the tests below start the study with (`PR_SET_TIMERSLACK` on the thread
+/// that spawns it, which every process and thread of the study inherits): not Linux's 50 µs,
+/// so that a recorded slack shows it was read rather than assumed; below 1 ms, so that a
+/// poll timeout's 0.1% of the 1 s wait (1 ms) stands above it.
+const TIMER_SLACK_NS: u64 = 200_000;
+
+/// Sets [`TIMER_SLACK_NS`] on the calling thread, for the study it spawns next.
+fn set_timer_slack() {
+    // SAFETY: PR_SET_TIMERSLACK takes an integer and changes only this thread's timer slack.
+    let set = unsafe {
+        libc::prctl(
+            libc::PR_SET_TIMERSLACK,
+            TIMER_SLACK_NS as libc::c_ulong,
+            0,
+            0,
+            0,
+        )
+    };
+    assert_eq!(set, 0, "PR_SET_TIMERSLACK");
+}
+
+/// Checks the slack a waiting run of `row` records: the primitive strace saw it wait in
+/// ([`PRIMITIVES`]), the timer slack it was started with, and the kernel's slack for one wait
+/// of the quick study's 1 s in that primitive: a poll timeout 0.1% of it (0.5% at nice > 0),
+/// at least the timer slack; the others the timer slack.
+fn assert_slack(r: &Value, row: &str) {
+    let family = row.split(':').next().unwrap_or(row);
+    let want = PRIMITIVES
+        .iter()
+        .find(|(p, _)| *p == row || *p == family)
+        .map(|(_, w)| *w)
+        .unwrap_or_else(|| panic!("{row}: no primitive in PRIMITIVES"));
+    let s = &r["wakeups"]["slack"];
+    assert_eq!(s["primitive"], want, "{row}: {r}");
+    assert_eq!(s["timer_slack_ns"], TIMER_SLACK_NS, "{row}: {r}");
+    assert_eq!(s["realtime"], false, "{row}: {r}");
+    let nice = s["nice"].as_i64().expect("nice");
+    let ns = match want {
+        "poll" => (1_000_000_000 / if nice > 0 { 200 } else { 1000 }).max(TIMER_SLACK_NS),
+        _ => TIMER_SLACK_NS,
+    };
+    assert_eq!(s["ns"], ns, "{row}: {r}");
+}
+
 /// Checks one run line of a waiting cell: it ran every task and says how late they woke.
 fn assert_waited(r: &Value) {
     assert_eq!(r["status"], "ok", "{r}");
@@ -51,6 +117,7 @@ fn assert_waited(r: &Value) {
 fn classic_tasks_runs_every_runtime_beside_concur() {
     require(&[Need::Runtimes, Need::Ruby]);
     let _alone = alone();
+    set_timer_slack();
     let (out, lines) = run_study(&["tasks", "--quick", "--classic", "-r", "1"]);
     let notes = of_type(&lines, "meta")[0]["notes"].to_string();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -61,6 +128,7 @@ fn classic_tasks_runs_every_runtime_beside_concur() {
         for r in runs {
             assert_eq!(r["external"], true, "{r}");
             assert_waited(r);
+            assert_slack(r, row);
         }
     }
     // Each toolchain's version is on the meta line.
@@ -89,6 +157,7 @@ fn classic_tasks_runs_every_runtime_beside_concur() {
     ] {
         for r in runs_of(&lines, model) {
             assert_waited(r);
+            assert_slack(r, model);
         }
     }
     // Memory per task is taken against each row's own 1-task cell.
@@ -103,6 +172,7 @@ fn classic_tasks_runs_every_runtime_beside_concur() {
 #[test]
 fn without_the_toolchains_the_rows_are_notes_and_the_study_succeeds() {
     let _alone = alone();
+    set_timer_slack();
     // A PATH with only a shell on it (external cells run under `sh -c`).
     let bin = tempfile::tempdir().expect("tempdir");
     std::os::unix::fs::symlink("/bin/sh", bin.path().join("sh")).expect("sh");
@@ -150,7 +220,53 @@ fn without_the_toolchains_the_rows_are_notes_and_the_study_succeeds() {
     // The floor of concur's own runtime needs nothing but concur.
     let floor = runs_of(&lines, "rust:tokio-bare");
     assert_eq!(floor.len(), COUNTS.len(), "{notes}");
-    floor.iter().for_each(|r| assert_waited(r));
+    for r in floor {
+        assert_waited(r);
+        assert_slack(r, "rust:tokio-bare");
+    }
+    // concur's own rows record the slack of the primitive their tasks wait in, at the timer
+    // slack they inherited.
+    let own: Vec<&Value> = of_type(&lines, "run")
+        .into_iter()
+        .filter(|r| r["external"] != true && r["status"] == "ok")
+        .collect();
+    assert!(own.len() >= 10, "{own:?}");
+    for r in own {
+        assert_slack(r, r["model"].as_str().expect("model"));
+    }
+    // The table shows it beside the lateness, and a note says what each row waits in.
+    let table = concur()
+        .arg("report")
+        .arg(&path)
+        .output()
+        .expect("concur report runs");
+    let table = String::from_utf8_lossy(&table.stdout);
+    let header = table
+        .lines()
+        .find(|l| l.contains("late max"))
+        .expect("a waiting table");
+    let at = |name: &str| {
+        header
+            .find(name)
+            .unwrap_or_else(|| panic!("{name}: {header}"))
+    };
+    assert!(
+        at("late max") < at("slack") && at("slack") < at("user"),
+        "{header}"
+    );
+    // The slack column's cell in the row of 1,000 threads: the words that end where the
+    // right-aligned header ends.
+    let end = header[..at("slack")].chars().count() + "slack".len();
+    let row = table
+        .lines()
+        .find(|l| l.trim_start().starts_with("thread ") && l.contains(" 1000 "))
+        .expect("thread's row");
+    let cell: String = row.chars().take(end).collect();
+    assert!(cell.ends_with(" 200 µs"), "{cell:?} in\n{table}");
+    assert!(
+        table.contains("a nanosleep, the timer slack (200 µs): thread, fork, spawn; a futex wait, the timer slack (200 µs): async, async-local, green, actor, rust:tokio-bare"),
+        "{table}"
+    );
 }
 
 /// The crawl and gil studies with `--classic`: Go's, Java's and Node.js's rows beside

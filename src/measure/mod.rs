@@ -11,6 +11,7 @@ pub mod phases;
 pub mod rusage;
 pub mod schedule;
 pub mod series;
+pub mod slack;
 pub mod wakeups;
 
 use serde::{Deserialize, Serialize};

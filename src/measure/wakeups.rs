@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::latency::{LatencyRecorder, LatencySummary};
+use super::slack::Slack;
 use super::TaskRecord;
 
 /// A closed run of a waiting workload (`sleep:D`): its wake-ups' lateness and the time to
@@ -17,6 +18,11 @@ pub struct Wakeups {
     /// Each task's end after its due time (start + the wait), µs: percentiles of the tasks
     /// that ended well (a wake-up before its due time counts at the histogram's floor, 1 µs).
     pub late_us: LatencySummary,
+    /// What the kernel may add to one wait of D in the primitive the row's tasks wait in
+    /// ([`super::slack`]): the figure its lateness is read beside. Absent where the
+    /// primitive is not known (a user's `--peer` program), and in files from before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slack: Option<Slack>,
 }
 
 impl Wakeups {
@@ -33,11 +39,12 @@ impl Wakeups {
         Some(Wakeups {
             start_all_s: last_start?.saturating_sub(t0_ns) as f64 / 1e9,
             late_us: late.summary()?,
+            slack: None,
         })
     }
 
     /// The worse of two (a run over several hosts: the slowest start, each percentile's
-    /// worst host; not one histogram of every task).
+    /// worst host, the larger slack; not one histogram of every task).
     pub fn worst(a: Option<Wakeups>, b: Option<Wakeups>) -> Option<Wakeups> {
         match (a, b) {
             (Some(a), Some(b)) => Some(Wakeups {
@@ -48,6 +55,10 @@ impl Wakeups {
                     p99: a.late_us.p99.max(b.late_us.p99),
                     p999: a.late_us.p999.max(b.late_us.p999),
                     max: a.late_us.max.max(b.late_us.max),
+                },
+                slack: match (a.slack, b.slack) {
+                    (Some(x), Some(y)) => Some(if y.ns > x.ns { y } else { x }),
+                    (x, y) => x.or(y),
                 },
             }),
             (a, b) => a.or(b),
@@ -71,7 +82,7 @@ impl Wakeups {
                 l.p50, l.p90, l.p99, l.p999, l.max
             ));
         }
-        Ok(())
+        self.slack.map_or(Ok(()), |s| s.check())
     }
 }
 

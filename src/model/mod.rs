@@ -438,6 +438,26 @@ impl Eq for ModelSpec {}
 mod tests {
     use super::*;
 
+    /// Every model that can run `sleep:D` has the wait strace saw its tasks sleep in
+    /// (`measure::slack::MODELS`), and that table names no model the registry lacks.
+    #[test]
+    fn every_model_that_sleeps_has_its_traced_wait() {
+        let sleep = crate::workload::parse("sleep:1s", &Default::default()).expect("sleep");
+        for e in REGISTRY {
+            let model = (e.build)(e.takes_workers.then_some(2));
+            let runs = model.check(&*sleep, false).is_ok();
+            assert_eq!(
+                crate::measure::slack::of_model(e.name).is_some(),
+                runs,
+                "{}: runs sleep: {runs}, against measure::slack::MODELS",
+                e.name
+            );
+        }
+        for w in crate::measure::slack::MODELS {
+            assert!(REGISTRY.iter().any(|e| e.name == w.row), "{}", w.row);
+        }
+    }
+
     #[test]
     fn a_model_spec_reads_back_as_the_models_own_spec() {
         for e in REGISTRY {

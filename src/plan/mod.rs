@@ -38,6 +38,8 @@ pub enum CellKind {
         command: String,
         /// The bytes each of its tasks produces, when known: its run's checksum is checked.
         bytes_per_task: Option<u64>,
+        /// What its tasks wait in, when known: its wake-ups carry that primitive's slack.
+        wait_primitive: Option<crate::measure::slack::Primitive>,
     },
 }
 
@@ -374,6 +376,7 @@ fn peer_cells(
             kind: CellKind::External {
                 command: peer.command.clone(),
                 bytes_per_task: peer.bytes_per_task,
+                wait_primitive: peer.wait_primitive,
             },
             key: CellKey {
                 study: study.to_string(),

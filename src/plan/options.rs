@@ -474,6 +474,10 @@ pub struct PeerRequest {
     /// the gil or tasks study): a run must then report them, summed over its tasks.
     /// `None` (`--peer`): its bytes are its own.
     pub bytes_per_task: Option<u64>,
+    /// What its tasks wait in, when it is a program whose wait was traced (a `--classic`
+    /// program of the tasks study, [`crate::measure::slack::PROGRAMS`]): its runs' wake-ups
+    /// carry that primitive's slack. `None` (`--peer`): concur does not know.
+    pub wait_primitive: Option<crate::measure::slack::Primitive>,
 }
 
 impl PeerRequest {

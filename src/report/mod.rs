@@ -201,7 +201,8 @@ pub fn open_row(c: &CellResult) -> Vec<String> {
 }
 
 /// Column headers of tables of waiting cells (`sleep:D`, the `tasks` study): the time to start
-/// every task, how late the wake-ups came, CPU, and memory per task.
+/// every task, how late the wake-ups came beside what the kernel's slack alone would make them
+/// ([`crate::measure::slack`]), CPU, and memory per task.
 pub const WAIT_HEADERS: &[&str] = &[
     "model",
     "tasks",
@@ -210,6 +211,7 @@ pub const WAIT_HEADERS: &[&str] = &[
     "late p50",
     "late p99",
     "late max",
+    "slack",
     "user",
     "sys",
     "peak RSS",
@@ -235,6 +237,10 @@ pub fn wait_row(c: &CellResult) -> Vec<String> {
         late(|l| l.p50),
         late(|l| l.p99),
         late(|l| l.max),
+        opt(
+            c.wakeups.and_then(|w| w.slack).map(|s| s.ns as f64 / 1e9),
+            fmt_secs,
+        ),
         base[4].clone(),
         base[5].clone(),
         base[6].clone(),
@@ -278,6 +284,7 @@ pub fn footnotes(g: &Group) -> Vec<String> {
             })
         })
         .collect();
+    notes.extend(slack_note(g));
     let mut seen = std::collections::BTreeSet::new();
     for c in g.cells.iter().filter(|c| c.traits.external) {
         if !seen.insert(c.key.model.as_str()) {
@@ -302,6 +309,56 @@ pub fn footnotes(g: &Group) -> Vec<String> {
         });
     }
     notes
+}
+
+/// What the slack column of a group of waiting cells is: the rows by the primitive their
+/// tasks wait in, and the rule that primitive's slack follows (`measure::slack`).
+fn slack_note(g: &Group) -> Option<String> {
+    let mut by: Vec<(String, Vec<&str>)> = Vec::new();
+    for c in &g.cells {
+        let Some(s) = c.wakeups.and_then(|w| w.slack) else {
+            continue;
+        };
+        let rule = slack_rule(&s);
+        let row = c.traits.family.as_str();
+        match by.iter_mut().find(|(r, _)| *r == rule) {
+            Some((_, rows)) if rows.contains(&row) => {}
+            Some((_, rows)) => rows.push(row),
+            None => by.push((rule, vec![row])),
+        }
+    }
+    if by.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = by
+        .iter()
+        .map(|(rule, rows)| format!("{rule}: {}", rows.join(", ")))
+        .collect();
+    Some(format!(
+        "slack: what the kernel may add to one wait, by what the row's tasks wait in: {}",
+        parts.join("; ")
+    ))
+}
+
+/// The rule one slack follows, in words (fs/select.c and the hrtimer slack, as
+/// `measure::slack` computes them).
+fn slack_rule(s: &crate::measure::slack::Slack) -> String {
+    use crate::measure::slack::{Primitive, MAX_POLL_SLACK_NS};
+    let what = match s.primitive {
+        Primitive::Poll => "a poll timeout (epoll_wait)",
+        Primitive::Nanosleep => "a nanosleep",
+        Primitive::Futex => "a futex wait",
+    };
+    let timer = fmt_secs(s.timers.timer_slack_ns as f64 / 1e9);
+    match (s.timers.realtime, s.primitive) {
+        (true, _) => format!("{what}, none on a real-time thread"),
+        (false, Primitive::Poll) => format!(
+            "{what}, {} of the wait, at least {timer}, at most {}",
+            if s.timers.nice > 0 { "0.5%" } else { "0.1%" },
+            fmt_secs(MAX_POLL_SLACK_NS as f64 / 1e9)
+        ),
+        (false, _) => format!("{what}, the timer slack ({timer})"),
+    }
 }
 
 /// The meta line as the reports show it: its command line masked again

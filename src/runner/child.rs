@@ -300,6 +300,9 @@ pub fn run_cell(req: RunRequest) -> Result<ChildReport> {
         measure::phases::install(book);
         gil::trace(ctx.recipe.gil && !model.task_processes());
     }
+    // What the kernel reads to time the tasks' waits: this thread's, which every thread and
+    // process the model starts inherits.
+    let timers = measure::slack::ThreadTimers::current();
     let t0 = mono_ns();
     let mut outcome = model.run(&ctx);
     gil::trace(false);
@@ -329,7 +332,11 @@ pub fn run_cell(req: RunRequest) -> Result<ChildReport> {
     let (timeline, tasks) =
         measure::lanes::sample(&outcome.records, base, keep, lanes, book.as_deref());
     let wakeups = match (ctx.workload.wait(), &arrivals) {
-        (Some(d), None) => Wakeups::measure(&outcome.records, t0, d.as_nanos() as u64),
+        (Some(d), None) => Wakeups::measure(&outcome.records, t0, d.as_nanos() as u64).map(|w| {
+            let slack = measure::slack::of_model(&model.family())
+                .map(|r| measure::slack::Slack::of(r.primitive, d, timers));
+            Wakeups { slack, ..w }
+        }),
         _ => None,
     };
     let mut rep = report_open(outcome, wall_s, arrivals.as_ref().map(|(a, i)| (&**a, *i)));

@@ -5,8 +5,11 @@
 use std::time::Duration;
 
 use crate::analysis::results::{RunResult, RunStatus};
+use crate::measure::slack::{Slack, ThreadTimers};
+use crate::measure::wakeups::Wakeups;
 use crate::plan::{CellKind, CellPlan};
 use crate::runner::supervise::{Ended, Kill};
+use crate::workload::Nature;
 
 /// How a run ended, and why in one line when it did not end well.
 #[derive(Debug, Clone, PartialEq)]
@@ -245,6 +248,23 @@ fn peer_report(ended: &Ended) -> Option<Result<PeerReport, String>> {
     )
 }
 
+/// The slack the kernel gives one wait of an external cell's program, when the cell knows
+/// its primitive (a traced `--classic` program) and its wait; never what the program says.
+/// The program inherited this thread's timer settings from the runner that spawned it.
+fn program_slack(cell: &CellPlan) -> Option<Slack> {
+    let (
+        CellKind::External {
+            wait_primitive: Some(p),
+            ..
+        },
+        Nature::Delay(wait),
+    ) = (&cell.kind, cell.traits.nature)
+    else {
+        return None;
+    };
+    Some(Slack::of(*p, wait, ThreadTimers::current()))
+}
+
 /// The bytes each task of an external cell produces, when the cell knows them (a classic
 /// program's): its runs must count their tasks and report those bytes.
 fn bytes_per_task(cell: &CellPlan) -> Option<u64> {
@@ -369,7 +389,10 @@ pub(crate) fn convert_external(
             run.wall_s = r.wall_s;
             run.startup_s = Some((ended.wall_s - r.wall_s).max(0.0));
             run.bytes = r.bytes.unwrap_or(0);
-            run.wakeups = r.wakeups;
+            run.wakeups = r.wakeups.map(|w| Wakeups {
+                slack: program_slack(cell),
+                ..w
+            });
             run.tasks_failed = failed;
             run.tasks_ok = ok;
             if run.tasks_failed > 0 {
@@ -447,6 +470,7 @@ mod tests {
         cell.kind = CellKind::External {
             command: "true".into(),
             bytes_per_task: each,
+            wait_primitive: None,
         };
         cell
     }

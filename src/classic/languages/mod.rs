@@ -260,6 +260,7 @@ impl Classic {
             tasks: Some(tasks.to_vec()),
             workers: None,
             bytes_per_task: row.each,
+            wait_primitive: None,
         });
     }
 
@@ -280,6 +281,9 @@ impl Classic {
             each: Some(0),
         };
         self.row(label, command, row, tasks);
+        if let Some(p) = self.peers.last_mut() {
+            p.wait_primitive = crate::measure::slack::of_program(label).map(|w| w.primitive);
+        }
     }
 
     /// The note for rows left out because their toolchain `tool` is not on `PATH`, naming
@@ -436,6 +440,27 @@ mod tests {
                     p.place
                 );
             }
+        }
+    }
+
+    /// Every row of the tasks study has the wait strace saw it sleep in
+    /// (`measure::slack::PROGRAMS`), and that table names no row the registry lacks.
+    #[test]
+    fn every_tasks_row_has_its_traced_wait() {
+        let rows: Vec<&str> = LANGUAGES
+            .iter()
+            .flat_map(|l| l.parts)
+            .filter(|p| p.study == Study::Tasks)
+            .flat_map(|p| p.rows.iter().copied())
+            .collect();
+        for row in &rows {
+            assert!(
+                crate::measure::slack::of_program(row).is_some(),
+                "{row}: no primitive in measure::slack::PROGRAMS"
+            );
+        }
+        for w in crate::measure::slack::PROGRAMS {
+            assert!(rows.contains(&w.row), "{}: not a tasks row", w.row);
         }
     }
 
