@@ -627,7 +627,7 @@ impl Conn {
     /// Whether `id` is a stream the client never opened (even: the server's, which it may not
     /// open; odd: not yet used).
     fn idle(&self, id: u32) -> bool {
-        id % 2 == 0 || id >= self.next_id
+        id.is_multiple_of(2) || id >= self.next_id
     }
 
     /// The slot of open stream `id`.
@@ -952,12 +952,14 @@ impl Conn {
             let value = frame::read_u32(&setting[2..]);
             match id {
                 frame::HEADER_TABLE_SIZE => self.encoder.peer_table_size(value),
-                frame::ENABLE_PUSH if value != 0 => return Err(conn_err(
-                    frame::PROTOCOL_ERROR,
-                    format!(
+                frame::ENABLE_PUSH if value != 0 => {
+                    return Err(conn_err(
+                        frame::PROTOCOL_ERROR,
+                        format!(
                         "the server sent SETTINGS_ENABLE_PUSH {value} (a server may send only 0)"
                     ),
-                )),
+                    ))
+                }
                 frame::MAX_CONCURRENT_STREAMS => {
                     let more = value.saturating_sub(self.max_streams.max(self.open.len() as u32));
                     self.max_streams = value;
