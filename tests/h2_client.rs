@@ -631,3 +631,102 @@ fn bodies_larger_than_the_windows_flow_as_the_client_gives_window_back() {
         assert!(s.violations.is_empty(), "{model}: {s:?}");
     }
 }
+
+/// nghttpd (nghttp2's server) serving `dir` on a free port, h2c or over TLS with `key` and
+/// `cert`, at most 10 streams a connection; killed when dropped.
+struct Nghttpd {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl Nghttpd {
+    fn start(dir: &std::path::Path, tls: Option<(&str, &str)>) -> Nghttpd {
+        let port = free_port();
+        let mut cmd = std::process::Command::new("nghttpd");
+        cmd.arg("-d").arg(dir).args(["-m", "10"]);
+        match tls {
+            None => cmd.args(["--no-tls", &port.to_string()]),
+            Some((key, cert)) => cmd.args([&port.to_string(), key, cert]),
+        };
+        let child = cmd
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("nghttpd starts");
+        wait_for(
+            "nghttpd to listen",
+            std::time::Duration::from_secs(10),
+            || TcpStream::connect(("127.0.0.1", port)).is_ok(),
+        );
+        Nghttpd { child, port }
+    }
+}
+
+impl Drop for Nghttpd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+#[ignore = "full tier: needs nghttpd (apt-get install nghttp2-server) and openssl"]
+fn nghttpd_an_independent_server_gets_the_exact_bytes_over_h2c_and_h2() {
+    require(&[Need::Nghttpd, Need::Openssl]);
+    let dir = tempfile::tempdir().unwrap();
+    let docs = dir.path().join("docs");
+    std::fs::create_dir(&docs).unwrap();
+    std::fs::write(docs.join("small"), vec![b's'; 1000]).unwrap();
+    std::fs::write(docs.join("big"), vec![b'b'; 3_000_000]).unwrap();
+    let out = std::process::Command::new("openssl")
+        .current_dir(dir.path())
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+        ])
+        .args([
+            "-nodes", "-keyout", "key.pem", "-out", "cert.pem", "-days", "1",
+        ])
+        .args(["-subj", "/CN=127.0.0.1"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (key, cert) = (dir.path().join("key.pem"), dir.path().join("cert.pem"));
+    for tls in [false, true] {
+        let server = Nghttpd::start(
+            &docs,
+            tls.then_some((key.to_str().unwrap(), cert.to_str().unwrap())),
+        );
+        let scheme = if tls { "https" } else { "http" };
+        // 200 small answers with 20 in flight over a limit of 10; 6 bodies past the windows.
+        for (path, n, size) in [("small", 200u64, 1000u64), ("big", 6, 3_000_000)] {
+            let w = format!("http:{scheme}://127.0.0.1:{}/{path}", server.port);
+            let n_text = n.to_string();
+            let mut args = vec!["-w", &w, "-n", &n_text, "-r", "1", "--http2"];
+            args.extend(["-m", "async:20", "-m", "async-local:20"]);
+            if tls {
+                args.push("-k");
+            }
+            let (_, lines) = run_study(&args);
+            let runs = of_type(&lines, "run");
+            assert_eq!(runs.len(), 2);
+            for r in runs {
+                assert_eq!(counts(r), (n, 0, n * size), "tls {tls}: {r}");
+                assert_eq!(r["http_version"], "2", "{r}");
+                assert_eq!(r["connections_opened"], 1, "{r}");
+                assert_eq!(r["server_max_concurrent_streams"], 10, "{r}");
+                if path == "small" {
+                    assert_eq!(r["peak_streams_per_connection"], 10, "{r}");
+                }
+            }
+        }
+    }
+}
