@@ -191,8 +191,9 @@ pub(super) struct Conn {
     next_id: u32,
     slots: Vec<Slot>,
     free: Vec<u32>,
-    /// The streams open on the wire, (id, slot), sorted by id.
-    open: Vec<(u32, u32)>,
+    /// The streams open on the wire, (id, slot), sorted by id. A deque: streams mostly end
+    /// in the order they opened, and the oldest leaves without moving the others.
+    open: VecDeque<(u32, u32)>,
     /// Slots with body bytes waiting for window.
     blocked: Vec<u32>,
     block: Block,
@@ -243,7 +244,7 @@ impl Conn {
             next_id: 1,
             slots: Vec::new(),
             free: Vec::new(),
-            open: Vec::new(),
+            open: VecDeque::new(),
             blocked: Vec::new(),
             block: Block {
                 stream: 0,
@@ -438,7 +439,7 @@ impl Conn {
             body: body.cloned().unwrap_or_default(),
             ..Slot::empty()
         };
-        self.open.push((id, slot));
+        self.open.push_back((id, slot));
         if body.is_some() {
             self.send_body(slot);
             if !self.slots[slot as usize].local_done {
