@@ -108,6 +108,7 @@ pub const TARGETS: &[(&str, Harness)] = &[
     ("concur_line", concur_line),
     ("backend_url", backend_url),
     ("header", header),
+    ("h2_frames", h2_frames),
 ];
 
 /// `units::parse_duration` and `units::parse_size` (every duration and size flag, the
@@ -230,6 +231,13 @@ pub fn http_response(data: &[u8]) {
             _ => panic!("in one read: {whole:?}; in pieces of {piece}: {split:?}"),
         }
     }
+}
+
+/// The HTTP/2 client's frame reader and HPACK decoder (`workload::http::h2`) on a server's
+/// bytes: three streams open, the bytes fed whole and in pieces; no panic, the same outcome
+/// either way, the client's own frames whole, windows and the HPACK table within bounds.
+pub fn h2_frames(data: &[u8]) {
+    crate::workload::http::h2_server_bytes(data);
 }
 
 /// A job payload as read from Redis or SQLite (`jobs::Job::parse`): no panic, and an

@@ -108,6 +108,8 @@ pub enum Need {
     Runtimes,
     /// tmux, a terminal for the live view to draw on (Debian's tmux).
     Tmux,
+    /// nghttpd, nghttp2's HTTP/2 server (Debian's nghttp2-server).
+    Nghttpd,
 }
 
 impl Need {
@@ -174,6 +176,10 @@ impl Need {
                 "wrk (apt-get install wrk)",
             ),
             Need::Tmux => (runs("tmux", &["-V"]), "tmux (apt-get install tmux)"),
+            Need::Nghttpd => (
+                runs("nghttpd", &["--version"]),
+                "nghttpd (apt-get install nghttp2-server)",
+            ),
             Need::Runtimes => (
                 runs("go", &["version"])
                     && runs("node", &["--version"])

@@ -1,5 +1,5 @@
-//! The async models' client (`async`, `async-local`, `actor`): HTTP/1.1 spoken by hand, HTTP/2
-//! through the `h2` crate, TLS through tokio-rustls; no layers beyond them.
+//! The async models' client (`async`, `async-local`, `actor`): HTTP/1.1 and HTTP/2 spoken by
+//! hand, TLS through tokio-rustls; no layers beyond them.
 //!
 //! HTTP/1.1: a small pool of idle connections, one request on each at a time, written and read
 //! by the request's own task ([`super::wire`]'s request bytes and response reader, the green
@@ -8,16 +8,18 @@
 //! request and response across a channel: two or three wake-ups a request, often from one
 //! worker thread to the other. HTTP/2
 //! (`--http2`): the requests in flight are streams over `--connections` connections (1 unless
-//! given), shared by cloning the sender and opened again when one dies (GOAWAY, closed);
+//! given), shared by cloning a handle and opened again when one dies (GOAWAY, closed);
 //! h2c by prior knowledge over TCP, `h2` by ALPN over TLS. A TLS server that chooses
 //! `http/1.1` gets the HTTP/1.1 pool, and the run records the version spoken.
 //!
-//! HTTP/2 goes through the `h2` crate directly (the one hyper drives): hyper's HTTP/2 client
-//! hands each request to the connection's task over a channel and spawns one more task per
-//! request to carry its response back, two wake-ups and a task's allocation per request that
-//! h2's own handles do without.
+//! HTTP/2 is concur's own ([`super::h2`]): the `h2` crate it replaced spent about 5 µs a
+//! request in its stream store, HPACK and `http`'s header maps (docs/benchmarks.md §22). A
+//! request the server did not process (its stream above a GOAWAY's last, or refused with
+//! REFUSED_STREAM, or queued on a connection that went away) is sent again on a live or new
+//! connection, up to [`H2_ATTEMPTS`] times in all, as RFC 9113 §8.7 allows; one the server
+//! may have processed fails with the reason.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use std::os::fd::AsRawFd;
@@ -29,18 +31,19 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::net::TcpStream;
 
 use super::endpoint::{micros, Endpoint};
+use super::h2;
 use super::request::{HttpRequest, RequestBuilder};
 use super::status_error;
 use super::wire::{read_response_async, request_around_target, write_request};
 use crate::base::units;
-use crate::measure::conn::{ConnRecorder, ConnSample, HttpVersion};
+use crate::measure::conn::{ConnSample, HttpVersion};
 use crate::measure::phases::{self, PhaseKind, TaskPhases};
 use crate::measure::{mono_ns, TaskError};
 use crate::os::tls;
 use crate::workload::task_group;
 
-/// A request as h2 sends it: its head, and its body if it has one.
-type Head = (hyper::Request<()>, Option<Bytes>);
+/// How many times an HTTP/2 request the server did not process is sent in all.
+const H2_ATTEMPTS: usize = 3;
 
 /// The read buffer of an HTTP/1.1 connection: a response head and a small body in one read.
 /// Small and exact, as the green client's: at ten thousand connections a larger one was most
@@ -59,13 +62,15 @@ pub(super) struct Client {
     fell_back: AtomicBool,
     /// Task 0's heads, when every task's request differs only in its target.
     prepared: Option<Prepared>,
+    /// The HTTP/2 fields every request shares (none when each task's are its own).
+    h2_template: Arc<h2::Template>,
 }
 
 /// Task 0's request as it goes out over HTTP/1.1 and over HTTP/2, made once for a workload
 /// whose tasks' requests differ only in their target ([`RequestBuilder::only_target_varies`]):
-/// a task's request is these bytes around its own target, or a copy of the HTTP/2 head with its
-/// URI, instead of its headers built as text (and, for HTTP/2, parsed into `http`'s types) again
-/// (15% of the HTTP/2 client's samples at delay 0).
+/// a task's request is these bytes around its own target, or the HTTP/2 template's fields and
+/// its own `:path`, instead of its headers built as text again (15% of the HTTP/2 client's
+/// samples at delay 0 when they were).
 struct Prepared {
     /// HTTP/1.1: what comes before the target (`METHOD `) and after it (the rest of the request
     /// line, the headers, the empty line and the body).
@@ -73,9 +78,8 @@ struct Prepared {
     h1_after: Vec<u8>,
     /// Whether the method is `HEAD` (no body in any response).
     head_method: bool,
-    h2: hyper::Request<()>,
-    /// `SCHEME://AUTHORITY` of the HTTP/2 URL (the authority is the `Host` header's).
-    h2_origin: String,
+    /// HTTP/2: every field but `:path`, or every field when the target holds no placeholder.
+    h2: Arc<h2::Template>,
     body: Option<Bytes>,
 }
 
@@ -86,18 +90,63 @@ impl Prepared {
         }
         let req = requests.build(0);
         let (h1_before, h1_after) = request_around_target(&req);
-        let h2 = requests.build(0).into_http2();
-        let h2_origin = h2.url.strip_suffix(&h2.target)?.to_string();
-        let (h2, body) = to_h2(h2).ok()?;
+        // A target without placeholders is the same in every request: the template holds it.
+        let same_target = requests.target(1) == req.target && requests.target(2) == req.target;
+        let h2 = req.clone().into_http2();
+        let fields = h2_fields(&h2, same_target);
         Some(Prepared {
             h1_before,
             h1_after,
             head_method: req.is_head(),
-            h2,
-            h2_origin,
-            body,
+            h2: Arc::new(h2::Template::new(&fields, !same_target)),
+            body: h2.body,
         })
     }
+}
+
+/// One task's HTTP/2 request: its own `:path`, or (when more than the target varies) every
+/// field, and its body.
+enum H2Request {
+    Path(String, Option<Bytes>),
+    Fields(Vec<(String, String)>, Option<Bytes>),
+}
+
+impl H2Request {
+    fn head(&self) -> h2::Head<'_> {
+        match self {
+            H2Request::Path(p, _) => h2::Head::Path(p),
+            H2Request::Fields(f, _) => h2::Head::Fields(f),
+        }
+    }
+    fn body(&self) -> Option<&Bytes> {
+        match self {
+            H2Request::Path(_, b) | H2Request::Fields(_, b) => b.as_ref(),
+        }
+    }
+}
+
+/// `req` (made by [`HttpRequest::into_http2`]) as HTTP/2 fields: the pseudo-headers from its
+/// method and URL (whose authority is the `Host` header's), `:path` first when `with_path`
+/// (where a request of a template sends its own), then its headers in order, names lowercase
+/// (RFC 9113 §8.2).
+fn h2_fields(req: &HttpRequest, with_path: bool) -> Vec<(String, String)> {
+    let (scheme, rest) = req.url.split_once("://").unwrap_or(("http", &req.url));
+    let authority = rest.strip_suffix(req.target.as_str()).unwrap_or(rest);
+    let mut fields = Vec::with_capacity(req.headers.len() + 4);
+    if with_path {
+        fields.push((":path".to_string(), req.target.clone()));
+    }
+    fields.extend([
+        (":method".to_string(), req.method.clone()),
+        (":scheme".to_string(), scheme.to_string()),
+        (":authority".to_string(), authority.to_string()),
+    ]);
+    fields.extend(
+        req.headers
+            .iter()
+            .map(|(n, v)| (n.to_ascii_lowercase(), v.clone())),
+    );
+    fields
 }
 
 /// An HTTP/1.1 connection, plain or over TLS, with its read buffer (which holds nothing
@@ -194,7 +243,8 @@ impl AsyncWrite for Stream {
     }
 }
 
-/// One `--http2` connection's place: empty until first used and after its connection died.
+/// One `--http2` connection's place: empty until first used and after its connection died
+/// or began to go away.
 #[derive(Default)]
 struct Slot {
     /// The connection, cloned out by every request under a lock held for nothing else (no
@@ -206,23 +256,17 @@ struct Slot {
 }
 
 impl Slot {
-    /// The slot's connection, if it has one still open.
+    /// The slot's connection, if it has one that takes new streams.
     fn live(&self) -> Option<H2Conn> {
         let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        conn.as_ref()
-            .filter(|c| !c.closed.load(Ordering::Acquire))
-            .cloned()
+        conn.as_ref().filter(|c| c.conn.accepts_streams()).cloned()
     }
 }
 
 /// One HTTP/2 connection, shared by every request that goes out on it.
 #[derive(Clone)]
 struct H2Conn {
-    sender: h2::client::SendRequest<Bytes>,
-    /// Set by the connection's task when the connection ended (GOAWAY, closed, failed).
-    closed: Arc<AtomicBool>,
-    /// Streams open on this connection now (handed to it and not yet read to the end).
-    open: Arc<AtomicU64>,
+    conn: h2::Connection,
     /// Whether the server's stream limit was recorded: once per connection, after its first
     /// response.
     limit_read: Arc<AtomicBool>,
@@ -234,20 +278,16 @@ enum Conn {
     H2(H2Conn),
 }
 
-/// One stream counted open on its connection until dropped (the body read, or the request
-/// failed or timed out).
-struct OpenStream<'a>(&'a AtomicU64);
-
-impl<'a> OpenStream<'a> {
-    fn new(open: &'a AtomicU64, conns: &ConnRecorder) -> OpenStream<'a> {
-        conns.streams_open(open.fetch_add(1, Ordering::AcqRel) + 1);
-        OpenStream(open)
-    }
+/// Why an HTTP/2 request has no answer: a task error, or the server did not process it (it
+/// may go again).
+enum H2Error {
+    Task(TaskError),
+    Unprocessed(String),
 }
 
-impl Drop for OpenStream<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+impl From<TaskError> for H2Error {
+    fn from(e: TaskError) -> H2Error {
+        H2Error::Task(e)
     }
 }
 
@@ -255,26 +295,31 @@ impl Client {
     /// The client of `ep` sending `requests`: with `--http2`, `ep.connections` slots.
     pub(super) fn new(ep: &Endpoint, requests: &RequestBuilder) -> Client {
         let slots = if ep.http2 { ep.connections } else { 0 };
+        let prepared = Prepared::new(requests);
+        let h2_template = match &prepared {
+            Some(p) => p.h2.clone(),
+            None => Arc::new(h2::Template::new(&[], false)),
+        };
         Client {
             pool: Mutex::default(),
             slots: (0..slots).map(|_| Slot::default()).collect(),
             next: AtomicUsize::new(0),
             fell_back: AtomicBool::new(false),
-            prepared: Prepared::new(requests),
+            prepared,
+            h2_template,
         }
     }
 
-    /// Task `index`'s HTTP/2 head and body: a copy of the prepared head with the task's URI, or
-    /// the builder's request converted whole.
-    fn h2_head(&self, requests: &RequestBuilder, index: usize) -> Result<Head, TaskError> {
-        let Some(p) = &self.prepared else {
-            return to_h2(requests.build(index).into_http2());
-        };
-        let mut head = p.h2.clone();
-        *head.uri_mut() =
-            hyper::Uri::try_from(format!("{}{}", p.h2_origin, requests.target(index)))
-                .map_err(|e| TaskError::new("request", e.to_string()))?;
-        Ok((head, p.body.clone()))
+    /// Task `index`'s HTTP/2 request: its target on the prepared template, or the builder's
+    /// request converted whole.
+    fn h2_request(&self, requests: &RequestBuilder, index: usize) -> H2Request {
+        match &self.prepared {
+            Some(p) => H2Request::Path(requests.target(index), p.body.clone()),
+            None => {
+                let req = requests.build(index).into_http2();
+                H2Request::Fields(h2_fields(&req, true), req.body.clone())
+            }
+        }
     }
 
     /// Task `index`'s HTTP/1.1 request as bytes, and whether it is a `HEAD`: the prepared bytes
@@ -345,17 +390,38 @@ impl Client {
             // Boxed: the connect's state (TLS handshake included) is 3.6 KB of the 3.7 KB
             // future, and a request spends most of its life waiting for the response with
             // that space reserved but unused; boxed, it is held only while connecting.
-            _ => Box::pin(connect(ep, task)).await?,
+            _ => Box::pin(connect(ep, task, &self.h2_template)).await?,
         };
-        match conn {
-            Conn::H1(s) => self.send_h1(ep, s, requests, index, task).await,
-            // `--http2 --no-keepalive`: one stream on a connection of its own, closed after.
-            Conn::H2(c) => send_h2(ep, &c, self.h2_head(requests, index)?, task).await,
+        let c = match conn {
+            Conn::H1(s) => return self.send_h1(ep, s, requests, index, task).await,
+            Conn::H2(c) => c,
+        };
+        // `--http2 --no-keepalive`: one stream on a connection of its own, closed after; one
+        // the server did not process goes again on another.
+        let req = self.h2_request(requests, index);
+        let mut why = match send_h2(ep, &c, &req, task).await {
+            Err(H2Error::Unprocessed(why)) => why,
+            done => return h2_done(done),
+        };
+        drop(c);
+        for _ in 1..H2_ATTEMPTS {
+            let Conn::H2(c) = Box::pin(connect(ep, task, &self.h2_template)).await? else {
+                return Err(TaskError::new(
+                    "read",
+                    format!("{why}; the next connection spoke HTTP/1.1"),
+                ));
+            };
+            why = match send_h2(ep, &c, &req, task).await {
+                Err(H2Error::Unprocessed(why)) => why,
+                done => return h2_done(done),
+            };
         }
+        Err(never_processed(&why))
     }
 
     /// `--http2` with kept connections: the request as a stream on its slot's connection,
-    /// opened first if the slot has none or its connection died.
+    /// opened first if the slot has none or its connection died or is going away; sent again
+    /// there if the server did not process it.
     async fn fetch_shared(
         &self,
         ep: &Endpoint,
@@ -367,30 +433,50 @@ impl Client {
         let turn =
             task_group::current().unwrap_or_else(|| self.next.fetch_add(1, Ordering::Relaxed));
         let slot = &self.slots[turn % self.slots.len()];
-        let conn = match slot.live() {
-            Some(c) => c,
-            None => {
-                let connecting = slot.connecting.lock().await;
-                match slot.live() {
-                    // Another request opened it while this one waited.
-                    Some(c) => c,
-                    None => match Box::pin(connect(ep, task)).await? {
-                        Conn::H2(c) => {
-                            *slot.conn.lock().unwrap_or_else(|p| p.into_inner()) = Some(c.clone());
-                            drop(connecting);
-                            return send_h2(ep, &c, self.h2_head(requests, index)?, task).await;
-                        }
-                        Conn::H1(s) => {
-                            self.fell_back.store(true, Ordering::Relaxed);
-                            drop(connecting);
-                            return self.send_h1(ep, s, requests, index, task).await;
-                        }
-                    },
-                }
+        // Made once the connection is ready (see `fetch`), and kept for another attempt.
+        let mut req = None;
+        let mut why = String::new();
+        for _ in 0..H2_ATTEMPTS {
+            let conn = match self.slot_conn(ep, slot, task).await? {
+                Conn::H2(c) => c,
+                Conn::H1(s) => return self.send_h1(ep, s, requests, index, task).await,
+            };
+            let req = req.get_or_insert_with(|| self.h2_request(requests, index));
+            why = match send_h2(ep, &conn, req, task).await {
+                Err(H2Error::Unprocessed(why)) => why,
+                done => return h2_done(done),
+            };
+        }
+        Err(never_processed(&why))
+    }
+
+    /// The connection of `slot`: its live one (a reused connection), else a new one made
+    /// while the slot's other requests wait for it (or an HTTP/1.1 one, when a TLS server
+    /// chose that by ALPN).
+    async fn slot_conn(
+        &self,
+        ep: &Endpoint,
+        slot: &Slot,
+        task: Option<&TaskPhases>,
+    ) -> Result<Conn, TaskError> {
+        if let Some(c) = slot.live() {
+            ep.conns.record(ConnSample::default());
+            return Ok(Conn::H2(c));
+        }
+        let _connecting = slot.connecting.lock().await;
+        // Another request opened it while this one waited.
+        if let Some(c) = slot.live() {
+            ep.conns.record(ConnSample::default());
+            return Ok(Conn::H2(c));
+        }
+        let conn = Box::pin(connect(ep, task, &self.h2_template)).await?;
+        match &conn {
+            Conn::H2(c) => {
+                *slot.conn.lock().unwrap_or_else(|p| p.into_inner()) = Some(c.clone());
             }
-        };
-        ep.conns.record(ConnSample::default());
-        send_h2(ep, &conn, self.h2_head(requests, index)?, task).await
+            Conn::H1(_) => self.fell_back.store(true, Ordering::Relaxed),
+        }
+        Ok(conn)
     }
 
     /// Task `index`'s request on an HTTP/1.1 connection, written and its response read in
@@ -438,64 +524,68 @@ impl Client {
     }
 }
 
-/// A request (its HTTP/2 head and body) as a stream on `conn`, counted open until its body is
-/// read.
+/// A request as a stream on `conn`: the body bytes of its response. The streams open on the
+/// connection with it are recorded (their peak is the run's).
 async fn send_h2(
     ep: &Endpoint,
     conn: &H2Conn,
-    (head, body): Head,
+    req: &H2Request,
     task: Option<&TaskPhases>,
-) -> Result<u64, TaskError> {
-    let read = |e: h2::Error| TaskError::new("read", e.to_string());
+) -> Result<u64, H2Error> {
     let asked = task.map(|_| mono_ns());
     // Waits while the connection has as many streams open as the server allows.
-    let mut sender = conn
-        .sender
-        .clone()
-        .ready()
+    let (stream, open) = conn
+        .conn
+        .open(req.head(), req.body(), task.is_some())
         .await
-        .map_err(|e| TaskError::new("connect", e.to_string()))?;
-    let body = body.filter(|b| !b.is_empty());
-    let stream = OpenStream::new(&conn.open, &ep.conns);
-    let (resp, mut send) = sender.send_request(head, body.is_none()).map_err(read)?;
-    if let Some(b) = body {
-        // Queued whole; h2 sends it as the server's window allows.
-        send.send_data(b, true).map_err(read)?;
-    }
+        .map_err(h2_failure)?;
+    ep.conns.streams_open(open as u64);
     // HTTP/2: the send is the wait for a stream the server's limit allows and the frames
-    // handed to h2 (its connection task writes them, unseen here); then the wait for the
-    // response's head, then the body.
+    // queued (the connection's driver writes them, unseen here); then the wait for the
+    // response's head, then its body.
     let sent = task.map(|_| mono_ns());
     if let (Some(t), Some(a), Some(z)) = (task, asked, sent) {
         t.record(PhaseKind::Send, a, z);
     }
-    let resp = resp.await.map_err(read)?;
-    let first = task.map(|_| mono_ns());
-    if let (Some(t), Some(a), Some(z)) = (task, sent, first) {
-        t.record(PhaseKind::Wait, a, z);
+    let resp = stream.await.map_err(h2_failure)?;
+    if let (Some(t), Some(s)) = (task, sent) {
+        let (head, end) = (resp.head_ns.max(s), mono_ns());
+        t.record(PhaseKind::Wait, s, head);
+        t.record(PhaseKind::Read, head, end.max(head));
     }
-    let status = resp.status().as_u16();
-    let mut body = resp.into_body();
-    let mut n = 0u64;
-    while let Some(data) = body.data().await {
-        let data = data.map_err(read)?;
-        n += data.len() as u64;
-        // Read: the server may send as much again.
-        let _ = body.flow_control().release_capacity(data.len());
-    }
-    drop(stream);
-    if let (Some(t), Some(f)) = (task, first) {
-        t.record(PhaseKind::Read, f, mono_ns());
-    }
-    // The server's SETTINGS come before its first response, and h2 applies them before it
-    // reads the next frame, so it knows them by now; they hold for the connection's life.
+    // The server's SETTINGS came before the connection took its first request (the handshake
+    // waits for them); they hold for the connection's life unless it sends others.
     if !conn.limit_read.swap(true, Ordering::AcqRel) {
-        let limit = conn.sender.current_max_send_streams();
-        if limit != usize::MAX {
-            ep.conns.server_max_streams(limit as u64);
+        if let Some(limit) = conn.conn.server_max_streams() {
+            ep.conns.server_max_streams(u64::from(limit));
         }
     }
-    checked(status, n)
+    Ok(checked(resp.status, resp.bytes)?)
+}
+
+/// A stream's failure as the client sees it.
+fn h2_failure(f: h2::Failure) -> H2Error {
+    match f {
+        h2::Failure::Unprocessed(why) => H2Error::Unprocessed(why),
+        h2::Failure::Failed(why) => H2Error::Task(TaskError::new("read", why)),
+    }
+}
+
+/// An HTTP/2 attempt's end that is the request's: its bytes or its error.
+fn h2_done(done: Result<u64, H2Error>) -> Result<u64, TaskError> {
+    match done {
+        Ok(n) => Ok(n),
+        Err(H2Error::Task(e)) => Err(e),
+        Err(H2Error::Unprocessed(why)) => Err(never_processed(&why)),
+    }
+}
+
+/// The error of a request the server never processed in [`H2_ATTEMPTS`] attempts.
+fn never_processed(why: &str) -> TaskError {
+    TaskError::new(
+        "read",
+        format!("{why}; sent {H2_ATTEMPTS} times, the server processed it none of them"),
+    )
 }
 
 /// The bytes read, or the error of a status that says the request failed.
@@ -506,26 +596,14 @@ fn checked(status: u16, n: u64) -> Result<u64, TaskError> {
     Ok(n)
 }
 
-/// `req` (made by [`HttpRequest::into_http2`]) as h2 sends it, its head and its body apart: the
-/// builder's headers in their order (a header map keeps its insertion order). The URI is the
-/// whole URL, whose scheme and authority become `:scheme` and `:authority`.
-fn to_h2(req: HttpRequest) -> Result<Head, TaskError> {
-    let mut b = hyper::Request::builder()
-        .method(req.method.as_str())
-        .version(hyper::Version::HTTP_2)
-        .uri(req.url);
-    for (name, value) in req.headers {
-        b = b.header(name, value);
-    }
-    let head = b
-        .body(())
-        .map_err(|e| TaskError::new("request", e.to_string()))?;
-    Ok((head, req.body))
-}
-
 /// Opens a connection (TLS included), recording what it cost and, with `--http2`, the version
-/// it speaks: HTTP/2 by prior knowledge over TCP, as ALPN chose over TLS.
-async fn connect(ep: &Endpoint, task: Option<&TaskPhases>) -> Result<Conn, TaskError> {
+/// it speaks: HTTP/2 by prior knowledge over TCP, as ALPN chose over TLS, its requests
+/// sharing `template`.
+async fn connect(
+    ep: &Endpoint,
+    task: Option<&TaskPhases>,
+    template: &Arc<h2::Template>,
+) -> Result<Conn, TaskError> {
     let addr = ep.addr_async().await?;
     let t0 = mono_ns();
     let stream = tokio::net::TcpStream::connect(addr)
@@ -542,7 +620,7 @@ async fn connect(ep: &Endpoint, task: Option<&TaskPhases>) -> Result<Conn, TaskE
         tls_us: None,
     };
     let conn = match ep.tls_h2.as_ref().or(ep.tls.as_ref()) {
-        None if ep.http2 => handshake_h2(stream).await,
+        None if ep.http2 => handshake_h2(stream, template).await,
         None => Ok(Conn::H1(H1Conn::new(Stream::Plain(stream)))),
         Some(config) => {
             let tls = tokio_rustls::TlsConnector::from(config.clone())
@@ -562,7 +640,7 @@ async fn connect(ep: &Endpoint, task: Option<&TaskPhases>) -> Result<Conn, TaskE
                         t.record(PhaseKind::Tls, t1, t2);
                     }
                     if s.get_ref().1.alpn_protocol() == Some(tls::ALPN_H2) {
-                        handshake_h2(s).await
+                        handshake_h2(s, template).await
                     } else {
                         Ok(Conn::H1(H1Conn::new(Stream::Tls(Box::new(s)))))
                     }
@@ -581,31 +659,18 @@ async fn connect(ep: &Endpoint, task: Option<&TaskPhases>) -> Result<Conn, TaskE
     conn
 }
 
-/// h2's handshake over any stream; the connection is driven beside the request that opened
-/// it (in its task group, or as a task of its own), and marked closed when it ends. The windows
-/// are hyper's defaults (2 MiB a stream, 5 MiB the connection), so that large bodies are not
-/// held back by h2's 64 KiB.
-async fn handshake_h2<I>(io: I) -> Result<Conn, TaskError>
+/// The HTTP/2 handshake over any stream; the connection is driven beside the request that
+/// opened it (in its task group, or as a task of its own) until it ends.
+async fn handshake_h2<I>(io: I, template: &Arc<h2::Template>) -> Result<Conn, TaskError>
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let (sender, conn) = h2::client::Builder::new()
-        .initial_window_size(2 << 20)
-        .initial_connection_window_size(5 << 20)
-        .enable_push(false)
-        .handshake::<_, Bytes>(io)
+    let (conn, driver) = h2::handshake(io, template.clone())
         .await
-        .map_err(|e| TaskError::new("connect", e.to_string()))?;
-    let closed = Arc::new(AtomicBool::new(false));
-    let ended = closed.clone();
-    task_group::spawn(async move {
-        let _ = conn.await;
-        ended.store(true, Ordering::Release);
-    });
+        .map_err(|e| TaskError::new("connect", e))?;
+    task_group::spawn(driver);
     Ok(Conn::H2(H2Conn {
-        sender,
-        closed,
-        open: Arc::new(AtomicU64::new(0)),
+        conn,
         limit_read: Arc::new(AtomicBool::new(false)),
     }))
 }
@@ -619,22 +684,6 @@ mod tests {
         let method = hyper::Method::from_bytes(b"POST").unwrap();
         let (origin, host) = ("http://h:1".to_string(), "h:1".to_string());
         RequestBuilder::new(&method, origin, host, path.into(), opts).unwrap()
-    }
-
-    /// What h2 is given: method, URI, version, headers in order, body.
-    fn shown(r: Head) -> String {
-        let (head, body) = r;
-        let headers: Vec<String> = head
-            .headers()
-            .iter()
-            .map(|(n, v)| format!("{n}: {v:?}"))
-            .collect();
-        format!(
-            "{} {} {:?} {headers:?} {body:?}",
-            head.method(),
-            head.uri(),
-            head.version()
-        )
     }
 
     /// Runs `test` on a current-thread runtime with a listener on a free loopback port.
@@ -723,9 +772,13 @@ mod tests {
                     client.h1_request(&requests, i),
                     (write_request(&req), req.is_head())
                 );
-                let want = to_h2(req.into_http2()).unwrap();
-                let got = client.h2_head(&requests, i).unwrap();
-                assert_eq!(shown(got), shown(want));
+                // What the server decodes: the builder's request, field for field.
+                let want = req.into_http2();
+                let got = client.h2_request(&requests, i);
+                assert_eq!(got.body(), want.body.as_ref());
+                let sent = h2::fields_sent(&client.h2_template, &[got.head(), got.head()]);
+                assert_eq!(sent[0], h2_fields(&want, true), "task {i}");
+                assert_eq!(sent[1], sent[0], "named from the table the second time");
             }
         };
         same(&WorkloadOptions::default());

@@ -20,6 +20,7 @@
 mod blocking;
 mod endpoint;
 mod green;
+mod h2;
 mod hyper_client;
 mod request;
 mod spec;
@@ -29,6 +30,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub(crate) use blocking::small_request;
+#[cfg(feature = "fuzzing")]
+pub(crate) use h2::fuzz_server_bytes as h2_server_bytes;
 pub use request::{letters, HttpRequest, INDEX, RAND, USER_AGENT};
 pub(crate) use spec::connect_address;
 pub use spec::{check_header, check_method};

@@ -275,16 +275,18 @@ impl Fill {
 /// 10 lowercase letters from a seed (splitmix64), for cache-busting URLs.
 pub fn letters(seed: u64) -> String {
     let mut x = seed;
-    (0..10)
-        .map(|_| {
-            x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = x;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^= z >> 31;
-            (b'a' + (z % 26) as u8) as char
-        })
-        .collect()
+    let mut out = [0u8; 10];
+    for b in &mut out {
+        x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = x;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        *b = b'a' + (z % 26) as u8;
+    }
+    // Made as bytes, not collected char by char (400 instructions a request, more than the
+    // HTTP/2 client's whole encoding of one): lowercase letters are always UTF-8.
+    String::from_utf8(out.to_vec()).unwrap_or_default()
 }
 
 /// A header name as hyper writes it with `title_case_headers`: the first letter and every

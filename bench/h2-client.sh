@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# concur's own HTTP/2 client (src/workload/http/h2/) against the h2 crate's (a binary from
+# before it) and h2load, at delay 0 against one `concur serve`: 100 streams over 1 and over 10
+# h2c connections, `async:100` and `async-local:100`, N GETs a sample, every client in every
+# round in turn. Prints each round's samples, then the medians: req/s and client CPU µs a
+# request, and each against h2load's of the same connections (docs/benchmarks.md §32).
+#
+# Usage: bench/h2-client.sh OLD_BIN NEW_BIN [N] [ROUNDS]
+#   OLD_BIN   a concur built before the change (the h2 crate's client), e.g. /tmp/concur-h2crate
+#   NEW_BIN   a concur with concur's own client (default: target/release/concur, built here)
+# Run it on a quiet machine: client and server share the cores, as h2load and the server do.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+old=${1:?usage: bench/h2-client.sh OLD_BIN [NEW_BIN] [N] [ROUNDS]}
+new=${2:-}
+n=${3:-100000}
+rounds=${4:-5}
+source bench/lib.sh
+if [ -z "$new" ]; then
+  build
+  new=$bin
+fi
+command -v h2load > /dev/null || { echo "h2load is missing: apt-get install nghttp2-client" >&2; exit 1; }
+bin=$new
+start_server srv
+echo "machine: $(nproc) cores, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "old: $old ($("$old" --version)), new: $new; $n GETs a sample, $rounds rounds"
+base="$srv_url/add?delay=0"
+samples=$(mktemp)
+for r in $(seq "$rounds"); do
+  for c in 1 10; do
+    http2_h2load "$c" $((100 / c)) "$n" "$base" | tee -a "$samples"
+    for model in async async-local; do
+      for which in old new; do
+        bin=${!which}
+        http2_concur "$srv_pid" /tmp/h2-client.jsonl "$model" "$c" "$n" "$base" \
+          | sed "s/^/$which-/" | tee -a "$samples"
+      done
+    done
+  done
+done
+medians "$samples" | python3 -c '
+import sys
+rows = [l.split() for l in sys.stdin]
+ref = {}
+for label, rps, cpu in rows:
+    if label.startswith("h2load-c"):
+        ref[label.split("-")[1]] = (float(rps), float(cpu))
+print("| client | connections | req/s (median) | vs h2load | client CPU a request (median) | vs h2load |")
+print("|---|---:|---:|---:|---:|---:|")
+for label, rps, cpu in rows:
+    conns = label.split("-")[1] if label.startswith("h2load") else "c" + label.rsplit("conn", 1)[1]
+    r_rps, r_cpu = ref[conns]
+    print(f"| {label} | {conns[1:]} | {float(rps):,.0f} | {float(rps) / r_rps:.2f}x | {float(cpu):.2f} us | {float(cpu) / r_cpu:.2f}x |")
+'
+rm -f "$samples"
