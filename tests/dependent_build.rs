@@ -27,8 +27,9 @@ const MAIN: &str = r#"fn main() -> std::process::ExitCode {
 "#;
 
 #[test]
-#[ignore = "full tier: builds concur again, as another crate's dependency, in target/dependent (minutes the first time)"]
+#[ignore = "full tier: needs minutes: builds concur again, as another crate's dependency, in target/dependent"]
 fn curl_holds_more_than_1024_connections_when_concur_is_a_dependency() {
+    require(&[Need::CargoOffline]);
     let _alone = alone();
     let checkout = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::Builder::new()

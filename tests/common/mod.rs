@@ -108,6 +108,9 @@ pub enum Need {
     Runtimes,
     /// tmux, a terminal for the live view to draw on (Debian's tmux).
     Tmux,
+    /// cargo with every crate of Cargo.lock already downloaded (the build of this checkout
+    /// fetched them): to build concur again as another crate's dependency, offline.
+    CargoOffline,
     /// nghttpd, nghttp2's HTTP/2 server (Debian's nghttp2-server).
     Nghttpd,
 }
@@ -176,6 +179,10 @@ impl Need {
                 "wrk (apt-get install wrk)",
             ),
             Need::Tmux => (runs("tmux", &["-V"]), "tmux (apt-get install tmux)"),
+            Need::CargoOffline => (
+                runs(option_env!("CARGO").unwrap_or("cargo"), &["--version"]),
+                "cargo (the toolchain that builds this checkout)",
+            ),
             Need::Nghttpd => (
                 runs("nghttpd", &["--version"]),
                 "nghttpd (apt-get install nghttp2-server)",
