@@ -1,35 +1,55 @@
 #!/usr/bin/env bash
-# What a waiting `async` task holds, from outside (docs/benchmarks.md §26): tree PSS of
-# `async:N` and of the bare tokio floor (`rust:tokio-bare`) for N tasks of `sleep:2s`, each
-# ROUNDS times (3 runs each, the two models alternated within one study), then the medians and
-# their ratio. The guard on the same cost from inside is tests/task_allocations.rs.
-# Usage: bench/task-bytes.sh [N] [ROUNDS]. Defaults: N=100000, ROUNDS=2.
+# What a waiting `async` task holds, from outside (docs/benchmarks.md §26, §31): tree PSS of
+# `async:N`, `async-local:N` and the bare tokio floor (`rust:tokio-bare`) for N tasks of
+# `sleep:WAIT`, each ROUNDS times (3 runs each, the three rows alternated within one study),
+# then the medians and their ratios to the floor. The guard on the same cost from inside is
+# tests/task_allocations.rs.
+#
+# Usage: bench/task-bytes.sh [N] [ROUNDS] [LABEL=BIN...]. Defaults: N=100000, ROUNDS=2, the
+# release binary built here. With LABEL=BIN pairs (e.g. before=/tmp/concur-old
+# after=/tmp/concur-new), every round runs each binary's study in turn, so that the binaries
+# alternate, and each binary's rows are set against the floor of its own studies.
+# TASK_WAIT sets the wait (default 2s; the tasks study's is 10s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
 n=${1:-100000}
 rounds=${2:-2}
-build
+shift $(($# < 2 ? $# : 2))
+wait=${TASK_WAIT:-2s}
+wait_ms=$(python3 -c "import re,sys; v,u=re.fullmatch(r'([0-9.]+)(ms|s)', sys.argv[1]).groups(); print(int(float(v)*(1 if u=='ms' else 1000)))" "$wait")
+bins=("$@")
+if [ ${#bins[@]} -eq 0 ]; then
+  build
+  bins=("this=$bin")
+fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 for r in $(seq "$rounds"); do
-  "$bin" run -q -w sleep:2s -m "async:$n" -n "$n" -r 3 \
-    --peer "rust:tokio-bare=$bin classic tokio-tasks --tasks {tasks} --wait-ms 2000" \
-    --json "$out/$r.jsonl" > /dev/null
+  for spec in "${bins[@]}"; do
+    label=${spec%%=*}
+    b=${spec#*=}
+    "$b" run -q -w "sleep:$wait" -m "async:$n" -m "async-local:$n" -n "$n" -r 3 \
+      --peer "rust:tokio-bare=$b classic tokio-tasks --tasks {tasks} --wait-ms $wait_ms" \
+      --json "$out/$label.$r.jsonl" > /dev/null
+  done
 done
 python3 - "$out"/*.jsonl <<'PY'
-import json, statistics, sys
+import json, os, statistics, sys
 pss = {}
 for path in sys.argv[1:]:
+    label = os.path.basename(path).split(".")[0]
     for line in open(path):
         d = json.loads(line)
         if d.get("type") == "run" and d.get("tree_pss_kib"):
-            pss.setdefault(d["model"], []).append(d["tree_pss_kib"])
-med = {m: statistics.median(v) for m, v in pss.items()}
-for m, v in med.items():
-    print(f"{m}: tree PSS median {v / 1024:.1f} MiB over {len(pss[m])} runs")
-floor = med.get("rust:tokio-bare")
-for m, v in med.items():
+            pss.setdefault((label, d["model"]), []).append(d["tree_pss_kib"])
+med = {k: statistics.median(v) for k, v in pss.items()}
+for (label, m), v in sorted(med.items()):
+    runs = pss[(label, m)]
+    print(f"{label} {m}: tree PSS median {v / 1024:.1f} MiB over {len(runs)} runs "
+          f"({min(runs) / 1024:.1f}-{max(runs) / 1024:.1f})")
+for (label, m), v in sorted(med.items()):
+    floor = med.get((label, "rust:tokio-bare"))
     if floor and m != "rust:tokio-bare":
-        print(f"{m}: {v / floor:.2f}x the floor")
+        print(f"{label} {m}: {v / floor:.3f}x the floor")
 PY
