@@ -451,6 +451,17 @@ fn an_oversized_payload_on_redis_goes_to_the_dead_set_without_reaching_the_worke
     assert_eq!(b.stats().unwrap().busy, 1);
     b.ack_batch("w2", &got).unwrap();
     assert_eq!(b.stats().unwrap().processed, 2);
+    // A job left in the landing list of a worker that died between its wait and the claim
+    // goes back to its queue with the reaper.
+    let lost = Job::task("fib:5", 0, "default");
+    let _: i64 = redis::cmd("LPUSH")
+        .arg("concur:landing:gone:default")
+        .arg(lost.to_json())
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(b.reap().unwrap(), 1);
+    let got = b.fetch_batch("w2", &q, 10, Duration::ZERO).unwrap();
+    assert_eq!(Job::parse(&got[0].raw).unwrap().jid, lost.jid);
 }
 
 #[test]

@@ -529,7 +529,7 @@ impl Redis {
         Self::lists(c, INFLIGHT)
     }
 
-    /// The keys starting with `prefix` (private or landing lists).
+    /// The keys matching `prefix` then anything (a `SCAN` pattern: private or landing lists).
     fn lists(c: &mut Connection, prefix: &str) -> redis::RedisResult<Vec<String>> {
         let mut keys = Vec::new();
         let mut cursor: u64 = 0;
@@ -555,9 +555,8 @@ impl Redis {
         let reap = &self.scripts.reap;
         self.with(|c| {
             let mut n = 0;
-            let mut keys = Self::lists(c, INFLIGHT)?;
-            keys.extend(Self::lists(c, LANDING)?);
-            for key in keys {
+            // One scan for both kinds (`concur:inflight:…` and `concur:landing:…`).
+            for key in Self::lists(c, "concur:[il]")? {
                 let Some((worker, queue)) = key
                     .strip_prefix(INFLIGHT)
                     .or_else(|| key.strip_prefix(LANDING))
