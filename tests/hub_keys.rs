@@ -316,12 +316,23 @@ fn sealing(name: &str) -> OpenKey {
 
 /// Agent `name`'s heartbeat, idle, as an agent holding `key` signs it, planted on the hub.
 fn plant(hub: &Hub, c: &mut redis::Connection, name: &str, key: &Path) {
+    plant_with(hub, c, name, key, Some(sealing(name).public().to_string()));
+}
+
+/// [`plant`], publishing `seal_key` (or none) as its key to seal shares to.
+fn plant_with(
+    hub: &Hub,
+    c: &mut redis::Connection,
+    name: &str,
+    key: &Path,
+    seal_key: Option<String>,
+) {
     let info: chub::AgentInfo = serde_json::from_value(json!({
         "name": name, "host": "forger", "addr": "127.0.0.1", "cores": 2,
         "mem_total_kib": 1_000_000, "version": env!("CARGO_PKG_VERSION"), "pid": 1,
         "allow_commands": false, "clock_offset_ns": 0, "clock_uncertainty_ns": 1000,
         "mono_offset_ns": 0, "beat_hub_ns": 0, "doing": "idle",
-        "epoch": epoch_of(name), "seal_key": sealing(name).public().to_string()
+        "epoch": epoch_of(name), "seal_key": seal_key
     }))
     .unwrap();
     announce(c, name, &party(hub, key).beat_text(&info));
@@ -459,6 +470,46 @@ fn an_answer_signed_by_another_agent_is_refused_and_the_study_fails() {
     let runs = common::run_lines(&results);
     assert_eq!(runs.len(), 1, "{runs:?}");
     assert_eq!(runs[0]["status"], "failed", "{}", runs[0]);
+}
+
+/// With keys per party every share is sealed to its agent: an agent whose signed heartbeat
+/// publishes no key to seal to is left out before anything runs, and the study says so in one
+/// line and exits 2 (no agent it can use), within seconds rather than at its timeout.
+#[test]
+#[ignore = "full tier: needs redis-server"]
+fn a_study_refuses_an_agent_that_publishes_no_key_to_seal_to_and_exits_2() {
+    common::require(&[Need::Redis]);
+    let dir = tempfile::tempdir().unwrap();
+    let hub = Hub::start(None);
+    let (study_key, _) = keygen(dir.path(), "study");
+    let (x_key, _) = keygen(dir.path(), "x");
+    let mut c = hub.connect();
+    plant_with(&hub, &mut c, "x", &x_key, None);
+    let started = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_concur"))
+        .args(["run", "-w", "fib:5", "-m", "seq", "-n", "2", "-r", "1"])
+        .args(["--warmup", "0", "--hub", &hub.url(), "--hosts", "1"])
+        .arg("--signing-key")
+        .arg(&study_key)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(60), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0].contains("has 0 agents alive")
+            && lines[0]
+                .contains("left out: 'x': its heartbeat publishes no key to seal its shares to"),
+        "{stderr}"
+    );
+    let work: i64 = redis::cmd("LLEN")
+        .arg("concur:hub:agent:x:work")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(work, 0, "nothing was sent to x");
 }
 
 /// Replay across a restart: a share the study signed for agent a1 ran once; sent again after

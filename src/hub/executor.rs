@@ -387,7 +387,14 @@ impl<'a> HubExecutor<'a> {
                 }
                 _ => work,
             };
-            if let Err(e) = self.send(c, &agent.name, epoch, launch, &work) {
+            let text = self
+                .work_text(c, &agent.name, epoch, launch, &work)
+                .map_err(|e| self.hub.failed("sending work", e).to_string())?;
+            // What its agent would refuse for its size is refused here, before it is sent.
+            super::admit::check_size(&text).map_err(|why| {
+                format!("agent '{}': its share would be refused: {why}", agent.name)
+            })?;
+            if let Err(e) = self.send(c, &agent.name, launch, text) {
                 return Err(self.hub.failed("sending work", e).to_string());
             }
             let bounds = ShareBounds {
@@ -400,33 +407,42 @@ impl<'a> HubExecutor<'a> {
         Ok(pending)
     }
 
-    /// Seals `work` for `agent` at its `epoch` and pushes it on the agent's work list. The list expires when
-    /// the study stops waiting for this run: work that no agent took by then is stale, and
-    /// must not start a share later.
-    fn send(
+    /// The text that carries `work` to `agent` at its `epoch`: signed (and with keys per
+    /// party, its share already sealed) as the hub's trust asks.
+    fn work_text(
         &self,
         c: &mut Connection,
         agent: &str,
         epoch: &str,
         launch: &Launch,
         work: &Work,
-    ) -> redis::RedisResult<()> {
+    ) -> redis::RedisResult<String> {
         serde_json::to_string(work)
             .map_err(|e| redis::RedisError::from(std::io::Error::other(e)))
             .and_then(|text| self.hub.seal(c, agent, &launch.run, epoch, text))
-            .and_then(|text| {
-                redis::pipe()
-                    .atomic()
-                    .cmd("RPUSH")
-                    .arg(work_key(agent))
-                    .arg(text)
-                    .ignore()
-                    .cmd("EXPIRE")
-                    .arg(work_key(agent))
-                    .arg(launch.wait.as_secs() + 1)
-                    .ignore()
-                    .query(c)
-            })
+    }
+
+    /// Pushes a work item's `text` on `agent`'s work list. The list expires when the study
+    /// stops waiting for this run: work that no agent took by then is stale, and must not
+    /// start a share later.
+    fn send(
+        &self,
+        c: &mut Connection,
+        agent: &str,
+        launch: &Launch,
+        text: String,
+    ) -> redis::RedisResult<()> {
+        redis::pipe()
+            .atomic()
+            .cmd("RPUSH")
+            .arg(work_key(agent))
+            .arg(text)
+            .ignore()
+            .cmd("EXPIRE")
+            .arg(work_key(agent))
+            .arg(launch.wait.as_secs() + 1)
+            .ignore()
+            .query(c)
     }
 
     /// Notes, by agent, that it answered `run`: its heartbeat may still name it a while.

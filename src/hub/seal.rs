@@ -32,6 +32,17 @@ pub const MAX_SEALED_CHARS: usize = 80 << 20;
 /// The shortest blob that can open: an ephemeral key and a tag.
 const MIN_SEALED_BYTES: usize = 32 + 16;
 
+/// The length of the text [`seal_to`] makes of `plain` bytes: the base64 of an ephemeral
+/// key, the ciphertext and its tag (4/3 of the share).
+pub fn sealed_chars(plain: usize) -> usize {
+    4 * (plain + MIN_SEALED_BYTES).div_ceil(3)
+}
+
+/// The most bytes whose sealed text ([`sealed_chars`]) is at most `chars` long.
+pub fn most_sealable(chars: usize) -> usize {
+    (chars / 4 * 3).saturating_sub(MIN_SEALED_BYTES)
+}
+
 /// What the key derivation's input names, so that no other use of these keys derives the same.
 const INFO: &[u8] = b"concur-hub-seal-v1";
 
@@ -231,6 +242,12 @@ mod tests {
         let blob = seal_to(&agent.public(), &ad, plain).unwrap();
         assert!(!blob.contains("SECRET123"));
         assert_eq!(agent.open(&ad, &blob).unwrap(), plain);
+        assert_eq!(blob.len(), sealed_chars(plain.len()));
+        for chars in [0, 64, 65, 1000, 80 << 20] {
+            let most = most_sealable(chars);
+            assert!(most == 0 || sealed_chars(most) <= chars, "{chars}");
+            assert!(sealed_chars(most + 1) > chars, "{chars}");
+        }
         // Each message its own ephemeral key: the same share sealed twice differs.
         assert_ne!(seal_to(&agent.public(), &ad, plain).unwrap(), blob);
         // Another agent's key.

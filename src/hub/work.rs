@@ -55,16 +55,39 @@ impl Work {
     /// This work as it travels to agent `agent` at `epoch`, whose heartbeat publishes the
     /// sealing key `to`: a share sealed to it (its request is where credentials are: the URL,
     /// headers, body, certificates), anything else as it is.
+    ///
+    /// A share that would seal past what its agent reads ([`super::admit::MAX_WORK_BYTES`],
+    /// less [`ENVELOPE_ROOM`] for the signed envelope around it) is refused here, before
+    /// anything is sent: sealing is base64, so a share over about 60 MiB (a large request
+    /// body) that would travel in clear does not fit sealed.
     pub fn sealed_to(self, to: &SealKey, agent: &str, epoch: &str) -> Result<Work, String> {
         let Work::Part(w) = &self else {
             return Ok(self);
         };
         let json = serde_json::to_string(&self).map_err(|e| e.to_string())?;
+        let room = super::admit::MAX_WORK_BYTES - ENVELOPE_ROOM;
+        let sealed = super::seal::sealed_chars(json.len());
+        if sealed > room {
+            let most = super::seal::most_sealable(room);
+            return Err(format!(
+                "share {} of run '{}' is {} bytes, {sealed} once sealed to its agent (base64: 4/3 \
+                 of the share), over the {room} an agent reads of a sealed share (allowed: a \
+                 share of at most {most} bytes; make the request body smaller)",
+                w.part,
+                w.run,
+                json.len()
+            ));
+        }
         let ad = super::seal::share_ad(agent, epoch, &w.run, w.part);
         let blob = super::seal::seal_to(to, &ad, json.as_bytes())?;
         Ok(Work::Sealed { part: w.part, blob })
     }
 }
+
+/// What a sealed share leaves of a work item's bound for the signed envelope around it (its
+/// addresses, epoch, time, key and signature: under 1 KiB, agent names being at most 64
+/// characters).
+pub const ENVELOPE_ROOM: usize = 4 << 10;
 
 /// An agent's answer to [`Work::Serve`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -214,5 +237,78 @@ impl Refusal {
         }
         let r: Refusal = serde_json::from_slice(bytes).ok()?;
         Some(Refusal::new(&r.scope, &r.why))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hub::admit;
+    use crate::hub::keys::SigningKey;
+    use crate::hub::seal::OpenKey;
+    use crate::hub::sign::{seal_with, Address, Sealer};
+
+    /// Share 0 of run `r1` whose JSON is `len` bytes (its workload spec padded with `x`).
+    fn share_of(len: usize) -> Work {
+        let with = |spec: &str| {
+            serde_json::json!({
+                "work": "part", "run": "r1", "part": 0, "of": 1, "version": "0",
+                "request": {
+                    "recipe": {
+                        "workload": spec, "options": {"mail_sink": "discard"}, "gil": false,
+                        "settings": {"switch_interval": {"secs": 0, "nanos": 5_000_000},
+                                     "stack_size": 2 << 20},
+                        "jobs_backend": null
+                    },
+                    "model": "seq", "tasks": 1
+                },
+                "start_hub_ns": 0, "timeout_s": 30.0
+            })
+            .to_string()
+        };
+        let base = serde_json::to_string(&admit::read_work(&with("")).unwrap()).unwrap();
+        let work = admit::read_work(&with(&"x".repeat(len - base.len()))).unwrap();
+        assert_eq!(serde_json::to_string(&work).unwrap().len(), len);
+        work
+    }
+
+    /// Issue 42: a share near a work item's bound seals past it (base64 is 4/3 of it), and its
+    /// agent would refuse it: the study refuses it before sending, saying the largest share
+    /// that fits; the largest one that fits, sealed and signed, passes the agent's bound.
+    #[test]
+    fn a_share_too_large_once_sealed_is_refused_before_it_is_sent() {
+        let agent = OpenKey::from_seed(&[7; 32]).unwrap();
+        let (study, _) = SigningKey::generate().unwrap();
+        let most = crate::hub::seal::most_sealable(admit::MAX_WORK_BYTES - ENVELOPE_ROOM);
+        let why = share_of(most + 1)
+            .sealed_to(&agent.public(), "a1", "e1")
+            .unwrap_err();
+        assert!(
+            why.starts_with(&format!("share 0 of run 'r1' is {} bytes, ", most + 1))
+                && why.contains("once sealed to its agent")
+                && why.contains(&format!("a share of at most {most} bytes")),
+            "{why}"
+        );
+        // 61 MiB of share: under the bound in clear, over it sealed.
+        assert!(share_of(61 << 20)
+            .sealed_to(&agent.public(), "a1", "e1")
+            .is_err());
+        let sealed = share_of(most)
+            .sealed_to(&agent.public(), "a1", "e1")
+            .unwrap();
+        let name = "a".repeat(64);
+        let a = Address {
+            to: &name,
+            scope: "r1",
+            epoch: &"f".repeat(64),
+            at_ns: u64::MAX,
+        };
+        let text = seal_with(
+            Sealer::Own(&study),
+            &a,
+            serde_json::to_string(&sealed).unwrap(),
+        );
+        assert!(text.len() > admit::MAX_WORK_BYTES - ENVELOPE_ROOM);
+        admit::check_size(&text).unwrap();
     }
 }

@@ -74,6 +74,7 @@ impl Backend for Memory {
                         queue: q.clone(),
                         raw,
                         token: s.next_token,
+                        refused: None,
                     };
                     s.busy.insert(c.token, (worker.to_string(), c.clone()));
                     return Ok(Some(c));

@@ -57,7 +57,7 @@ pub const DEFAULT_QUEUE: &str = "default";
 /// (about 200 bytes) and Sidekiq's advice to pass ids, not data, as arguments.
 pub const MAX_PAYLOAD: usize = 64 << 10;
 /// How much of an oversized payload its dead-set entry keeps (the rest is dropped).
-const OVERSIZED_KEPT: usize = 1 << 10;
+pub(crate) const OVERSIZED_KEPT: usize = 1 << 10;
 
 /// Now, in float epoch seconds (Sidekiq 6.x's format).
 pub fn now() -> f64 {
@@ -319,6 +319,12 @@ pub struct Claimed {
     pub raw: String,
     /// The backend's handle on it (a row id; unused by Redis).
     pub token: i64,
+    /// Set when the backend refused the payload where it is stored (Redis: one over
+    /// [`MAX_PAYLOAD`], moved to the dead set by the fetch itself, so that its bytes never
+    /// reach the worker): `raw` is then its dead-set entry, and this the reason. The job is
+    /// no longer held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
 }
 
 /// A queue's counts (`concur jobs stats`; the JSON uses these names).

@@ -7,31 +7,43 @@
 //!
 //! Our own keys: a worker claims jobs by moving them into a private list,
 //! `concur:inflight:WORKER:NAME` (Sidekiq's open-source `BRPOP` loses the job of a worker that
-//! dies): a batch of up to N in one Lua script of `LMOVE`s, or one job with a blocking
-//! `BLMOVE` when the queue is empty. It keeps `concur:hb:WORKER` alive with a TTL and is listed
-//! in `concur:workers`. Acknowledgement is one Lua script per batch (`LREM` of each job from
+//! dies): a batch of up to N in one Lua script of `LMOVE`s, or, when the queue is empty, one
+//! job with a blocking `BLMOVE` into `concur:landing:WORKER:NAME`, from which the same script,
+//! sent with it, moves it on (the `BLMOVE`'s own reply skipped: `CLIENT REPLY SKIP`). So a
+//! payload over [`MAX_PAYLOAD`] never reaches the worker: the script moves it to the dead set
+//! with its first KiB and the reason and returns only that entry (a 286 MB payload would
+//! otherwise be read whole, and copied, before it could be refused). It keeps
+//! `concur:hb:WORKER` alive with a TTL and is listed in `concur:workers`. Acknowledgement is one Lua script per batch (`LREM` of each job from
 //! the private list and `INCRBY stat:processed`), as are failures and the poller that moves
 //! due retries and scheduled jobs onto their queues. The reaper
-//! returns every private list whose worker's heartbeat key expired to the front (right end)
-//! of its queue, in one script that checks the heartbeat again.
+//! returns every private (and landing) list whose worker's heartbeat key expired to the front
+//! (right end) of its queue, in one script that checks the heartbeat again.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use redis::{Connection, Script};
+use redis::{Connection, ConnectionLike, Script};
 
 use super::{
     now, Backend, Claimed, FailedSet, RedisUrl, Stats, BACKEND_URLS, DEAD_MAX_JOBS, DEAD_TIMEOUT,
+    MALFORMED_CLASS, MAX_PAYLOAD, OVERSIZED_KEPT,
 };
 use crate::base::error::{Error, Result};
 
 const INFLIGHT: &str = "concur:inflight:";
+const LANDING: &str = "concur:landing:";
 const HEARTBEAT: &str = "concur:hb:";
 const WORKERS: &str = "concur:workers";
 
 fn inflight_key(worker: &str, queue: &str) -> String {
     format!("{INFLIGHT}{worker}:{queue}")
+}
+
+/// Where a worker's blocking wait on an empty queue puts the job it took, for the claim script
+/// that follows it.
+fn landing_key(worker: &str, queue: &str) -> String {
+    format!("{LANDING}{worker}:{queue}")
 }
 
 /// Acknowledges a batch: KEYS[i] is the private list holding ARGV[i].
@@ -41,21 +53,90 @@ for i = 1, #ARGV do n = n + redis.call('LREM', KEYS[i], -1, ARGV[i]) end
 if n > 0 then redis.call('INCRBY', 'stat:processed', n) end
 return n";
 
-/// Claims up to ARGV[1] jobs of the first non-empty queue: KEYS are the queues, then their
-/// private lists in the same order. Returns the queue's position (from 1) and the jobs.
-const CLAIM: &str = r"
+/// Claims up to ARGV[1] jobs of the first non-empty source: KEYS are the sources (queues, or a
+/// landing list), then their private lists in the same order; ARGV[1 + i] names source i's
+/// queue. Returns the source's position (from 1, `0` for none), the jobs, and the refused
+/// payloads as (dead-set entry, reason). A payload over [`MAX_PAYLOAD`] is not returned: it
+/// goes to the dead set here with its first [`OVERSIZED_KEPT`] bytes (bytes that are not
+/// UTF-8 shown as `?`) and the reason the worker would give, as [`super::malformed_entry`]
+/// writes it, its id derived from what it kept.
+fn claim_script() -> String {
+    format!(
+        r"
 local nq = #KEYS / 2
 local max = tonumber(ARGV[1])
+local function utf8(s)
+  local out, i, n = {{}}, 1, #s
+  while i <= n do
+    local c = string.byte(s, i)
+    local len, lo, hi = 0, 0x80, 0xBF
+    if c < 0x80 then len = 1
+    elseif c >= 0xC2 and c <= 0xDF then len = 2
+    elseif c >= 0xE0 and c <= 0xEF then
+      len = 3
+      if c == 0xE0 then lo = 0xA0 elseif c == 0xED then hi = 0x9F end
+    elseif c >= 0xF0 and c <= 0xF4 then
+      len = 4
+      if c == 0xF0 then lo = 0x90 elseif c == 0xF4 then hi = 0x8F end
+    end
+    local ok = len > 0 and i + len - 1 <= n
+    for k = 1, len - 1 do
+      if not ok then break end
+      local d = string.byte(s, i + k)
+      if k == 1 then ok = d >= lo and d <= hi else ok = d >= 0x80 and d <= 0xBF end
+    end
+    if ok then
+      out[#out + 1] = string.sub(s, i, i + len - 1)
+      i = i + len
+    else
+      out[#out + 1] = '?'
+      i = i + 1
+    end
+  end
+  return table.concat(out)
+end
+local function refuse(job, queue)
+  local head = string.sub(job, 1, {kept})
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+  local why = string.format('payload of %d bytes is over the {cap_kib} KiB limit', #job)
+  local entry = cjson.encode({{
+    class = '{malformed}', args = {{utf8(head)}},
+    jid = string.sub(redis.sha1hex(head .. '\0' .. #job), 1, 24), queue = queue,
+    error_class = 'Concur::ParseError', error_message = why, failed_at = now
+  }})
+  redis.call('ZADD', 'dead', now, entry)
+  redis.call('ZREMRANGEBYSCORE', 'dead', '-inf', now - {dead_timeout})
+  redis.call('ZREMRANGEBYRANK', 'dead', 0, -({dead_max} + 1))
+  redis.call('INCR', 'stat:failed')
+  return {{entry, why}}
+end
 for i = 1, nq do
-  local out = {tostring(i)}
+  local jobs, refused = {{}}, {{}}
   for _ = 1, max do
     local job = redis.call('LMOVE', KEYS[i], KEYS[nq + i], 'RIGHT', 'LEFT')
     if not job then break end
-    out[#out + 1] = job
+    if #job > {cap} then
+      redis.call('LTRIM', KEYS[nq + i], 1, -1)
+      refused[#refused + 1] = refuse(job, ARGV[1 + i])
+    else
+      jobs[#jobs + 1] = job
+    end
   end
-  if #out > 1 then return out end
+  if #jobs + #refused > 0 then return {{tostring(i), jobs, refused}} end
 end
-return {}";
+return {{'0', {{}}, {{}}}}",
+        kept = OVERSIZED_KEPT,
+        cap = MAX_PAYLOAD,
+        cap_kib = MAX_PAYLOAD >> 10,
+        malformed = MALFORMED_CLASS,
+        dead_timeout = DEAD_TIMEOUT.as_secs(),
+        dead_max = DEAD_MAX_JOBS,
+    )
+}
+
+/// What the claim script returns: the source's position, the jobs, the refused payloads.
+type ClaimReply = (String, Vec<String>, Vec<(String, String)>);
 
 const RETRY: &str = r"
 redis.call('LREM', KEYS[1], -1, ARGV[1])
@@ -117,6 +198,8 @@ struct Held {
     lists: HashMap<String, (String, HashMap<String, usize>)>,
     /// Payloads seen unheld in a private list at the last sweep.
     suspects: HashSet<(String, String)>,
+    /// landing list → queue: those this process's workers waited on.
+    landings: HashMap<String, String>,
 }
 
 /// A Sidekiq-compatible queue on a Redis server.
@@ -126,6 +209,12 @@ pub struct Redis {
     client: redis::Client,
     pool: Mutex<Vec<Connection>>,
     scripts: Scripts,
+    /// The claim script's text, sent after a blocking wait (`EVAL`: nothing to reload).
+    claim_text: String,
+    /// Whether the server skips a reply when asked (`CLIENT REPLY SKIP`): the blocking wait
+    /// then takes no payload to the worker; without it (a proxy, an ACL), the wait's `BLMOVE`
+    /// returns the job as it is, and an oversized one is refused after it was read.
+    skips_replies: bool,
 }
 
 struct Scripts {
@@ -158,26 +247,33 @@ impl Redis {
                 url.scrub(&e.to_string())
             ))
         };
-        let r = Redis {
+        let claim_text = claim_script();
+        let mut r = Redis {
             url: url.clone(),
             client,
             pool: Mutex::new(Vec::new()),
             held: Mutex::new(Held::default()),
             scripts: Scripts {
                 ack: Script::new(ACK),
-                claim: Script::new(CLAIM),
+                claim: Script::new(&claim_text),
                 retry: Script::new(RETRY),
                 kill: Script::new(KILL),
                 promote: Script::new(PROMOTE),
                 reap: Script::new(REAP),
                 rescue: Script::new(RESCUE),
             },
+            claim_text,
+            skips_replies: false,
         };
         let mut c = r.connect().map_err(unreachable)?;
         redis::cmd("PING")
             .query::<String>(&mut c)
             .map_err(unreachable)?;
-        r.put(c);
+        r.skips_replies = skips_replies(&mut c);
+        // A server that did not skip has replies still to come on this connection.
+        if r.skips_replies {
+            r.put(c);
+        }
         Ok(r)
     }
 
@@ -212,7 +308,8 @@ impl Redis {
 
     fn hold(&self, worker: &str, jobs: &[Claimed]) {
         let mut h = self.held();
-        for c in jobs {
+        // A refused payload is in the dead set already, not in a private list.
+        for c in jobs.iter().filter(|c| c.refused.is_none()) {
             let entry = h
                 .lists
                 .entry(inflight_key(worker, &c.queue))
@@ -237,7 +334,32 @@ impl Redis {
 
     /// Returns orphans of this process's private lists to their queues: payloads found unheld
     /// at two sweeps in a row (a job just fetched is held within milliseconds of its reply).
+    /// And whatever this process's landing lists hold goes back to the front of its queue: a
+    /// job lands there only for the moment between a wait's `BLMOVE` and the claim script
+    /// sent with it, so one found there was left by a wait whose reply never came (the script
+    /// that then finds its landing list empty claims nothing; the job runs from its queue).
     fn rescue_orphans(&self) -> Result<usize> {
+        let landings: Vec<(String, String)> = self
+            .held()
+            .landings
+            .iter()
+            .map(|(k, q)| (k.clone(), q.clone()))
+            .collect();
+        let mut n = 0;
+        for (landing, queue) in landings {
+            let moved: usize = self.with(|c| {
+                self.scripts
+                    .reap
+                    .key(&landing)
+                    .key(format!("queue:{queue}"))
+                    // (The heartbeat's place: not looked at when forced.)
+                    .key(&landing)
+                    .arg(&queue)
+                    .arg("1")
+                    .invoke(c)
+            })?;
+            n += moved;
+        }
         let lists: Vec<(String, String)> = self
             .held()
             .lists
@@ -262,7 +384,6 @@ impl Redis {
             h.suspects = found;
             o
         };
-        let mut n = 0;
         for (key, raw) in orphans {
             let Some((_, queue)) = lists.iter().find(|(k, _)| *k == key) else {
                 continue;
@@ -296,44 +417,69 @@ impl Redis {
             for q in queues {
                 claim.key(inflight_key(worker, q));
             }
-            let got: Vec<String> = claim.arg(max.max(1)).invoke(c)?;
-            let mut got = got.into_iter();
-            if let Some(q) = got
-                .next()
-                .and_then(|i| i.parse::<usize>().ok())
-                .and_then(|i| queues.get(i.wrapping_sub(1)))
-            {
-                return Ok(got
-                    .map(|raw| Claimed {
-                        queue: q.clone(),
-                        raw,
-                        token: 0,
-                    })
-                    .collect());
+            claim.arg(max.max(1));
+            for q in queues {
+                claim.arg(q);
             }
+            let got = claimed(queues, claim.invoke(c)?);
             let Some(q) = queues.first() else {
-                return Ok(vec![]);
+                return Ok(got);
             };
-            if wait.is_zero() {
-                return Ok(vec![]);
+            if !got.is_empty() || wait.is_zero() {
+                return Ok(got);
             }
             c.set_read_timeout(Some(wait + Duration::from_secs(5)))?;
-            let raw: Option<String> = redis::cmd("BLMOVE")
-                .arg(format!("queue:{q}"))
-                .arg(inflight_key(worker, q))
-                .arg("RIGHT")
-                .arg("LEFT")
-                .arg(wait.as_secs_f64())
-                .query(c)?;
-            c.set_read_timeout(Some(Duration::from_secs(10)))?;
-            Ok(raw
-                .map(|raw| Claimed {
+            let got = if self.skips_replies {
+                let landing = landing_key(worker, q);
+                self.held().landings.insert(landing.clone(), q.clone());
+                // The wait's reply (the payload) is skipped; the claim script that follows
+                // takes the job from the landing list as it takes one from a queue.
+                let mut sent = redis::cmd("CLIENT")
+                    .arg("REPLY")
+                    .arg("SKIP")
+                    .get_packed_command();
+                sent.extend(
+                    redis::cmd("BLMOVE")
+                        .arg(format!("queue:{q}"))
+                        .arg(&landing)
+                        .arg("RIGHT")
+                        .arg("LEFT")
+                        .arg(wait.as_secs_f64())
+                        .get_packed_command(),
+                );
+                sent.extend(
+                    redis::cmd("EVAL")
+                        .arg(&self.claim_text)
+                        .arg(2)
+                        .arg(&landing)
+                        .arg(inflight_key(worker, q))
+                        .arg(1)
+                        .arg(q)
+                        .get_packed_command(),
+                );
+                let reply = c.req_packed_commands(&sent, 0, 1)?;
+                let reply = reply.into_iter().next().unwrap_or(redis::Value::Nil);
+                let reply = redis::from_redis_value(reply.extract_error()?)?;
+                claimed(std::slice::from_ref(q), reply)
+            } else {
+                let raw: Option<String> = redis::cmd("BLMOVE")
+                    .arg(format!("queue:{q}"))
+                    .arg(inflight_key(worker, q))
+                    .arg("RIGHT")
+                    .arg("LEFT")
+                    .arg(wait.as_secs_f64())
+                    .query(c)?;
+                raw.map(|raw| Claimed {
                     queue: q.clone(),
                     raw,
                     token: 0,
+                    refused: None,
                 })
                 .into_iter()
-                .collect())
+                .collect()
+            };
+            c.set_read_timeout(Some(Duration::from_secs(10)))?;
+            Ok(got)
         })
     }
 
@@ -380,13 +526,18 @@ impl Redis {
     }
 
     fn inflight_lists(c: &mut Connection) -> redis::RedisResult<Vec<String>> {
+        Self::lists(c, INFLIGHT)
+    }
+
+    /// The keys matching `prefix` then anything (a `SCAN` pattern: private or landing lists).
+    fn lists(c: &mut Connection, prefix: &str) -> redis::RedisResult<Vec<String>> {
         let mut keys = Vec::new();
         let mut cursor: u64 = 0;
         loop {
             let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
                 .arg(cursor)
                 .arg("MATCH")
-                .arg(format!("{INFLIGHT}*"))
+                .arg(format!("{prefix}*"))
                 .arg("COUNT")
                 .arg(1000)
                 .query(c)?;
@@ -398,15 +549,17 @@ impl Redis {
         }
     }
 
-    /// Returns private lists to their queues: all of `only`'s when given (forced), else every
-    /// list whose worker's heartbeat expired.
+    /// Returns private and landing lists to their queues: all of `only`'s when given
+    /// (forced), else every list whose worker's heartbeat expired.
     fn return_lists(&self, only: Option<&str>) -> Result<usize> {
         let reap = &self.scripts.reap;
         self.with(|c| {
             let mut n = 0;
-            for key in Self::inflight_lists(c)? {
+            // One scan for both kinds (`concur:inflight:…` and `concur:landing:…`).
+            for key in Self::lists(c, "concur:[il]")? {
                 let Some((worker, queue)) = key
                     .strip_prefix(INFLIGHT)
+                    .or_else(|| key.strip_prefix(LANDING))
                     .and_then(|rest| rest.split_once(':'))
                 else {
                     continue;
@@ -562,6 +715,7 @@ impl Backend for Redis {
                     queue: queue.to_string(),
                     raw,
                     token: 0,
+                    refused: None,
                 }));
             }
             Ok(held)
@@ -571,7 +725,11 @@ impl Backend for Redis {
     fn release(&self, worker: &str) -> Result<usize> {
         let n = self.return_lists(Some(worker))?;
         let prefix = format!("{INFLIGHT}{worker}:");
-        self.held().lists.retain(|k, _| !k.starts_with(&prefix));
+        let landing = format!("{LANDING}{worker}:");
+        let mut held = self.held();
+        held.lists.retain(|k, _| !k.starts_with(&prefix));
+        held.landings.retain(|k, _| !k.starts_with(&landing));
+        drop(held);
         self.with(|c| {
             redis::pipe()
                 .cmd("DEL")
@@ -649,6 +807,47 @@ impl Backend for Redis {
             }
         }
     }
+}
+
+/// The jobs of a claim script's reply, from `queues` (the sources it was given, in order):
+/// refused payloads as already dead-set entries ([`Claimed::refused`]).
+fn claimed(queues: &[String], (at, jobs, refused): ClaimReply) -> Vec<Claimed> {
+    let Some(q) = at
+        .parse::<usize>()
+        .ok()
+        .and_then(|i| queues.get(i.wrapping_sub(1)))
+    else {
+        return Vec::new();
+    };
+    let refused = refused.into_iter().map(|(entry, why)| Claimed {
+        queue: q.clone(),
+        raw: entry,
+        token: 0,
+        refused: Some(why),
+    });
+    let jobs = jobs.into_iter().map(|raw| Claimed {
+        queue: q.clone(),
+        raw,
+        token: 0,
+        refused: None,
+    });
+    refused.chain(jobs).collect()
+}
+
+/// Whether the server behind `c` skips the reply of the command after `CLIENT REPLY SKIP`
+/// (Redis 3.2 and later; a proxy or an ACL may refuse it). When it does not, `c` has replies
+/// still to come and must be dropped.
+fn skips_replies(c: &mut Connection) -> bool {
+    let mut sent = redis::cmd("CLIENT")
+        .arg("REPLY")
+        .arg("SKIP")
+        .get_packed_command();
+    sent.extend(redis::cmd("ECHO").arg("skipped").get_packed_command());
+    sent.extend(redis::cmd("ECHO").arg("answered").get_packed_command());
+    matches!(
+        c.req_packed_commands(&sent, 0, 1).as_deref(),
+        Ok([redis::Value::BulkString(b)]) if b == b"answered"
+    )
 }
 
 /// A connection to `client`'s server: 3 s to connect, 10 s for each reply (the queue's and

@@ -244,6 +244,7 @@ impl Sqlite {
                         queue: q.clone(),
                         raw,
                         token: id,
+                        refused: None,
                     });
                 }
                 return Ok(claimed);
@@ -426,6 +427,7 @@ impl Backend for Sqlite {
                     token: r.get(0)?,
                     queue: r.get(1)?,
                     raw: r.get(2)?,
+                    refused: None,
                 })
             })?;
             rows.collect()

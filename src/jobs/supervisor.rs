@@ -30,12 +30,11 @@
 //!    (signal SIGABRT)", and a line says so on stderr.
 //! 5. Then the normal worker starts again.
 //!
-//! `--job-timeout`: a job that runs longer (timed from the first look at the slots that saw
-//! it running, every 1/100 of the timeout, at least every second and at most every 20 ms)
-//! fails like any
-//! failure (`Concur::Timeout`, retried or buried by its `retry`); the child is killed to free
-//! its slot, and the other jobs it held go back to their queues unchanged, then the worker
-//! starts again.
+//! `--job-timeout`: a job that runs longer (timed by this parent's clock from the first look
+//! at the slots that saw it running; it looks every 1/100 of the timeout, at most every 20 ms
+//! and at least every second) fails like any failure (`Concur::Timeout`, retried or buried by
+//! its `retry`); the child is killed to free its slot, and the other jobs it held go back to
+//! their queues unchanged, then the worker starts again.
 //!
 //! The count lives in this parent while it runs a suspect alone and is written into the job
 //! when it goes to the dead set; a supervisor killed in between loses it (the job goes back

@@ -171,6 +171,10 @@ pub fn handle(
     on_ran: &dyn Fn(&Job),
     ran: &mut Vec<Claimed>,
 ) -> Result<Performed> {
+    // Refused by the backend where it is stored: already in the dead set, `raw` its entry.
+    if let Some(why) = &claimed.refused {
+        return Ok(Performed::Malformed(why.clone()));
+    }
     let job = match Job::parse(&claimed.raw) {
         Ok(j) => j,
         Err(why) => {
