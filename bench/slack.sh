@@ -93,6 +93,7 @@ path, ms = sys.argv[1], int(sys.argv[2])
 calls, last_armed = {}, None
 for line in open(path, errors="replace"):
     pid, _, rest = line.strip().partition(" ")
+    rest = rest.strip()
     if rest.endswith("<unfinished ...>"):
         calls[pid] = rest[: -len("<unfinished ...>")].strip()
         continue

@@ -315,6 +315,50 @@ fn failed_crashed_and_timed_out_runs_follow_the_schema() {
     assert_eq!(of_type(&lines, "cell").len(), 8);
 }
 
+/// Waiting runs carry the slack of the primitive their tasks wait in, in the schema's shape:
+/// concur's models from its own table, a user's program (`--peer`) none.
+#[test]
+fn waiting_runs_carry_their_slack_and_follow_the_schema() {
+    // A user's program that claims a slack of its own: concur does not take it.
+    let claims = r#"prog=echo 'CONCUR {"wall_s": 0.02, "tasks_ok": 2, "wakeups": {"start_all_s": 0.0, "late_us": {"p50": 1, "p90": 1, "p99": 1, "p999": 1, "max": 1}, "slack": {"primitive": "poll", "ns": 1000000, "timer_slack_ns": 50000, "nice": 0, "realtime": false}}}'"#;
+    let lines = checked_study(&[
+        "-w",
+        "sleep:20ms",
+        "-m",
+        "seq",
+        "-m",
+        "async:2",
+        "-m",
+        "green:2",
+        "-n",
+        "2",
+        "-r",
+        "1",
+        "--peer",
+        claims,
+    ]);
+    for (model, primitive) in [
+        ("seq", "nanosleep"),
+        ("async:2", "futex"),
+        ("green:2", "futex"),
+    ] {
+        let run = of_type(&lines, "run")
+            .into_iter()
+            .find(|r| r["model"] == model)
+            .expect("the run");
+        let s = &run["wakeups"]["slack"];
+        assert_eq!(s["primitive"], primitive, "{run}");
+        // A nanosleep or futex wait's slack is the thread's timer slack, whatever the wait.
+        assert_eq!(s["ns"], s["timer_slack_ns"], "{run}");
+    }
+    let prog = of_type(&lines, "run")
+        .into_iter()
+        .find(|r| r["model"] == "prog")
+        .expect("the program's run");
+    assert!(prog["wakeups"]["late_us"].is_object(), "{prog}");
+    assert!(prog["wakeups"].get("slack").is_none(), "{prog}");
+}
+
 #[test]
 fn a_timeout_of_100ms_follows_the_schema() {
     let (dir, path) = results_path();
