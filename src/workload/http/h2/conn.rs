@@ -631,12 +631,17 @@ impl Conn {
         id.is_multiple_of(2) || id >= self.next_id
     }
 
-    /// The slot of open stream `id`.
+    /// The slot of open stream `id`: most often the oldest (answers come in about the order
+    /// of their requests), else a binary search.
     fn find(&self, id: u32) -> Option<u32> {
-        self.open
-            .binary_search_by_key(&id, |&(i, _)| i)
-            .ok()
-            .map(|i| self.open[i].1)
+        match self.open.front() {
+            Some(&(first, slot)) if first == id => Some(slot),
+            _ => self
+                .open
+                .binary_search_by_key(&id, |&(i, _)| i)
+                .ok()
+                .map(|i| self.open[i].1),
+        }
     }
 
     fn never_opened(&self, h: Header) -> Broke {
@@ -1184,7 +1189,11 @@ impl Conn {
     /// Takes the stream in `slot` off the wire: no longer open, counted or blocked.
     fn close_stream(&mut self, slot: u32) {
         let id = self.slots[slot as usize].id;
-        if let Ok(i) = self.open.binary_search_by_key(&id, |&(i, _)| i) {
+        let at = match self.open.front() {
+            Some(&(first, _)) if first == id => Ok(0),
+            _ => self.open.binary_search_by_key(&id, |&(i, _)| i),
+        };
+        if let Ok(i) = at {
             self.open.remove(i);
             if self.open.len() < self.max_streams as usize {
                 self.wake_waiters(1);
