@@ -51,6 +51,7 @@ print("|---|---:|---:|---:|---:|---:|")
 for label, rps, cpu in rows:
     conns = label.split("-")[1] if label.startswith("h2load") else "c" + label.rsplit("conn", 1)[1]
     r_rps, r_cpu = ref[conns]
-    print(f"| {label} | {conns[1:]} | {float(rps):,.0f} | {float(rps) / r_rps:.2f}x | {float(cpu):.2f} us | {float(cpu) / r_cpu:.2f}x |")
+    cpu_ratio = f"{float(cpu) / r_cpu:.2f}x" if r_cpu > 0 else "-"
+    print(f"| {label} | {conns[1:]} | {float(rps):,.0f} | {float(rps) / r_rps:.2f}x | {float(cpu):.2f} us | {cpu_ratio} |")
 '
 rm -f "$samples"

@@ -15,6 +15,7 @@
 //! | `latency_record` | one latency recorded as a run records each task's (`LatencyRecorder::record_us`: the HDR histogram and the exact count, min, max, sum) |
 //! | `server_route` | one `GET /add?delay=0` through the delay server's whole router (axum, the JSON-error layer, `/add`'s handler with its zero sleep, the body polled), on a current-thread runtime, no socket (`bench/icount.sh` leaves out the runtime's park, where it waits for the sleep's timer) |
 //! | `job_encode_decode` | one Sidekiq task job read from its JSON payload (`Job::parse`) and written back (`Job::to_json`) |
+//! | `h2_exchange` | one HTTP/2 request of `async` through its connection's state (`workload/http/h2/`): the HEADERS encoded, `concur serve`'s answer (its steady-state head and body) read, the response collected; no socket |
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -32,6 +33,7 @@ const PATHS: &[&str] = &[
     "latency_record",
     "server_route",
     "job_encode_decode",
+    "h2_exchange",
 ];
 
 /// Iterations when none are given.
@@ -97,6 +99,13 @@ fn run(path: &str, n: usize) -> Option<()> {
             let mut one = |_: usize| {
                 let job = Job::parse(black_box(JOB)).expect("the job parses");
                 black_box(job.to_json());
+            };
+            measure(n, &mut one);
+        }
+        "h2_exchange" => {
+            let mut exchange = concur::fuzzing::H2Exchange::new();
+            let mut one = |_: usize| {
+                assert_eq!(black_box(exchange.one()), (200, 10));
             };
             measure(n, &mut one);
         }

@@ -233,6 +233,23 @@ pub fn http_response(data: &[u8]) {
     }
 }
 
+/// One HTTP/2 request and its answer through the client's connection state, in the steady state
+/// of `async` against `concur serve` (`benches/icount.rs`'s `h2_exchange`): no socket.
+pub struct H2Exchange(crate::workload::http::H2BenchExchange);
+
+impl H2Exchange {
+    /// A connection past its handshake and first answers.
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> H2Exchange {
+        H2Exchange(crate::workload::http::H2BenchExchange::new())
+    }
+
+    /// One request and its answer: (status, body bytes).
+    pub fn one(&mut self) -> (u16, u64) {
+        self.0.one()
+    }
+}
+
 /// The HTTP/2 client's frame reader and HPACK decoder (`workload::http::h2`) on a server's
 /// bytes: three streams open, the bytes fed whole and in pieces; no panic, the same outcome
 /// either way, the client's own frames whole, windows and the HPACK table within bounds.

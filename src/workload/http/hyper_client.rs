@@ -263,13 +263,23 @@ impl Slot {
     }
 }
 
-/// One HTTP/2 connection, shared by every request that goes out on it.
+/// One HTTP/2 connection, shared by every request that goes out on it (one reference count a
+/// request: cloned from its slot for each).
 #[derive(Clone)]
-struct H2Conn {
+struct H2Conn(Arc<H2ConnInner>);
+
+struct H2ConnInner {
     conn: h2::Connection,
     /// Whether the server's stream limit was recorded: once per connection, after its first
     /// response.
-    limit_read: Arc<AtomicBool>,
+    limit_read: AtomicBool,
+}
+
+impl std::ops::Deref for H2Conn {
+    type Target = H2ConnInner;
+    fn deref(&self) -> &H2ConnInner {
+        &self.0
+    }
 }
 
 /// A new connection, as the server agreed to speak on it.
@@ -669,10 +679,10 @@ where
         .await
         .map_err(|e| TaskError::new("connect", e))?;
     task_group::spawn(driver);
-    Ok(Conn::H2(H2Conn {
+    Ok(Conn::H2(H2Conn(Arc::new(H2ConnInner {
         conn,
-        limit_read: Arc::new(AtomicBool::new(false)),
-    }))
+        limit_read: AtomicBool::new(false),
+    }))))
 }
 
 #[cfg(test)]

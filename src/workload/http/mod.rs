@@ -31,7 +31,7 @@ use std::time::Duration;
 
 pub(crate) use blocking::small_request;
 #[cfg(feature = "fuzzing")]
-pub(crate) use h2::fuzz_server_bytes as h2_server_bytes;
+pub(crate) use h2::{fuzz_server_bytes as h2_server_bytes, BenchExchange as H2BenchExchange};
 pub use request::{letters, HttpRequest, INDEX, RAND, USER_AGENT};
 pub(crate) use spec::connect_address;
 pub use spec::{check_header, check_method};

@@ -631,12 +631,17 @@ impl Conn {
         id.is_multiple_of(2) || id >= self.next_id
     }
 
-    /// The slot of open stream `id`.
+    /// The slot of open stream `id`: most often the oldest (answers come in about the order
+    /// of their requests), else a binary search.
     fn find(&self, id: u32) -> Option<u32> {
-        self.open
-            .binary_search_by_key(&id, |&(i, _)| i)
-            .ok()
-            .map(|i| self.open[i].1)
+        match self.open.front() {
+            Some(&(first, slot)) if first == id => Some(slot),
+            _ => self
+                .open
+                .binary_search_by_key(&id, |&(i, _)| i)
+                .ok()
+                .map(|i| self.open[i].1),
+        }
     }
 
     fn never_opened(&self, h: Header) -> Broke {
@@ -1184,7 +1189,11 @@ impl Conn {
     /// Takes the stream in `slot` off the wire: no longer open, counted or blocked.
     fn close_stream(&mut self, slot: u32) {
         let id = self.slots[slot as usize].id;
-        if let Ok(i) = self.open.binary_search_by_key(&id, |&(i, _)| i) {
+        let at = match self.open.front() {
+            Some(&(first, _)) if first == id => Ok(0),
+            _ => self.open.binary_search_by_key(&id, |&(i, _)| i),
+        };
+        if let Ok(i) = at {
             self.open.remove(i);
             if self.open.len() < self.max_streams as usize {
                 self.wake_waiters(1);
@@ -1313,6 +1322,111 @@ fn fuzz_feed(bytes: &[u8], piece: usize) -> (Vec<String>, Option<String>, Vec<u8
         .map(|o| format!("{:?}", c.poll_response(o.slot, o.id, Waker::noop())))
         .collect();
     (outcomes, c.failed.clone(), out)
+}
+
+/// `benches/icount.rs`'s `h2_exchange` path: one request on a connection in its steady state,
+/// as `async` sends them to `concur serve` at delay 0: its HEADERS encoded (the template's
+/// fields by index, the path a literal), `concur serve`'s answer read (a 9-byte head of
+/// indexed fields and a Huffman `content-length`, 10 body bytes) and the response collected.
+/// The answers are hyper's, taken from a running `concur serve`.
+#[cfg(feature = "fuzzing")]
+pub(crate) struct BenchExchange {
+    conn: Conn,
+    answer: Vec<u8>,
+    out: Vec<u8>,
+}
+
+#[cfg(feature = "fuzzing")]
+impl BenchExchange {
+    /// The target of every request.
+    const PATH: &'static str = "/add?delay=0&name=abcdefghij";
+
+    /// A connection past its handshake and its first three answers, whose heads filled the
+    /// HPACK table as they did from the server.
+    pub(crate) fn new() -> BenchExchange {
+        let hex = |s: &str| -> Vec<u8> {
+            (0..s.len())
+                .step_by(2)
+                .filter_map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok())
+                .collect()
+        };
+        let frame = |kind: u8, flags: u8, stream: u32, payload: &[u8]| {
+            let len = payload.len() as u32;
+            let mut f = vec![(len >> 16) as u8, (len >> 8) as u8, len as u8, kind, flags];
+            f.extend_from_slice(&stream.to_be_bytes());
+            f.extend_from_slice(payload);
+            f
+        };
+        let fields: Vec<(String, String)> = [
+            (":method", "GET"),
+            (":scheme", "http"),
+            (":authority", "127.0.0.1:8080"),
+            ("user-agent", "concur/0.1.0"),
+            ("accept", "*/*"),
+        ]
+        .iter()
+        .map(|(n, v)| (n.to_string(), v.to_string()))
+        .collect();
+        let mut conn = Conn::new(Arc::new(Template::new(&fields, true)));
+        let body = b"ok: added\n";
+        let mut first = frame(
+            frame::SETTINGS,
+            0,
+            0,
+            &hex("000300000080000400100000000500004000000600004000"),
+        );
+        first.extend(frame(frame::SETTINGS, frame::ACK, 0, b""));
+        first.extend(frame(frame::WINDOW_UPDATE, 0, 0, &hex("000f0001")));
+        let heads = [
+            "885f901d75d0620d263d4c1c892a56426c28e9408a416cee5b1649a935537f8b90b40fd7dc96d9001700010f0d82083f6196dd6d5f4a01c52f948a080271403b702d5c036a62d1bf",
+            "88c0bf0f0d82083f6196dd6d5f4a01c52f948a080271403b702d5c038a62d1bf",
+            "88c1c00f0d82083fbe",
+        ];
+        conn.receive(&first);
+        for (i, head) in heads.iter().enumerate() {
+            let Ok(o) = conn.open(Head::Path(Self::PATH), None, false) else {
+                panic!("stream {i} does not open");
+            };
+            let mut answer = frame(frame::HEADERS, frame::END_HEADERS, o.id, &hex(head));
+            answer.extend(frame(frame::DATA, frame::END_STREAM, o.id, body));
+            conn.receive(&answer);
+            assert_eq!(
+                conn.poll_response(o.slot, o.id, Waker::noop()),
+                Poll::Ready(Ok(Response {
+                    status: 200,
+                    bytes: 10,
+                    head_ns: 0
+                }))
+            );
+        }
+        let mut answer = frame(frame::HEADERS, frame::END_HEADERS, 0, &hex(heads[2]));
+        answer.extend(frame(frame::DATA, frame::END_STREAM, 0, body));
+        conn.take_out(&mut Vec::new());
+        BenchExchange {
+            conn,
+            answer,
+            out: Vec::with_capacity(4 << 10),
+        }
+    }
+
+    /// One request and its answer: (status, body bytes).
+    pub(crate) fn one(&mut self) -> (u16, u64) {
+        let Ok(o) = self.conn.open(Head::Path(Self::PATH), None, false) else {
+            panic!("the stream does not open");
+        };
+        self.out.clear();
+        self.conn.take_out(&mut self.out);
+        // The answer's two frames, on this stream.
+        let data_at = frame::HEADER_LEN + self.answer[2] as usize;
+        let id = o.id.to_be_bytes();
+        self.answer[5..9].copy_from_slice(&id);
+        self.answer[data_at + 5..data_at + 9].copy_from_slice(&id);
+        assert_eq!(self.conn.receive(&self.answer), self.answer.len());
+        match self.conn.poll_response(o.slot, o.id, Waker::noop()) {
+            Poll::Ready(Ok(r)) => (r.status, r.bytes),
+            other => panic!("no response: {other:?}"),
+        }
+    }
 }
 
 /// A `:status` value: three digits.

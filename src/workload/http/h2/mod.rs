@@ -16,9 +16,9 @@ mod frame;
 mod hpack;
 mod huffman;
 
-#[cfg(feature = "fuzzing")]
-pub(crate) use conn::fuzz_server_bytes;
 pub(super) use conn::Failure;
+#[cfg(feature = "fuzzing")]
+pub(crate) use conn::{fuzz_server_bytes, BenchExchange};
 pub(super) use driver::{handshake, Connection};
 #[cfg(test)]
 pub(super) use hpack::fields_sent;
