@@ -12,8 +12,8 @@
 # Usage: bench/curl-dependent.sh [ROUNDS] [REV...]
 #   ROUNDS  default 5
 #   REV     commits to build as a dependency (default: HEAD)
-# The dependents share one target folder, /tmp/concur-dependent/target: the first build takes
-# minutes (every dependency again, without CFLAGS), a later REV only concur itself.
+# The dependents share one target folder with tests/dependent_build.rs, target/dependent: the
+# first build takes minutes (every dependency again, without CFLAGS), a later REV only concur.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-5}
@@ -26,7 +26,7 @@ raise_open_files
 build
 root=/tmp/concur-dependent
 mkdir -p "$root"
-target=$root/target
+target=${CARGO_TARGET_DIR:-$PWD/target}/dependent
 names=(cli)
 bins=("$root/concur-cli")
 cp "$bin" "$root/concur-cli"
