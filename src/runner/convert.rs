@@ -241,6 +241,11 @@ fn peer_report(ended: &Ended) -> Option<Result<PeerReport, String>> {
             .ok()
             .filter(|r| r.wall_s.is_finite() && r.wall_s >= 0.0)
             .ok_or_else(|| format!("its CONCUR line is not {{\"wall_s\": SECONDS, …}}: {text}"))
+            // A slack is concur's to compute ([`program_slack`]), never the program's to say.
+            .map(|r| PeerReport {
+                wakeups: r.wakeups.map(|w| Wakeups { slack: None, ..w }),
+                ..r
+            })
             .and_then(|r| match r.wakeups.map(|w| w.check()) {
                 Some(Err(why)) => Err(format!("its CONCUR line's wakeups: {why}")),
                 _ => Ok(r),
@@ -594,5 +599,13 @@ mod tests {
         let negative = line.replace("0.25", "-1");
         let e = peer_report(&ended_with(&negative)).unwrap().unwrap_err();
         assert!(e.contains("start_all_s -1"), "{e}");
+        // A slack of the program's own, right or wrong, is not taken: concur computes it.
+        let claims = line.replace(
+            "\"start_all_s\": 0.25,",
+            r#""start_all_s": 0.25, "slack": {"primitive": "futex", "ns": 7, "timer_slack_ns": 50000, "nice": 0, "realtime": false},"#,
+        );
+        assert_ne!(claims, line);
+        let r = peer_report(&ended_with(&claims)).unwrap().unwrap();
+        assert_eq!(r.wakeups.expect("wakeups").slack, None);
     }
 }
