@@ -28,8 +28,9 @@ pub const MAX_TIMEOUT: Duration = plan::MAX_TIMEOUT;
 /// [`super::executor::LEAD`] ahead, so anything beyond a minute is not a study's.
 pub const MAX_START_DISTANCE: Duration = Duration::from_secs(60);
 
-/// The largest work item an agent reads (a share's request with its body and certificate).
-pub const MAX_WORK_BYTES: usize = 80 << 20;
+/// The largest work item an agent reads ([`super::work::MAX_WORK_BYTES`], beside the work
+/// items it bounds).
+pub use super::work::MAX_WORK_BYTES;
 
 /// The largest request body a share may carry.
 pub const MAX_BODY_BYTES: usize = 64 << 20;

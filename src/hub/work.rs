@@ -56,7 +56,7 @@ impl Work {
     /// sealing key `to`: a share sealed to it (its request is where credentials are: the URL,
     /// headers, body, certificates), anything else as it is.
     ///
-    /// A share that would seal past what its agent reads ([`super::admit::MAX_WORK_BYTES`],
+    /// A share that would seal past what its agent reads ([`MAX_WORK_BYTES`],
     /// less [`ENVELOPE_ROOM`] for the signed envelope around it) is refused here, before
     /// anything is sent: sealing is base64, so a share over about 60 MiB (a large request
     /// body) that would travel in clear does not fit sealed.
@@ -65,7 +65,7 @@ impl Work {
             return Ok(self);
         };
         let json = serde_json::to_string(&self).map_err(|e| e.to_string())?;
-        let room = super::admit::MAX_WORK_BYTES - ENVELOPE_ROOM;
+        let room = MAX_WORK_BYTES - ENVELOPE_ROOM;
         let sealed = super::seal::sealed_chars(json.len());
         if sealed > room {
             let most = super::seal::most_sealable(room);
@@ -83,6 +83,9 @@ impl Work {
         Ok(Work::Sealed { part: w.part, blob })
     }
 }
+
+/// The largest work item an agent reads (a share's request with its body and certificate).
+pub const MAX_WORK_BYTES: usize = 80 << 20;
 
 /// What a sealed share leaves of a work item's bound for the signed envelope around it (its
 /// addresses, epoch, time, key and signature: under 1 KiB, agent names being at most 64
