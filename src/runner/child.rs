@@ -338,7 +338,7 @@ pub fn run_cell(req: RunRequest) -> Result<ChildReport> {
 
 /// The longest a run waits at its end for its parent's sample of the tree (a tree of a
 /// million waiting tasks takes tens of ms to read).
-const RUN_END_SAMPLE_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+pub(crate) const RUN_END_SAMPLE_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// How many phase events a traced task of this run keeps: what its workload and model can
 /// show (HTTP's five, the lock's first hand-offs, a task process's start and exit, a job's
