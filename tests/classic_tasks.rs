@@ -151,6 +151,13 @@ fn without_the_toolchains_the_rows_are_notes_and_the_study_succeeds() {
     let floor = runs_of(&lines, "rust:tokio-bare");
     assert_eq!(floor.len(), COUNTS.len(), "{notes}");
     floor.iter().for_each(|r| assert_waited(r));
+    // It counts its tasks into the page the study hands it, as a model's run does: its tree
+    // is sampled when every task has started and at its end, not only on the sampler's tick.
+    for r in &floor {
+        for moment in ["tree_pss_all_started_kib", "tree_pss_end_kib"] {
+            assert!(r[moment].as_u64().is_some_and(|k| k > 0), "{moment}: {r}");
+        }
+    }
 }
 
 /// The crawl and gil studies with `--classic`: Go's, Java's and Node.js's rows beside
