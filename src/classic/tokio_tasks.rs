@@ -73,7 +73,7 @@ pub fn run(n: usize, wait_ms: u64) -> Result<String> {
     });
     let wall_s = t0.elapsed().as_secs_f64();
     // The study samples the tree now, with every result in hand and nothing freed yet.
-    live::run_ended(crate::runner::child::RUN_END_SAMPLE_WAIT);
+    live::run_ended(live::RUN_END_SAMPLE_WAIT);
     let mut late = Vec::with_capacity(n);
     let mut last_start = Duration::ZERO;
     let mut failed = 0usize;
