@@ -8,9 +8,9 @@
 //! program (`os::process::COUNTER_FD_ENV`), as concur's models do (a store into a cache line of
 //! its thread's as a task starts and ends; no allocation), and says when they are over: the
 //! study then samples its tree when every task has started and at its end, as it samples a
-//! model's. Sampled only on the sampler's tick, the floor's end (its results written, while
-//! its tasks' freed memory is still the process's) came and went unseen in most runs: 268-289
-//! MiB sampled at a million tasks against about 305 at its end (docs/benchmarks.md §31).
+//! model's. Sampled on the sampler's tick alone, the floor's end (its results written, while
+//! its tasks' freed memory is still the process's) came and went unseen: 276-293 MiB in a
+//! study at a million tasks, where its end reaches about 305 (docs/benchmarks.md §31).
 
 use std::time::{Duration, Instant};
 
