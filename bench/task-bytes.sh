@@ -9,7 +9,9 @@
 # release binary built here. With LABEL=BIN pairs (e.g. before=/tmp/concur-old
 # after=/tmp/concur-new), every round runs each binary's study in turn, so that the binaries
 # alternate, and each binary's rows are set against the floor of its own studies.
-# TASK_WAIT sets the wait (default 2s; the tasks study's is 10s).
+# TASK_WAIT sets the wait (default 2s; the tasks study's is 10s); TASK_FLOOR=BIN runs every
+# study's floor with that binary (one that counts its tasks into the study's page, so that
+# its tree is sampled at its end as the models' are: §31), whichever binary runs the models.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -30,26 +32,36 @@ for r in $(seq "$rounds"); do
     label=${spec%%=*}
     b=${spec#*=}
     "$b" run -q -w "sleep:$wait" -m "async:$n" -m "async-local:$n" -n "$n" -r 3 \
-      --peer "rust:tokio-bare=$b classic tokio-tasks --tasks {tasks} --wait-ms $wait_ms" \
+      --peer "rust:tokio-bare=${TASK_FLOOR:-$b} classic tokio-tasks --tasks {tasks} --wait-ms $wait_ms" \
       --json "$out/$label.$r.jsonl" > /dev/null
   done
 done
 python3 - "$out"/*.jsonl <<'PY'
 import json, os, statistics, sys
-pss = {}
+pss, started = {}, {}
 for path in sys.argv[1:]:
     label = os.path.basename(path).split(".")[0]
     for line in open(path):
         d = json.loads(line)
         if d.get("type") == "run" and d.get("tree_pss_kib"):
             pss.setdefault((label, d["model"]), []).append(d["tree_pss_kib"])
+            # The sample when every task had started (the tree holding every waiting task),
+            # where the run took one.
+            if d.get("tree_pss_all_started_kib"):
+                started.setdefault((label, d["model"]), []).append(d["tree_pss_all_started_kib"])
 med = {k: statistics.median(v) for k, v in pss.items()}
 for (label, m), v in sorted(med.items()):
     runs = pss[(label, m)]
     print(f"{label} {m}: tree PSS median {v / 1024:.1f} MiB over {len(runs)} runs "
           f"({min(runs) / 1024:.1f}-{max(runs) / 1024:.1f})")
+for (label, m), v in sorted(started.items()):
+    print(f"{label} {m}: all started, median {statistics.median(v) / 1024:.1f} MiB over {len(v)} runs")
 for (label, m), v in sorted(med.items()):
     floor = med.get((label, "rust:tokio-bare"))
     if floor and m != "rust:tokio-bare":
-        print(f"{label} {m}: {v / floor:.3f}x the floor")
+        line = f"{label} {m}: {v / floor:.3f}x the floor"
+        a, f = started.get((label, m)), started.get((label, "rust:tokio-bare"))
+        if a and f:
+            line += f" (all started: {statistics.median(a) / statistics.median(f):.3f}x)"
+        print(line)
 PY

@@ -220,7 +220,7 @@ fn without_the_toolchains_the_rows_are_notes_and_the_study_succeeds() {
     // The floor of concur's own runtime needs nothing but concur.
     let floor = runs_of(&lines, "rust:tokio-bare");
     assert_eq!(floor.len(), COUNTS.len(), "{notes}");
-    for r in floor {
+    for r in &floor {
         assert_waited(r);
         assert_slack(r, "rust:tokio-bare");
     }
@@ -267,6 +267,13 @@ fn without_the_toolchains_the_rows_are_notes_and_the_study_succeeds() {
         table.contains("a nanosleep, the timer slack (200 µs): thread, fork, spawn; a futex wait, the timer slack (200 µs): async, async-local, green, actor, rust:tokio-bare"),
         "{table}"
     );
+    // It counts its tasks into the page the study hands it, as a model's run does: its tree
+    // is sampled when every task has started and at its end, not only on the sampler's tick.
+    for r in &floor {
+        for moment in ["tree_pss_all_started_kib", "tree_pss_end_kib"] {
+            assert!(r[moment].as_u64().is_some_and(|k| k > 0), "{moment}: {r}");
+        }
+    }
 }
 
 /// The crawl and gil studies with `--classic`: Go's, Java's and Node.js's rows beside

@@ -48,7 +48,7 @@ impl Lanes {
                 }
             }
             Lanes::Slot => {
-                let lanes = colour(records.iter().map(|r| (r.start_ns, r.end_ns)));
+                let lanes = colour_by(records.len(), |i| (records[i].start_ns, records[i].end_ns));
                 for (r, lane) in records.iter_mut().zip(lanes) {
                     r.worker = lane;
                 }
@@ -62,24 +62,39 @@ impl Lanes {
 /// as many lanes as the most spans that overlap at once, so for a model that keeps at most W
 /// tasks in flight it never uses more than W: a slot of the semaphore is such a lane.
 pub fn colour(spans: impl Iterator<Item = (u64, u64)>) -> Vec<u32> {
+    let spans: Vec<(u64, u64)> = spans.collect();
+    colour_by(spans.len(), |i| spans[i])
+}
+
+/// [`colour`] of `n` spans read by `span(i)`, with no copy of them: 12 bytes a span at most
+/// (its place in the start order, its lane, an entry while it is busy). A run's records are
+/// coloured after its tasks, inside the run's measured memory, and a copy of the spans with
+/// indices and busy entries of a machine word took about 50 bytes a task (at a million
+/// waiting tasks, which all overlap, 20 MiB more of `async`'s peak: docs/benchmarks.md §31).
+fn colour_by(n: usize, span: impl Fn(usize) -> (u64, u64)) -> Vec<u32> {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
-    let spans: Vec<(u64, u64)> = spans.collect();
-    let mut order: Vec<usize> = (0..spans.len()).collect();
-    order.sort_unstable_by_key(|&i| (spans[i].0, spans[i].1, i));
-    let mut lanes = vec![0u32; spans.len()];
-    // Busy lanes by the end of their last span; free lanes, lowest first.
-    let mut busy: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::new();
+    // A run has at most `plan::MAX_TASKS` records, a timeline as many spans: far below 2^32.
+    let mut order: Vec<u32> = (0..n).map(|i| i as u32).collect();
+    order.sort_unstable_by_key(|&i| {
+        let (s, e) = span(i as usize);
+        (s, e, i)
+    });
+    let mut lanes = vec![0u32; n];
+    // Busy spans, the least (end, lane) first; free lanes, lowest first. No two busy spans
+    // share a lane, so the order is strict and any heap pops them in the same order.
+    let mut busy = Busy::default();
     let mut free: BinaryHeap<Reverse<u32>> = BinaryHeap::new();
     let mut next = 0u32;
     for i in order {
-        let (start, end) = spans[i];
-        while let Some(&Reverse((e, lane))) = busy.peek() {
-            if e > start {
+        let (start, _) = span(i as usize);
+        while let Some(top) = busy.peek() {
+            let (s, e) = span(top as usize);
+            if e.max(s) > start {
                 break;
             }
-            busy.pop();
-            free.push(Reverse(lane));
+            busy.pop(|j| busy_key(&span, &lanes, j));
+            free.push(Reverse(lanes[top as usize]));
         }
         let lane = match free.pop() {
             Some(Reverse(l)) => l,
@@ -88,10 +103,66 @@ pub fn colour(spans: impl Iterator<Item = (u64, u64)>) -> Vec<u32> {
                 next - 1
             }
         };
-        lanes[i] = lane;
-        busy.push(Reverse((end.max(start), lane)));
+        lanes[i as usize] = lane;
+        busy.push(i, |j| busy_key(&span, &lanes, j));
     }
     lanes
+}
+
+/// A busy span's place in [`Busy`]: when it ends (at its start at the earliest), then its lane.
+fn busy_key(span: &impl Fn(usize) -> (u64, u64), lanes: &[u32], i: u32) -> (u64, u32) {
+    let (s, e) = span(i as usize);
+    (e.max(s), lanes[i as usize])
+}
+
+/// A binary min-heap of span numbers, ordered by a key the caller gives at each change (the
+/// keys live in the spans and lanes being coloured): 4 bytes an entry.
+#[derive(Default)]
+struct Busy(Vec<u32>);
+
+impl Busy {
+    fn peek(&self) -> Option<u32> {
+        self.0.first().copied()
+    }
+
+    fn push(&mut self, i: u32, key: impl Fn(u32) -> (u64, u32)) {
+        self.0.push(i);
+        let mut c = self.0.len() - 1;
+        while c > 0 {
+            let p = (c - 1) / 2;
+            if key(self.0[c]) >= key(self.0[p]) {
+                break;
+            }
+            self.0.swap(c, p);
+            c = p;
+        }
+    }
+
+    fn pop(&mut self, key: impl Fn(u32) -> (u64, u32)) -> Option<u32> {
+        let last = self.0.pop()?;
+        let Some(first) = self.0.first_mut() else {
+            return Some(last);
+        };
+        let top = std::mem::replace(first, last);
+        let n = self.0.len();
+        let mut c = 0;
+        loop {
+            let (l, r) = (2 * c + 1, 2 * c + 2);
+            let mut least = c;
+            if l < n && key(self.0[l]) < key(self.0[least]) {
+                least = l;
+            }
+            if r < n && key(self.0[r]) < key(self.0[least]) {
+                least = r;
+            }
+            if least == c {
+                break;
+            }
+            self.0.swap(c, least);
+            c = least;
+        }
+        Some(top)
+    }
 }
 
 /// The tasks behind a run's `timeline_us`, one entry per span and in its order: which task,
@@ -266,6 +337,73 @@ mod tests {
                 if a != b && lanes[a] == lanes[b] {
                     assert!(spans[a].1 <= spans[b].0 || spans[b].1 <= spans[a].0);
                 }
+            }
+        }
+    }
+
+    /// The colouring before §31 (a copy of the spans, a heap of `(end, lane)` pairs), kept
+    /// here as the reference the leaner one must agree with, lane for lane.
+    fn colour_reference(spans: &[(u64, u64)]) -> Vec<u32> {
+        use std::cmp::Reverse;
+        use std::collections::BinaryHeap;
+        let mut order: Vec<usize> = (0..spans.len()).collect();
+        order.sort_unstable_by_key(|&i| (spans[i].0, spans[i].1, i));
+        let mut lanes = vec![0u32; spans.len()];
+        let mut busy: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::new();
+        let mut free: BinaryHeap<Reverse<u32>> = BinaryHeap::new();
+        let mut next = 0u32;
+        for i in order {
+            let (start, end) = spans[i];
+            while let Some(&Reverse((e, lane))) = busy.peek() {
+                if e > start {
+                    break;
+                }
+                busy.pop();
+                free.push(Reverse(lane));
+            }
+            let lane = match free.pop() {
+                Some(Reverse(l)) => l,
+                None => {
+                    next += 1;
+                    next - 1
+                }
+            };
+            lanes[i] = lane;
+            busy.push(Reverse((end.max(start), lane)));
+        }
+        lanes
+    }
+
+    #[test]
+    fn colouring_gives_the_lanes_it_gave_before_it_was_made_lean() {
+        // Spans of every shape, ties and ends before starts included: starts and lengths
+        // drawn from a small range so that many coincide.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut draw = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        for n in [0, 1, 2, 7, 100, 2_000] {
+            for spread in [1, 10, 1_000] {
+                let spans: Vec<(u64, u64)> = (0..n)
+                    .map(|_| {
+                        let s = draw(spread);
+                        // One in ten ends before its start (a clock read out of order).
+                        let e = if draw(10) == 0 {
+                            s.saturating_sub(1)
+                        } else {
+                            s + draw(spread)
+                        };
+                        (s, e)
+                    })
+                    .collect();
+                assert_eq!(
+                    colour(spans.iter().copied()),
+                    colour_reference(&spans),
+                    "{n} spans over {spread}"
+                );
             }
         }
     }

@@ -238,6 +238,10 @@ pub enum RunEnd {
     TimedOut,
 }
 
+/// The longest a run waits at its end for its parent's sample of the tree (a tree of a
+/// million waiting tasks takes tens of ms to read).
+pub const RUN_END_SAMPLE_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// The run's tasks are over: says so to the parent that handed this process its page, and
 /// waits at most `wait` for it to take its sample of the tree (its PSS at the end, before
 /// this process frees anything or exits). Returns at once where no page was handed over or

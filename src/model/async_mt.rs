@@ -6,7 +6,7 @@
 //! Blocking I/O goes to the runtime's blocking pool (tokio's own advice), and `sleep` uses the
 //! runtime's timer.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::arrivals::Released;
@@ -38,11 +38,18 @@ enum Source {
 }
 
 /// What every worker loop of a run shares, behind one pointer: where the indices come from,
-/// the workload, and one vector for the run's records (one record a task, none copied).
+/// the workload, one vector for the run's records (one record a task, none copied), and how
+/// many loops have not ended.
 struct Shared {
     source: Source,
     workload: Arc<dyn Workload>,
     sink: Mutex<Vec<TaskRecord>>,
+    /// Loops not ended yet ([`LoopHold`]); the last to end wakes the run ([`Shared::ended`]).
+    live: AtomicUsize,
+    /// Woken when `live` reaches 0.
+    ended: tokio::sync::Notify,
+    /// Whether a loop ended in a panic, which lost the task it was running.
+    lost: AtomicBool,
 }
 
 impl Shared {
@@ -63,13 +70,48 @@ impl Shared {
             .unwrap_or_else(|p| p.into_inner())
             .push(rec);
     }
+
+    /// Returns once every loop has ended.
+    async fn all_ended(&self) {
+        // `notify_one` leaves a permit when nobody waits yet, so an end between the check and
+        // the wait is not missed; a permit left from before only costs one more check.
+        while self.live.load(Ordering::Acquire) > 0 {
+            self.ended.notified().await;
+        }
+    }
+}
+
+/// A worker loop's share of [`Shared`]: the loop holds it for its whole life, and its drop
+/// (the loop's end, or a panic unwinding through the loop) counts the loop ended. The run
+/// waits on that count instead of on every loop's `JoinHandle`: at `async:N` there is a loop a
+/// task, and a vector of handles held 8 bytes a waiting task (docs/benchmarks.md §31).
+struct LoopHold(Arc<Shared>);
+
+impl std::ops::Deref for LoopHold {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+impl Drop for LoopHold {
+    fn drop(&mut self) {
+        // A task's panic is caught in `run_task_async`; a loop that still unwound lost the
+        // task it was running.
+        if std::thread::panicking() {
+            self.0.lost.store(true, Ordering::Relaxed);
+        }
+        if self.0.live.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.ended.notify_one();
+        }
+    }
 }
 
 /// One worker loop of a closed run: the next index from the counter until none is left. Its
 /// state is one pointer, an index and the task's future, and holds no release future (136
 /// bytes, in [`open_loop`]): at async:N there is a loop per task, and a smaller future keeps
 /// tokio's task cell in a smaller size class (the tasks study's 1,000,000 waiting tasks).
-async fn closed_loop(shared: Arc<Shared>) {
+async fn closed_loop(shared: LoopHold) {
     while let Some(i) = shared.next_closed() {
         let rec = run_task_async(shared.workload.clone(), i).await;
         shared.keep(rec);
@@ -77,7 +119,7 @@ async fn closed_loop(shared: Arc<Shared>) {
 }
 
 /// One worker loop of an open run: each index as the release timer lets it go.
-async fn open_loop(shared: Arc<Shared>) {
+async fn open_loop(shared: LoopHold) {
     let Source::Open { released, tasks } = &shared.source else {
         return;
     };
@@ -129,12 +171,17 @@ pub(super) fn drive(
         ),
     };
     let open = matches!(source, Source::Open { .. });
+    let loops = limit.min(ctx.tasks).max(1);
     let shared = Arc::new(Shared {
         source,
         workload: ctx.workload.clone(),
         sink: Mutex::new(Vec::with_capacity(ctx.tasks)),
+        // Each of the `loops` holds made below counts one down when it drops.
+        live: AtomicUsize::new(loops),
+        ended: tokio::sync::Notify::new(),
+        lost: AtomicBool::new(false),
     });
-    let loops = limit.min(ctx.tasks).max(1);
+    let hold = || LoopHold(shared.clone());
     let groups = match ctx.workload.http().and_then(|h| h.connection_groups()) {
         Some(c) if grouped => c.clamp(1, loops),
         _ => 0,
@@ -146,40 +193,44 @@ pub(super) fn drive(
             tokio::spawn(hold_timer_wheel());
         }
         let timer = feeder.map(|(a, r)| tokio::spawn(a.release_on_timer(r)));
-        let one = |shared: Arc<Shared>| async move {
+        let one = |shared: LoopHold| async move {
             if open {
                 open_loop(shared).await
             } else {
                 closed_loop(shared).await
             }
         };
-        let handles: Vec<_> = if groups > 0 {
+        // Loops are not joined by their handles (dropped here: a vector of them would hold 8
+        // bytes a waiting task) but counted by their holds; a task group is joined, since
+        // what it drives (its connection) ends with it.
+        let mut groups_joined = Vec::new();
+        if groups > 0 {
             // Loop `i` in group `i % groups`: the loops spread evenly.
-            (0..groups)
-                .map(|g| {
-                    let members = (g..loops).step_by(groups).map(|_| one(shared.clone()));
-                    tokio::spawn(task_group::run(g, members.collect()))
-                })
-                .collect()
+            for g in 0..groups {
+                let members = (g..loops).step_by(groups).map(|_| one(hold()));
+                groups_joined.push(tokio::spawn(task_group::run(g, members.collect())));
+            }
         } else if open {
-            (0..loops)
-                .map(|_| tokio::spawn(open_loop(shared.clone())))
-                .collect()
+            for _ in 0..loops {
+                tokio::spawn(open_loop(hold()));
+            }
         } else {
             // Each loop spawned as itself, not through `one`: an async block holding either
             // loop is as large as the open one, and tokio's task cell (128-byte aligned) took
             // 384 bytes a waiting task instead of 256 (tests/task_allocations.rs).
-            (0..loops)
-                .map(|_| tokio::spawn(closed_loop(shared.clone())))
-                .collect()
-        };
+            for _ in 0..loops {
+                tokio::spawn(closed_loop(hold()));
+            }
+        }
         let mut lost = None;
-        for h in handles {
+        for h in groups_joined {
             if let Err(e) = h.await {
-                // A task's panic is caught in `run_task_async`; a loop that still ended this
-                // way lost the task it was running.
                 lost = Some(("panic", e.to_string()));
             }
+        }
+        shared.all_ended().await;
+        if lost.is_none() && shared.lost.load(Ordering::Relaxed) {
+            lost = Some(("panic", "a worker loop panicked".to_string()));
         }
         let mut out = std::mem::take(&mut *shared.sink.lock().unwrap_or_else(|p| p.into_inner()));
         // A release timer that failed left the tasks it had not released unstarted.
@@ -294,5 +345,54 @@ impl Model for AsyncMultiThread {
         let mut builder = tokio::runtime::Builder::new_multi_thread();
         builder.worker_threads(self.limit.min(cores()));
         run_on(&mut builder, ctx, self.limit, true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The run waits for its loops by their holds: it returns once every loop has ended,
+    /// however they end, and a loop that unwound is a lost task.
+    #[test]
+    fn the_run_waits_for_every_hold_and_a_panic_is_seen() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .build()
+            .expect("runtime");
+        for panics in [false, true] {
+            let loops = 50;
+            let shared = Arc::new(Shared {
+                source: Source::Closed {
+                    next: AtomicUsize::new(0),
+                    tasks: 0,
+                },
+                workload: crate::workload::parse("fib:1", &Default::default()).expect("fib"),
+                sink: Mutex::new(Vec::new()),
+                live: AtomicUsize::new(loops),
+                ended: tokio::sync::Notify::new(),
+                lost: AtomicBool::new(false),
+            });
+            let finished = Arc::new(AtomicUsize::new(0));
+            rt.block_on(async {
+                for i in 0..loops {
+                    let (hold, finished) = (LoopHold(shared.clone()), finished.clone());
+                    tokio::spawn(async move {
+                        let _hold = hold;
+                        // Every loop waits once, so that the run has to wait for them.
+                        tokio::task::yield_now().await;
+                        if panics && i == 7 {
+                            panic!("a loop's own panic");
+                        }
+                        finished.fetch_add(1, Ordering::SeqCst);
+                    });
+                }
+                shared.all_ended().await;
+            });
+            assert_eq!(shared.live.load(Ordering::SeqCst), 0);
+            let others = loops - usize::from(panics);
+            assert_eq!(finished.load(Ordering::SeqCst), others);
+            assert_eq!(shared.lost.load(Ordering::SeqCst), panics);
+        }
     }
 }

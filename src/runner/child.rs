@@ -308,7 +308,7 @@ pub fn run_cell(req: RunRequest) -> Result<ChildReport> {
     gil::trace(false);
     let book = measure::phases::uninstall();
     // The parent samples the tree's PSS now, at the run's end, before anything is freed.
-    crate::measure::live::run_ended(RUN_END_SAMPLE_WAIT);
+    crate::measure::live::run_ended(crate::measure::live::RUN_END_SAMPLE_WAIT);
     let first_task_ns = start_at.and_then(|at| {
         let first = outcome.records.iter().map(|r| r.start_ns).min()?;
         Some(first as i64 - at as i64)
@@ -348,10 +348,6 @@ pub fn run_cell(req: RunRequest) -> Result<ChildReport> {
     rep.wakeups = wakeups;
     Ok(rep)
 }
-
-/// The longest a run waits at its end for its parent's sample of the tree (a tree of a
-/// million waiting tasks takes tens of ms to read).
-const RUN_END_SAMPLE_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// How many phase events a traced task of this run keeps: what its workload and model can
 /// show (HTTP's five, the lock's first hand-offs, a task process's start and exit, a job's

@@ -187,10 +187,17 @@ fn spawn_external(
     }
     own_group(&mut cmd);
     crate::os::process::die_with_parent(&mut cmd);
+    // A page as a `__run` child gets one: the program may count its tasks into it
+    // (`os::process::COUNTER_FD_ENV`), and the sampler then takes the tree at the same
+    // moments as a model's (every task started; the end, before anything is freed).
+    let counters = CounterPage::create().ok().map(Arc::new);
+    if let Some(fd) = counters.as_ref().and_then(|c| c.fd()) {
+        crate::os::process::pass_counters(&mut cmd, fd);
+    }
     let mut child = cmd.spawn()?;
     Ok(Started {
         pid: child.id() as i32,
-        counters: None,
+        counters,
         report: None,
         stdout: child.stdout.take(),
         stderr: child.stderr.take(),
