@@ -43,7 +43,7 @@ pub fn run(n: usize, wait_ms: u64) -> Result<String> {
     let wait = Duration::from_millis(wait_ms);
     if std::env::var_os(process::COUNTER_FD_ENV).is_some() {
         // A page that does not map leaves the counts in this process, unseen, as for a run.
-        if let Ok(page) = live::CounterPage::attach(process::COUNTER_FD) {
+        if let Ok(page) = live::CounterPage::attach(process::PAGE_FD) {
             page.install();
         }
     }

@@ -23,21 +23,21 @@ pub const REQUEST_FD: i32 = 4;
 pub const PAGE_FD: i32 = 5;
 
 /// Set in the environment of an external program (a study's `--peer` or `--classic` row) to
-/// [`COUNTER_FD`], where it finds a counter page as a `__run` child does: concur's own floor
+/// [`PAGE_FD`], where it finds a counter page as a `__run` child does: concur's own floor
 /// program (`concur classic tokio-tasks`) counts its tasks into it, so that the study samples
 /// its tree at the moments it samples a model's; other programs ignore the variable and the
 /// descriptor.
 pub const COUNTER_FD_ENV: &str = "CONCUR_COUNTER_FD";
 
-/// Hands `counters` to the program `cmd` starts, on its [`COUNTER_FD`], and says so in its
+/// Hands `counters` to the program `cmd` starts, on its [`PAGE_FD`], and says so in its
 /// environment ([`COUNTER_FD_ENV`]).
 pub fn pass_counters(cmd: &mut Command, counters: BorrowedFd<'_>) {
     let cfd = counters.as_raw_fd();
-    cmd.env(COUNTER_FD_ENV, COUNTER_FD.to_string());
+    cmd.env(COUNTER_FD_ENV, PAGE_FD.to_string());
     // SAFETY: the closure runs between fork and exec and only calls async-signal-safe
     // functions (fcntl, dup2) on a descriptor that exists in the child.
     unsafe {
-        cmd.pre_exec(move || place(lift(cfd)?, COUNTER_FD));
+        cmd.pre_exec(move || place(lift(cfd)?, PAGE_FD));
     }
 }
 
