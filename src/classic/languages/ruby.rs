@@ -1,6 +1,6 @@
 //! MRI: the classic mailer experiment's own program (`mailer.rb`: sequential, fork, threads, a
-//! pool, Celluloid, Sidekiq) and the tasks study's threads (`tasks.rb`), with the `ruby` on
-//! `PATH`.
+//! pool, Celluloid, Sidekiq) and the tasks study's threads and fibers on the async gem
+//! (`tasks.rb`), with the `ruby` on `PATH`.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -12,7 +12,7 @@ use crate::plan::presets;
 /// The language.
 pub(super) const LANGUAGE: Language = Language {
     name: "ruby",
-    apt: &["ruby", "ruby-celluloid", "ruby-sidekiq"],
+    apt: &["ruby", "ruby-celluloid", "ruby-sidekiq", "ruby-async"],
     parts: &[
         Part {
             study: Study::Mailer,
@@ -41,10 +41,10 @@ pub(super) const LANGUAGE: Language = Language {
             programs: Programs::Shipped(&[Program {
                 name: "tasks-ruby",
                 file: "tasks.rb",
-                help: "MRI: N threads that each sleep (the tasks study)",
+                help: "MRI: N threads, or N fibers under the async gem's reactor, that each sleep (the tasks study)",
                 text: include_str!("../tasks.rb"),
             }]),
-            rows: &["rb:threads"],
+            rows: &["rb:threads", "rb:fibers"],
             classic: false,
             threads: &["rb:threads"],
             add: tasks,
@@ -125,20 +125,34 @@ fn mailer(c: &mut Classic, s: &Sizes) {
     ));
 }
 
-/// `tasks`: N threads, up to [`super::THREADS_MAX`] tasks; MRI has no fibers' row.
+/// `tasks`: N threads, up to [`super::THREADS_MAX`] tasks, and N fibers under the async
+/// gem's reactor where the gem is installed (a note where not).
 fn tasks(c: &mut Classic, s: &Sizes) {
     let Some(ruby) = on_path("ruby") else {
-        return c.missing("rb:threads", "ruby", "ruby");
+        return c.missing("rb:threads, rb:fibers", "ruby", "ruby");
     };
-    let command = format!(
+    let base = format!(
         "{} {} {}",
         quoted(&ruby),
         quoted(&c.path("tasks.rb")),
         s.tasks_args()
     );
-    c.tasks_row("rb:threads", command, &s.thread_counts(), s);
-    c.version_note("rb:threads", &ruby, Command::new(&ruby).arg("--version"));
-    c.notes.push(
-        "runtimes: rb:fibers left out: MRI has no fiber scheduler of its own (the async gem brings one)".into(),
+    c.tasks_row("rb:threads", base.clone(), &s.thread_counts(), s);
+    if has_gem(&ruby, "async") {
+        c.tasks_row(
+            "rb:fibers",
+            format!("{base} --mode fibers"),
+            s.task_counts(),
+            s,
+        );
+    } else {
+        c.notes.push(format!(
+            "runtimes: rb:fibers left out: the async gem is missing (apt-get install ruby-async, or {INSTALL})"
+        ));
+    }
+    c.version_note(
+        "rb:threads, rb:fibers",
+        &ruby,
+        Command::new(&ruby).arg("--version"),
     );
 }
