@@ -139,12 +139,14 @@ fn tasks(c: &mut Classic, s: &Sizes) {
     );
     c.tasks_row("rb:threads", base.clone(), &s.thread_counts(), s);
     if has_gem(&ruby, "async") {
-        c.tasks_row(
-            "rb:fibers",
-            format!("{base} --mode fibers"),
-            s.task_counts(),
-            s,
-        );
+        let (counts, fit) = fiber_counts(s);
+        if counts.len() < s.task_counts().len() {
+            c.notes.push(format!(
+                "runtimes: rb:fibers stops at {} tasks: each fiber's stack is a memory mapping with a guard page below it, and vm.max_map_count lets about {fit} fibers fit (past that MRI's FiberError \"can't set a guard page\"; sysctl vm.max_map_count raises the limit)",
+                counts.last().copied().unwrap_or(0)
+            ));
+        }
+        c.tasks_row("rb:fibers", format!("{base} --mode fibers"), &counts, s);
     } else {
         c.notes.push(format!(
             "runtimes: rb:fibers left out: the async gem is missing (apt-get install ruby-async, or {INSTALL})"
@@ -155,4 +157,56 @@ fn tasks(c: &mut Classic, s: &Sizes) {
         &ruby,
         Command::new(&ruby).arg("--version"),
     );
+}
+
+/// Memory mappings MRI takes for one fiber: its machine stack and the guard page below it
+/// (its VM stack lies in the same mapping: MRI's fiber pool).
+const MAPPINGS_PER_FIBER: usize = 2;
+
+/// Mappings left for the rest of the Ruby process (its own are about 150; a run of 32,000
+/// fibers failed where 30,000 fit under the default limit of 65,530).
+const MAPPINGS_SPARE: usize = 4_000;
+
+/// The tasks study's counts at which `rb:fibers` runs, those whose fibers' stacks fit under
+/// `vm.max_map_count` (every count when it cannot be read), and how many fit.
+fn fiber_counts(s: &Sizes) -> (Vec<usize>, usize) {
+    let fit = crate::os::maps::max_map_count().map_or(usize::MAX, |l| {
+        l.saturating_sub(MAPPINGS_SPARE) / MAPPINGS_PER_FIBER
+    });
+    let counts = s.task_counts().iter().copied().filter(|&n| n <= fit);
+    (counts.collect(), fit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The full study's counts for rb:fibers are those whose stacks fit under this machine's
+    /// vm.max_map_count: 1 and 10,000 always here, a million (two million mappings) only under
+    /// a limit raised that far.
+    #[test]
+    fn fibers_stop_where_their_stacks_stop_fitting() {
+        let s = Sizes {
+            quick: false,
+            gil: false,
+            full: false,
+            cacert: None,
+            insecure: false,
+            redis: false,
+        };
+        let (counts, fit) = fiber_counts(&s);
+        let all = s.task_counts();
+        assert_eq!(counts[..], all[..counts.len()], "a prefix of {all:?}");
+        assert!(
+            counts.contains(&1) && counts.contains(&10_000),
+            "{counts:?}"
+        );
+        for &n in all {
+            assert_eq!(counts.contains(&n), n <= fit, "{n} against {fit}");
+        }
+        if let Some(limit) = crate::os::maps::max_map_count() {
+            assert_eq!(fit, (limit - MAPPINGS_SPARE) / MAPPINGS_PER_FIBER);
+            assert_eq!(counts.contains(&1_000_000), limit >= 2_004_000, "{limit}");
+        }
+    }
 }
