@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The tasks study's event-loop rows of issue 44 beside the rows they sit next to: N tasks
-# waiting 10 s in CPython's asyncio, on uvloop's loop and under trio, and in MRI's fibers on
-# the async gem, with concur's async:N as the reference; each program is the one
-# `concur run tasks --classic` ships, run as an external cell (`--peer`), at 1 task (the
-# baseline of PSS/task) and at N; then MRI's threads against its fibers at 10,000 (threads
-# stop there). Prints the tables (tree PSS, lateness) and keeps the results in OUT_DIR.
+# waiting 10 s in CPython's asyncio, on uvloop's loop and under trio, with concur's async:N as
+# the reference; each program is the one `concur run tasks --classic` ships, run as an
+# external cell (`--peer`), at 1 task (the baseline of PSS/task) and at N; then MRI's threads
+# against its fibers on the async gem at 10,000 (threads stop there, and fibers at about
+# 30,000: vm.max_map_count). Prints the tables (tree PSS, lateness) and keeps the results in OUT_DIR.
 # Needs python3 with trio and uvloop (pip install trio uvloop) and ruby with the async gem
 # (apt-get install ruby-async); PYTHON=path picks the interpreter. About 4 minutes at
 # N = 100,000. Run it on a quiet machine.
@@ -30,7 +30,6 @@ args="--tasks {tasks} --wait-ms 10000"
   --peer "py:asyncio=$py $out/tasks.py asyncio $args" \
   --peer "py:uvloop=$py $out/tasks.py uvloop $args" \
   --peer "py:trio=$py $out/tasks.py trio $args" \
-  --peer "rb:fibers=ruby $out/tasks.rb --mode fibers $args" \
   --json "$out/loops.jsonl" | tee "$out/loops.txt"
 "$CONCUR" run -w sleep:10s -m async:10000 -n 1,10000 -r 1 --warmup 0 \
   --peer "rb:threads=ruby $out/tasks.rb $args" \
