@@ -2,7 +2,9 @@
 # Each row's own memory under each allocator: `concur run STUDY --quick -r ROUNDS` (default the
 # mailer) with concur built with glibc's malloc (--no-default-features, into its own target
 # directory) and with jemalloc (the default build) under several settings, given to jemalloc
-# through _RJEM_MALLOC_CONF, which the run's child inherits. Prints, per row, the median peak
+# through _RJEM_MALLOC_CONF, which the run's child inherits. "jemalloc" is the binary as it
+# ships: its measured processes (the run's child) return freed pages after 1 s (src/main.rs);
+# "jemalloc 10s" is jemalloc's own default, kept by the study and the server. Prints, per row, the median peak
 # RSS of the largest process and the median tree PSS, MiB. Runs one after another (never two
 # at once on 2 cores).
 # Usage: bench/allocator-rows.sh [ROUNDS] [STUDY]   (default: 3 mailer)
@@ -22,9 +24,9 @@ run() { # NAME BINARY MALLOC_CONF
 }
 run glibc "$glibc" ""
 run jemalloc "$jem" ""
-run jemalloc-narenas1 "$jem" "narenas:1"
-run jemalloc-decay0 "$jem" "narenas:1,dirty_decay_ms:0,muzzy_decay_ms:0"
-python3 - "$out" glibc jemalloc jemalloc-narenas1 jemalloc-decay0 <<'PY'
+run jemalloc-10s "$jem" "dirty_decay_ms:10000"
+run jemalloc-decay0 "$jem" "dirty_decay_ms:0,muzzy_decay_ms:0"
+python3 - "$out" glibc jemalloc jemalloc-10s jemalloc-decay0 <<'PY'
 import collections, json, statistics, sys
 out, names = sys.argv[1], sys.argv[2:]
 rows, order = collections.defaultdict(dict), []

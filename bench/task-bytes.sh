@@ -12,6 +12,7 @@
 # TASK_WAIT sets the wait (default 2s; the tasks study's is 10s); TASK_FLOOR=BIN runs every
 # study's floor with that binary (one that counts its tasks into the study's page, so that
 # its tree is sampled at its end as the models' are: §31), whichever binary runs the models.
+# Each row prints its median CPU (user + system) and wake-up lateness (p50, p99) beside its PSS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -38,13 +39,17 @@ for r in $(seq "$rounds"); do
 done
 python3 - "$out"/*.jsonl <<'PY'
 import json, os, statistics, sys
-pss, started = {}, {}
+pss, started, cpu, late = {}, {}, {}, {}
 for path in sys.argv[1:]:
     label = os.path.basename(path).split(".")[0]
     for line in open(path):
         d = json.loads(line)
         if d.get("type") == "run" and d.get("tree_pss_kib"):
             pss.setdefault((label, d["model"]), []).append(d["tree_pss_kib"])
+            cpu.setdefault((label, d["model"]), []).append(d.get("user_s", 0) + d.get("sys_s", 0))
+            w = (d.get("wakeups") or {}).get("late_us") or {}
+            if "p50" in w:
+                late.setdefault((label, d["model"]), []).append((w["p50"], w["p99"]))
             # The sample when every task had started (the tree holding every waiting task),
             # where the run took one.
             if d.get("tree_pss_all_started_kib"):
@@ -53,7 +58,12 @@ med = {k: statistics.median(v) for k, v in pss.items()}
 for (label, m), v in sorted(med.items()):
     runs = pss[(label, m)]
     print(f"{label} {m}: tree PSS median {v / 1024:.1f} MiB over {len(runs)} runs "
-          f"({min(runs) / 1024:.1f}-{max(runs) / 1024:.1f})")
+          f"({min(runs) / 1024:.1f}-{max(runs) / 1024:.1f}), "
+          f"CPU median {statistics.median(cpu[(label, m)]):.2f} s")
+    if (label, m) in late:
+        ws = late[(label, m)]
+        print(f"{label} {m}: late p50 median {statistics.median(w[0] for w in ws) / 1000:.1f} ms, "
+              f"p99 median {statistics.median(w[1] for w in ws) / 1000:.1f} ms")
 for (label, m), v in sorted(started.items()):
     print(f"{label} {m}: all started, median {statistics.median(v) / 1024:.1f} MiB over {len(v)} runs")
 for (label, m), v in sorted(med.items()):

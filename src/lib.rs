@@ -79,7 +79,8 @@ pub use study::conduct::{advise, report_file, run};
 pub use workload::custom::TaskOutput;
 pub use workload::{Nature, TaskError, Workload};
 
-pub use base::version::{set_allocator, VERSION};
+pub use base::allocator::{set_allocator, set_allocator_for_measured_processes};
+pub use base::version::VERSION;
 
 /// docs/library.md's examples, compiled and (but for those marked `no_run`) run as doctests.
 #[cfg(doctest)]

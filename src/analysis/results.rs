@@ -79,7 +79,7 @@ pub struct Meta {
     /// `system`, or what a program running concur as a library named): what its cells'
     /// memory and CPU were measured under. Agents of a `--hub` study and external programs
     /// have their own. None when concur ran inside a program that did not name its allocator
-    /// ([`crate::base::version::set_allocator`]), and in files from before it was recorded.
+    /// ([`crate::base::allocator::set_allocator`]), and in files from before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allocator: Option<String>,
     /// Notes about the plan (chosen task sizes, scaled cells).

@@ -2,6 +2,7 @@
 //! error type, units, statistics, masking of secrets, option groups' defaults, the version
 //! and the allocator's name).
 
+pub mod allocator;
 pub(crate) mod clap_defaults;
 pub mod error;
 pub mod escape;

@@ -395,23 +395,57 @@ impl TreeSampler {
 mod tests {
     use super::*;
 
+    /// A Python process that holds still until its stdin closes (first printing `ready`), or,
+    /// given `grow`, starts on its first line a child holding 64 MiB of its own, touched.
+    /// Measured rather than the test's own process: under `cargo test` the other tests'
+    /// threads allocate and free beside a reading of this one.
+    fn quiet_python(grow: bool) -> std::process::Child {
+        let script = if grow {
+            "import subprocess, sys\n\
+             print('ready', flush=True); sys.stdin.readline()\n\
+             c = subprocess.Popen([sys.executable, '-c', 'import sys; b = bytearray(64 << 20); \
+             print(1, flush=True); sys.stdin.read()'], stdin=subprocess.PIPE, \
+             stdout=subprocess.DEVNULL)\n\
+             sys.stdin.read(); c.stdin.close(); c.wait()"
+        } else {
+            "import sys; print('ready', flush=True); sys.stdin.read()"
+        };
+        let mut child = std::process::Command::new("python3")
+            .args(["-c", script])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        assert_eq!(line.trim(), "ready");
+        child
+    }
+
     #[test]
-    fn own_pss_is_positive_and_tree_contains_children() {
-        let me = std::process::id() as i32;
-        // The process's own pages, read apart: PSS lies between what is private to it and
-        // all it has resident (a count in pages or bytes, or of another process, would not).
-        let rollup = std::fs::read_to_string("/proc/self/smaps_rollup").unwrap();
+    fn pss_lies_between_private_and_resident_and_the_tree_holds_the_children() {
+        let mut quiet = quiet_python(false);
+        let pid = quiet.id() as i32;
+        // A process's own pages, read apart: PSS lies between what is private to it and all
+        // it has resident (a count in pages or bytes, or of another process, would not).
+        let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).unwrap();
         let field = |name: &str| -> u64 {
             let line = rollup.lines().find_map(|l| l.strip_prefix(name)).unwrap();
             line.split_whitespace().next().unwrap().parse().unwrap()
         };
         let private = field("Private_Clean:") + field("Private_Dirty:");
-        let pss = pss_kib(me).unwrap();
-        // 256 KiB of slack: under `cargo test` other tests' threads allocate between the reads.
-        let slack = 256;
-        assert!(private <= pss + slack, "{pss} KiB: {rollup}");
-        assert!(pss <= field("Rss:") + slack, "{pss} KiB: {rollup}");
+        let pss = pss_kib(pid).unwrap();
+        assert!(private <= pss, "{pss} KiB: {rollup}");
+        assert!(pss <= field("Rss:"), "{pss} KiB: {rollup}");
         assert!(pss >= 1024, "{pss} KiB");
+        drop(quiet.stdin.take());
+        quiet.wait().unwrap();
+
+        let me = std::process::id() as i32;
         let mut child = std::process::Command::new("sleep")
             .arg("5")
             .spawn()
@@ -453,27 +487,27 @@ mod tests {
 
     #[test]
     fn a_followed_tree_counts_a_child_started_after_its_first_sample() {
-        let me = std::process::id() as i32;
-        let mut tree = Tree::new(me);
+        // The tree of a quiet process, first alone, then with a child it starts after the
+        // first sample, holding 64 MiB of its own.
+        let mut root = quiet_python(true);
+        let mut tree = Tree::new(root.id() as i32);
         let alone = tree.pss_kib();
         assert!(alone > 0);
-        // A child that holds 64 MiB of its own, touched, until its stdin closes.
-        let mut child = std::process::Command::new("python3")
-            .args([
-                "-c",
-                "import sys; b = bytearray(64 << 20); sys.stdin.read()",
-            ])
-            .stdin(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut stdin = root.stdin.take().unwrap();
+        std::io::Write::write_all(&mut stdin, b"grow\n").unwrap();
         let deadline = Instant::now() + Duration::from_secs(20);
-        while pss_kib(child.id() as i32).unwrap_or(0) < 60 << 10 {
+        let grown = |pid: i32| {
+            process_tree(pid)
+                .into_iter()
+                .any(|p| p != pid && pss_kib(p).unwrap_or(0) >= 60 << 10)
+        };
+        while !grown(root.id() as i32) {
             assert!(Instant::now() < deadline, "the child never grew");
             std::thread::sleep(Duration::from_millis(5));
         }
         let with_child = tree.pss_kib();
-        drop(child.stdin.take());
-        child.wait().unwrap();
+        drop(stdin);
+        root.wait().unwrap();
         assert!(
             with_child > alone + (60 << 10),
             "with the child {with_child} KiB, alone {alone} KiB"

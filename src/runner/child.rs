@@ -204,6 +204,7 @@ pub fn serve() -> Result<()> {
 
 /// `concur __run`: runs one repetition of one cell and reports it on fd 3.
 fn run_main(req: RunRequest) -> Result<()> {
+    crate::base::allocator::as_a_measured_process();
     let mut out = pipe()?;
     // The page the parent's live view reads; without it (an older parent, a page that does
     // not map) the run counts into this process's own, as in-process runs do.

@@ -46,7 +46,7 @@ pub fn meta(
             .iter()
             .map(|a| crate::base::secret::mask_credentials(a))
             .collect(),
-        allocator: crate::base::version::allocator().map(str::to_string),
+        allocator: crate::base::allocator::allocator().map(str::to_string),
         notes,
         hosts,
     }
