@@ -68,10 +68,18 @@ if command -v python3 >/dev/null; then
   "$CONCUR" classic show tasks-python >"$prog/tasks.py"
   add py:asyncio "python3 $prog/tasks.py asyncio --tasks 1 --wait-ms {ms}"
   add py:threads "python3 $prog/tasks.py threads --tasks 1 --wait-ms {ms}"
+  for loop in uvloop trio; do
+    if python3 -c "import $loop" 2>/dev/null; then
+      add "py:$loop" "python3 $prog/tasks.py $loop --tasks 1 --wait-ms {ms}"
+    fi
+  done
 fi
 if command -v ruby >/dev/null; then
   "$CONCUR" classic show tasks-ruby >"$prog/tasks.rb"
   add rb:threads "ruby $prog/tasks.rb --tasks 1 --wait-ms {ms}"
+  if ruby -e "require 'async'" 2>/dev/null; then
+    add rb:fibers "ruby $prog/tasks.rb --mode fibers --tasks 1 --wait-ms {ms}"
+  fi
 fi
 
 # 1. The traces.
@@ -161,7 +169,8 @@ def slack_ns(primitive, ms):
 # What each program row waits in (src/measure/slack.rs, PROGRAMS; the traces above show it).
 programs = {"rust:tokio-bare": "futex", "go:goroutines": "poll", "node:promises": "poll",
             "java:threads": "futex", "java:virtual": "futex", "elixir:processes": "futex",
-            "py:asyncio": "poll", "py:threads": "nanosleep", "rb:threads": "futex"}
+            "py:asyncio": "poll", "py:uvloop": "poll", "py:trio": "poll",
+            "py:threads": "nanosleep", "rb:threads": "futex", "rb:fibers": "poll"}
 late, prim, recorded = {}, {}, {}
 for line in open(sys.argv[1]):
     label, ms, _, text = line.split(" ", 3)

@@ -1,5 +1,6 @@
 //! The other runtimes of `--classic`. The tasks study: the same waiting tasks in Go, Node.js,
-//! Java, Elixir, CPython and MRI, and the bare tokio floor, as rows beside concur's own
+//! Java, Elixir, CPython (asyncio on its own loop and on uvloop's, trio, threads) and MRI
+//! (threads, fibers on the async gem), and the bare tokio floor, as rows beside concur's own
 //! models, each with its own start, wake-ups and task count (its checksum) from its `CONCUR`
 //! line; and without those toolchains, notes naming the packages and an exit of 0. The crawl
 //! and gil studies: Go's, Java's and Node.js's rows. Each program counts its own work: a
@@ -24,8 +25,11 @@ const ROWS: &[&str] = &[
     "java:threads",
     "elixir:processes",
     "py:asyncio",
+    "py:uvloop",
+    "py:trio",
     "py:threads",
     "rb:threads",
+    "rb:fibers",
 ];
 const COUNTS: &[u64] = &[1, 1_000, 10_000];
 
@@ -40,8 +44,11 @@ const PRIMITIVES: &[(&str, &str)] = &[
     ("java:virtual", "futex"),
     ("elixir:processes", "futex"),
     ("py:asyncio", "poll"),
+    ("py:uvloop", "poll"),
+    ("py:trio", "poll"),
     ("py:threads", "nanosleep"),
     ("rb:threads", "futex"),
+    ("rb:fibers", "poll"),
     ("thread", "nanosleep"),
     ("async", "futex"),
     ("async-local", "futex"),
@@ -113,9 +120,9 @@ fn assert_waited(r: &Value) {
 }
 
 #[test]
-#[ignore = "full tier: needs Go, Node.js, a JDK, Elixir, python3 and ruby"]
+#[ignore = "full tier: needs Go, Node.js, a JDK, Elixir, python3 with trio and uvloop, and ruby with the async gem"]
 fn classic_tasks_runs_every_runtime_beside_concur() {
-    require(&[Need::Runtimes, Need::Ruby]);
+    require(&[Need::Runtimes, Need::Ruby, Need::EventLoops]);
     let _alone = alone();
     set_timer_slack();
     let (out, lines) = run_study(&["tasks", "--quick", "--classic", "-r", "1"]);
@@ -215,6 +222,11 @@ fn without_the_toolchains_the_rows_are_notes_and_the_study_succeeds() {
         assert!(
             runs_of(&lines, row).is_empty(),
             "{row} ran without its toolchain"
+        );
+        // Each row left out is named in a note, not dropped in silence.
+        assert!(
+            notes.contains(&format!("{row} left out")) || notes.contains(&format!("{row},")),
+            "{row}: {notes}"
         );
     }
     // The floor of concur's own runtime needs nothing but concur.
@@ -523,8 +535,8 @@ fn other_runtimes_programs_that_lose_tasks_fail_their_rows() {
         "tasks-ruby",
         "tasks.rb",
         &[(
-            "    late[i] = clock.call - start - wait\n    1\n",
-            "    late[i] = clock.call - start - wait\n    i % 10 == 0 ? 0 : 1\n",
+            "  late[i] = clock.call - start - wait\n  1\n",
+            "  late[i] = clock.call - start - wait\n  i % 10 == 0 ? 0 : 1\n",
         )],
     );
     // The mailer's pool skips every 10th delivery: the row fails only if the program counts
@@ -582,6 +594,144 @@ fn other_runtimes_programs_that_lose_tasks_fail_their_rows() {
     for p in &peers {
         let label = p.split_once('=').map_or(p.as_str(), |(l, _)| l);
         assert_lost_two(&lines, label);
+    }
+}
+
+/// The event loops that come as packages count their own work too: tasks.py on uvloop's loop
+/// and under trio, and tasks.rb's fibers on the async gem, run intact as a user's own programs
+/// count all 20 tasks, and copies whose every 10th task does not count itself fail their
+/// rows with the counts named.
+#[test]
+#[ignore = "full tier: needs python3 with trio and uvloop, and ruby with the async gem"]
+fn event_loop_programs_that_lose_tasks_fail_their_rows() {
+    require(&[Need::EventLoops]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let py = variant(d, "tasks-python", "tasks.py", &[]);
+    let py_broken = variant(
+        d,
+        "tasks-python",
+        "broken/tasks.py",
+        &[(
+            "        return 1\n",
+            "        return 0 if i % 10 == 0 else 1\n",
+        )],
+    );
+    let rb = variant(d, "tasks-ruby", "tasks.rb", &[]);
+    let rb_broken = variant(
+        d,
+        "tasks-ruby",
+        "broken/tasks.rb",
+        &[(
+            "  late[i] = clock.call - start - wait\n  1\n",
+            "  late[i] = clock.call - start - wait\n  i % 10 == 0 ? 0 : 1\n",
+        )],
+    );
+    let waits = "--tasks {tasks} --wait-ms 10";
+    let mut peers = Vec::new();
+    for (state, py, rb) in [("intact", &py, &rb), ("broken", &py_broken, &rb_broken)] {
+        for mode in ["uvloop", "trio"] {
+            peers.push(format!(
+                "{state}:{mode}=python3 {} {mode} {waits}",
+                py.display()
+            ));
+        }
+        peers.push(format!(
+            "{state}:fibers=ruby {} --mode fibers {waits}",
+            rb.display()
+        ));
+    }
+    let lines = run_peers(&peers, 1);
+    for label in ["intact:uvloop", "intact:trio", "intact:fibers"] {
+        let runs = runs_of(&lines, label);
+        assert_eq!(runs.len(), 1, "{label}: {lines:?}");
+        assert_eq!(runs[0]["status"], "ok", "{}", runs[0]);
+        assert_eq!(runs[0]["tasks_ok"], 20, "{}", runs[0]);
+    }
+    for label in ["broken:uvloop", "broken:trio", "broken:fibers"] {
+        assert_lost_two(&lines, label);
+    }
+}
+
+/// Without trio, uvloop or the async gem (a Python of a virtual environment with none of
+/// PyPI's packages, where `concur classic install` puts one; a Ruby that sees no gems), the
+/// tasks study leaves their rows out with notes naming each package, and runs the rows of
+/// asyncio, CPython's threads and MRI's threads.
+#[test]
+#[ignore = "full tier: needs python3 and ruby"]
+fn without_the_event_loop_packages_their_rows_are_notes() {
+    require(&[Need::Ruby]);
+    let _alone = alone();
+    set_timer_slack();
+    let home = tempfile::tempdir().expect("tempdir");
+    let made = std::process::Command::new("python3")
+        .args(["-m", "venv", "--without-pip"])
+        .arg(home.path().join("venv"))
+        .output()
+        .expect("python3 runs");
+    assert!(made.status.success(), "python3 -m venv: {made:?}");
+    // A PATH with a shell (external cells run under `sh -c`) and ruby only.
+    let bin = tempfile::tempdir().expect("tempdir");
+    std::os::unix::fs::symlink("/bin/sh", bin.path().join("sh")).expect("sh");
+    let ruby = String::from_utf8(
+        std::process::Command::new("sh")
+            .args(["-c", "command -v ruby"])
+            .output()
+            .expect("sh runs")
+            .stdout,
+    )
+    .expect("utf-8");
+    std::os::unix::fs::symlink(ruby.trim(), bin.path().join("ruby")).expect("ruby");
+    let no_gems = home.path().join("no-gems");
+    let (_dir, path) = results_path();
+    let out = concur()
+        .env("PATH", bin.path())
+        .env("CONCUR_CLASSIC_HOME", home.path())
+        .env("GEM_HOME", &no_gems)
+        .env("GEM_PATH", &no_gems)
+        .args([
+            "run",
+            "tasks",
+            "--quick",
+            "--classic",
+            "-r",
+            "1",
+            "-q",
+            "--json",
+        ])
+        .arg(&path)
+        .output()
+        .expect("concur runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines = read_lines(&path);
+    let notes = of_type(&lines, "meta")[0]["notes"].to_string();
+    for said in [
+        "py:uvloop left out: the Python package uvloop is missing",
+        "pip install uvloop",
+        "py:trio left out: the Python package trio is missing",
+        "pip install trio",
+        "rb:fibers left out: the async gem is missing (apt-get install ruby-async",
+    ] {
+        assert!(notes.contains(said), "{said}: {notes}");
+    }
+    for row in ["py:uvloop", "py:trio", "rb:fibers"] {
+        assert!(
+            runs_of(&lines, row).is_empty(),
+            "{row} ran without its package"
+        );
+    }
+    for row in ["py:asyncio", "py:threads", "rb:threads"] {
+        let runs = runs_of(&lines, row);
+        assert_eq!(runs.len(), COUNTS.len(), "{row}: {notes}");
+        for r in runs {
+            assert_waited(r);
+            assert_slack(r, row);
+        }
     }
 }
 

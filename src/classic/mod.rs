@@ -17,7 +17,7 @@ use crate::base::error::{Error, Result};
 use crate::plan::{presets, ClassicSizes};
 use languages::{Sizes, Study, LANGUAGES};
 
-pub use languages::python::PIP_PACKAGES;
+pub use languages::python::{PIP_PACKAGES, TASKS_PIP_PACKAGES};
 pub use languages::{Classic, Program};
 pub use toolchain::home;
 
@@ -167,7 +167,7 @@ pub fn prepare(study: &str, o: &ClassicSizes, redis: bool) -> Result<Classic> {
 }
 
 /// `concur classic install`: apt-get for Ruby, its gems and Python's venv, then a virtual
-/// environment with pip for the Python clients; prints each step and returns the exit status
+/// environment with pip for the Python clients and the tasks study's event loops; prints each step and returns the exit status
 /// (1 when a step failed).
 pub fn install() -> Result<i32> {
     let mut steps = Steps { failed: false };
@@ -190,11 +190,16 @@ pub fn install() -> Result<i32> {
         &format!("python3 -m venv {}", venv.display()),
         Command::new(&py).args(["-m", "venv"]).arg(&venv),
     );
+    let pip: Vec<&str> = PIP_PACKAGES
+        .iter()
+        .chain(TASKS_PIP_PACKAGES)
+        .copied()
+        .collect();
     steps.run(
-        &format!("pip install {}", PIP_PACKAGES.join(" ")),
+        &format!("pip install {}", pip.join(" ")),
         Command::new(venv.join("bin/pip"))
             .args(["install", "--quiet"])
-            .args(PIP_PACKAGES),
+            .args(&pip),
     );
     if steps.failed {
         eprintln!(

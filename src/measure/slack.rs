@@ -285,6 +285,18 @@ pub const PROGRAMS: &[RowWait] = &[
         seen: "epoll_wait(fd, [], 1, 1000 | 10000) in asyncio's selector (CPython 3.11)",
     },
     RowWait {
+        row: "py:uvloop",
+        // uvloop's loop is libuv's: the timeout of its next timer in whole ms.
+        primitive: Primitive::Poll,
+        seen: "epoll_pwait(fd, [], 1024, 1000 | 10000) in libuv's loop under uvloop (uvloop 0.23, CPython 3.11)",
+    },
+    RowWait {
+        row: "py:trio",
+        // trio's IO manager: the time to the next deadline, rounded up to ms by select.epoll.
+        primitive: Primitive::Poll,
+        seen: "epoll_wait(fd, [], 1, 1000 | 10000) in trio's epoll IO manager (trio 0.22, CPython 3.11)",
+    },
+    RowWait {
         row: "py:threads",
         primitive: Primitive::Nanosleep,
         seen: "clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, deadline) on the task's thread (time.sleep, CPython 3.11)",
@@ -294,6 +306,13 @@ pub const PROGRAMS: &[RowWait] = &[
         // Kernel#sleep: a condition variable's timed wait, the GVL released.
         primitive: Primitive::Futex,
         seen: "futex(FUTEX_WAIT_BITSET_PRIVATE, absolute deadline) on the task's thread (MRI 3.1)",
+    },
+    RowWait {
+        row: "rb:fibers",
+        // The async gem's reactor (1.x) waits in nio4r's selector, libev's epoll backend, for
+        // its next timer; Kernel#sleep in a task goes through Ruby's fiber scheduler to it.
+        primitive: Primitive::Poll,
+        seen: "epoll_wait(fd, [], 64, 1000 | 10000) in the async gem's selector (nio4r's libev; async 1.30, MRI 3.1)",
     },
 ];
 

@@ -43,11 +43,9 @@ const MAPPINGS_SPARE: usize = 1000;
 /// past it, may's stack allocation fails inside its scheduler thread, which dies, and the run
 /// would wait for its coroutines until the timeout. Refused up front instead, in numbers.
 fn mappings_for(coroutines: usize) -> Result<(), String> {
-    let limit = std::fs::read_to_string("/proc/sys/vm/max_map_count")
-        .ok()
-        .and_then(|s| s.trim().parse::<usize>().ok());
-    let used = std::fs::read_to_string("/proc/self/maps").map(|m| m.lines().count());
-    let (Some(limit), Ok(used)) = (limit, used) else {
+    let limit = crate::os::maps::max_map_count();
+    let used = crate::os::maps::mappings_in_use();
+    let (Some(limit), Some(used)) = (limit, used) else {
         return Ok(());
     };
     let need = coroutines.saturating_mul(MAPPINGS_PER_COROUTINE);

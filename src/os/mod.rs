@@ -4,6 +4,7 @@
 pub(crate) mod files;
 pub(crate) mod interrupt;
 pub(crate) mod live;
+pub(crate) mod maps;
 pub(crate) mod process;
 pub(crate) mod shared;
 pub(crate) mod terminal;

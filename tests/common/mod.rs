@@ -108,6 +108,10 @@ pub enum Need {
     Runtimes,
     /// tmux, a terminal for the live view to draw on (Debian's tmux).
     Tmux,
+    /// The tasks study's event loops beyond asyncio's and threads: python3 with trio and
+    /// uvloop (`.ci/run` installs them in its venv), ruby with the async gem (Debian's
+    /// ruby-async).
+    EventLoops,
     /// cargo with every crate of Cargo.lock already downloaded (the build of this checkout
     /// fetched them): to build concur again as another crate's dependency, offline.
     CargoOffline,
@@ -179,6 +183,11 @@ impl Need {
                 "wrk (apt-get install wrk)",
             ),
             Need::Tmux => (runs("tmux", &["-V"]), "tmux (apt-get install tmux)"),
+            Need::EventLoops => (
+                runs("python3", &["-c", "import trio, uvloop"])
+                    && runs("ruby", &["-e", "require 'async'"]),
+                "python3 with trio and uvloop, ruby with the async gem (pip install trio uvloop; apt-get install ruby-async)",
+            ),
             Need::CargoOffline => (
                 runs(option_env!("CARGO").unwrap_or("cargo"), &["--version"]),
                 "cargo (the toolchain that builds this checkout)",

@@ -1,6 +1,7 @@
 //! CPython: the classic gil and crawl experiments' own programs (`gil.py`, `crawl.py`), and
-//! the tasks study's asyncio and threads (`tasks.py`). The interpreter is the virtual
-//! environment of `concur classic install` if there is one, else `python3` on `PATH`.
+//! the tasks study's asyncio (on its own loop and on uvloop's), trio and threads
+//! (`tasks.py`). The interpreter is the virtual environment of `concur classic install` if
+//! there is one, else `python3` on `PATH`.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -60,7 +61,7 @@ pub(super) const LANGUAGE: Language = Language {
             programs: Programs::Shipped(&[Program {
                 name: "tasks-python",
                 file: "tasks.py",
-                help: "CPython: N asyncio coroutines or N threads that each sleep (the tasks study)",
+                help: "CPython: N asyncio coroutines (on asyncio's loop or uvloop's), N trio tasks or N threads that each sleep (the tasks study)",
                 text: include_str!("../tasks.py"),
             }]),
             rows: TASKS_ROWS,
@@ -75,7 +76,16 @@ pub(super) const LANGUAGE: Language = Language {
 /// installs them in its virtual environment).
 pub const PIP_PACKAGES: &[&str] = &["requests", "gevent", "tornado", "pycurl", "aiohttp"];
 
-const TASKS_ROWS: &[&str] = &["py:asyncio", "py:threads"];
+/// The Python packages of the tasks study's event loops beyond asyncio's own, as pip (and
+/// `import`) name them; `concur classic install` installs them too.
+pub const TASKS_PIP_PACKAGES: &[&str] = &["uvloop", "trio"];
+
+const TASKS_ROWS: &[&str] = &["py:asyncio", "py:uvloop", "py:trio", "py:threads"];
+
+/// A Python one-liner that prints which of the modules named in its arguments this
+/// interpreter can import, separated by spaces.
+const FIND_MODULES: &str =
+    "import importlib.util as u, sys; print(' '.join(m for m in sys.argv[1:] if u.find_spec(m)))";
 
 /// The Python to use: the virtual environment of `concur classic install` if there is one,
 /// else `python3` on PATH.
@@ -189,9 +199,13 @@ fn crawl(c: &mut Classic, s: &Sizes) {
         );
     }
     let script = c.path("crawl.py");
-    let probe = "import importlib.util as u, sys; print(' '.join(m for m in sys.argv[1:] if u.find_spec(m)))";
-    let found =
-        output(Command::new(&py).arg("-c").arg(probe).args(PIP_PACKAGES)).unwrap_or_default();
+    let found = output(
+        Command::new(&py)
+            .arg("-c")
+            .arg(FIND_MODULES)
+            .args(PIP_PACKAGES),
+    )
+    .unwrap_or_default();
     let has = |m: &str| found.split(' ').any(|f| f == m);
     for (label, client, needs, tasks) in [
         ("py:requests", "serial", &["requests"][..], seq_n),
@@ -242,7 +256,9 @@ fn crawl(c: &mut Classic, s: &Sizes) {
     }
 }
 
-/// `tasks`: N asyncio coroutines, and N threads up to [`super::THREADS_MAX`] tasks.
+/// `tasks`: N asyncio coroutines, the same on uvloop's loop and N trio tasks where their
+/// packages are installed (a note where not), and N threads up to [`super::THREADS_MAX`]
+/// tasks.
 fn tasks(c: &mut Classic, s: &Sizes) {
     let labels = TASKS_ROWS.join(", ");
     let Some(py) = python() else {
@@ -250,17 +266,32 @@ fn tasks(c: &mut Classic, s: &Sizes) {
     };
     let base = format!("{} {}", quoted(&py), quoted(&c.path("tasks.py")));
     let args = s.tasks_args();
-    c.tasks_row(
-        "py:asyncio",
-        format!("{base} asyncio {args}"),
-        s.task_counts(),
-        s,
-    );
-    c.tasks_row(
-        "py:threads",
-        format!("{base} threads {args}"),
-        &s.thread_counts(),
-        s,
-    );
+    let found = output(
+        Command::new(&py)
+            .arg("-c")
+            .arg(FIND_MODULES)
+            .args(TASKS_PIP_PACKAGES),
+    )
+    .unwrap_or_default();
+    for (label, mode, package) in [
+        ("py:asyncio", "asyncio", None),
+        ("py:uvloop", "uvloop", Some("uvloop")),
+        ("py:trio", "trio", Some("trio")),
+        ("py:threads", "threads", None),
+    ] {
+        if let Some(p) = package.filter(|p| !found.split(' ').any(|f| f == *p)) {
+            c.notes.push(format!(
+                "runtimes: {label} left out: the Python package {p} is missing for {} (pip install {p}, or {INSTALL})",
+                py.display()
+            ));
+            continue;
+        }
+        let counts = if mode == "threads" {
+            s.thread_counts()
+        } else {
+            s.task_counts().to_vec()
+        };
+        c.tasks_row(label, format!("{base} {mode} {args}"), &counts, s);
+    }
     c.version_note(&labels, &py, Command::new(&py).arg("--version"));
 }

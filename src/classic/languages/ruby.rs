@@ -1,6 +1,6 @@
 //! MRI: the classic mailer experiment's own program (`mailer.rb`: sequential, fork, threads, a
-//! pool, Celluloid, Sidekiq) and the tasks study's threads (`tasks.rb`), with the `ruby` on
-//! `PATH`.
+//! pool, Celluloid, Sidekiq) and the tasks study's threads and fibers on the async gem
+//! (`tasks.rb`), with the `ruby` on `PATH`.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -12,7 +12,7 @@ use crate::plan::presets;
 /// The language.
 pub(super) const LANGUAGE: Language = Language {
     name: "ruby",
-    apt: &["ruby", "ruby-celluloid", "ruby-sidekiq"],
+    apt: &["ruby", "ruby-celluloid", "ruby-sidekiq", "ruby-async"],
     parts: &[
         Part {
             study: Study::Mailer,
@@ -41,10 +41,10 @@ pub(super) const LANGUAGE: Language = Language {
             programs: Programs::Shipped(&[Program {
                 name: "tasks-ruby",
                 file: "tasks.rb",
-                help: "MRI: N threads that each sleep (the tasks study)",
+                help: "MRI: N threads, or N fibers under the async gem's reactor, that each sleep (the tasks study)",
                 text: include_str!("../tasks.rb"),
             }]),
-            rows: &["rb:threads"],
+            rows: &["rb:threads", "rb:fibers"],
             classic: false,
             threads: &["rb:threads"],
             add: tasks,
@@ -125,20 +125,88 @@ fn mailer(c: &mut Classic, s: &Sizes) {
     ));
 }
 
-/// `tasks`: N threads, up to [`super::THREADS_MAX`] tasks; MRI has no fibers' row.
+/// `tasks`: N threads, up to [`super::THREADS_MAX`] tasks, and N fibers under the async
+/// gem's reactor where the gem is installed (a note where not).
 fn tasks(c: &mut Classic, s: &Sizes) {
     let Some(ruby) = on_path("ruby") else {
-        return c.missing("rb:threads", "ruby", "ruby");
+        return c.missing("rb:threads, rb:fibers", "ruby", "ruby");
     };
-    let command = format!(
+    let base = format!(
         "{} {} {}",
         quoted(&ruby),
         quoted(&c.path("tasks.rb")),
         s.tasks_args()
     );
-    c.tasks_row("rb:threads", command, &s.thread_counts(), s);
-    c.version_note("rb:threads", &ruby, Command::new(&ruby).arg("--version"));
-    c.notes.push(
-        "runtimes: rb:fibers left out: MRI has no fiber scheduler of its own (the async gem brings one)".into(),
+    c.tasks_row("rb:threads", base.clone(), &s.thread_counts(), s);
+    if has_gem(&ruby, "async") {
+        let (counts, fit) = fiber_counts(s);
+        if counts.len() < s.task_counts().len() {
+            c.notes.push(format!(
+                "runtimes: rb:fibers stops at {} tasks: each fiber's stack is a memory mapping with a guard page below it, and vm.max_map_count lets about {fit} fibers fit (past that MRI's FiberError \"can't set a guard page\"; sysctl vm.max_map_count raises the limit)",
+                counts.last().copied().unwrap_or(0)
+            ));
+        }
+        c.tasks_row("rb:fibers", format!("{base} --mode fibers"), &counts, s);
+    } else {
+        c.notes.push(format!(
+            "runtimes: rb:fibers left out: the async gem is missing (apt-get install ruby-async, or {INSTALL})"
+        ));
+    }
+    c.version_note(
+        "rb:threads, rb:fibers",
+        &ruby,
+        Command::new(&ruby).arg("--version"),
     );
+}
+
+/// Memory mappings MRI takes for one fiber: its machine stack and the guard page below it
+/// (its VM stack lies in the same mapping: MRI's fiber pool).
+const MAPPINGS_PER_FIBER: usize = 2;
+
+/// Mappings left for the rest of the Ruby process (its own are about 150; a run of 32,000
+/// fibers failed where 30,000 fit under the default limit of 65,530).
+const MAPPINGS_SPARE: usize = 4_000;
+
+/// The tasks study's counts at which `rb:fibers` runs, those whose fibers' stacks fit under
+/// `vm.max_map_count` (every count when it cannot be read), and how many fit.
+fn fiber_counts(s: &Sizes) -> (Vec<usize>, usize) {
+    let fit = crate::os::maps::max_map_count().map_or(usize::MAX, |l| {
+        l.saturating_sub(MAPPINGS_SPARE) / MAPPINGS_PER_FIBER
+    });
+    let counts = s.task_counts().iter().copied().filter(|&n| n <= fit);
+    (counts.collect(), fit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The full study's counts for rb:fibers are those whose stacks fit under this machine's
+    /// vm.max_map_count: 1 and 10,000 always here, a million (two million mappings) only under
+    /// a limit raised that far.
+    #[test]
+    fn fibers_stop_where_their_stacks_stop_fitting() {
+        let s = Sizes {
+            quick: false,
+            gil: false,
+            full: false,
+            cacert: None,
+            insecure: false,
+            redis: false,
+        };
+        let (counts, fit) = fiber_counts(&s);
+        let all = s.task_counts();
+        assert_eq!(counts[..], all[..counts.len()], "a prefix of {all:?}");
+        assert!(
+            counts.contains(&1) && counts.contains(&10_000),
+            "{counts:?}"
+        );
+        for &n in all {
+            assert_eq!(counts.contains(&n), n <= fit, "{n} against {fit}");
+        }
+        if let Some(limit) = crate::os::maps::max_map_count() {
+            assert_eq!(fit, (limit - MAPPINGS_SPARE) / MAPPINGS_PER_FIBER);
+            assert_eq!(counts.contains(&1_000_000), limit >= 2_004_000, "{limit}");
+        }
+    }
 }
