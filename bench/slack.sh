@@ -41,6 +41,7 @@ for m in seq thread async:1 async-local:1 green:1 actor:1 fork spawn; do
   add "$m" "$CONCUR run -w sleep:{ms}ms -m $m -n 1 -r 1 --warmup 0 -q --json $out/concur.jsonl"
 done
 add rust:tokio-bare "$CONCUR classic tokio-tasks --tasks 1 --wait-ms {ms}"
+add rust:smol-bare "$CONCUR classic smol-tasks --tasks 1 --wait-ms {ms}"
 if command -v go >/dev/null; then
   "$CONCUR" classic show tasks-go >"$prog/tasks.go"
   (cd "$prog" && go build -o tasks-go tasks.go)
@@ -165,9 +166,11 @@ def slack_ns(primitive, ms):
         return 0
     if primitive == "poll":
         return max(min(ms * 1_000_000 // (200 if nice > 0 else 1000), 100_000_000), timer_slack)
+    if primitive == "timerfd":
+        return 0
     return timer_slack
 # What each program row waits in (src/measure/slack.rs, PROGRAMS; the traces above show it).
-programs = {"rust:tokio-bare": "futex", "go:goroutines": "poll", "node:promises": "poll",
+programs = {"rust:tokio-bare": "futex", "rust:smol-bare": "timerfd", "go:goroutines": "poll", "node:promises": "poll",
             "java:threads": "futex", "java:virtual": "futex", "elixir:processes": "futex",
             "py:asyncio": "poll", "py:uvloop": "poll", "py:trio": "poll",
             "py:threads": "nanosleep", "rb:threads": "futex", "rb:fibers": "poll"}

@@ -20,6 +20,7 @@ use serde_json::Value;
 /// thread-per-task programs stop at 10,000; --quick's largest count is 10,000).
 const ROWS: &[&str] = &[
     "rust:tokio-bare",
+    "rust:smol-bare",
     "go:goroutines",
     "node:promises",
     "java:threads",
@@ -32,12 +33,16 @@ const ROWS: &[&str] = &[
     "rb:fibers",
 ];
 const COUNTS: &[u64] = &[1, 1_000, 10_000];
+/// The rows of runtimes in concur's own binary (`concur classic tokio-tasks`, `smol-tasks`):
+/// they need no toolchain.
+const BARE: &[&str] = &["rust:tokio-bare", "rust:smol-bare"];
 
 /// What each row's tasks wait in, as strace saw it (docs/benchmarks.md §33): an event loop's
 /// poll timeout (`epoll_wait`, `epoll_pwait`), a thread's `clock_nanosleep`, or a futex wait
 /// with a timeout (a timer thread's, a condition variable's).
 const PRIMITIVES: &[(&str, &str)] = &[
     ("rust:tokio-bare", "futex"),
+    ("rust:smol-bare", "timerfd"),
     ("go:goroutines", "poll"),
     ("node:promises", "poll"),
     ("java:threads", "futex"),
@@ -82,7 +87,7 @@ fn set_timer_slack() {
 /// Checks the slack a waiting run of `row` records: the primitive strace saw it wait in
 /// ([`PRIMITIVES`]), the timer slack it was started with, and the kernel's slack for one wait
 /// of the quick study's 1 s in that primitive: a poll timeout 0.1% of it (0.5% at nice > 0),
-/// at least the timer slack; the others the timer slack.
+/// at least the timer slack; a timerfd nothing; the others the timer slack.
 fn assert_slack(r: &Value, row: &str) {
     let family = row.split(':').next().unwrap_or(row);
     let want = PRIMITIVES
@@ -97,6 +102,7 @@ fn assert_slack(r: &Value, row: &str) {
     let nice = s["nice"].as_i64().expect("nice");
     let ns = match want {
         "poll" => (1_000_000_000 / if nice > 0 { 200 } else { 1000 }).max(TIMER_SLACK_NS),
+        "timerfd" => 0,
         _ => TIMER_SLACK_NS,
     };
     assert_eq!(s["ns"], ns, "{row}: {r}");
@@ -218,7 +224,7 @@ fn without_the_toolchains_the_rows_are_notes_and_the_study_succeeds() {
     ] {
         assert!(notes.contains(package), "{package}: {notes}");
     }
-    for row in ROWS.iter().filter(|r| **r != "rust:tokio-bare") {
+    for row in ROWS.iter().filter(|r| !BARE.contains(r)) {
         assert!(
             runs_of(&lines, row).is_empty(),
             "{row} ran without its toolchain"
@@ -229,12 +235,16 @@ fn without_the_toolchains_the_rows_are_notes_and_the_study_succeeds() {
             "{row}: {notes}"
         );
     }
-    // The floor of concur's own runtime needs nothing but concur.
-    let floor = runs_of(&lines, "rust:tokio-bare");
-    assert_eq!(floor.len(), COUNTS.len(), "{notes}");
-    for r in &floor {
-        assert_waited(r);
-        assert_slack(r, "rust:tokio-bare");
+    // The floor of concur's own runtime, and smol's program beside it, need nothing but
+    // concur.
+    let bare: Vec<(&str, Vec<&Value>)> = BARE.iter().map(|b| (*b, runs_of(&lines, b))).collect();
+    for (row, runs) in &bare {
+        let counts: Vec<u64> = runs.iter().filter_map(|r| r["tasks"].as_u64()).collect();
+        assert_eq!(counts, COUNTS, "{row}: {notes}");
+        for r in runs {
+            assert_waited(r);
+            assert_slack(r, row);
+        }
     }
     // concur's own rows record the slack of the primitive their tasks wait in, at the timer
     // slack they inherited.
@@ -279,9 +289,10 @@ fn without_the_toolchains_the_rows_are_notes_and_the_study_succeeds() {
         table.contains("a nanosleep, the timer slack (200 µs): thread, fork, spawn; a futex wait, the timer slack (200 µs): async, async-local, green, actor, rust:tokio-bare"),
         "{table}"
     );
-    // It counts its tasks into the page the study hands it, as a model's run does: its tree
+    assert!(table.contains("a timerfd, none: rust:smol-bare"), "{table}");
+    // Each counts its tasks into the page the study hands it, as a model's run does: its tree
     // is sampled when every task has started and at its end, not only on the sampler's tick.
-    for r in &floor {
+    for r in bare.iter().flat_map(|(_, runs)| runs) {
         for moment in ["tree_pss_all_started_kib", "tree_pss_end_kib"] {
             assert!(r[moment].as_u64().is_some_and(|k| k > 0), "{moment}: {r}");
         }

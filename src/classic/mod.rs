@@ -7,7 +7,9 @@
 //! missing one becomes a note naming what to install, never a failure). `concur classic
 //! install` installs them on Debian/Ubuntu and `concur classic show NAME` prints a program.
 
+pub mod bare_tasks;
 pub mod languages;
+pub mod smol_tasks;
 pub mod tokio_tasks;
 mod toolchain;
 

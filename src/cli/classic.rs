@@ -16,14 +16,20 @@ pub(super) enum ClassicCommand {
     /// List the classic programs
     List,
     /// The tasks study's floor of concur's own runtime: a bare tokio program that spawns N tasks that each wait, and prints their CONCUR line
-    TokioTasks {
-        /// How many tasks
-        #[arg(long, default_value_t = 1)]
-        tasks: usize,
-        /// How long each waits, milliseconds
-        #[arg(long, default_value_t = 10_000)]
-        wait_ms: u64,
-    },
+    TokioTasks(BareTasks),
+    /// The tasks study's bare smol program beside tokio's: an executor on as many threads as tokio's workers, N tasks that each wait, and their CONCUR line
+    SmolTasks(BareTasks),
+}
+
+/// The flags of a bare runtime's tasks program (`tokio-tasks`, `smol-tasks`).
+#[derive(clap::Args)]
+pub(super) struct BareTasks {
+    /// How many tasks
+    #[arg(long, default_value_t = 1)]
+    tasks: usize,
+    /// How long each waits, milliseconds
+    #[arg(long, default_value_t = 10_000)]
+    wait_ms: u64,
 }
 
 pub(super) fn classic(c: ClassicCommand) -> Result<i32, Error> {
@@ -39,10 +45,17 @@ pub(super) fn classic(c: ClassicCommand) -> Result<i32, Error> {
             }
             Ok(0)
         }
-        ClassicCommand::TokioTasks { tasks, wait_ms } => {
-            let line = crate::classic::tokio_tasks::run(tasks, wait_ms)?;
-            println!("{}{line}", crate::runner::supervise::CONCUR_PREFIX);
-            Ok(0)
+        ClassicCommand::TokioTasks(a) => {
+            bare_tasks(crate::classic::tokio_tasks::run(a.tasks, a.wait_ms)?)
+        }
+        ClassicCommand::SmolTasks(a) => {
+            bare_tasks(crate::classic::smol_tasks::run(a.tasks, a.wait_ms)?)
         }
     }
+}
+
+/// Prints a bare runtime's tasks program's line as the study reads it.
+fn bare_tasks(line: String) -> Result<i32, Error> {
+    println!("{}{line}", crate::runner::supervise::CONCUR_PREFIX);
+    Ok(0)
 }

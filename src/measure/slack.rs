@@ -13,7 +13,9 @@
 //!   `futex` wait with a timeout (kernel/futex, `futex_setup_timer`): the thread's timer slack
 //!   (`prctl(PR_GET_TIMERSLACK)`, 50 µs by default, inherited over fork and thread creation);
 //!   0 for a real-time thread (since Linux 6.11 a real-time thread's timer slack is 0 itself);
-//! - a `timerfd`: none (the BEAM's schedulers sleep on one at times; see `PROGRAMS`).
+//! - a `timerfd` (fs/timerfd.c starts its hrtimer with no range): none, whatever the thread's
+//!   settings (the BEAM's schedulers sleep on one at times, and async-io's reactor, smol's,
+//!   always; see `PROGRAMS`).
 //!
 //! `prctl(PR_SET_TIMERSLACK)` sets only the floor of a poll timeout's slack: 0.1% of 10 s is
 //! 10 ms whatever it says.
@@ -38,6 +40,9 @@ pub enum Primitive {
     /// A `futex` wait with a timeout: a thread parked on a condition until its deadline (a
     /// timer thread, `pthread_cond_timedwait`).
     Futex,
+    /// A `timerfd` armed for the deadline, waited on in a poll set with no timeout (`epoll_wait`
+    /// of -1): the kernel gives a timerfd's hrtimer no slack at all.
+    Timerfd,
 }
 
 impl Primitive {
@@ -47,6 +52,7 @@ impl Primitive {
             Primitive::Poll => "poll",
             Primitive::Nanosleep => "nanosleep",
             Primitive::Futex => "futex",
+            Primitive::Timerfd => "timerfd",
         }
     }
 
@@ -67,6 +73,7 @@ impl Primitive {
                 estimate.max(timers.timer_slack_ns)
             }
             Primitive::Nanosleep | Primitive::Futex => timers.timer_slack_ns,
+            Primitive::Timerfd => 0,
         }
     }
 }
@@ -160,7 +167,7 @@ impl Slack {
     pub fn check(&self) -> Result<(), String> {
         let t = self.timers;
         let fits = match (t.realtime, self.primitive) {
-            (true, _) => self.ns == 0,
+            (true, _) | (false, Primitive::Timerfd) => self.ns == 0,
             (false, Primitive::Poll) => {
                 self.ns >= t.timer_slack_ns && self.ns <= MAX_POLL_SLACK_NS.max(t.timer_slack_ns)
             }
@@ -244,6 +251,14 @@ pub const PROGRAMS: &[RowWait] = &[
         // wheel's next deadline, rounded up to its millisecond tick.
         primitive: Primitive::Futex,
         seen: "futex(FUTEX_WAIT_BITSET_PRIVATE, absolute deadline) on a tokio worker (the time driver parks on a condvar: no I/O driver is enabled)",
+    },
+    RowWait {
+        row: "rust:smol-bare",
+        // async-io's reactor (polling's epoll backend) arms a timerfd for its next timer and
+        // waits in epoll with no timeout, on whichever thread's block_on drives it (the main
+        // thread's, which awaits the tasks).
+        primitive: Primitive::Timerfd,
+        seen: "timerfd_settime(fd, 0, {it_value={9, 999841223}}) then epoll_pwait(fd, …, 1024, -1) in async-io's reactor, woken by the timerfd (async-io 2.6, async-executor 1.14)",
     },
     RowWait {
         row: "go:goroutines",
@@ -374,9 +389,38 @@ mod tests {
             realtime: true,
             ..t
         };
-        for p in [Primitive::Poll, Primitive::Nanosleep, Primitive::Futex] {
+        for p in [
+            Primitive::Poll,
+            Primitive::Nanosleep,
+            Primitive::Futex,
+            Primitive::Timerfd,
+        ] {
             assert_eq!(p.slack_ns(ms(10_000), rt), 0);
         }
+    }
+
+    #[test]
+    fn a_timerfd_pays_nothing_whatever_the_thread() {
+        let raised = ThreadTimers {
+            timer_slack_ns: 3_000_000,
+            nice: 5,
+            realtime: false,
+        };
+        for t in [ThreadTimers::DEFAULT, raised] {
+            let s = Slack::of(Primitive::Timerfd, ms(10_000), t);
+            assert_eq!(s.ns, 0, "{s:?}");
+            assert_eq!(s.check(), Ok(()));
+            assert!(Slack {
+                ns: t.timer_slack_ns,
+                ..s
+            }
+            .check()
+            .is_err());
+        }
+        assert_eq!(
+            of_program("rust:smol-bare").map(|r| r.primitive),
+            Some(Primitive::Timerfd)
+        );
     }
 
     #[test]

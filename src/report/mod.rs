@@ -348,10 +348,12 @@ fn slack_rule(s: &crate::measure::slack::Slack) -> String {
         Primitive::Poll => "a poll timeout (epoll_wait)",
         Primitive::Nanosleep => "a nanosleep",
         Primitive::Futex => "a futex wait",
+        Primitive::Timerfd => "a timerfd",
     };
     let timer = fmt_secs(s.timers.timer_slack_ns as f64 / 1e9);
     match (s.timers.realtime, s.primitive) {
         (true, _) => format!("{what}, none on a real-time thread"),
+        (false, Primitive::Timerfd) => format!("{what}, none"),
         (false, Primitive::Poll) => format!(
             "{what}, {} of the wait, at least {timer}, at most {}",
             if s.timers.nice > 0 { "0.5%" } else { "0.1%" },
