@@ -772,3 +772,29 @@ fn the_tasks_studys_bad_input_exits_2_with_one_line() {
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
     }
 }
+
+/// Fast tier: the bare runtimes' programs in concur's binary refuse sizes out of range as
+/// usage errors (exit 2) naming the flag and the value, and print no `CONCUR` line.
+#[test]
+fn the_bare_programs_refuse_sizes_out_of_range_by_name() {
+    for program in ["tokio-tasks", "smol-tasks"] {
+        for (args, said) in [
+            (["--tasks", "0"], "--tasks 0 is out of range: 1 to 10000000"),
+            (["--tasks", "10000001"], "--tasks 10000001 is out of range"),
+            (
+                ["--wait-ms", "3600001"],
+                "--wait-ms 3600001 is out of range",
+            ),
+        ] {
+            let out = concur()
+                .args(["classic", program])
+                .args(args)
+                .output()
+                .expect("concur runs");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{program} {args:?}: {stderr}");
+            assert!(stderr.contains(said), "{program} {args:?}: {stderr}");
+            assert!(out.stdout.is_empty(), "{program} {args:?}");
+        }
+    }
+}
