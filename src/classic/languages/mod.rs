@@ -17,6 +17,8 @@ pub mod python;
 mod ruby;
 mod rust;
 
+pub use java::PIP_JDK;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
