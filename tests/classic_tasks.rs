@@ -129,7 +129,12 @@ fn assert_waited(r: &Value) {
 #[test]
 #[ignore = "full tier: needs Go, Node.js, a JDK (and one of 21 or later), Elixir, python3 with trio and uvloop, and ruby with the async gem"]
 fn classic_tasks_runs_every_runtime_beside_concur() {
-    require(&[Need::Runtimes, Need::VirtualThreads, Need::Ruby, Need::EventLoops]);
+    require(&[
+        Need::Runtimes,
+        Need::VirtualThreads,
+        Need::Ruby,
+        Need::EventLoops,
+    ]);
     let _alone = alone();
     set_timer_slack();
     let (out, lines) = run_study(&["tasks", "--quick", "--classic", "-r", "1"]);
