@@ -266,3 +266,70 @@ fn the_readme_lists_what_ci_installs() {
         "README.md's Install table and .ci/run disagree: installed but not listed {missing:?}; listed but not installed {extra:?}"
     );
 }
+
+/// The tests whose body takes `alone()`: each `fn NAME` of tests/*.rs followed, before the
+/// next `fn`, by a call of it, `alone();` (comments left out).
+fn tests_that_take_alone() -> BTreeSet<String> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests");
+    let mut found = BTreeSet::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        let mut current: Option<String> = None;
+        for line in std::fs::read_to_string(&path).unwrap().lines() {
+            let code = line.split("//").next().unwrap();
+            let words: Vec<&str> = code.split_whitespace().collect();
+            if let Some(i) = words.iter().position(|w| *w == "fn") {
+                if let Some(name) = words.get(i + 1) {
+                    current = Some(name.split(['(', '<']).next().unwrap().to_string());
+                }
+            }
+            let call = concat!("alone", "();");
+            let calls = code
+                .match_indices(call)
+                .any(|(i, _)| !code[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_'));
+            if calls {
+                if let Some(name) = &current {
+                    found.insert(name.clone());
+                }
+            }
+        }
+    }
+    found
+}
+
+/// The names in `.config/nextest.toml`'s `alone` group: its `test(=NAME)` terms (the file's
+/// only exact-name filters, in the override that sets `test-group = 'alone'`).
+fn nextest_alone_group() -> BTreeSet<String> {
+    let config =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/.config/nextest.toml"))
+            .unwrap();
+    assert!(
+        config.contains("test-group = 'alone'"),
+        "no `alone` group in nextest.toml"
+    );
+    config
+        .split("test(=")
+        .skip(1)
+        .map(|t| t.split(')').next().unwrap().trim().to_string())
+        .collect()
+}
+
+/// Every test that takes `alone()` runs in nextest's one-thread `alone` group, so none waits
+/// for the lock on nextest's clock (stop 52's CI: doc_commands killed at 300 s while it
+/// waited), and the group names no test that does not take it.
+#[test]
+fn every_test_that_takes_alone_is_in_nextests_serial_group() {
+    let sources = tests_that_take_alone();
+    let group = nextest_alone_group();
+    assert!(sources.len() >= 50, "{sources:?}");
+    let missing: Vec<_> = sources.difference(&group).collect();
+    let extra: Vec<_> = group.difference(&sources).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "tests that take alone() but are not in .config/nextest.toml's `alone` group: {missing:?}; \
+         named there but not taking it: {extra:?}"
+    );
+}
