@@ -266,6 +266,25 @@ impl Steps {
 
 #[cfg(test)]
 mod tests {
+    /// Each Rust floor (tokio's and smol's programs) waits every task and reports a line the
+    /// study accepts; its sizes are checked by `bare_tasks`, whose tests cover the bounds.
+    #[test]
+    fn each_rust_floor_waits_every_task_and_refuses_bad_sizes_by_name() {
+        for (name, run) in [
+            (
+                "tokio",
+                super::tokio_tasks::run as fn(usize, u64) -> crate::base::error::Result<String>,
+            ),
+            ("smol", super::smol_tasks::run),
+        ] {
+            let line = run(200, 20).unwrap_or_else(|e| panic!("{name}: {e}"));
+            super::bare_tasks::tests::assert_line(&line, 200, 0.02);
+            let e = run(0, 10).unwrap_err();
+            assert!(e.to_string().contains("--tasks 0"), "{name}: {e}");
+            assert_eq!(e.exit_code(), 2, "{name}: {e}");
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -61,23 +61,3 @@ pub fn run(n: usize, wait_ms: u64) -> Result<String> {
         "smol (async-executor 1.14, async-io 2.6)",
     ))
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn it_waits_every_task_and_reports_a_line_the_study_accepts() {
-        let line = run(200, 20).expect("runs");
-        bare_tasks::tests::assert_line(&line, 200, 0.02);
-    }
-
-    #[test]
-    fn sizes_out_of_range_are_refused_by_name() {
-        let e = run(0, 10).unwrap_err();
-        assert!(e.to_string().contains("--tasks 0"), "{e}");
-        assert_eq!(e.exit_code(), 2);
-        let e = run(1, bare_tasks::WAIT_MS_MAX + 1).unwrap_err();
-        assert!(e.to_string().contains("--wait-ms 3600001"), "{e}");
-    }
-}

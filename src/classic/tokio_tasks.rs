@@ -37,20 +37,3 @@ pub fn run(n: usize, wait_ms: u64) -> Result<String> {
         "tokio (concur's own build)",
     ))
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn it_waits_every_task_and_reports_a_line_the_study_accepts() {
-        let line = run(200, 20).expect("runs");
-        bare_tasks::tests::assert_line(&line, 200, 0.02);
-    }
-
-    #[test]
-    fn sizes_out_of_range_are_refused_by_name() {
-        let e = run(0, 10).unwrap_err().to_string();
-        assert!(e.contains("--tasks 0"), "{e}");
-    }
-}
