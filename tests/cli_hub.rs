@@ -239,6 +239,9 @@ fn an_agent_killed_mid_run_is_lost_within_its_heartbeats_life_and_the_study_goes
     assert_eq!(over2["tasks_ok"], 20);
     assert_eq!(over2["tasks_failed"], 20);
     assert!(over2["error"].as_str().unwrap().contains("a2"), "{over2}");
+    // a1's share of the sleeps recorded its wake-ups, as a run on one host does.
+    let late = &over2["wakeups"]["late_us"];
+    assert!(late["p50"].as_u64().is_some(), "{over2}");
     // The next cell ran on the agent left.
     let over1 = &runs[1];
     assert_eq!(

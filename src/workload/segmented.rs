@@ -44,8 +44,14 @@ impl Workload for Segmented {
     fn task_green(&self, index: usize) -> Result<u64, TaskError> {
         self.inner.task_green(self.segment.global(index))
     }
+    fn wait(&self) -> Option<std::time::Duration> {
+        self.inner.wait()
+    }
     fn supports_green(&self) -> bool {
         self.inner.supports_green()
+    }
+    fn acquire(&self) -> Result<(), String> {
+        self.inner.acquire()
     }
     fn gil_governs(&self) -> bool {
         self.inner.gil_governs()
@@ -104,5 +110,24 @@ mod tests {
         }
         seen.sort_unstable();
         assert_eq!(seen, (0..10).collect::<Vec<_>>());
+    }
+
+    /// A share is the inner workload in every question a run asks of it: a share of
+    /// `sleep:D` is a wait of D (so a host's run records its wake-ups, as one host's does),
+    /// and what the inner one needs from the world is checked for the share too.
+    #[test]
+    fn a_share_answers_for_its_workload() {
+        let seg = Segment {
+            index: 1,
+            of: 2,
+            whole_tasks: 10,
+        };
+        let sleep = super::super::parse("sleep:5ms", &Default::default()).unwrap();
+        let share = Segmented::wrap(sleep, seg);
+        assert_eq!(share.wait(), Some(std::time::Duration::from_millis(5)));
+        let missing = super::super::parse("cmd:concur-no-such-program", &Default::default());
+        let share = Segmented::wrap(missing.unwrap(), seg);
+        let why = share.acquire().unwrap_err();
+        assert!(why.contains("concur-no-such-program"), "{why}");
     }
 }
