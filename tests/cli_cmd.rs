@@ -579,7 +579,7 @@ fn compile_shipped(ext: &str, prog: &str, args: &[&str]) -> usize {
 }
 
 /// The languages of the shipped programs: each has a compile check below.
-const SHIPPED: &[&str] = &[".py", ".rb", ".go", ".js", ".java", ".exs"];
+const SHIPPED: &[&str] = &[".py", ".rb", ".go", ".js", ".java", ".exs", ".cpp", ".cs"];
 
 /// The shipped Python programs are valid Python, and every shipped program is in a language
 /// checked here.
@@ -618,6 +618,21 @@ fn the_shipped_runtime_programs_compile() {
     assert_eq!(compile_shipped(".java", "javac", &["-d", out]), 3);
     let parse = "Code.string_to_quoted!(File.read!(hd(System.argv())))";
     assert_eq!(compile_shipped(".exs", "elixir", &["-e", parse]), 1);
+}
+
+/// The tasks study's C++ program compiles with g++ against asio, and its C# program with
+/// Mono's mcs.
+#[test]
+#[ignore = "full tier: needs g++ with asio (libasio-dev) and Mono (mono-mcs)"]
+fn the_shipped_cpp_and_csharp_programs_compile() {
+    common::require(&[Need::Asio, Need::Mono]);
+    assert_eq!(
+        compile_shipped(".cpp", "g++", &["-std=c++20", "-fsyntax-only"]),
+        1
+    );
+    let out = tempfile::tempdir().unwrap();
+    let exe = format!("-out:{}", out.path().join("tasks.exe").display());
+    assert_eq!(compile_shipped(".cs", "mcs", &[&exe]), 1);
 }
 
 /// `crawl --classic` runs the classic's Python clients against the study's own server:

@@ -1,6 +1,6 @@
 //! The programs of `--classic`, shipped in the binary: the classic experiments' own, in
-//! CPython and MRI, and the same work in other languages (Go, Node.js, Java, Elixir, and the
-//! floor of concur's own runtime). `--classic` writes them to a temporary folder and adds them
+//! CPython and MRI, and the same work in other languages (Go, Node.js, Java, Elixir, C++ on
+//! asio, C# on Mono, and the floor of concur's own runtime). `--classic` writes them to a temporary folder and adds them
 //! to the `gil`, `mailer`, `crawl` and `tasks` studies (and the tour) as external cells
 //! labelled `py:…`, `rb:…`, `go:…` and so on, measured like concur's own runs. Each language is
 //! one file of [`languages`] and one line of its registry; each uses the toolchain found (a

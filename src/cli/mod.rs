@@ -58,7 +58,7 @@ enum Command {
     /// Background jobs: enqueue, work, stats, retry and dead sets (SQLite or Redis)
     #[command(subcommand)]
     Jobs(jobs::JobsCommand),
-    /// The programs --classic runs (CPython, MRI, Go, Node.js, Java, Elixir): install, show
+    /// The programs --classic runs (CPython, MRI, Go, Node.js, Java, Elixir, C++, C# on Mono): install, show
     #[command(subcommand)]
     Classic(classic::ClassicCommand),
     /// Join a hub (a Redis) as an agent: run the shares of studies sent from other hosts until told to leave or Ctrl-C

@@ -261,6 +261,14 @@ pub const PROGRAMS: &[RowWait] = &[
         seen: "timerfd_settime(fd, 0, {it_value={9, 999841223}}) then epoll_pwait(fd, …, 1024, -1) in async-io's reactor, woken by the timerfd (async-io 2.6, async-executor 1.14)",
     },
     RowWait {
+        row: "cpp:asio",
+        // asio's epoll reactor arms its timerfd for the timer queue's next deadline and
+        // waits in epoll with no timeout; the io_context's other thread waits on a futex
+        // with none either.
+        primitive: Primitive::Timerfd,
+        seen: "timerfd_settime(fd, 0, {it_value={0, 999997000}}) then epoll_wait(fd, …, 128, -1) in asio's epoll reactor, woken by the timerfd (asio 1.22, g++ 12)",
+    },
+    RowWait {
         row: "go:goroutines",
         // Go 1.19's netpoller: the timeout in whole ms, rounded down (999, 9999), by the
         // thread that then runs the goroutine; sysmon's futex ends first and wakes nobody.
@@ -283,6 +291,13 @@ pub const PROGRAMS: &[RowWait] = &[
         // A ForkJoinPool thread times the unpark, then a carrier runs the virtual thread.
         primitive: Primitive::Futex,
         seen: "futex(FUTEX_WAIT_BITSET_PRIVATE, absolute deadline) on a ForkJoinPool thread, which unparks the virtual thread (JDK 25)",
+    },
+    RowWait {
+        row: "csharp:mono",
+        // Mono's timer thread sleeps until the earliest Task.Delay's deadline in a
+        // pthread_cond_timedwait, then hands the continuation to a thread-pool thread.
+        primitive: Primitive::Futex,
+        seen: "futex(FUTEX_WAIT_BITSET_PRIVATE, absolute deadline) on Mono's timer thread, which queues the continuation to its thread pool (Mono 6.8)",
     },
     RowWait {
         row: "elixir:processes",

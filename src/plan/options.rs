@@ -199,7 +199,7 @@ pub struct StudyOptions {
     /// The queue of the jobs models (`--jobs-backend`).
     #[command(flatten)]
     pub jobs_backend: JobsBackendArg,
-    /// gil, mailer, crawl, tasks, tour: add the classic programs in CPython and MRI (py:…, rb:…) and the same work in Go, Node.js, Java and Elixir (go:…, node:…, java:…, elixir:…) as external cells, run by the toolchains on PATH; see `concur classic`
+    /// gil, mailer, crawl, tasks, tour: add the classic programs in CPython and MRI (py:…, rb:…) and the same work in Go, Node.js, Java, Elixir, C++ on asio and C# on Mono (go:…, node:…, java:…, elixir:…, cpp:…, csharp:…) as external cells, run by the toolchains on PATH; see `concur classic`
     #[arg(long)]
     pub classic: bool,
     /// The `cmd:` workload's flags.

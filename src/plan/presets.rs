@@ -67,7 +67,7 @@ pub const STUDIES: &[Study] = &[
     },
     Study {
         name: "tasks",
-        help: "N tasks that each wait 10 s (--quick: 1 s), N = 1, 10,000, 100,000, 1,000,000 (--quick: 1, 1,000, 10,000), under thread, async, async-local, green, actor, fork and spawn: the time to start them all, how late they wake, CPU and memory per task; --classic adds Go, Node.js, Java, Elixir, CPython and MRI doing the same",
+        help: "N tasks that each wait 10 s (--quick: 1 s), N = 1, 10,000, 100,000, 1,000,000 (--quick: 1, 1,000, 10,000), under thread, async, async-local, green, actor, fork and spawn: the time to start them all, how late they wake, CPU and memory per task; --classic adds Go, Node.js, Java, Elixir, C++ on asio, C# on Mono, CPython and MRI doing the same",
         build: tasks,
         classic: true,
     },

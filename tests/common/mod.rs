@@ -120,6 +120,11 @@ pub enum Need {
     CargoOffline,
     /// nghttpd, nghttp2's HTTP/2 server (Debian's nghttp2-server).
     Nghttpd,
+    /// g++ with asio's headers, for the tasks study's C++20 coroutines (Debian's g++ and
+    /// libasio-dev).
+    Asio,
+    /// Mono's C# compiler and runtime (Debian's mono-mcs), for the tasks study's C# row.
+    Mono,
 }
 
 impl Need {
@@ -198,6 +203,20 @@ impl Need {
             Need::Nghttpd => (
                 runs("nghttpd", &["--version"]),
                 "nghttpd (apt-get install nghttp2-server)",
+            ),
+            Need::Asio => (
+                runs(
+                    "sh",
+                    &[
+                        "-c",
+                        "echo '#include <asio/version.hpp>' | g++ -std=c++20 -x c++ -E - -o /dev/null",
+                    ],
+                ),
+                "g++ with asio's headers (apt-get install g++ libasio-dev)",
+            ),
+            Need::Mono => (
+                runs("sh", &["-c", "command -v mcs"]) && runs("mono", &["--version"]),
+                "Mono's mcs and mono (apt-get install mono-mcs)",
             ),
             Need::Runtimes => (
                 runs("go", &["version"])

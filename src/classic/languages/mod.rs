@@ -9,6 +9,8 @@
 //! failure. The programs print the `CONCUR` line of an external cell with their own wall (and
 //! in the tasks study, their start and wake-ups), so their rows carry concur's columns.
 
+mod cpp;
+mod csharp;
 mod elixir;
 mod go;
 mod java;
@@ -36,6 +38,8 @@ pub const LANGUAGES: &[Language] = &[
     java::LANGUAGE,
     elixir::LANGUAGE,
     rust::LANGUAGE,
+    cpp::LANGUAGE,
+    csharp::LANGUAGE,
 ];
 
 /// One language: what `concur classic install` installs for it and its part in each study.
