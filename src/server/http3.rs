@@ -247,8 +247,11 @@ async fn connection(
     if stopping {
         // QUIC's close discards what the client has not acknowledged yet (the last answers'
         // ends): a client that has them all and its GOAWAY closes the connection itself; one
-        // that keeps it open is closed after the drain.
-        let _ = tokio::time::timeout(DRAIN, quic.closed()).await;
+        // that keeps it open is closed once its last answer is the drain old.
+        let last = state
+            .idle_deadline(Duration::ZERO)
+            .unwrap_or_else(Instant::now);
+        let _ = tokio::time::timeout_at(last + DRAIN, quic.closed()).await;
     }
     quic.close(H3_NO_ERROR.into(), b"");
     drop(open);
