@@ -380,7 +380,7 @@ pub fn answer_head<B: hyper::body::Body>(mut answer: Response<B>) -> Response<B>
 type RecvStream = h3::server::RequestStream<h3_quinn::RecvStream, Bytes>;
 
 /// A request's body, read from its HTTP/3 stream. Dropped before its end (by a route that
-/// does not read it), it hands the stream back to its request for [`finish_reading`].
+/// does not read it), it hands the stream back to its request for `finish_reading`.
 pub struct RecvBody {
     stream: Option<RecvStream>,
     back: Option<tokio::sync::oneshot::Sender<RecvStream>>,
