@@ -381,7 +381,7 @@ type RecvStream = h3::server::RequestStream<h3_quinn::RecvStream, Bytes>;
 
 /// A request's body, read from its HTTP/3 stream. Dropped before its end (by a route that
 /// does not read it), it hands the stream back to its request for `finish_reading`.
-pub struct RecvBody {
+struct RecvBody {
     stream: Option<RecvStream>,
     back: Option<tokio::sync::oneshot::Sender<RecvStream>>,
 }
