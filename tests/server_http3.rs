@@ -1,7 +1,7 @@
 //! The delay server over HTTP/3 (`concur serve --http3`): QUIC on the TCP port's number, the
 //! same routes and answers as HTTP/1.1 and HTTP/2, many streams over one connection with exact
 //! counts and bytes, the limits (`--max-streams`, `--max-connections`, `--max-in-flight`,
-//! `--idle-timeout`) held and counted as on TCP, `Alt-Svc` announced on the TCP answers only
+//! `--echo-budget`, the four timeouts) held and counted as on TCP, a graceful SIGTERM, `Alt-Svc` announced on the TCP answers only
 //! with `--http3`, and `--http3` without a certificate refused with one line.
 //!
 //! The client is quinn and h3 (tests/common/http3.rs), not concur's own.
