@@ -208,18 +208,31 @@ fn classic_tasks_runs_every_runtime_beside_concur() {
     assert!(cell["pss_per_task_b"].as_f64().is_some(), "{cell}");
 }
 
-/// Fast tier (about 25 s here: the quick study's own cells): it needs nothing installed.
-#[test]
-fn without_the_toolchains_the_rows_are_notes_and_the_study_succeeds() {
-    let _alone = alone();
-    set_timer_slack();
-    // A PATH with only a shell on it (external cells run under `sh -c`).
+/// `concur run tasks --quick --classic -r 1` with a PATH holding a shell (external cells run
+/// under `sh -c`) and the `programs` named, `CONCUR_CLASSIC_HOME` at `home` (a folder of
+/// nothing by default) and the `env` given: it must succeed; its results file (and the folder
+/// that holds it), its result lines and its notes.
+fn quick_study_on_a_bare_path(
+    programs: &[&str],
+    home: Option<&Path>,
+    env: &[(&str, &Path)],
+) -> (tempfile::TempDir, PathBuf, Vec<Value>, String) {
     let bin = tempfile::tempdir().expect("tempdir");
     std::os::unix::fs::symlink("/bin/sh", bin.path().join("sh")).expect("sh");
-    let (_dir, path) = results_path();
+    for program in programs {
+        let found = std::process::Command::new("sh")
+            .args(["-c", &format!("command -v {program}")])
+            .output()
+            .expect("sh runs");
+        let found = String::from_utf8(found.stdout).expect("utf-8");
+        std::os::unix::fs::symlink(found.trim(), bin.path().join(program)).expect(program);
+    }
+    let home = home.map_or_else(|| bin.path().join("no-classic-home"), Path::to_path_buf);
+    let (dir, path) = results_path();
     let out = concur()
         .env("PATH", bin.path())
-        .env("CONCUR_CLASSIC_HOME", bin.path().join("no-classic-home"))
+        .env("CONCUR_CLASSIC_HOME", home)
+        .envs(env.iter().copied())
         .args([
             "run",
             "tasks",
@@ -241,6 +254,15 @@ fn without_the_toolchains_the_rows_are_notes_and_the_study_succeeds() {
     );
     let lines = read_lines(&path);
     let notes = of_type(&lines, "meta")[0]["notes"].to_string();
+    (dir, path, lines, notes)
+}
+
+/// Fast tier (about 25 s here: the quick study's own cells): it needs nothing installed.
+#[test]
+fn without_the_toolchains_the_rows_are_notes_and_the_study_succeeds() {
+    let _alone = alone();
+    set_timer_slack();
+    let (_dir, path, lines, notes) = quick_study_on_a_bare_path(&[], None, &[]);
     for package in [
         "apt-get install golang-go",
         "apt-get install nodejs",
@@ -710,46 +732,12 @@ fn without_the_event_loop_packages_their_rows_are_notes() {
         .output()
         .expect("python3 runs");
     assert!(made.status.success(), "python3 -m venv: {made:?}");
-    // A PATH with a shell (external cells run under `sh -c`) and ruby only.
-    let bin = tempfile::tempdir().expect("tempdir");
-    std::os::unix::fs::symlink("/bin/sh", bin.path().join("sh")).expect("sh");
-    let ruby = String::from_utf8(
-        std::process::Command::new("sh")
-            .args(["-c", "command -v ruby"])
-            .output()
-            .expect("sh runs")
-            .stdout,
-    )
-    .expect("utf-8");
-    std::os::unix::fs::symlink(ruby.trim(), bin.path().join("ruby")).expect("ruby");
     let no_gems = home.path().join("no-gems");
-    let (_dir, path) = results_path();
-    let out = concur()
-        .env("PATH", bin.path())
-        .env("CONCUR_CLASSIC_HOME", home.path())
-        .env("GEM_HOME", &no_gems)
-        .env("GEM_PATH", &no_gems)
-        .args([
-            "run",
-            "tasks",
-            "--quick",
-            "--classic",
-            "-r",
-            "1",
-            "-q",
-            "--json",
-        ])
-        .arg(&path)
-        .output()
-        .expect("concur runs");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let (_dir, _, lines, notes) = quick_study_on_a_bare_path(
+        &["ruby"],
+        Some(home.path()),
+        &[("GEM_HOME", &no_gems), ("GEM_PATH", &no_gems)],
     );
-    let lines = read_lines(&path);
-    let notes = of_type(&lines, "meta")[0]["notes"].to_string();
     for said in [
         "py:uvloop left out: the Python package uvloop is missing",
         "pip install uvloop",
