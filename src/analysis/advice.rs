@@ -464,6 +464,7 @@ fn multiplexing(g: &Group) -> Option<String> {
     for h2 in g.cells.iter().filter(|c| c.key.http2 && measured(c)) {
         let Some(h1) = g.cells.iter().find(|c| {
             !c.key.http2
+                && !c.key.http3
                 && c.key.model == h2.key.model
                 && c.key.tasks == h2.key.tasks
                 && measured(c)
@@ -668,6 +669,7 @@ mod tests {
                 tasks: 8,
                 gil: false,
                 http2: false,
+                http3: false,
                 hosts: None,
             },
             workers: None,
