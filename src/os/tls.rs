@@ -457,6 +457,13 @@ pub fn handshake_failure(e: &std::io::Error) -> String {
     }
 }
 
+/// [`handshake_failure`] for QUIC, whose stack hands the rustls error on as its display
+/// (`unexpected error: WORDS` for the verifier's [`rustls::Error::General`]): the words alone.
+pub fn quic_handshake_failure(reason: &str) -> String {
+    let general = rustls::Error::General(String::new()).to_string();
+    reason.strip_prefix(&general).unwrap_or(reason).to_string()
+}
+
 /// Accepts any certificate: `-k/--insecure`. Signatures are still checked, so the handshake
 /// costs what a verified one costs but for the chain.
 #[derive(Debug)]

@@ -1149,6 +1149,45 @@ mod tests {
     }
 
     #[test]
+    fn crawl_with_http3_plans_h3_rows_and_its_own_server_over_tls_with_http3() {
+        let mut o = StudyOptions {
+            study: Some("crawl".into()),
+            ..opts()
+        };
+        let plain = build(&o).unwrap();
+        assert!(!plain.tls && !plain.http3);
+        o.request.http2 = true;
+        o.request.http3 = true;
+        let all = build(&o).unwrap();
+        let n = plain.cells.len();
+        assert_eq!(all.cells[..n], plain.cells[..]);
+        let added: Vec<String> = all.cells[n..].iter().map(|c| c.key.label()).collect();
+        assert_eq!(
+            added,
+            [
+                "async:100 h2 ×1000",
+                "async-local:100 h2 ×1000",
+                "curl:100 h2 ×1000",
+                "async:1000 h2 ×1000",
+                "async:100 h3 ×1000",
+                "async-local:100 h3 ×1000",
+                "async:1000 h3 ×1000"
+            ]
+        );
+        // QUIC is always TLS: the study's own server runs over TLS and serves HTTP/3.
+        assert!(all.tls && all.http3);
+        assert!(all
+            .notes
+            .iter()
+            .any(|n| n.contains("every row goes over TLS")));
+        for c in &all.cells {
+            let req = crate::runner::request(&all, c, crate::runner::Iteration::Counted(0));
+            assert_eq!(req.recipe.options.http3, c.key.http3, "{}", c.key.label());
+            assert!(!(c.key.http2 && c.key.http3), "{}", c.key.label());
+        }
+    }
+
+    #[test]
     fn only_the_stress_cell_is_planned_to_fail() {
         let p = build(&StudyOptions {
             study: Some("mailer".into()),

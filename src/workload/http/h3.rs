@@ -254,8 +254,14 @@ async fn connect(
 /// A handshake that failed: refused by TLS (the verifier's words), or no server answered.
 fn handshake_error(ep: &Endpoint, e: &quinn::ConnectionError) -> TaskError {
     match e {
-        quinn::ConnectionError::TransportError(t) if t.code.to_string().contains("TLS") => {
-            TaskError::new(tls::KIND, format!("{}: {}", ep.connect, t.reason))
+        // QUIC's codes 0x100 to 0x1ff carry a TLS alert (RFC 9001 §4.8): TLS refused it.
+        quinn::ConnectionError::TransportError(t)
+            if (0x100..0x200).contains(&u64::from(t.code)) =>
+        {
+            TaskError::new(
+                tls::KIND,
+                format!("{}: {}", ep.connect, tls::quic_handshake_failure(&t.reason)),
+            )
         }
         quinn::ConnectionError::TimedOut => TaskError::new(
             "connect",
