@@ -31,9 +31,9 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use axum::http::{Request, Response, StatusCode, Version};
+use axum::http::{HeaderValue, Request, Response, StatusCode, Version};
 use axum::Router;
-use hyper::body::{Frame, Incoming, SizeHint};
+use hyper::body::{Frame, SizeHint};
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
@@ -104,6 +104,11 @@ impl ConnState {
         self.stats.h2_connection();
     }
 
+    /// Counts the connection as HTTP/3 (a QUIC connection of `h3.rs`).
+    pub fn speaks_h3(&self) {
+        self.stats.h3_connection();
+    }
+
     /// Milliseconds since `started`, now.
     fn now_ms(&self) -> u64 {
         self.started.elapsed().as_millis().min(u64::MAX as u128) as u64
@@ -122,7 +127,7 @@ impl ConnState {
 
     /// When an idle connection is closed, or `None` while a request is on its way or in
     /// progress.
-    fn idle_deadline(&self, idle: Duration) -> Option<Instant> {
+    pub(super) fn idle_deadline(&self, idle: Duration) -> Option<Instant> {
         let heard = self.heard.load(Ordering::Acquire) && !self.h2.load(Ordering::Acquire);
         if self.busy.load(Ordering::Acquire) > 0 || heard {
             return None;
@@ -283,16 +288,21 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Guarded<S> {
 #[error("the request body did not arrive within --body-timeout")]
 struct BodyTimeout;
 
-/// A request body that must end within the body timeout of its headers.
-struct TimedBody {
-    inner: Incoming,
+/// A request body (hyper's, or an HTTP/3 stream's) that must end within the body timeout of
+/// its headers.
+struct TimedBody<B> {
+    inner: B,
     deadline: Instant,
     timer: Option<Pin<Box<Sleep>>>,
     /// Set when it missed its deadline: this request is answered 408.
     timed_out: Arc<AtomicBool>,
 }
 
-impl hyper::body::Body for TimedBody {
+impl<B> hyper::body::Body for TimedBody<B>
+where
+    B: hyper::body::Body<Data = Bytes> + Unpin,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     type Data = Bytes;
     type Error = Box<dyn std::error::Error + Send + Sync>;
 
@@ -378,20 +388,28 @@ impl hyper::body::Body for Tracked {
 /// The service of one connection: the router, with each request counted as in progress, under
 /// the in-flight cap (beyond it: a 503 at once, no route run), told its peer ([`Peer`]), and
 /// its body under the body timeout (a body that misses it is answered 408 and the connection
-/// closed, hyper closing a connection whose request body was not read to its end).
-pub fn service(
+/// closed, hyper closing a connection whose request body was not read to its end). The one
+/// path of every protocol: hyper's HTTP/1.1 and HTTP/2 connections (`B` = [`hyper::body::Incoming`]) and
+/// the HTTP/3 streams of `h3.rs`. `alt_svc`, when the server also speaks HTTP/3, is added to
+/// every answer (`Alt-Svc: h3=":PORT"`, RFC 7838 and RFC 9114 §3.1.1).
+pub fn service<B>(
     app: Router,
     conn: Arc<ConnState>,
     timeouts: Timeouts,
     cap: InFlightCap,
+    alt_svc: Option<HeaderValue>,
 ) -> impl hyper::service::Service<
-    Request<Incoming>,
+    Request<B>,
     Response = Response<Tracked>,
     Error = Infallible,
     Future = impl Future<Output = Result<Response<Tracked>, Infallible>> + Send,
-> + Clone {
+> + Clone
+where
+    B: hyper::body::Body<Data = Bytes> + Send + Unpin + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let svc = TowerToHyperService::new(app);
-    hyper::service::service_fn(move |req: Request<Incoming>| {
+    hyper::service::service_fn(move |req: Request<B>| {
         let busy = Busy::enter(&conn);
         let (slot, refused) = match cap.admit(&conn.member) {
             Ok(slot) => (Some(slot), None),
@@ -411,6 +429,7 @@ pub fn service(
         req.extensions_mut().insert(Peer(conn.peer));
         let svc = svc.clone();
         let conn = conn.clone();
+        let alt_svc = alt_svc.clone();
         async move {
             let resp = match refused {
                 Some(r) => r,
@@ -440,6 +459,10 @@ pub fn service(
             } else {
                 resp
             };
+            let mut resp = resp;
+            if let Some(v) = alt_svc {
+                resp.headers_mut().insert(axum::http::header::ALT_SVC, v);
+            }
             Ok(resp.map(|inner| Tracked::new(inner, busy, slot, conn)))
         }
     })

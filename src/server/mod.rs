@@ -17,6 +17,7 @@
 
 mod answer;
 pub mod conn;
+pub mod http3;
 mod options;
 pub mod routes;
 mod share;
@@ -157,12 +158,15 @@ struct Shared {
     stats: Arc<Stats>,
     /// `https://ADDR`, for the 400 that plain HTTP on the TLS port gets.
     https_url: String,
+    /// `h3=":PORT"` when the server also speaks HTTP/3, for every TCP answer's `Alt-Svc`.
+    alt_svc: Option<axum::http::HeaderValue>,
 }
 
-/// Accepts connections on `listener` until `shutdown` resolves, then stops accepting and
-/// waits up to the grace period for requests in flight.
+/// Accepts connections on `listener` (and QUIC's on `quic`, with `--http3`) until `shutdown`
+/// resolves, then stops accepting and waits up to the grace period for requests in flight.
 pub async fn serve(
     listener: TcpListener,
+    quic: Option<http3::Quic>,
     opts: ServerOptions,
     tls: Option<Arc<rustls::ServerConfig>>,
     stats: Arc<Stats>,
@@ -205,9 +209,15 @@ pub async fn serve(
         header_timeout: opts.header_timeout,
         stats: stats.clone(),
         https_url,
+        alt_svc: quic
+            .as_ref()
+            .and_then(http3::Quic::port)
+            .map(http3::alt_svc),
     });
     let cap = opts.max_connections.unwrap_or_else(default_max_connections);
     let cap = i64::try_from(cap).unwrap_or(i64::MAX);
+    let (stop_http3, stopping) = tokio::sync::watch::channel(false);
+    let http3 = quic.map(|q| tokio::spawn(http3::serve(q, shared.clone(), cap, stopping)));
     let refusals = Arc::new(Semaphore::new(REFUSALS_AT_ONCE));
     let over_cap = answer::error_body(&format!(
         "the server has {cap} connections open, its limit (--max-connections): try again later"
@@ -249,7 +259,14 @@ pub async fn serve(
         }
     }
     drop(listener);
-    let _ = tokio::time::timeout(opts.shutdown_grace, graceful.shutdown()).await;
+    let _ = stop_http3.send(true);
+    let _ = tokio::time::timeout(opts.shutdown_grace, async {
+        graceful.shutdown().await;
+        if let Some(h) = http3 {
+            let _ = h.await;
+        }
+    })
+    .await;
 }
 
 /// Serves one accepted connection to its end: over TLS when the server has it (plain HTTP
@@ -338,6 +355,7 @@ async fn drive<I>(
         state.clone(),
         shared.timeouts,
         shared.in_flight.clone(),
+        shared.alt_svc.clone(),
     );
     let done = if h2 {
         state.speaks_h2();
@@ -370,6 +388,7 @@ pub fn run_foreground(opts: ServerOptions, quiet: bool) -> Result<()> {
         let addr = listener.local_addr().map_err(|e| Error::io("listening", e))?;
         // The self-signed certificate's folder lives until the server stops (removed on drop).
         let mut _cert_dir = None;
+        let mut quic = None;
         let tls = match &opts.tls {
             None => None,
             Some(t) => {
@@ -386,6 +405,9 @@ pub fn run_foreground(opts: ServerOptions, quiet: bool) -> Result<()> {
                         path.display()
                     );
                 }
+                if opts.http3 {
+                    quic = Some(http3::Quic::bind(addr, &cert, &opts)?);
+                }
                 Some(cert.server_config(alpn(opts.http1_only)).map_err(Error::usage)?)
             }
         };
@@ -393,13 +415,14 @@ pub fn run_foreground(opts: ServerOptions, quiet: bool) -> Result<()> {
         let scheme = if tls.is_some() { "https" } else { "http" };
         let cap = opts.max_connections.unwrap_or_else(default_max_connections);
         if !quiet {
-            eprintln!("concur serve: listening on {scheme}://{addr} (at most {cap} connections, {} requests in flight; open files: {cur} of {max}); Ctrl-C stops", opts.max_in_flight);
+            let h3 = if quic.is_some() { format!(" and HTTP/3 on UDP port {}", addr.port()) } else { String::new() };
+            eprintln!("concur serve: listening on {scheme}://{addr}{h3} (at most {cap} connections, {} requests in flight; open files: {cur} of {max}); Ctrl-C stops", opts.max_in_flight);
             if cur < 20_000 {
                 eprintln!("warning: the open-files limit is {cur}: at most about that many concurrent connections");
             }
         }
         let stats = Arc::new(Stats::default());
-        serve(listener, opts, tls, stats, stopped).await;
+        serve(listener, quic, opts, tls, stats, stopped).await;
         if !quiet {
             eprintln!("concur serve: stopped");
         }
@@ -483,6 +506,10 @@ impl InProcessServer {
             .local_addr()
             .map_err(|e| Error::io("listening", e))?;
         let cert = opts.tls.as_ref().map(|t| t.cert(addr)).transpose()?;
+        let quic = match &cert {
+            Some(c) if opts.http3 => Some(http3::Quic::bind(addr, c, &opts)?),
+            _ => None,
+        };
         let tls = cert
             .as_ref()
             .map(|c| c.server_config(alpn(opts.http1_only)))
@@ -502,7 +529,7 @@ impl InProcessServer {
             .spawn(move || {
                 rt.block_on(async move {
                     if let Ok(listener) = TcpListener::from_std(std_listener) {
-                        serve(listener, opts, tls, s, async {
+                        serve(listener, quic, opts, tls, s, async {
                             let _ = stopped.await;
                         })
                         .await;

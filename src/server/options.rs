@@ -51,6 +51,9 @@ pub struct ServerOptions {
     /// Serve HTTP/1.1 only: no h2c by prior knowledge, only http/1.1 offered by ALPN
     #[arg(long)]
     pub http1_only: bool,
+    /// Also serve HTTP/3 (QUIC) on UDP, on the same port number as TCP, with the same routes and limits, and announce it on the TCP answers (Alt-Svc: h3=":PORT"). QUIC always encrypts: needs --tls-self-signed, or --tls-cert and --tls-key
+    #[arg(long)]
+    pub http3: bool,
     /// How long graceful shutdown waits for requests in flight (no flag).
     #[arg(skip = Duration::from_secs(10))]
     pub shutdown_grace: Duration,
@@ -99,7 +102,7 @@ impl ServerOptions {
 
     /// Refuses what cannot work, naming the flag and what is allowed: a zero timeout (it
     /// would close every connection at once), a zero cap, `--max-bytes` above
-    /// [`crate::server::MAX_BYTES_CEILING`].
+    /// [`crate::server::MAX_BYTES_CEILING`], `--http3` without a certificate.
     pub fn check(&self) -> crate::base::error::Result<()> {
         use crate::base::error::Error;
         use crate::server::{
@@ -153,6 +156,15 @@ impl ServerOptions {
                     size_spec(self.echo_budget),
                     size_spec(MIN_ECHO_BUDGET),
                     size_spec(MAX_BYTES_CEILING)
+                ),
+            ));
+        }
+        if self.http3 && self.tls.is_none() {
+            let flag = server_flag!(http3);
+            return Err(Error::flag(
+                &flag,
+                format!(
+                    "{flag} needs TLS (QUIC always encrypts): add --tls-self-signed, or --tls-cert FILE and --tls-key FILE"
                 ),
             ));
         }

@@ -1,5 +1,5 @@
 //! The server's counters: requests served, in flight now, peak in flight, requests refused
-//! beyond the in-flight cap or the echo budget, connections (open now, speaking HTTP/2, refused
+//! beyond the in-flight cap or the echo budget, connections (open now, speaking HTTP/2 or HTTP/3, refused
 //! beyond the cap, closed by each timeout) and TLS handshakes, and since when; and the last
 //! request `/echo` saw.
 
@@ -18,6 +18,7 @@ pub struct Stats {
     peak_in_flight: AtomicI64,
     connections: AtomicU64,
     h2_connections: AtomicU64,
+    h3_connections: AtomicU64,
     tls_handshakes: AtomicU64,
     tls_failures: AtomicU64,
     open_connections: AtomicI64,
@@ -97,6 +98,7 @@ impl Default for Stats {
             peak_in_flight: AtomicI64::new(0),
             connections: AtomicU64::new(0),
             h2_connections: AtomicU64::new(0),
+            h3_connections: AtomicU64::new(0),
             tls_handshakes: AtomicU64::new(0),
             tls_failures: AtomicU64::new(0),
             open_connections: AtomicI64::new(0),
@@ -124,12 +126,17 @@ pub struct StatsSnapshot {
     pub peak_in_flight: i64,
     /// When counting started (epoch seconds): server start or the last reset.
     pub since: u64,
-    /// Connections accepted since `since` (TCP; over TLS also those whose handshake failed).
+    /// Connections accepted since `since` (TCP, over TLS also those whose handshake failed; and
+    /// QUIC connections, those whose handshake failed too).
     #[serde(default)]
     pub connections: u64,
     /// Of `connections`, those that spoke HTTP/2 (h2c by prior knowledge, or h2 by ALPN).
     #[serde(default)]
     pub h2_connections: u64,
+    /// Of `connections`, those that spoke HTTP/3 (QUIC connections whose handshake completed,
+    /// `concur serve --http3`).
+    #[serde(default)]
+    pub h3_connections: u64,
     /// TLS handshakes completed since `since`.
     #[serde(default)]
     pub tls_handshakes: u64,
@@ -223,6 +230,11 @@ impl Stats {
         self.h2_connections.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Counts a connection that speaks HTTP/3.
+    pub fn h3_connection(&self) {
+        self.h3_connections.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Connections open now.
     pub fn open_connections(&self) -> i64 {
         self.open_connections.load(Ordering::Acquire)
@@ -304,6 +316,7 @@ impl Stats {
             peak_in_flight: self.peak_in_flight.load(Ordering::Acquire),
             connections: self.connections.load(Ordering::Relaxed),
             h2_connections: self.h2_connections.load(Ordering::Relaxed),
+            h3_connections: self.h3_connections.load(Ordering::Relaxed),
             tls_handshakes: self.tls_handshakes.load(Ordering::Relaxed),
             tls_failures: self.tls_failures.load(Ordering::Relaxed),
             open_connections: self.open_connections.load(Ordering::Acquire),
@@ -326,6 +339,7 @@ impl Stats {
         self.requests.store(0, Ordering::Relaxed);
         self.connections.store(0, Ordering::Relaxed);
         self.h2_connections.store(0, Ordering::Relaxed);
+        self.h3_connections.store(0, Ordering::Relaxed);
         self.tls_handshakes.store(0, Ordering::Relaxed);
         self.tls_failures.store(0, Ordering::Relaxed);
         for c in [
