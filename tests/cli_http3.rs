@@ -273,6 +273,12 @@ fn http3_is_refused_where_it_cannot_be_spoken() {
         err.trim(),
         "concur: --connections '3' applies with --http2 or --http3 (the connections that carry their streams)"
     );
+    let err =
+        refused_before_any_run(&["run", "crawl", "--http3", "--hub", "redis://127.0.0.1:1/0"]);
+    assert_eq!(
+        err.trim(),
+        "concur: --http3 with --hub: the study's own server (on an agent or here) serves no HTTP/3 over a hub; give --url https://HOST:PORT of a server that does (concur serve --http3)"
+    );
     for study in ["gil", "mailer", "tasks"] {
         let err = refused_before_any_run(&["run", study, "--http3"]);
         assert_eq!(

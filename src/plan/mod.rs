@@ -846,6 +846,13 @@ fn hub_plan(o: &StudyOptions, cells: &[CellPlan]) -> Result<Option<HubPlan>> {
             "--hub: --peer and --classic programs run on this machine only; run them in a study without --hub",
         ));
     }
+    // The study's own server may run on an agent, whose server is started over the hub
+    // without HTTP/3.
+    if cells.iter().any(|c| c.key.http3 && c.needs_server) {
+        return Err(Error::flag("--http3",
+            "--http3 with --hub: the study's own server (on an agent or here) serves no HTTP/3 over a hub; give --url https://HOST:PORT of a server that does (concur serve --http3)",
+        ));
+    }
     let mut hosts = o.hub.hosts.clone();
     hosts.dedup();
     if let (Some(name), false) = (&o.hub.server_host, cells.iter().any(|c| c.needs_server)) {
