@@ -109,6 +109,7 @@ pub const TARGETS: &[(&str, Harness)] = &[
     ("backend_url", backend_url),
     ("header", header),
     ("h2_frames", h2_frames),
+    ("http3_request", http3_request),
 ];
 
 /// `units::parse_duration` and `units::parse_size` (every duration and size flag, the
@@ -289,6 +290,105 @@ pub fn query(data: &[u8]) {
             Ok(d) => assert_eq!(d, want, "{plain}"),
             Err(_) => assert!(want > MAX, "{plain} refused"),
         }
+    }
+}
+
+/// An HTTP/3 request as h3 hands it to the delay server once QPACK has decoded it (its
+/// method, target and headers; `server::http3`), answered by the routes every protocol shares
+/// and shaped for HTTP/3 (`http3::answer_head`). The input is `METHOD TARGET` on the first
+/// line, `name: value` lines, an empty line and the body; a head that h3 would not hand over
+/// (a method, target or header the `http` crate refuses) is skipped. No panic; no answer
+/// carries `Connection` (HTTP/3 forbids it); a `Content-Length` is the body's exact length;
+/// no answer is a 500 unless `/status/500` asked for it; every error the server makes
+/// itself is JSON with an `error`. Delays above 0 are refused (`--max-delay 0`), so no input
+/// waits.
+pub fn http3_request(data: &[u8]) {
+    use crate::server::{http3, routes};
+    use axum::http::{header, HeaderName, HeaderValue, Method, Request, Uri};
+    use http_body_util::BodyExt;
+    static APP: OnceLock<axum::Router> = OnceLock::new();
+    let app = APP.get_or_init(|| {
+        routes::router(routes::AppState {
+            stats: std::sync::Arc::new(crate::server::Stats::default()),
+            max_delay: Duration::ZERO,
+            max_bytes: 1 << 16,
+            echo_budget: routes::EchoBudget::new(crate::server::MIN_ECHO_BUDGET),
+        })
+    });
+    let input = text(data);
+    let (head, body) = input.split_once("\n\n").unwrap_or((input, ""));
+    let mut lines = head.lines();
+    let first = lines.next().unwrap_or_default();
+    let (method, target) = first.split_once(' ').unwrap_or(("GET", first));
+    let Ok(method) = Method::from_bytes(method.as_bytes()) else {
+        return;
+    };
+    let Ok(uri) = Uri::builder()
+        .scheme("https")
+        .authority("localhost")
+        .path_and_query(target)
+        .build()
+    else {
+        return;
+    };
+    let mut req = Request::new(axum::body::Body::from(body.to_string()));
+    *req.method_mut() = method.clone();
+    *req.uri_mut() = uri;
+    *req.version_mut() = axum::http::Version::HTTP_3;
+    for line in lines {
+        let (name, value) = line.split_once(':').unwrap_or((line, ""));
+        let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.trim().as_bytes()),
+            HeaderValue::from_str(value.trim()),
+        ) else {
+            return;
+        };
+        req.headers_mut().append(name, value);
+    }
+    let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+    else {
+        return;
+    };
+    let svc = hyper_util::service::TowerToHyperService::new(app.clone());
+    let (parts, bytes) = rt.block_on(async {
+        let Ok(answer) = hyper::service::Service::call(&svc, req).await;
+        let (parts, body) = http3::answer_head(answer).into_parts();
+        let bytes = body
+            .collect()
+            .await
+            .map(|b| b.to_bytes())
+            .unwrap_or_default();
+        (parts, bytes)
+    });
+    let status = parts.status.as_u16();
+    let path = target.split('?').next().unwrap_or_default();
+    assert!(
+        !parts.headers.contains_key(header::CONNECTION),
+        "{first:?}: Connection on an HTTP/3 answer"
+    );
+    if let Some(n) = parts.headers.get(header::CONTENT_LENGTH) {
+        let n: usize = n
+            .to_str()
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(usize::MAX);
+        if method != Method::HEAD {
+            assert_eq!(n, bytes.len(), "{first:?}: Content-Length against the body");
+        }
+    }
+    let asked = path.starts_with("/status/");
+    assert!(status != 500 || asked, "{first:?}: 500");
+    // A HEAD answer has no body to be JSON.
+    if status >= 400 && !asked && method != Method::HEAD {
+        let e: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_else(|_| {
+            panic!(
+                "{first:?}: {status} not JSON: {:?}",
+                String::from_utf8_lossy(&bytes)
+            )
+        });
+        assert!(e["error"].is_string(), "{first:?}: {e}");
     }
 }
 

@@ -317,3 +317,104 @@ fn alt_svc_announces_http3_on_tcp_answers_with_http3_only() {
         );
     }
 }
+
+#[test]
+fn the_quic_side_keeps_the_header_body_and_write_timeouts() {
+    let s = serve_h3(&[
+        "--header-timeout",
+        "1s",
+        "--body-timeout",
+        "1s",
+        "--write-timeout",
+        "1s",
+    ]);
+    let cert = s.cert_path().to_path_buf();
+    runtime().block_on(async {
+        let c = H3::connect(s.addr, &cert).await.unwrap();
+        // A body that stops half way: 408 on its stream, the connection still serves.
+        let a = c.unfinished_post("/echo", b"half a body").await;
+        assert_eq!(a.status, 408);
+        let e: serde_json::Value = serde_json::from_slice(&a.body).unwrap();
+        assert!(
+            e["error"].as_str().unwrap().contains("--body-timeout 1s"),
+            "{e}"
+        );
+        assert!(a.headers.get("connection").is_none());
+        // An answer the client takes none of: cut after the write timeout.
+        let (status, stalled) = c.get_head("/bytes/10M").await;
+        assert_eq!(status, 200);
+        until(
+            "the stalled answer to be cut",
+            Duration::from_secs(10),
+            || {
+                let c = &c;
+                async move { c.stats().await["write_timeouts"] == 1 }
+            },
+        )
+        .await;
+        drop(stalled);
+        // A request head that never ends (the first byte of a HEADERS frame, no more).
+        let (_endpoint, bare) = http3::quic(s.addr, &cert).await.unwrap();
+        let (mut send, _recv) = bare.open_bi().await.unwrap();
+        send.write_all(&[0x01]).await.unwrap();
+        until(
+            "the unfinished head to time out",
+            Duration::from_secs(10),
+            || {
+                let c = &c;
+                async move { c.stats().await["header_timeouts"] == 1 }
+            },
+        )
+        .await;
+        let st = c.stats().await;
+        assert_eq!(st["body_timeouts"], 1, "{st}");
+        assert_eq!(st["write_timeouts"], 1, "{st}");
+        assert_eq!(st["idle_timeouts"], 0, "{st}");
+        assert_eq!(c.get("/add").await.status, 200);
+    });
+}
+
+#[test]
+fn sigterm_lets_the_http3_streams_in_flight_finish_and_the_server_exits_0() {
+    let _alone = common::alone();
+    let mut s = serve_h3(&[]);
+    let cert = s.cert_path().to_path_buf();
+    let addr = s.addr;
+    let pid = s.child.id() as i32;
+    const DELAY_MS: u64 = 1500;
+    let (answers, took) = runtime().block_on(async {
+        let c = std::sync::Arc::new(H3::connect(addr, &cert).await.unwrap());
+        let streams: Vec<_> = (0..5)
+            .map(|i| {
+                let c = c.clone();
+                tokio::spawn(async move { c.get(&format!("/add?delay={DELAY_MS}&i={i}")).await })
+            })
+            .collect();
+        until("5 streams in flight", Duration::from_secs(10), || {
+            let c = &c;
+            async move { c.stats().await["in_flight"] == 5 }
+        })
+        .await;
+        // SAFETY: signalling the server this test started.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+        let sent = std::time::Instant::now();
+        let mut answers = Vec::new();
+        for t in streams {
+            answers.push(t.await.unwrap());
+        }
+        (answers, sent.elapsed())
+    });
+    assert_eq!(answers.len(), 5);
+    for a in &answers {
+        assert_eq!(
+            (a.status, &a.body[..]),
+            (200, &concur::server::ADD_BODY[..])
+        );
+    }
+    assert!(
+        took < Duration::from_millis(DELAY_MS) + Duration::from_secs(3),
+        "{took:?}"
+    );
+    let status = common::wait_exit(&mut s.child, Duration::from_secs(15));
+    assert_eq!(status.code(), Some(0));
+}

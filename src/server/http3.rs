@@ -54,6 +54,11 @@ const WINDOW: u32 = 1 << 20;
 /// reserved types a client may send to exercise the rule that they are ignored (§6.2.3).
 const UNI_STREAMS: u32 = 8;
 
+/// How long a connection stays open on graceful shutdown after its last answer, for the
+/// client to acknowledge it: many round trips on any path a delay server is measured over,
+/// and retransmissions after a loss.
+const DRAIN: Duration = Duration::from_secs(1);
+
 /// `H3_NO_ERROR` (RFC 9114 §8.1): how a connection is closed when nothing went wrong.
 const H3_NO_ERROR: u32 = 0x100;
 
@@ -209,6 +214,7 @@ async fn connection(
     );
     let idle = shared.timeouts.idle;
     let mut requests = JoinSet::new();
+    let mut stopping = false;
     loop {
         // While requests are in progress there is no idle deadline: look again in `idle`.
         let deadline = state
@@ -232,11 +238,18 @@ async fn connection(
             _ = stopped(&mut stop) => {
                 // GOAWAY: the requests already accepted finish, no new one starts.
                 let _ = h3.shutdown(0).await;
+                stopping = true;
                 break;
             }
         }
     }
     while requests.join_next().await.is_some() {}
+    if stopping {
+        // QUIC's close discards what the client has not acknowledged yet (the last answers'
+        // ends): a client that has them all and its GOAWAY closes the connection itself; one
+        // that keeps it open is closed after the drain.
+        let _ = tokio::time::timeout(DRAIN, quic.closed()).await;
+    }
     quic.close(H3_NO_ERROR.into(), b"");
     drop(open);
 }

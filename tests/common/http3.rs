@@ -48,16 +48,26 @@ pub fn client_config(cert: &Path) -> quinn::ClientConfig {
     quinn::ClientConfig::new(Arc::new(quic))
 }
 
+/// A bare QUIC connection to `addr` offering `h3`, for a test to write what no HTTP/3 client
+/// would (half a request head), with its endpoint.
+pub async fn quic(
+    addr: SocketAddr,
+    cert: &Path,
+) -> Result<(quinn::Endpoint, quinn::Connection), quinn::ConnectionError> {
+    let mut endpoint =
+        quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).expect("a client endpoint");
+    endpoint.set_default_client_config(client_config(cert));
+    let quic = endpoint
+        .connect(addr, "localhost")
+        .expect("a connection attempt")
+        .await?;
+    Ok((endpoint, quic))
+}
+
 impl H3 {
     /// Connects to `addr` (UDP), trusting `cert`; the QUIC handshake's error when it fails.
     pub async fn connect(addr: SocketAddr, cert: &Path) -> Result<H3, quinn::ConnectionError> {
-        let mut endpoint =
-            quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).expect("a client endpoint");
-        endpoint.set_default_client_config(client_config(cert));
-        let quic = endpoint
-            .connect(addr, "localhost")
-            .expect("a connection attempt")
-            .await?;
+        let (endpoint, quic) = quic(addr, cert).await?;
         let (mut driver, send) = h3::client::new(h3_quinn::Connection::new(quic.clone()))
             .await
             .expect("HTTP/3 on the connection");
@@ -90,6 +100,54 @@ impl H3 {
         let resp = stream.recv_response().await.expect("an answer");
         let mut got = Vec::new();
         while let Some(mut chunk) = stream.recv_data().await.expect("the body") {
+            while chunk.has_remaining() {
+                let c = chunk.chunk();
+                got.extend_from_slice(c);
+                let n = c.len();
+                chunk.advance(n);
+            }
+        }
+        Answer {
+            status: resp.status().as_u16(),
+            headers: resp.headers().clone(),
+            body: got,
+        }
+    }
+
+    /// `GET path`, its status and headers once its head arrives, and the stream its body is
+    /// still to be read from (a test that reads none of it stalls the answer).
+    pub async fn get_head(
+        &self,
+        path: &str,
+    ) -> (
+        u16,
+        h3::client::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>,
+    ) {
+        let mut send = self.send.clone();
+        let req = axum::http::Request::get(format!("https://localhost{path}"))
+            .body(())
+            .unwrap();
+        let mut stream = send.send_request(req).await.expect("a request stream");
+        stream.finish().await.expect("the request finished");
+        let resp = stream.recv_response().await.expect("an answer");
+        (resp.status().as_u16(), stream)
+    }
+
+    /// `POST path` with the first `part` of a body that never ends: the answer the server
+    /// gives it.
+    pub async fn unfinished_post(&self, path: &str, part: &[u8]) -> Answer {
+        let mut send = self.send.clone();
+        let req = axum::http::Request::post(format!("https://localhost{path}"))
+            .body(())
+            .unwrap();
+        let mut stream = send.send_request(req).await.expect("a request stream");
+        stream
+            .send_data(Bytes::copy_from_slice(part))
+            .await
+            .expect("the part sent");
+        let resp = stream.recv_response().await.expect("an answer");
+        let mut got = Vec::new();
+        while let Ok(Some(mut chunk)) = stream.recv_data().await {
             while chunk.has_remaining() {
                 let c = chunk.chunk();
                 got.extend_from_slice(c);
