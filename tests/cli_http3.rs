@@ -205,7 +205,22 @@ fn an_untrusted_certificate_is_refused_by_the_same_verifier_as_over_tcp() {
 
 #[test]
 fn crawl_with_http3_adds_h3_rows_beside_the_others() {
-    let (_, lines) = run_study(&["crawl", "--quick", "--http2", "--http3", "-r", "1"]);
+    let (dir, path) = results_path();
+    let advice = dir.path().join("advice.json");
+    run_study_to(
+        &path,
+        &[
+            "crawl",
+            "--quick",
+            "--http2",
+            "--http3",
+            "-r",
+            "1",
+            "--export",
+            &format!("json={}", advice.display()),
+        ],
+    );
+    let lines = read_lines(&path);
     let runs = of_type(&lines, "run");
     let h3: Vec<&&Value> = runs.iter().filter(|r| r["http3"] == true).collect();
     let mut models: Vec<&str> = h3.iter().map(|r| r["model"].as_str().unwrap()).collect();
@@ -233,6 +248,17 @@ fn crawl_with_http3_adds_h3_rows_beside_the_others() {
         // QUIC is always TLS: the study's server ran over TLS for every row.
         assert!(h1["tls_us"].is_object(), "{h1}");
     }
+    // The advice compares each model over HTTP/3 with itself over HTTP/1.1, as over HTTP/2.
+    let doc: Value = serde_json::from_slice(&std::fs::read(&advice).unwrap()).unwrap();
+    let text = doc["advice"].to_string();
+    let h3 = text
+        .split_once("Over HTTP/3, every request in flight a stream of one QUIC connection")
+        .map(|(_, after)| after)
+        .unwrap_or_else(|| panic!("no HTTP/3 advice: {text}"));
+    assert!(
+        h3.contains("async:100 1 connection instead of 100 (99 fewer TCP and TLS handshakes)"),
+        "{text}"
+    );
 }
 
 #[test]
