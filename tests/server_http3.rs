@@ -418,3 +418,42 @@ fn sigterm_lets_the_http3_streams_in_flight_finish_and_the_server_exits_0() {
     let status = common::wait_exit(&mut s.child, Duration::from_secs(15));
     assert_eq!(status.code(), Some(0));
 }
+
+#[test]
+fn the_in_process_server_speaks_http3_on_its_tcp_port_number() {
+    use concur::server::{InProcessServer, ServeTls, ServerOptions};
+    let server = InProcessServer::start(
+        ServerOptions {
+            http3: true,
+            tls: Some(ServeTls::SelfSigned),
+            ..ServerOptions::ephemeral()
+        },
+        1,
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cert = dir.path().join("cert.pem");
+    std::fs::write(&cert, &server.cert.as_ref().unwrap().cert_pem).unwrap();
+    runtime().block_on(async {
+        let c = H3::connect(server.addr, &cert).await.unwrap();
+        let a = c.get("/add?delay=1").await;
+        assert_eq!(
+            (a.status, &a.body[..]),
+            (200, &concur::server::ADD_BODY[..])
+        );
+    });
+    let st = server.stats.snapshot();
+    assert_eq!((st.requests, st.h3_connections), (1, 1), "{st:?}");
+    // Without a certificate the in-process server refuses too, naming the flag.
+    let err = InProcessServer::start(
+        ServerOptions {
+            http3: true,
+            ..ServerOptions::ephemeral()
+        },
+        1,
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(err.starts_with("--http3 needs TLS"), "{err}");
+}

@@ -247,8 +247,11 @@ async fn connection(
     if stopping {
         // QUIC's close discards what the client has not acknowledged yet (the last answers'
         // ends): a client that has them all and its GOAWAY closes the connection itself; one
-        // that keeps it open is closed after the drain.
-        let _ = tokio::time::timeout(DRAIN, quic.closed()).await;
+        // that keeps it open is closed once its last answer is the drain old.
+        let last = state
+            .idle_deadline(Duration::ZERO)
+            .unwrap_or_else(Instant::now);
+        let _ = tokio::time::timeout_at(last + DRAIN, quic.closed()).await;
     }
     quic.close(H3_NO_ERROR.into(), b"");
     drop(open);
@@ -377,8 +380,8 @@ pub fn answer_head<B: hyper::body::Body>(mut answer: Response<B>) -> Response<B>
 type RecvStream = h3::server::RequestStream<h3_quinn::RecvStream, Bytes>;
 
 /// A request's body, read from its HTTP/3 stream. Dropped before its end (by a route that
-/// does not read it), it hands the stream back to its request for [`finish_reading`].
-pub struct RecvBody {
+/// does not read it), it hands the stream back to its request for `finish_reading`.
+struct RecvBody {
     stream: Option<RecvStream>,
     back: Option<tokio::sync::oneshot::Sender<RecvStream>>,
 }

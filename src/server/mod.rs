@@ -6,7 +6,8 @@
 //! connection's own task so that a slow client never holds up the accept loop) are ours to
 //! set. HTTP/2 is h2c by prior knowledge on the plain port (a connection that starts with the
 //! preface; any other is HTTP/1.1) and h2 by ALPN over TLS (`h2` offered before `http/1.1`);
-//! `--http1-only` serves and offers HTTP/1.1 alone. No client can hold more than one connection's worth of memory beyond a timeout:
+//! `--http1-only` serves and offers HTTP/1.1 alone; `--http3` adds HTTP/3 over QUIC on the same
+//! port number over UDP (`http3.rs`), answered by the same service, and announced by `Alt-Svc`. No client can hold more than one connection's worth of memory beyond a timeout:
 //! headers (`--header-timeout`), bodies (`--body-timeout`), idle keep-alive connections
 //! (`--idle-timeout`) and answers the client does not read (`--write-timeout`) are all
 //! bounded in time, `/bytes/N` is streamed from one static block, and beyond
