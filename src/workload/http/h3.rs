@@ -118,10 +118,14 @@ impl Client {
                 .map_err(|e| format!("QUIC's TLS setup: {e}"))?;
         let mut quic = quinn::ClientConfig::new(Arc::new(crypto));
         // A server that stops answering is given up after the request timeout (quinn's own
-        // default is 30 s, whatever the run asked).
+        // default is 30 s, whatever the run asked); a kept connection that waits between
+        // requests (an open run's slow arrivals) stays open by PINGs at half that, which do
+        // not keep a silent server's connection alive (the idle timer restarts on what
+        // arrives).
         let mut transport = quinn::TransportConfig::default();
         if let Ok(idle) = quinn::IdleTimeout::try_from(ep.timeout) {
             transport.max_idle_timeout(Some(idle));
+            transport.keep_alive_interval(Some(ep.timeout / 2));
         }
         quic.transport_config(Arc::new(transport));
         Ok(Client {
@@ -163,7 +167,9 @@ impl Client {
                 // One stream on a connection of its own, closed after.
                 let conn = Box::pin(connect(ep, &self.quic, task)).await?;
                 let got = send(ep, &conn, &req, task).await;
-                conn.0.quic.close(0u32.into(), b"");
+                if let Ok(done) = quinn::VarInt::from_u64(Code::H3_NO_ERROR.value()) {
+                    conn.0.quic.close(done, b"");
+                }
                 got
             };
             why = match outcome {
