@@ -145,6 +145,32 @@ fn no_keepalive_opens_a_quic_connection_per_request() {
 }
 
 #[test]
+fn a_kept_connection_outlives_gaps_between_arrivals_longer_than_the_idle_timeout() {
+    let (s, _dir, ca) = server();
+    // QUIC's idle timeout is the request timeout (1 s); arrivals come 1.25 s apart.
+    let url = format!("{}/add?name=i{{rand}}&delay=5", s.base_url());
+    let r = &run_h3(
+        &url,
+        &[
+            "-n",
+            "3",
+            "-m",
+            "async:2",
+            "--rate",
+            "0.8",
+            "--request-timeout",
+            "1s",
+            "--cacert",
+            &ca,
+        ],
+        0,
+    )[0];
+    assert_eq!(tasks(r), (3, 0), "{r}");
+    assert_eq!(conns(r), (1, 2), "kept by its PINGs: {r}");
+    assert_eq!(s.stats.snapshot().h3_connections, 1);
+}
+
+#[test]
 fn refused_requests_and_a_gone_server_are_counted_as_errors() {
     let (s, _dir, ca) = server();
     // The server answers every request 503: each is a failed task, all of them counted.
