@@ -1,7 +1,7 @@
 //! The delay server over HTTP/3 (`concur serve --http3`): QUIC on the TCP port's number, the
 //! same routes and answers as HTTP/1.1 and HTTP/2, many streams over one connection with exact
 //! counts and bytes, the limits (`--max-streams`, `--max-connections`, `--max-in-flight`,
-//! `--idle-timeout`) held and counted as on TCP, `Alt-Svc` announced on the TCP answers only
+//! `--echo-budget`, the four timeouts) held and counted as on TCP, a graceful SIGTERM, `Alt-Svc` announced on the TCP answers only
 //! with `--http3`, and `--http3` without a certificate refused with one line.
 //!
 //! The client is quinn and h3 (tests/common/http3.rs), not concur's own.
@@ -332,7 +332,7 @@ fn the_quic_side_keeps_the_header_body_and_write_timeouts() {
     runtime().block_on(async {
         let c = H3::connect(s.addr, &cert).await.unwrap();
         // A body that stops half way: 408 on its stream, the connection still serves.
-        let a = c.unfinished_post("/echo", b"half a body").await;
+        let a = c.unfinished_post("/echo", b"half a body", None).await;
         assert_eq!(a.status, 408);
         let e: serde_json::Value = serde_json::from_slice(&a.body).unwrap();
         assert!(
@@ -456,4 +456,38 @@ fn the_in_process_server_speaks_http3_on_its_tcp_port_number() {
     .unwrap()
     .to_string();
     assert!(err.starts_with("--http3 needs TLS"), "{err}");
+}
+
+#[test]
+fn echo_bodies_over_http3_share_the_echo_budget() {
+    // 4M holds two bodies declaring 2,000,000 bytes; a third is refused before it is read.
+    let s = serve_h3(&["--echo-budget", "4M", "--body-timeout", "1s"]);
+    let cert = s.cert_path().to_path_buf();
+    runtime().block_on(async {
+        let c = std::sync::Arc::new(H3::connect(s.addr, &cert).await.unwrap());
+        let tasks: Vec<_> = (0..3)
+            .map(|_| {
+                let c = c.clone();
+                tokio::spawn(async move {
+                    c.unfinished_post("/echo", b"a start", Some(2_000_000))
+                        .await
+                        .status
+                })
+            })
+            .collect();
+        let mut statuses = Vec::new();
+        for t in tasks {
+            statuses.push(t.await.unwrap());
+        }
+        statuses.sort();
+        // Two held their budget until their bodies missed the body timeout.
+        assert_eq!(statuses, [408, 408, 503]);
+        let st = c.stats().await;
+        assert_eq!(st["echo_over_budget"], 1, "{st}");
+        assert_eq!(st["body_timeouts"], 2, "{st}");
+        // Given back: a whole body goes through again.
+        let body = vec![7u8; 1_000_000];
+        let a = c.request("POST", "/echo", &body).await;
+        assert_eq!((a.status, a.body.len()), (200, body.len()));
+    });
 }

@@ -133,13 +133,15 @@ impl H3 {
         (resp.status().as_u16(), stream)
     }
 
-    /// `POST path` with the first `part` of a body that never ends: the answer the server
-    /// gives it.
-    pub async fn unfinished_post(&self, path: &str, part: &[u8]) -> Answer {
+    /// `POST path` with the first `part` of a body that never ends (declaring `declared` bytes
+    /// as its `Content-Length`, when given): the answer the server gives it.
+    pub async fn unfinished_post(&self, path: &str, part: &[u8], declared: Option<u64>) -> Answer {
         let mut send = self.send.clone();
-        let req = axum::http::Request::post(format!("https://localhost{path}"))
-            .body(())
-            .unwrap();
+        let mut req = axum::http::Request::post(format!("https://localhost{path}"));
+        if let Some(n) = declared {
+            req = req.header("content-length", n);
+        }
+        let req = req.body(()).unwrap();
         let mut stream = send.send_request(req).await.expect("a request stream");
         stream
             .send_data(Bytes::copy_from_slice(part))
