@@ -284,7 +284,7 @@ fn http2_is_refused_where_it_cannot_be_spoken() {
         ),
         (
             vec!["--connections", "2"],
-            "the following required arguments were not provided: --http2",
+            "--connections '2' applies with --http2 or --http3 (the connections that carry their streams)",
         ),
     ] {
         let mut all = vec!["run", "-w", w, "-m", "async:2"];

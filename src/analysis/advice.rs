@@ -435,7 +435,8 @@ pub fn advise(a: &Analysis) -> Vec<Advice> {
             } else {
                 s.push("No cell was measured, so no model can be recommended.".into());
             }
-            s.extend(multiplexing(&g));
+            s.extend(multiplexing(&g, false));
+            s.extend(multiplexing(&g, true));
             let amdahl = if class == Class::Cpu {
                 fits(&g.cells, cores)
             } else {
@@ -452,18 +453,21 @@ pub fn advise(a: &Analysis) -> Vec<Advice> {
         .collect()
 }
 
-/// What HTTP/2's multiplexing saved and what it cost, for each model of the group measured
-/// over both versions (the crawl study's `h2` rows beside its HTTP/1.1 rows): connections
-/// and handshakes, memory (tree PSS, as the tables), CPU, wall and tail latency, one clause
-/// per model, then what it cost.
-fn multiplexing(g: &Group) -> Option<String> {
+/// What HTTP/2's multiplexing (HTTP/3's with `http3`) saved and what it cost, for each model
+/// of the group measured over it and over HTTP/1.1 (the crawl study's `h2` and `h3` rows
+/// beside its HTTP/1.1 rows): connections and handshakes, memory (tree PSS, as the tables),
+/// CPU, wall and tail latency, one clause per model, then what it cost.
+fn multiplexing(g: &Group, http3: bool) -> Option<String> {
+    let version = if http3 { "HTTP/3" } else { "HTTP/2" };
+    let multiplexed = |c: &CellResult| if http3 { c.key.http3 } else { c.key.http2 };
     let measured = |c: &CellResult| c.runs_failed < c.runs && c.wall_median_s.is_some();
     let mut saved = Vec::new();
     let mut fell_back = Vec::new();
     let mut slower = Vec::new();
-    for h2 in g.cells.iter().filter(|c| c.key.http2 && measured(c)) {
+    for h2 in g.cells.iter().filter(|c| multiplexed(c) && measured(c)) {
         let Some(h1) = g.cells.iter().find(|c| {
             !c.key.http2
+                && !c.key.http3
                 && c.key.model == h2.key.model
                 && c.key.tasks == h2.key.tasks
                 && measured(c)
@@ -481,7 +485,10 @@ fn multiplexing(g: &Group) -> Option<String> {
                 "{c2} connection{} instead of {c1} ({} fewer {} handshakes)",
                 if c2 == 1 { "" } else { "s" },
                 c1.saturating_sub(c2),
-                if h1.conn.tls_us.is_some() {
+                if http3 {
+                    // A QUIC handshake is its TLS handshake: each stands for a TCP and a TLS one.
+                    "TCP and TLS"
+                } else if h1.conn.tls_us.is_some() {
                     "TCP and TLS"
                 } else {
                     "TCP"
@@ -513,9 +520,22 @@ fn multiplexing(g: &Group) -> Option<String> {
         }
     }
     let mut s = Vec::new();
-    if !saved.is_empty() {
+    if !saved.is_empty() && http3 {
         s.push(format!(
-            "Over HTTP/2, every request in flight a stream of one connection: {}.",
+            "Over HTTP/3, every request in flight a stream of one QUIC connection: {}.",
+            saved.join("; ")
+        ));
+        s.push(if slower.is_empty() {
+            "QUIC cost no time here; its streams are ordered each on its own, so a lost packet stalls only its stream, which shows under packet loss only (bench/h3-loss.sh).".to_string()
+        } else {
+            format!(
+                "HTTP/3 was slower for {}: QUIC encrypts, acknowledges and paces every packet in user space, in the client's own process.",
+                slower.join(", ")
+            )
+        });
+    } else if !saved.is_empty() {
+        s.push(format!(
+            "Over {version}, every request in flight a stream of one connection: {}.",
             saved.join("; ")
         ));
         s.push(if slower.is_empty() {
@@ -668,6 +688,7 @@ mod tests {
                 tasks: 8,
                 gil: false,
                 http2: false,
+                http3: false,
                 hosts: None,
             },
             workers: None,

@@ -140,7 +140,7 @@ impl RunStatus {
     }
 }
 
-/// Identifies a cell: (study, workload, model, tasks, gil, http2).
+/// Identifies a cell: (study, workload, model, tasks, gil, http2, http3).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct CellKey {
     /// The study it belongs to.
@@ -157,6 +157,10 @@ pub struct CellKey {
     /// HTTP/1.1 ones). Absent (false) on every other cell and in files from before it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub http2: bool,
+    /// Whether the cell asked for HTTP/3 (`--http3`; the crawl study's `h3` rows). Absent
+    /// (false) on every other cell and in files from before it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub http3: bool,
     /// Over how many hosts the cell's work was split (`--hub … --hosts K`); absent for a
     /// cell run on this machine alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -164,12 +168,16 @@ pub struct CellKey {
 }
 
 impl CellKey {
-    /// The row's name in a table: the model spec, with ` h2` when the cell asked for HTTP/2.
+    /// The row's name in a table: the model spec, with ` h2` when the cell asked for HTTP/2,
+    /// ` h3` for HTTP/3.
     /// With `@K hosts` when its work was split over K hosts.
     pub fn model_label(&self) -> String {
         let mut label = self.model.clone();
         if self.http2 {
             label.push_str(" h2");
+        }
+        if self.http3 {
+            label.push_str(" h3");
         }
         if let Some(k) = self.hosts {
             label.push_str(&format!(" @{k} host{}", if k == 1 { "" } else { "s" }));

@@ -210,6 +210,7 @@ pub fn check_part(w: &PartWork, allowed: &Allowed, hub_now_ns: u64) -> Result<()
         tasks: r.tasks,
         gil: recipe.gil,
         http2: recipe.options.http2,
+        http3: recipe.options.http3,
         expected_failure: false,
     };
     let (_, w) = plan::checked_cell(&cell, &recipe.options).map_err(|e| e.to_string())?;

@@ -696,6 +696,7 @@ pub(crate) fn two_host_template(status: RunStatus, error: Option<&str>) -> RunRe
         tasks: 8,
         gil: false,
         http2: false,
+        http3: false,
         expected_failure: false,
     };
     let mut cell = crate::plan::cell(&req, &Default::default()).unwrap();

@@ -58,6 +58,9 @@ pub enum HttpVersion {
     /// HTTP/2.
     #[serde(rename = "2")]
     Http2,
+    /// HTTP/3 (over QUIC).
+    #[serde(rename = "3")]
+    Http3,
 }
 
 #[derive(Default)]

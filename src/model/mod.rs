@@ -113,10 +113,19 @@ pub trait Model: Send + Sync {
     fn speaks_http2(&self) -> bool {
         HTTP2_MODELS.contains(&self.family().as_str())
     }
+
+    /// Whether the model's HTTP client speaks HTTP/3 (`--http3`): one of [`HTTP3_MODELS`].
+    fn speaks_http3(&self) -> bool {
+        HTTP3_MODELS.contains(&self.family().as_str())
+    }
 }
 
 /// The models whose HTTP client speaks HTTP/2 (`--http2`); the others are refused with it.
 pub const HTTP2_MODELS: &[&str] = &["async", "async-local", "curl"];
+
+/// The models whose HTTP client speaks HTTP/3 (`--http3`, quinn and h3 on tokio); the others
+/// are refused with it.
+pub const HTTP3_MODELS: &[&str] = &["async", "async-local"];
 
 /// Whether this build's libcurl waits on its sockets with `select()` (built without
 /// `HAVE_POLL`, as curl-sys builds it when concur is another crate's dependency and that

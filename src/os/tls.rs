@@ -81,7 +81,7 @@ pub fn system_ca_file() -> Option<PathBuf> {
 
 /// A client config: the system's roots plus `extra_ca_pem` checked by [`Verifier`], or no
 /// verification at all (`insecure`, curl's `-k`). ALPN offers `http/1.1` only, as every
-/// client speaks it; [`offer_http2`] makes the config of `--http2`.
+/// client speaks it; [`offer_http2`] makes the config of `--http2`, [`offer_http3`] `--http3`'s.
 pub fn client_config(insecure: bool, extra_ca_pem: Option<&str>) -> Result<ClientConfig, String> {
     let builder = ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
@@ -108,6 +108,17 @@ pub fn offer_http2(config: &ClientConfig) -> ClientConfig {
     let mut h2 = config.clone();
     h2.alpn_protocols = vec![ALPN_H2.to_vec(), b"http/1.1".to_vec()];
     h2
+}
+
+/// The ALPN protocol id of HTTP/3 (RFC 9114 §3.1).
+pub const ALPN_H3: &[u8] = b"h3";
+
+/// `config` for `--http3`: ALPN offers `h3` alone (QUIC carries nothing else here), the roots,
+/// verifier and provider the same as every other client's.
+pub fn offer_http3(config: &ClientConfig) -> ClientConfig {
+    let mut h3 = config.clone();
+    h3.alpn_protocols = vec![ALPN_H3.to_vec()];
+    h3
 }
 
 /// The server name to verify a certificate for, from a URL's host (`[::1]` or `::1`).
@@ -444,6 +455,13 @@ pub fn handshake_failure(e: &std::io::Error) -> String {
         Some(rustls::Error::General(words)) => words.clone(),
         _ => e.to_string(),
     }
+}
+
+/// [`handshake_failure`] for QUIC, whose stack hands the rustls error on as its display
+/// (`unexpected error: WORDS` for the verifier's [`rustls::Error::General`]): the words alone.
+pub fn quic_handshake_failure(reason: &str) -> String {
+    let general = rustls::Error::General(String::new()).to_string();
+    reason.strip_prefix(&general).unwrap_or(reason).to_string()
 }
 
 /// Accepts any certificate: `-k/--insecure`. Signatures are still checked, so the handshake

@@ -80,8 +80,12 @@ pub struct Plan {
     pub settings: crate::model::selfcall::RunSettings,
     /// Options the workloads read.
     pub options: WorkloadOptions,
-    /// Whether the study's own server (when it starts one) speaks TLS (`--tls`).
+    /// Whether the study's own server (when it starts one) speaks TLS (`--tls`, or cells that
+    /// ask for HTTP/3 of it).
     pub tls: bool,
+    /// Whether the study's own server (when it starts one) also serves HTTP/3 on UDP: some
+    /// cell asks for it (`--http3`).
+    pub http3: bool,
     /// What the reader should know about the plan (chosen sizes, scaled cells).
     pub notes: Vec<String>,
     /// The jobs models' backend, parsed (see [`StudyOptions::jobs_backend`]).
@@ -224,6 +228,38 @@ impl Plan {
     }
 }
 
+/// The checks of a `--http3` cell: an `http:` workload, a model whose client speaks HTTP/3,
+/// and an `https://` URL (QUIC is always TLS); `http:/PATH` on the study's own server is
+/// checked by the plan, which runs that server over TLS for it.
+fn check_http3(req: &CellRequest, w: &dyn Workload, m: &dyn Model) -> Result<()> {
+    let Some(http) = w.http() else {
+        return Err(Error::flag(
+            "--http3",
+            format!(
+                "--http3 applies to http: workloads; '{}' is not one",
+                req.workload
+            ),
+        ));
+    };
+    if !m.speaks_http3() {
+        return Err(Error::flag(
+            "--http3",
+            format!(
+                "--http3: model '{}' does not speak HTTP/3 (models that speak HTTP/3: {})",
+                req.model,
+                model::HTTP3_MODELS.join(", ")
+            ),
+        ));
+    }
+    if let Some(url) = http.url(0).filter(|u| !u.starts_with("https://")) {
+        return Err(Error::flag(
+            "--http3",
+            format!("--http3 needs an https:// URL (QUIC is always TLS); '{url}' is not one"),
+        ));
+    }
+    Ok(())
+}
+
 /// Validates one cell and fills in what the runner needs.
 pub fn cell(req: &CellRequest, opts: &WorkloadOptions) -> Result<CellPlan> {
     Ok(checked_cell(req, opts)?.0)
@@ -237,6 +273,7 @@ pub(crate) fn checked_cell(
 ) -> Result<(CellPlan, ParsedWorkload)> {
     let opts = &WorkloadOptions {
         http2: req.http2,
+        http3: req.http3,
         ..opts.clone()
     };
     let w = workload::parse(&req.workload, opts)?;
@@ -278,6 +315,9 @@ pub(crate) fn checked_cell(
             ));
         }
     }
+    if opts.http3 {
+        check_http3(req, &*w, &*m)?;
+    }
     if req.tasks == 0 || req.tasks > MAX_TASKS {
         return Err(Error::bad(
             Input::Tasks,
@@ -293,6 +333,7 @@ pub(crate) fn checked_cell(
             tasks: req.tasks,
             gil: req.gil,
             http2: req.http2,
+            http3: req.http3,
             hosts: None,
         },
         workers: m.workers(),
@@ -385,6 +426,7 @@ fn peer_cells(
                 tasks: n,
                 gil: peer.gil,
                 http2: false,
+                http3: false,
                 hosts: None,
             },
             workers,
@@ -480,7 +522,13 @@ pub fn request_options(o: &StudyOptions) -> Result<WorkloadOptions> {
     if o.request.connections == Some(0) {
         return Err(Error::flag(
             "--connections",
-            "--connections '0' must be at least 1 (the connections that carry the HTTP/2 streams)",
+            "--connections '0' must be at least 1 (the connections that carry the HTTP/2 or HTTP/3 streams)",
+        ));
+    }
+    if let (Some(c), false) = (o.request.connections, o.request.http2 || o.request.http3) {
+        return Err(Error::flag(
+            "--connections",
+            format!("--connections '{c}' applies with --http2 or --http3 (the connections that carry their streams)"),
         ));
     }
     Ok(WorkloadOptions {
@@ -530,6 +578,14 @@ pub fn build(o: &StudyOptions) -> Result<Plan> {
     }
     cells.extend(peers);
     check_cells_needs(o, &cells, redis_url.is_some())?;
+    // HTTP/3 of the study's own server: QUIC is always TLS, so that server runs over TLS (with
+    // a self-signed certificate the runs trust) for every row, HTTP/1.1 and HTTP/2 too, and
+    // the rows compare like with like.
+    let own_http3 = cells.iter().any(|c| c.key.http3 && c.needs_server);
+    let mut notes = preset.notes;
+    if own_http3 && !o.tls {
+        notes.push("--http3: the study's own server runs over TLS (QUIC is always TLS) and serves HTTP/3 on the UDP port of its TCP port; every row goes over TLS".into());
+    }
     let repeat = repeat_of(
         o,
         open.as_ref().is_some_and(OpenPlan::is_auto),
@@ -540,7 +596,8 @@ pub fn build(o: &StudyOptions) -> Result<Plan> {
         needs: needs_of(o),
         workloads,
         hub,
-        tls: o.tls,
+        tls: o.tls || own_http3,
+        http3: own_http3,
         name: preset.name,
         cells,
         repeat,
@@ -548,7 +605,7 @@ pub fn build(o: &StudyOptions) -> Result<Plan> {
         timeout: o.timeout,
         settings: o.run,
         options,
-        notes: preset.notes,
+        notes,
         jobs_backend,
         hooks: o.peers.hooks.clone(),
         open,
@@ -629,6 +686,12 @@ fn freeform_preset(o: &StudyOptions, open: bool) -> Result<presets::Preset> {
             "--quick and --stress scale the built-in studies; a free-form study runs exactly the --tasks given",
         ));
     }
+    if o.request.http2 && o.request.http3 {
+        return Err(Error::flag(
+            "--http3",
+            "--http3 and --http2 ask for two versions of the same cells; give one (the crawl study takes both: rows of each)",
+        ));
+    }
     if o.workloads.is_empty() || o.models.is_empty() {
         return Err(Error::usage(
             "a free-form study needs at least one --workload and one --model (e.g. --workload fib:30 --model seq --model pool:4)",
@@ -657,6 +720,7 @@ fn freeform_preset(o: &StudyOptions, open: bool) -> Result<presets::Preset> {
                     tasks: n,
                     gil: o.lock.gil,
                     http2: o.request.http2,
+                    http3: o.request.http3,
                     expected_failure: false,
                 });
             }
@@ -780,6 +844,13 @@ fn hub_plan(o: &StudyOptions, cells: &[CellPlan]) -> Result<Option<HubPlan>> {
     if o.classic || cells.iter().any(|c| !c.is_concur()) {
         return Err(Error::flag("--hub",
             "--hub: --peer and --classic programs run on this machine only; run them in a study without --hub",
+        ));
+    }
+    // The study's own server may run on an agent, whose server is started over the hub
+    // without HTTP/3.
+    if cells.iter().any(|c| c.key.http3 && c.needs_server) {
+        return Err(Error::flag("--http3",
+            "--http3 with --hub: the study's own server (on an agent or here) serves no HTTP/3 over a hub; give --url https://HOST:PORT of a server that does (concur serve --http3)",
         ));
     }
     let mut hosts = o.hub.hosts.clone();
@@ -1085,6 +1156,45 @@ mod tests {
     }
 
     #[test]
+    fn crawl_with_http3_plans_h3_rows_and_its_own_server_over_tls_with_http3() {
+        let mut o = StudyOptions {
+            study: Some("crawl".into()),
+            ..opts()
+        };
+        let plain = build(&o).unwrap();
+        assert!(!plain.tls && !plain.http3);
+        o.request.http2 = true;
+        o.request.http3 = true;
+        let all = build(&o).unwrap();
+        let n = plain.cells.len();
+        assert_eq!(all.cells[..n], plain.cells[..]);
+        let added: Vec<String> = all.cells[n..].iter().map(|c| c.key.label()).collect();
+        assert_eq!(
+            added,
+            [
+                "async:100 h2 ×1000",
+                "async-local:100 h2 ×1000",
+                "curl:100 h2 ×1000",
+                "async:1000 h2 ×1000",
+                "async:100 h3 ×1000",
+                "async-local:100 h3 ×1000",
+                "async:1000 h3 ×1000"
+            ]
+        );
+        // QUIC is always TLS: the study's own server runs over TLS and serves HTTP/3.
+        assert!(all.tls && all.http3);
+        assert!(all
+            .notes
+            .iter()
+            .any(|n| n.contains("every row goes over TLS")));
+        for c in &all.cells {
+            let req = crate::runner::request(&all, c, crate::runner::Iteration::Counted(0));
+            assert_eq!(req.recipe.options.http3, c.key.http3, "{}", c.key.label());
+            assert!(!(c.key.http2 && c.key.http3), "{}", c.key.label());
+        }
+    }
+
+    #[test]
     fn only_the_stress_cell_is_planned_to_fail() {
         let p = build(&StudyOptions {
             study: Some("mailer".into()),
@@ -1111,6 +1221,7 @@ mod tests {
             tasks: 4,
             gil: false,
             http2: false,
+            http3: false,
             expected_failure: false,
         };
         let seq = cell(&req("sleep:10ms", "seq"), &o).unwrap();

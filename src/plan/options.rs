@@ -420,8 +420,11 @@ pub struct RequestOptions {
     /// Speak HTTP/1.1 only, one request per connection at a time (the default)
     #[arg(long = "http1.1", id = "http1_1")]
     pub http1_1: bool,
-    /// With --http2: how many connections carry the streams (default 1: every request in flight on one connection)
-    #[arg(long, value_name = "C", requires = "http2", value_parser = parse_count)]
+    /// Speak HTTP/3 (models async, async-local): QUIC over UDP to an https:// URL's host and port (QUIC is always TLS), h3 by ALPN; the W requests in flight are streams over --connections connections. On the crawl study (and the tour's crawl) it adds h3 rows beside the others, and the study's own server runs over TLS and serves HTTP/3
+    #[arg(long, conflicts_with = "http1_1")]
+    pub http3: bool,
+    /// With --http2 or --http3: how many connections carry the streams (default 1: every request in flight on one connection)
+    #[arg(long, value_name = "C", value_parser = parse_count)]
     pub connections: Option<usize>,
 }
 

@@ -22,6 +22,8 @@ pub struct CellRequest {
     pub gil: bool,
     /// Speak HTTP/2 (`--http2` on a free-form study; the crawl study's `h2` rows).
     pub http2: bool,
+    /// Speak HTTP/3 (`--http3` on a free-form study; the crawl study's `h3` rows).
+    pub http3: bool,
     /// The study plans this cell to fail (it shows an OS limit): failures do not count.
     pub expected_failure: bool,
 }
@@ -55,8 +57,8 @@ pub const STUDIES: &[Study] = &[
     },
     Study {
         name: "crawl",
-        help: "1000 GETs of a 100 ms delay under seq (50, --full: 1000), thread, pool:100, async:100, async-local:100, curl:100, green:100, async:1000, against concur's own server (or --url); --http2 adds the HTTP/2 rows of async, async-local and curl",
-        build: |o, _| Ok(crawl_study(o.quick, o.full, o.lock.gil, o.request.http2)),
+        help: "1000 GETs of a 100 ms delay under seq (50, --full: 1000), thread, pool:100, async:100, async-local:100, curl:100, green:100, async:1000, against concur's own server (or --url); --http2 adds the HTTP/2 rows of async, async-local and curl, --http3 the HTTP/3 rows of async and async-local (its server then over TLS)",
+        build: |o, _| Ok(crawl_study(o.quick, o.full, o.lock.gil, o.request.http2, o.request.http3)),
         classic: true,
     },
     Study {
@@ -115,6 +117,7 @@ fn cell(study: &str, workload: &str, model: &str, tasks: usize, gil: bool) -> Ce
         tasks,
         gil,
         http2: false,
+        http3: false,
         expected_failure: false,
     }
 }
@@ -245,8 +248,10 @@ const CRAWL_MODELS: &[&str] = &[
 ];
 
 /// The crawl study's cells; `http2` (`--http2`) adds, after the HTTP/1.1 rows, one `h2` row
-/// for each model that speaks HTTP/2, its requests in flight as streams over one connection.
-fn crawl_study(quick: bool, full: bool, gil: bool, http2: bool) -> Preset {
+/// for each model that speaks HTTP/2, its requests in flight as streams over one connection;
+/// `http3` (`--http3`) one `h3` row for each model that speaks HTTP/3, the same over one QUIC
+/// connection.
+fn crawl_study(quick: bool, full: bool, gil: bool, http2: bool, http3: bool) -> Preset {
     let (n, seq_n) = crawl_sizes(quick, full);
     let mut cells = vec![cell("crawl", CRAWL_WORKLOAD, "seq", seq_n, gil)];
     for m in CRAWL_MODELS {
@@ -255,12 +260,25 @@ fn crawl_study(quick: bool, full: bool, gil: bool, http2: bool) -> Preset {
         }
         cells.push(cell("crawl", CRAWL_WORKLOAD, m, n, gil));
     }
-    let speaks_http2 =
-        |m: &str| crate::model::HTTP2_MODELS.contains(&m.split(':').next().unwrap_or(m));
+    let family = |m: &str| m.split(':').next().unwrap_or(m).to_string();
     if http2 {
-        for m in CRAWL_MODELS.iter().filter(|m| speaks_http2(m)) {
+        for m in CRAWL_MODELS
+            .iter()
+            .filter(|m| crate::model::HTTP2_MODELS.contains(&family(m).as_str()))
+        {
             cells.push(CellRequest {
                 http2: true,
+                ..cell("crawl", CRAWL_WORKLOAD, m, n, gil)
+            });
+        }
+    }
+    if http3 {
+        for m in CRAWL_MODELS
+            .iter()
+            .filter(|m| crate::model::HTTP3_MODELS.contains(&family(m).as_str()))
+        {
+            cells.push(CellRequest {
+                http3: true,
                 ..cell("crawl", CRAWL_WORKLOAD, m, n, gil)
             });
         }
@@ -271,6 +289,11 @@ fn crawl_study(quick: bool, full: bool, gil: bool, http2: bool) -> Preset {
     if http2 {
         notes.push(
             "crawl: the h2 rows speak HTTP/2, every request in flight a stream over one connection (h2c over TCP, h2 by ALPN over TLS); the others HTTP/1.1, one connection per request in flight".into(),
+        );
+    }
+    if http3 {
+        notes.push(
+            "crawl: the h3 rows speak HTTP/3, every request in flight a stream over one QUIC connection (UDP, TLS 1.3)".into(),
         );
     }
     if seq_n < n {
@@ -390,7 +413,7 @@ fn tour(o: &StudyOptions, redis: bool) -> Result<Preset> {
     }
     let g = gil_study(true);
     let m = mailer_study(true, o.stress, false, redis);
-    let c = crawl_study(true, o.full, false, o.request.http2);
+    let c = crawl_study(true, o.full, false, o.request.http2, o.request.http3);
     Ok(Preset {
         name: TOUR.into(),
         cells: g.cells.into_iter().chain(m.cells).chain(c.cells).collect(),
@@ -421,6 +444,11 @@ pub fn preset(name: &str, o: &StudyOptions, redis: bool) -> Result<Preset> {
     if o.request.http2 && (name == "gil" || name == "mailer" || name == "tasks") {
         return Err(Error::flag("--http2", format!(
             "--http2 adds HTTP/2 rows to the crawl study (and the tour's crawl); the {name} study makes no HTTP requests"
+        )));
+    }
+    if o.request.http3 && (name == "gil" || name == "mailer" || name == "tasks") {
+        return Err(Error::flag("--http3", format!(
+            "--http3 adds HTTP/3 rows to the crawl study (and the tour's crawl); the {name} study makes no HTTP requests"
         )));
     }
     let study = STUDIES.iter().find(|s| s.name == name).ok_or_else(|| {

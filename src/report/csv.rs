@@ -49,6 +49,8 @@ pub const COLUMNS: &[&str] = &[
     "tree_pss_all_started_kib",
     "tree_pss_end_kib",
     "pss_per_task_b",
+    // Added after the rest: the cell asked for HTTP/3.
+    "http3",
 ];
 
 /// A text cell as a spreadsheet cannot act on it: control and bidirectional characters
@@ -121,6 +123,7 @@ pub fn render(a: &Analysis) -> String {
             u(c.tree_pss_all_started_kib),
             u(c.tree_pss_end_kib),
             f(c.pss_per_task_b),
+            c.key.http3.to_string(),
         ]);
     }
     for r in rows {

@@ -250,6 +250,7 @@ pub(crate) fn request(plan: &Plan, cell: &CellPlan, iteration: Iteration) -> Run
     let mut options = plan.options.clone();
     options.cell_tasks = Some(cell.key.tasks);
     options.http2 = cell.key.http2;
+    options.http3 = cell.key.http3;
     // Secrets go only where the cell needs them: a run travels to other hosts through a
     // shared hub, and headers (tokens), a body and a queue's URL (a password) are of no use
     // to a workload that sends no HTTP or a model that keeps no queue.
@@ -280,11 +281,12 @@ pub(crate) fn request(plan: &Plan, cell: &CellPlan, iteration: Iteration) -> Run
         };
         let sub = dir
             .join(format!(
-                "{place}{}-x{}{}{}",
+                "{place}{}-x{}{}{}{}",
                 cell.key.model.replace('/', "_"),
                 cell.key.tasks,
                 if cell.key.gil { "-gil" } else { "" },
-                if cell.key.http2 { "-h2" } else { "" }
+                if cell.key.http2 { "-h2" } else { "" },
+                if cell.key.http3 { "-h3" } else { "" }
             ))
             .join(iteration.folder());
         options.cmd_output = Some(sub);

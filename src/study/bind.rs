@@ -131,6 +131,8 @@ pub fn bind(mut plan: Plan) -> Result<Bound> {
         Some(InProcessServer::start(
             ServerOptions {
                 tls: plan.tls.then_some(ServeTls::SelfSigned),
+                // Cells that ask for HTTP/3 of the study's own server (the plan made it TLS).
+                http3: plan.http3,
                 max_streams: STUDY_MAX_STREAMS,
                 ..o
             },

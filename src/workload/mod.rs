@@ -132,7 +132,11 @@ pub struct WorkloadOptions {
     /// `--http2`: speak HTTP/2 (h2 by ALPN over TLS, h2c by prior knowledge over TCP).
     #[serde(default)]
     pub http2: bool,
-    /// `--connections C` with `--http2`: how many connections carry the streams (`None`: 1).
+    /// `--http3`: speak HTTP/3 (QUIC over UDP, `https://` only).
+    #[serde(default)]
+    pub http3: bool,
+    /// `--connections C` with `--http2` or `--http3`: how many connections carry the streams
+    /// (`None`: 1).
     #[serde(default)]
     pub connections: Option<usize>,
 }
@@ -153,6 +157,7 @@ impl Default for WorkloadOptions {
             cmd_output: None,
             cell_tasks: None,
             http2: false,
+            http3: false,
             connections: None,
         }
     }

@@ -1,6 +1,6 @@
 //! Where the clients connect and what they record about it: the server's address (resolved
 //! once, on first use), TLS, the request timeout, keep-alive, HTTP/2 (`--http2`,
-//! `--connections`), and the account of connections opened and reused (`connect_us`, `tls_us`,
+//! `--connections`), HTTP/3 (`--http3`), and the account of connections opened and reused (`connect_us`, `tls_us`,
 //! the HTTP version and streams).
 
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -28,7 +28,9 @@ pub(super) struct Endpoint {
     pub(super) tls_h2: Option<Arc<rustls::ClientConfig>>,
     /// `--http2`: speak HTTP/2 (h2c by prior knowledge over TCP, `h2` by ALPN over TLS).
     pub(super) http2: bool,
-    /// With `--http2`: how many connections carry the streams (`--connections`, 1 by default).
+    /// `--http3`: speak HTTP/3 (QUIC over UDP to the URL's host and port, `h3` by ALPN).
+    pub(super) http3: bool,
+    /// With `--http2` or `--http3`: how many connections carry the streams (`--connections`, 1 by default).
     pub(super) connections: usize,
     /// How long one request may take, connect to last body byte.
     pub(super) timeout: Duration,
@@ -60,6 +62,7 @@ impl Endpoint {
             tls,
             tls_h2,
             http2: opts.http2,
+            http3: opts.http3,
             connections: opts.connections.unwrap_or(1).max(1),
             timeout: Duration::from_millis(opts.request_timeout_ms.max(1)),
             keepalive: opts.keepalive,
@@ -98,6 +101,23 @@ impl Endpoint {
             .get_or_init(|| resolved)
             .clone()
             .map_err(|e| TaskError::new("connect", e))
+    }
+}
+
+/// `request` within the endpoint's request timeout (connect to last body byte).
+pub(super) async fn timed(
+    ep: &Endpoint,
+    request: impl std::future::Future<Output = Result<u64, TaskError>>,
+) -> Result<u64, TaskError> {
+    match tokio::time::timeout(ep.timeout, request).await {
+        Ok(r) => r,
+        Err(_elapsed) => Err(TaskError::new(
+            "timeout",
+            format!(
+                "no full response within {}",
+                crate::base::units::fmt_secs(ep.timeout.as_secs_f64())
+            ),
+        )),
     }
 }
 

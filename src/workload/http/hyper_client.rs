@@ -30,12 +30,11 @@ use bytes::Bytes;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, ReadBuf};
 use tokio::net::TcpStream;
 
-use super::endpoint::{micros, Endpoint};
+use super::checked;
+use super::endpoint::{micros, timed, Endpoint};
 use super::h2;
 use super::request::{HttpRequest, RequestBuilder};
-use super::status_error;
 use super::wire::{read_response_async, request_around_target, write_request};
-use crate::base::units;
 use crate::measure::conn::{ConnSample, HttpVersion};
 use crate::measure::phases::{self, PhaseKind, TaskPhases};
 use crate::measure::{mono_ns, TaskError};
@@ -367,16 +366,7 @@ impl Client {
         requests: &RequestBuilder,
         index: usize,
     ) -> Result<u64, TaskError> {
-        match tokio::time::timeout(ep.timeout, self.fetch_untimed(ep, requests, index)).await {
-            Ok(r) => r,
-            Err(_elapsed) => Err(TaskError::new(
-                "timeout",
-                format!(
-                    "no full response within {}",
-                    units::fmt_secs(ep.timeout.as_secs_f64())
-                ),
-            )),
-        }
+        timed(ep, self.fetch_untimed(ep, requests, index)).await
     }
 
     async fn fetch_untimed(
@@ -596,14 +586,6 @@ fn never_processed(why: &str) -> TaskError {
         "read",
         format!("{why}; sent {H2_ATTEMPTS} times, the server processed it none of them"),
     )
-}
-
-/// The bytes read, or the error of a status that says the request failed.
-fn checked(status: u16, n: u64) -> Result<u64, TaskError> {
-    if status >= 400 {
-        return Err(status_error(status));
-    }
-    Ok(n)
 }
 
 /// Opens a connection (TLS included), recording what it cost and, with `--http2`, the version

@@ -12,7 +12,8 @@
 //! The spec and the request flags are checked when the plan is built (`spec`); every task's
 //! request is made by one builder (`request`) and carried out by the client of the model's
 //! kind: ureq for blocking models (`blocking`), raw hyper connections for async ones,
-//! HTTP/1.1 or HTTP/2 (`hyper_client`), a hand-made HTTP/1.1 client on `may`'s sockets for
+//! HTTP/1.1 or HTTP/2 (`hyper_client`), HTTP/3 over QUIC with quinn and h3 (`h3`, `--http3`,
+//! `https://` only), a hand-made HTTP/1.1 client on `may`'s sockets for
 //! `green` (`green`, `wire`); all of them connect as `endpoint` says. The `curl` model drives libcurl itself
 //! from [`HttpTasks::http_request`] and reports its connections back through
 //! [`HttpTasks::connection_recorder`].
@@ -21,6 +22,7 @@ mod blocking;
 mod endpoint;
 mod green;
 mod h2;
+mod h3;
 mod hyper_client;
 mod request;
 mod spec;
@@ -65,7 +67,15 @@ fn parse(args: &str, opts: &WorkloadOptions) -> Result<Arc<dyn Workload>, String
         opts,
     )?;
     let endpoint = Endpoint::new(&target, opts)?;
+    // `--http3` over `http://` has no client: the plan refuses it before any run (QUIC is
+    // always TLS), and `http:/PATH` gets its https:// server's URL before its runs parse it.
+    let h3 = if opts.http3 && target.tls {
+        Some(h3::Client::new(&endpoint)?)
+    } else {
+        None
+    };
     Ok(Arc::new(Http {
+        h3,
         spec_url: args.to_string(),
         delay: spec::delay_of(&target.path),
         needs_server: args.starts_with('/') && opts.base_url.is_none(),
@@ -88,6 +98,8 @@ pub struct Http {
     requests: RequestBuilder,
     blocking: blocking::Client,
     hyper: hyper_client::Client,
+    /// `--http3`'s client (over `https://` only).
+    h3: Option<h3::Client>,
     green: green::Client,
 }
 
@@ -113,6 +125,14 @@ fn status_error(code: u16) -> TaskError {
     TaskError::new(kind, format!("HTTP {code}"))
 }
 
+/// The bytes read, or the error of a status that says the request failed.
+fn checked(status: u16, n: u64) -> Result<u64, TaskError> {
+    if status >= 400 {
+        return Err(status_error(status));
+    }
+    Ok(n)
+}
+
 impl Workload for Http {
     fn spec(&self) -> String {
         format!("http:{}", self.spec_url)
@@ -132,6 +152,17 @@ impl Workload for Http {
     fn task_async(self: Arc<Self>, index: usize) -> TaskFuture {
         Box::pin(async move {
             self.check_server()?;
+            if self.endpoint.http3 {
+                let Some(h3) = &self.h3 else {
+                    return Err(TaskError::new(
+                        "connect",
+                        "--http3 needs an https:// URL: QUIC is always TLS",
+                    ));
+                };
+                let task = phases::workload_task(index);
+                let fetch = h3.fetch(&self.endpoint, &self.requests, index, task.as_ref());
+                return endpoint::timed(&self.endpoint, fetch).await;
+            }
             self.hyper
                 .fetch(&self.endpoint, &self.requests, index)
                 .await
@@ -165,7 +196,8 @@ impl HttpTasks for Http {
         self.requests.only_target_varies()
     }
     fn connection_groups(&self) -> Option<usize> {
-        (self.endpoint.http2 && self.endpoint.keepalive).then_some(self.endpoint.connections)
+        ((self.endpoint.http2 || self.endpoint.http3) && self.endpoint.keepalive)
+            .then_some(self.endpoint.connections)
     }
     fn connection_recorder(&self) -> Option<&ConnRecorder> {
         Some(&self.endpoint.conns)
