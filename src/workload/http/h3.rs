@@ -18,13 +18,14 @@
 
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use bytes::{Buf, Bytes};
 use h3::error::{Code, StreamError};
 
 use super::endpoint::{micros, Endpoint};
 use super::request::{HttpRequest, RequestBuilder};
+use super::slots::{Shared, Slot, Slots};
 use crate::measure::conn::{ConnSample, HttpVersion};
 use crate::measure::phases::{PhaseKind, TaskPhases};
 use crate::measure::{mono_ns, TaskError};
@@ -42,26 +43,7 @@ pub(super) struct Client {
     /// QUIC's client config: the endpoint's rustls config offering `h3`.
     quic: quinn::ClientConfig,
     /// One per connection that carries streams (`--connections`).
-    slots: Vec<Slot>,
-    /// The slot of the next request (round robin) outside a task group.
-    next: AtomicUsize,
-}
-
-/// One connection's place: empty until first used and after its connection died or began to
-/// go away.
-#[derive(Default)]
-struct Slot {
-    conn: Mutex<Option<H3Conn>>,
-    /// Held while connecting, so that the requests waiting for the slot open one connection,
-    /// not one each.
-    connecting: tokio::sync::Mutex<()>,
-}
-
-impl Slot {
-    fn live(&self) -> Option<H3Conn> {
-        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        conn.as_ref().filter(|c| c.accepts_streams()).cloned()
-    }
+    slots: Slots<H3Conn>,
 }
 
 /// One HTTP/3 connection, shared by the requests that go out on it.
@@ -79,7 +61,7 @@ struct Inner {
     _endpoint: quinn::Endpoint,
 }
 
-impl H3Conn {
+impl Shared for H3Conn {
     fn accepts_streams(&self) -> bool {
         !self.0.ended.load(Ordering::Acquire) && self.0.quic.close_reason().is_none()
     }
@@ -130,10 +112,7 @@ impl Client {
         quic.transport_config(Arc::new(transport));
         Ok(Client {
             quic,
-            slots: (0..ep.connections.max(1))
-                .map(|_| Slot::default())
-                .collect(),
-            next: AtomicUsize::new(0),
+            slots: Slots::new(ep.connections.max(1)),
         })
     }
 
@@ -150,17 +129,12 @@ impl Client {
         let mut why = String::new();
         for _ in 0..ATTEMPTS {
             let outcome = if ep.keepalive {
-                let turn = task_group::current()
-                    .unwrap_or_else(|| self.next.fetch_add(1, Ordering::Relaxed));
-                let slot = &self.slots[turn % self.slots.len()];
+                let slot = self.slots.turn();
                 let conn = self.slot_conn(ep, slot, task).await?;
                 let got = send(ep, &conn, &req, task).await;
                 if matches!(got, Err(Error::Unprocessed(_))) {
                     // Going away: the next request opens another.
-                    let mut held = slot.conn.lock().unwrap_or_else(|p| p.into_inner());
-                    if held.as_ref().is_some_and(|c| Arc::ptr_eq(&c.0, &conn.0)) {
-                        *held = None;
-                    }
+                    slot.forget(|c| Arc::ptr_eq(&c.0, &conn.0));
                 }
                 got
             } else {
@@ -188,20 +162,15 @@ impl Client {
     async fn slot_conn(
         &self,
         ep: &Endpoint,
-        slot: &Slot,
+        slot: &Slot<H3Conn>,
         task: Option<&TaskPhases>,
     ) -> Result<H3Conn, TaskError> {
-        if let Some(c) = slot.live() {
-            ep.conns.record(ConnSample::default());
-            return Ok(c);
-        }
-        let _connecting = slot.connecting.lock().await;
-        if let Some(c) = slot.live() {
-            ep.conns.record(ConnSample::default());
-            return Ok(c);
-        }
+        let _connecting = match slot.live_or_connect(&ep.conns).await {
+            Ok(c) => return Ok(c),
+            Err(connecting) => connecting,
+        };
         let conn = Box::pin(connect(ep, &self.quic, task)).await?;
-        *slot.conn.lock().unwrap_or_else(|p| p.into_inner()) = Some(conn.clone());
+        slot.put(conn.clone());
         Ok(conn)
     }
 }

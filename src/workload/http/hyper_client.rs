@@ -19,7 +19,7 @@
 //! connection, up to [`H2_ATTEMPTS`] times in all, as RFC 9113 §8.7 allows; one the server
 //! may have processed fails with the reason.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use std::os::fd::AsRawFd;
@@ -34,6 +34,7 @@ use super::checked;
 use super::endpoint::{micros, timed, Endpoint};
 use super::h2;
 use super::request::{HttpRequest, RequestBuilder};
+use super::slots::{Shared, Slot, Slots};
 use super::wire::{read_response_async, request_around_target, write_request};
 use crate::measure::conn::{ConnSample, HttpVersion};
 use crate::measure::phases::{self, PhaseKind, TaskPhases};
@@ -53,9 +54,7 @@ const READ_BUF: usize = 4 << 10;
 pub(super) struct Client {
     pool: Mutex<Vec<H1Conn>>,
     /// `--http2`: one slot per connection that carries streams.
-    slots: Vec<Slot>,
-    /// The slot of the next request (round robin).
-    next: AtomicUsize,
+    slots: Slots<H2Conn>,
     /// Set once a TLS server answered ALPN with `http/1.1` (or nothing): every request takes
     /// the HTTP/1.1 pool from then on.
     fell_back: AtomicBool,
@@ -242,26 +241,6 @@ impl AsyncWrite for Stream {
     }
 }
 
-/// One `--http2` connection's place: empty until first used and after its connection died
-/// or began to go away.
-#[derive(Default)]
-struct Slot {
-    /// The connection, cloned out by every request under a lock held for nothing else (no
-    /// request waits on another's await).
-    conn: Mutex<Option<H2Conn>>,
-    /// Held while connecting, so that the requests waiting for the slot's connection open
-    /// one, not one each.
-    connecting: tokio::sync::Mutex<()>,
-}
-
-impl Slot {
-    /// The slot's connection, if it has one that takes new streams.
-    fn live(&self) -> Option<H2Conn> {
-        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        conn.as_ref().filter(|c| c.conn.accepts_streams()).cloned()
-    }
-}
-
 /// One HTTP/2 connection, shared by every request that goes out on it (one reference count a
 /// request: cloned from its slot for each).
 #[derive(Clone)]
@@ -272,6 +251,12 @@ struct H2ConnInner {
     /// Whether the server's stream limit was recorded: once per connection, after its first
     /// response.
     limit_read: AtomicBool,
+}
+
+impl Shared for H2Conn {
+    fn accepts_streams(&self) -> bool {
+        self.conn.accepts_streams()
+    }
 }
 
 impl std::ops::Deref for H2Conn {
@@ -311,8 +296,7 @@ impl Client {
         };
         Client {
             pool: Mutex::default(),
-            slots: (0..slots).map(|_| Slot::default()).collect(),
-            next: AtomicUsize::new(0),
+            slots: Slots::new(slots),
             fell_back: AtomicBool::new(false),
             prepared,
             h2_template,
@@ -430,9 +414,7 @@ impl Client {
         task: Option<&TaskPhases>,
     ) -> Result<u64, TaskError> {
         // In a task group (`async`), the group's own connection; else the next in turn.
-        let turn =
-            task_group::current().unwrap_or_else(|| self.next.fetch_add(1, Ordering::Relaxed));
-        let slot = &self.slots[turn % self.slots.len()];
+        let slot = self.slots.turn();
         // Made once the connection is ready (see `fetch`), and kept for another attempt.
         let mut req = None;
         let mut why = String::new();
@@ -456,24 +438,16 @@ impl Client {
     async fn slot_conn(
         &self,
         ep: &Endpoint,
-        slot: &Slot,
+        slot: &Slot<H2Conn>,
         task: Option<&TaskPhases>,
     ) -> Result<Conn, TaskError> {
-        if let Some(c) = slot.live() {
-            ep.conns.record(ConnSample::default());
-            return Ok(Conn::H2(c));
-        }
-        let _connecting = slot.connecting.lock().await;
-        // Another request opened it while this one waited.
-        if let Some(c) = slot.live() {
-            ep.conns.record(ConnSample::default());
-            return Ok(Conn::H2(c));
-        }
+        let _connecting = match slot.live_or_connect(&ep.conns).await {
+            Ok(c) => return Ok(Conn::H2(c)),
+            Err(connecting) => connecting,
+        };
         let conn = Box::pin(connect(ep, task, &self.h2_template)).await?;
         match &conn {
-            Conn::H2(c) => {
-                *slot.conn.lock().unwrap_or_else(|p| p.into_inner()) = Some(c.clone());
-            }
+            Conn::H2(c) => slot.put(c.clone()),
             Conn::H1(_) => self.fell_back.store(true, Ordering::Relaxed),
         }
         Ok(conn)

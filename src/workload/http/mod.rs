@@ -25,6 +25,7 @@ mod h2;
 mod h3;
 mod hyper_client;
 mod request;
+mod slots;
 mod spec;
 mod wire;
 
