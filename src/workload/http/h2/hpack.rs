@@ -291,6 +291,11 @@ fn integer(block: &[u8], at: &mut usize, n: u32) -> Result<u32, DecodeError> {
             return Ok(value as u32);
         }
         shift += 7;
+        // Five bytes after the prefix hold any u32 (4 × 7 bits, then the top ones); more
+        // are zero padding at best, refused before the shift could overflow.
+        if shift > 28 {
+            return Err(DecodeError("an integer over 2^32"));
+        }
     }
 }
 
@@ -838,6 +843,20 @@ mod tests {
         let mut d = Decoder::new(DEFAULT_TABLE_SIZE);
         assert_eq!(decoded(&mut d, &block), own);
         assert_eq!(d.entries(), (vec![], 0));
+    }
+
+    /// A prefix followed by endless continuation bytes of zero (the fuzzer's h2_frames crash:
+    /// the shift overflowed) is refused, not decoded past 2^32 or shifted past 64 bits.
+    #[test]
+    fn an_integer_padded_with_zero_continuations_is_refused() {
+        let mut block = vec![0x1f];
+        block.extend([0x80; 40]);
+        block.push(0);
+        let mut at = 0;
+        assert_eq!(
+            integer(&block, &mut at, 5),
+            Err(DecodeError("an integer over 2^32"))
+        );
     }
 
     #[test]
