@@ -1072,13 +1072,14 @@ impl Conn {
                     "the server sent a connection WINDOW_UPDATE of 0",
                 ));
             }
-            self.send_window += increment;
-            if self.send_window > frame::MAX_WINDOW {
+            // Checked before it is added: a failed connection keeps a window within bounds.
+            if self.send_window + increment > frame::MAX_WINDOW {
                 return Err(conn_err(
                     frame::FLOW_CONTROL_ERROR,
                     "the server's WINDOW_UPDATE takes the connection's window over 2^31 - 1",
                 ));
             }
+            self.send_window += increment;
         } else {
             if self.idle(h.stream) {
                 return Err(self.never_opened(h));
@@ -1099,8 +1100,7 @@ impl Conn {
                     ),
                 ));
             }
-            s.send_window += increment;
-            if s.send_window > frame::MAX_WINDOW {
+            if s.send_window + increment > frame::MAX_WINDOW {
                 return Err(Broke::Stream(
                     slot,
                     StreamError(
@@ -1112,6 +1112,7 @@ impl Conn {
                     ),
                 ));
             }
+            s.send_window += increment;
         }
         self.flush_blocked();
         Ok(())
