@@ -79,8 +79,15 @@ pub fn amdahl_fit(points: &[(f64, f64)]) -> Option<f64> {
 
 /// Classifies a workload from its cells (every cell of that workload, both lock settings):
 /// the seq cells' effective cores, lock-free ones first, tell what one task needs. Between the
-/// thresholds, the workload's declared nature decides (a busy machine lowers the measure).
+/// thresholds, the workload's declared nature decides (a busy machine lowers the measure), and
+/// so it does where every cell's runs are too short for their CPU time to mean anything
+/// (below [`TOO_SHORT_S`], the process's start-up alone can read as 5 cores or as 0.2).
 fn classify(cells: &[&CellResult], nature: Nature, cores: usize) -> (Class, Option<f64>) {
+    let cells: Vec<&CellResult> = cells
+        .iter()
+        .copied()
+        .filter(|c| c.wall_median_s.is_some_and(|w| w >= TOO_SHORT_S))
+        .collect();
     let seq = |gil: bool| {
         let v: Vec<f64> = cells
             .iter()
@@ -345,29 +352,36 @@ pub fn advise(a: &Analysis) -> Vec<Advice> {
                 (Class::Io, Some(e), Some(k)) if e >= 0.5 && k >= 0.5 => Class::Cpu,
                 _ => class,
             };
-            let busy = e
-                .map(|e| format!("{:.2}", e.min(1.0)))
-                .unwrap_or_else(|| "?".into());
-            let busy = format!(
-                "{busy} cores busy{}",
-                kernel
-                    .filter(|k| *k >= 0.3)
-                    .map(|k| format!(" ({:.0}% of it in the kernel)", k * 100.0))
-                    .unwrap_or_default()
-            );
+            // What one task at a time was measured to keep busy, or that its runs were too
+            // short to tell (the class is then the declared one).
+            let one_task = |only: &str| match e {
+                Some(e) => format!(
+                    "one task at a time keeps {only}{:.2} cores busy{}",
+                    e.min(1.0),
+                    kernel
+                        .filter(|k| *k >= 0.3)
+                        .map(|k| format!(" ({:.0}% of it in the kernel)", k * 100.0))
+                        .unwrap_or_default()
+                ),
+                None => "its runs are too short to measure how busy one task at a time keeps the cores, so this is what it declares".to_string(),
+            };
             s.push(match class {
                 Class::Cpu => format!(
-                    "{workload} is CPU-bound: one task at a time keeps {busy}, so no model can run it more than {cores}× faster on this {cores}-core machine."
+                    "{workload} is CPU-bound: {}, so no model can run it more than {cores}× faster on this {cores}-core machine.",
+                    one_task("")
                 ),
                 Class::Io => format!(
-                    "{workload} mostly waits{}: one task at a time keeps only {busy}, so running more tasks at once helps beyond the {cores} cores.",
-                    waits_on(nature)
+                    "{workload} mostly waits{}: {}, so running more tasks at once helps beyond the {cores} cores.",
+                    waits_on(nature),
+                    one_task("only ")
                 ),
                 Class::Delay => format!(
-                    "{workload} mostly waits: one task at a time keeps only {busy}, so the more tasks in flight the better, up to the ideal ceil(N / workers) × delay."
+                    "{workload} mostly waits: {}, so the more tasks in flight the better, up to the ideal ceil(N / workers) × delay.",
+                    one_task("only ")
                 ),
                 Class::Mixed | Class::Failed => format!(
-                    "{workload} is mixed: one task at a time keeps {busy}, so both cores and overlap matter."
+                    "{workload} is mixed: {}, so both cores and overlap matter.",
+                    one_task("")
                 ),
             });
             let winner = at_n.first().copied();
@@ -818,6 +832,40 @@ mod tests {
         );
         assert_eq!(kernel.class, Class::Cpu);
         assert!(kernel.text.contains("in the kernel"), "{}", kernel.text);
+    }
+
+    #[test]
+    fn runs_too_short_to_measure_follow_the_declared_nature() {
+        // CI's busy machine: 0.8 ms runs of fib whose CPU time read as 0.2 cores.
+        let short = advice_for(
+            vec![
+                cell("fib:22", "seq", 1, 0.0008, 0.0001, 0.00006),
+                cell("fib:22", "pool:2", 2, 0.0012, 0.0003, 0.0),
+            ],
+            "cpu",
+        );
+        assert_eq!(short.class, Class::Cpu, "{}", short.text);
+        assert!(
+            short.text.starts_with(
+                "fib:22 is CPU-bound: its runs are too short to measure how busy one task at a time keeps the cores, so this is what it declares,"
+            ),
+            "{}",
+            short.text
+        );
+        // The same measure from runs long enough to mean it is believed.
+        let long = advice_for(
+            vec![
+                cell("fib:22", "seq", 1, 0.8, 0.1, 0.06),
+                cell("fib:22", "pool:2", 2, 1.2, 0.3, 0.0),
+            ],
+            "cpu",
+        );
+        assert_eq!(long.class, Class::Io, "{}", long.text);
+        assert!(
+            long.text.contains("keeps only 0.20 cores busy"),
+            "{}",
+            long.text
+        );
     }
 
     #[test]
