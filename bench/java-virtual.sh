@@ -43,23 +43,12 @@ tasks="Tasks --tasks {tasks} --wait-ms 10000"
   --peer "java17:threads=java -cp $prog $tasks" \
   --json "$out/threads.jsonl" | tee "$out/threads.txt"
 python3 - "$out/virtual.jsonl" "$out/threads.jsonl" <<'PY'
-import json, sys
-cells = [json.loads(l) for f in sys.argv[1:] for l in open(f)]
-cells = [c for c in cells if c["type"] == "cell"]
-def mib(kib): return f"{kib / 1024:.1f}" if kib else "-"
-print("\nrow, N, tree PSS MiB, PSS/task B, late p50/p99/max ms, start all s, CPU s, failed runs")
-by = {}
-for c in cells:
-    by[(c["model"], c["tasks"])] = c
-    w = c.get("wakeups") or {}
-    late = w.get("late_us") or {}
-    lat = "/".join(f"{late[k] / 1000:.1f}" for k in ("p50", "p99", "max")) if late else "-"
-    per = c.get("pss_per_task_b")
-    cpu = (c.get("user_median_s") or 0) + (c.get("sys_median_s") or 0)
-    print(f"{c['model']:16} {c['tasks']:>7} {mib(c.get('tree_pss_kib')):>7} "
-          f"{'-' if per is None else round(per):>6} {lat:>16} {w.get('start_all_s', '-')!s:>8.6} "
-          f"{cpu:6.2f} {c['runs_failed']}/{c['runs']}")
-def pss(m, n): return (by.get((m, n)) or {}).get("tree_pss_kib")
+import sys
+sys.path.insert(0, "bench")
+from task_rows import load, print_rows, pss as pss_of
+cells, by = load(sys.argv[1:])
+print_rows(cells)
+def pss(m, n): return pss_of(by, m, n)
 for n in (10_000, 100_000):
     v, f = pss("java:virtual", n), pss("rust:tokio-bare", n)
     if v and f:

@@ -97,21 +97,7 @@ impl H3 {
                 .expect("the body sent");
         }
         stream.finish().await.expect("the request finished");
-        let resp = stream.recv_response().await.expect("an answer");
-        let mut got = Vec::new();
-        while let Some(mut chunk) = stream.recv_data().await.expect("the body") {
-            while chunk.has_remaining() {
-                let c = chunk.chunk();
-                got.extend_from_slice(c);
-                let n = c.len();
-                chunk.advance(n);
-            }
-        }
-        Answer {
-            status: resp.status().as_u16(),
-            headers: resp.headers().clone(),
-            body: got,
-        }
+        answer(&mut stream, BodyEnd::Clean).await
     }
 
     /// `GET path`, its status and headers once its head arrives, and the stream its body is
@@ -147,21 +133,8 @@ impl H3 {
             .send_data(Bytes::copy_from_slice(part))
             .await
             .expect("the part sent");
-        let resp = stream.recv_response().await.expect("an answer");
-        let mut got = Vec::new();
-        while let Ok(Some(mut chunk)) = stream.recv_data().await {
-            while chunk.has_remaining() {
-                let c = chunk.chunk();
-                got.extend_from_slice(c);
-                let n = c.len();
-                chunk.advance(n);
-            }
-        }
-        Answer {
-            status: resp.status().as_u16(),
-            headers: resp.headers().clone(),
-            body: got,
-        }
+        // The server answers before the body ends and may reset the stream after.
+        answer(&mut stream, BodyEnd::MayReset).await
     }
 
     /// `GET path`.
@@ -174,5 +147,42 @@ impl H3 {
         let a = self.get("/stats").await;
         assert_eq!(a.status, 200);
         serde_json::from_slice(&a.body).expect("/stats is JSON")
+    }
+}
+
+/// How a test expects an answer's body to end.
+#[derive(PartialEq)]
+enum BodyEnd {
+    /// With the stream's end: an error fails the test.
+    Clean,
+    /// With the stream's end or a reset: what came before is the body.
+    MayReset,
+}
+
+/// The answer on `stream`: its head, then its body to the end.
+async fn answer(
+    stream: &mut h3::client::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>,
+    end: BodyEnd,
+) -> Answer {
+    let resp = stream.recv_response().await.expect("an answer");
+    let mut got = Vec::new();
+    loop {
+        let mut chunk = match stream.recv_data().await {
+            Ok(Some(chunk)) => chunk,
+            Ok(None) => break,
+            Err(_) if end == BodyEnd::MayReset => break,
+            Err(e) => panic!("the body: {e}"),
+        };
+        while chunk.has_remaining() {
+            let c = chunk.chunk();
+            got.extend_from_slice(c);
+            let n = c.len();
+            chunk.advance(n);
+        }
+    }
+    Answer {
+        status: resp.status().as_u16(),
+        headers: resp.headers().clone(),
+        body: got,
     }
 }
