@@ -259,6 +259,30 @@ http2_concur() { # SERVER_PID JSON MODEL CONNECTIONS N BASE
     | awk -v n="$5" '{ print $1, n / $2, 1e6 * $3 / n }'
 }
 
+# "concur-MODEL:100-h3-connC req/s cpu_us_per_request" for N GETs over HTTP/3.
+http3_concur() { # SERVER_PID JSON MODEL CONNECTIONS N BASE CACERT
+  crawl_row "$1" "$2" "$3:100-h3-conn$4" "$6&name={rand}" "$5" 100 "$3" --http3 --connections "$4" \
+    --cacert "$7" | awk -v n="$5" '{ print $1, n / $2, 1e6 * $3 / n }'
+}
+
+# "oha-cC-mM req/s cpu_us_per_request": oha over HTTP/3, its CPU (user + sys) from time(1).
+http3_oha() { # OHA C M N BASE
+  local json cpu
+  json=$(mktemp) cpu=$(mktemp)
+  /usr/bin/time -f "%U %S" -o "$cpu" ${client_cpus:+taskset -c "$client_cpus"} \
+    "$1" --http-version 3 --insecure -n "$4" -c "$2" -p "$3" --no-tui --output-format json "$5" > "$json"
+  python3 - "$json" "$cpu" "oha-c$2-m$3" "$4" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+user, sys_ = map(float, open(sys.argv[2]).read().split()[-2:])
+ok = json.load(open(sys.argv[1])).get("statusCodeDistribution", {}).get("200", 0)
+if ok != int(sys.argv[4]):
+    sys.exit(f"oha: {ok} of {sys.argv[4]} requests answered 200")
+print(sys.argv[3], s["summary"]["requestsPerSec"], 1e6 * (user + sys_) / int(sys.argv[4]))
+PY
+  rm -f "$json" "$cpu"
+}
+
 # h2load's CPU (user + sys) from time(1), written after its own output.
 http2_h2load() { # C M N BASE
   /usr/bin/time -f "cpu %U %S" ${client_cpus:+taskset -c "$client_cpus"} \
