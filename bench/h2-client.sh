@@ -6,6 +6,9 @@
 # request, and each against h2load's of the same connections (docs/benchmarks.md §32).
 #
 # Usage: bench/h2-client.sh OLD_BIN NEW_BIN [N] [ROUNDS]
+#   CONNECTIONS="1 10"  which connection counts to run (default both)
+#   NEW_ENV="NAME=VALUE ..."  also run NEW_BIN with these variables set, as "newenv" (e.g.
+#             NEW_ENV=_RJEM_MALLOC_CONF=dirty_decay_ms:10000, jemalloc's own decay; §41)
 #   OLD_BIN   a concur built before the change (the h2 crate's client), e.g. /tmp/concur-h2crate
 #   NEW_BIN   a concur with concur's own client (default: target/release/concur, built here)
 # Run it on a quiet machine: client and server share the cores, as h2load and the server do.
@@ -28,7 +31,7 @@ echo "old: $old ($("$old" --version)), new: $new; $n GETs a sample, $rounds roun
 base="$srv_url/add?delay=0"
 samples=$(mktemp)
 for r in $(seq "$rounds"); do
-  for c in 1 10; do
+  for c in ${CONNECTIONS:-1 10}; do
     http2_h2load "$c" $((100 / c)) "$n" "$base" | tee -a "$samples"
     for model in async async-local; do
       for which in old new; do
@@ -36,6 +39,12 @@ for r in $(seq "$rounds"); do
         http2_concur "$srv_pid" /tmp/h2-client.jsonl "$model" "$c" "$n" "$base" \
           | sed "s/^/$which-/" | tee -a "$samples"
       done
+      if [ -n "${NEW_ENV:-}" ]; then
+        bin=$new
+        # shellcheck disable=SC2086 # NEW_ENV is NAME=VALUE words
+        (export $NEW_ENV; http2_concur "$srv_pid" /tmp/h2-client.jsonl "$model" "$c" "$n" "$base") \
+          | sed "s/^/newenv-/" | tee -a "$samples"
+      fi
     done
   done
 done
