@@ -81,7 +81,8 @@ pub fn amdahl_fit(points: &[(f64, f64)]) -> Option<f64> {
 /// the seq cells' effective cores, lock-free ones first, tell what one task needs. Between the
 /// thresholds, the workload's declared nature decides (a busy machine lowers the measure), and
 /// so it does where every cell's runs are too short for their CPU time to mean anything
-/// (below [`TOO_SHORT_S`], the process's start-up alone can read as 5 cores or as 0.2).
+/// (below [`TOO_SHORT_S`], the process's start-up alone can read as 5 cores or as 0.2). Work
+/// declared CPU-only stays CPU-bound however low it reads: it can only have waited for a core.
 fn classify(cells: &[&CellResult], nature: Nature, cores: usize) -> (Class, Option<f64>) {
     let cells: Vec<&CellResult> = cells
         .iter()
@@ -114,6 +115,9 @@ fn classify(cells: &[&CellResult], nature: Nature, cores: usize) -> (Class, Opti
     };
     let class = match e {
         Some(e) if e >= CPU_BOUND => Class::Cpu,
+        // Work declared CPU-only cannot wait: kept below a core, it waited for one (another
+        // process had it), which says the machine was busy, not that the work waits.
+        Some(_) if nature == Nature::Cpu => Class::Cpu,
         Some(e) if e <= WAIT_BOUND => {
             if matches!(nature, Nature::Delay(_)) {
                 Class::Delay
@@ -365,9 +369,16 @@ pub fn advise(a: &Analysis) -> Vec<Advice> {
                 ),
                 None => "its runs are too short to measure how busy one task at a time keeps the cores, so this is what it declares".to_string(),
             };
+            // CPU-only work measured below a core waited for one.
+            let starved = match e {
+                Some(e) if e < CPU_BOUND && nature == Nature::Cpu => {
+                    " (it only computes, so the rest of the time it waited for a core: the machine was busy, and the figures below are slower than this machine can do)"
+                }
+                _ => "",
+            };
             s.push(match class {
                 Class::Cpu => format!(
-                    "{workload} is CPU-bound: {}, so no model can run it more than {cores}× faster on this {cores}-core machine.",
+                    "{workload} is CPU-bound: {}{starved}, so no model can run it more than {cores}× faster on this {cores}-core machine.",
                     one_task("")
                 ),
                 Class::Io => format!(
@@ -852,19 +863,34 @@ mod tests {
             "{}",
             short.text
         );
-        // The same measure from runs long enough to mean it is believed.
-        let long = advice_for(
+        // CI's other case: runs long enough, 0.2 cores for work that only computes. It
+        // waited for a core (the machine was busy), so it stays CPU-bound and says why.
+        let busy = advice_for(
             vec![
-                cell("fib:22", "seq", 1, 0.8, 0.1, 0.06),
+                cell("fib:22", "seq", 1, 0.8, 0.16, 0.0),
                 cell("fib:22", "pool:2", 2, 1.2, 0.3, 0.0),
             ],
             "cpu",
         );
-        assert_eq!(long.class, Class::Io, "{}", long.text);
+        assert_eq!(busy.class, Class::Cpu, "{}", busy.text);
         assert!(
-            long.text.contains("keeps only 0.20 cores busy"),
+            busy.text.contains("keeps 0.20 cores busy (it only computes, so the rest of the time it waited for a core: the machine was busy"),
             "{}",
-            long.text
+            busy.text
+        );
+        // The same measure from undeclared work is believed: it waits.
+        let waits = advice_for(
+            vec![
+                cell("cmd", "seq", 1, 0.8, 0.16, 0.0),
+                cell("cmd", "pool:2", 2, 1.2, 0.3, 0.0),
+            ],
+            "measured",
+        );
+        assert_eq!(waits.class, Class::Io, "{}", waits.text);
+        assert!(
+            waits.text.contains("keeps only 0.20 cores busy"),
+            "{}",
+            waits.text
         );
     }
 
