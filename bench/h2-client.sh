@@ -48,19 +48,5 @@ for r in $(seq "$rounds"); do
     done
   done
 done
-medians "$samples" | python3 -c '
-import sys
-rows = [l.split() for l in sys.stdin]
-ref = {}
-for label, rps, cpu in rows:
-    if label.startswith("h2load-c"):
-        ref[label.split("-")[1]] = (float(rps), float(cpu))
-print("| client | connections | req/s (median) | vs h2load | client CPU a request (median) | vs h2load |")
-print("|---|---:|---:|---:|---:|---:|")
-for label, rps, cpu in rows:
-    conns = label.split("-")[1] if label.startswith("h2load") else "c" + label.rsplit("conn", 1)[1]
-    r_rps, r_cpu = ref[conns]
-    cpu_ratio = f"{float(cpu) / r_cpu:.2f}x" if r_cpu > 0 else "-"
-    print(f"| {label} | {conns[1:]} | {float(rps):,.0f} | {float(rps) / r_rps:.2f}x | {float(cpu):.2f} us | {cpu_ratio} |")
-'
+medians "$samples" | ratio_table h2load
 rm -f "$samples"

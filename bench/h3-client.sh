@@ -37,18 +37,5 @@ for r in $(seq "$rounds"); do
     done
   done
 done
-medians "$samples" | python3 -c '
-import sys
-rows = [l.split() for l in sys.stdin]
-ref = {}
-for label, rps, cpu in rows:
-    if label.startswith("oha-c"):
-        ref[label.split("-")[1]] = (float(rps), float(cpu))
-print("| client | connections | req/s (median) | vs oha | client CPU a request (median) | vs oha |")
-print("|---|---:|---:|---:|---:|---:|")
-for label, rps, cpu in rows:
-    conns = label.split("-")[1] if label.startswith("oha") else "c" + label.rsplit("conn", 1)[1]
-    r_rps, r_cpu = ref[conns]
-    print(f"| {label} | {conns[1:]} | {float(rps):,.0f} | {float(rps) / r_rps:.2f}x | {float(cpu):.2f} us | {float(cpu) / r_cpu:.2f}x |")
-'
+medians "$samples" | ratio_table oha
 rm -f "$samples"

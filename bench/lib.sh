@@ -259,6 +259,28 @@ http2_concur() { # SERVER_PID JSON MODEL CONNECTIONS N BASE
     | awk -v n="$5" '{ print $1, n / $2, 1e6 * $3 / n }'
 }
 
+# The medians of a multiplexing benchmark (lines "LABEL REQ/S CPU_US", labels ending in
+# "-connC" for concur's clients, "REF-cC-mM" for the reference) as a table: each client's rate
+# and client CPU a request against the reference's on the same number of connections.
+ratio_table() { # REF (the reference's label prefix: h2load, oha) < medians
+  python3 -c '
+import sys
+ref_name = sys.argv[1]
+rows = [l.split() for l in sys.stdin]
+ref = {}
+for label, rps, cpu in rows:
+    if label.startswith(ref_name + "-c"):
+        ref[label.split("-")[1]] = (float(rps), float(cpu))
+print(f"| client | connections | req/s (median) | vs {ref_name} | client CPU a request (median) | vs {ref_name} |")
+print("|---|---:|---:|---:|---:|---:|")
+for label, rps, cpu in rows:
+    conns = label.split("-")[1] if label.startswith(ref_name + "-c") else "c" + label.rsplit("conn", 1)[1]
+    r_rps, r_cpu = ref[conns]
+    cpu_ratio = f"{float(cpu) / r_cpu:.2f}x" if r_cpu > 0 else "-"
+    print(f"| {label} | {conns[1:]} | {float(rps):,.0f} | {float(rps) / r_rps:.2f}x | {float(cpu):.2f} us | {cpu_ratio} |")
+' "$1"
+}
+
 # "concur-MODEL:100-h3-connC req/s cpu_us_per_request" for N GETs over HTTP/3.
 http3_concur() { # SERVER_PID JSON MODEL CONNECTIONS N BASE CACERT
   crawl_row "$1" "$2" "$3:100-h3-conn$4" "$6&name={rand}" "$5" 100 "$3" --http3 --connections "$4" \
